@@ -1,0 +1,106 @@
+# flatline — build, test, install. See README.md ("Hacking") for the gates.
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+ARCH      ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CC        ?= cc
+CLANG     ?= clang
+BPFTOOL   ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BUILD     ?= build
+
+# SANITIZE=1 builds everything (daemons and tests) with ASan and UBSan, in build-asan/.
+ifeq ($(SANITIZE),1)
+BUILD     := build-asan
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+             -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) $(SAN_FLAGS)
+LDFLAGS   += $(SAN_FLAGS)
+LDLIBS    := -lbpf -lelf -lz -levent -levent_pthreads -lhiredis -lldns -linih -lpthread
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -mcpu=v3 -I. -Iinclude
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+LIB_OBJS  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all test unit integration check fuzz demo install clean format vmlinux
+all: $(BUILD)/flatline
+
+# vmlinux.h is committed; only an explicit `make vmlinux` regenerates it.
+vmlinux:
+	$(call msg,GEN,vmlinux.h)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux.h
+
+$(BUILD) $(BUILD)/user $(BUILD)/tests:
+	$(Q)mkdir -p $@
+
+$(BUILD)/%.bpf.tmp.o: bpf/%.bpf.c vmlinux.h $(wildcard include/*.h) | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.bpf.o: $(BUILD)/%.bpf.tmp.o
+	$(call msg,GEN-OBJ,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+# The skeleton names the object fl_<name>, so maps read fl_proc.rodata etc.
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name fl_$* > $@
+
+# Every userspace object depends on every skeleton (there are few, and
+# compiler-generated dependencies below keep header changes honest).
+$(BUILD)/user/%.o: user/%.c $(SKELS) | $(BUILD)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libflatline.a: $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/flatline: $(BUILD)/user/main.o $(BUILD)/libflatline.a
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libflatline.a | $(BUILD)/tests
+	$(call msg,CC-TEST,$@)
+	$(Q)$(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -lcmocka -o $@
+
+unit: $(UNIT_BINS)
+integration: $(BUILD)/flatline
+
+# Unit tests (no root) then integration tests (root); one summary line at the end.
+test: $(BUILD)/flatline $(UNIT_BINS)
+	$(Q)BUILD=$(BUILD) tests/run.sh
+
+demo: $(BUILD)/flatline
+	$(Q)scripts/demo.sh
+
+install: $(BUILD)/flatline
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX)/sbin/flatline)
+	$(Q)install -D -m 0755 $(BUILD)/flatline $(DESTDIR)$(PREFIX)/sbin/flatline
+
+format:
+	$(Q)clang-format -i $(wildcard user/*.c user/*.h include/*.h bpf/*.c tests/unit/*.c)
+
+clean:
+	$(call msg,CLEAN,build build-asan build-fuzz)
+	$(Q)rm -rf build build-asan build-fuzz
+
+-include $(wildcard $(BUILD)/user/*.d $(BUILD)/tests/*.d)

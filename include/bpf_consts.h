@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Macro constants that BTF does not carry, for BPF code only (which must not
+ * include <linux/*.h>). */
+#ifndef FL_BPF_CONSTS_H
+#define FL_BPF_CONSTS_H
+
+#define TC_ACT_OK 0
+#define ETH_P_IP 0x0800
+#define ETH_HLEN 14
+#define IPPROTO_ICMP 1
+#define ICMP_ECHOREPLY 0
+#define ICMP_ECHO 8
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1fff
+
+#endif

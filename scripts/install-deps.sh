@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install every Debian package flatline's build, tests, benchmarks and demo need.
+# Idempotent and non-interactive; run as root (or through sudo).
+set -euo pipefail
+
+PKGS=(
+	# build: BPF toolchain and libraries
+	make clang llvm gcc pkg-config
+	libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
+	libhiredis-dev libevent-dev libldns-dev libinih-dev
+	# tests and quality gates
+	libcmocka-dev cppcheck clang-tidy clang-format libclang-rt-14-dev
+	# real peers the tests run
+	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils
+	python3 python3-redis
+	# network namespaces, packet filtering, process tools
+	iproute2 nftables iputils-ping procps psmisc util-linux
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: must run as root (try: sudo $0)" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "install-deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${missing[*]}"
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's packages start services on install; the tests start their own instances.
+for svc in redis-server redis-sentinel named bind9; do
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+		systemctl stop "$svc" || true
+	fi
+done
+echo "install-deps: done"

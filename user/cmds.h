@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Subcommands of the flatline binary. Each returns the process exit status:
+ * 0 ok, 1 runtime failure, 2 usage error. argv[0] is the subcommand name. */
+#ifndef FL_CMDS_H
+#define FL_CMDS_H
+
+int cmd_agent(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+
+#endif

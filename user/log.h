@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Diagnostics on stderr: "flatline: <message>". */
+#ifndef FL_LOG_H
+#define FL_LOG_H
+
+#include <stdarg.h>
+
+enum log_level { LOG_LVL_WARN = 0, LOG_LVL_INFO = 1, LOG_LVL_DEBUG = 2 };
+
+extern int log_verbosity; /* messages at or below this level are printed */
+
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define pr_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define pr_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define pr_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
+
+#endif

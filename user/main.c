@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* flatline: one binary, subcommands like bpftool or ip. */
+#include <stdio.h>
+#include <string.h>
+#include "cmds.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "agent", cmd_agent, "watch the local server in the kernel and log its events (root)" },
+	{ "events", cmd_events, "print or follow the event log" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: flatline COMMAND [OPTIONS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n`flatline COMMAND --help` describes each.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "flatline: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
