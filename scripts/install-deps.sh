@@ -12,7 +12,7 @@ PKGS=(
 	libcmocka-dev cppcheck clang-tidy clang-format libclang-rt-14-dev
 	# real peers the tests run
 	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils
-	python3 python3-redis
+	python3 python3-redis jq
 	# network namespaces, packet filtering, process tools
 	iproute2 nftables iputils-ping procps psmisc util-linux
 )

@@ -1,0 +1,84 @@
+# Shared helpers for the integration tests (sourced, bash).
+# Each test file defines test functions and lists them in TESTS; run_tests runs
+# each in a subshell with its own temp dir and a cleanup trap, and prints
+# PASS/FAIL/SKIP lines that tests/run.sh counts.
+
+FL=${FL:-$PWD/${BUILD:-build}/flatline}
+FL_WAIT_S=${FL_WAIT_S:-10} # generous bound for things that take milliseconds
+
+# Say why and fail the current test.
+fail() { echo "    $*" >&2; exit 1; }
+# Skip the current test with a reason.
+skip() { echo "$*" > "$T/.skip"; exit 0; }
+need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root"; }
+need_cmd() { for c in "$@"; do command -v "$c" >/dev/null || skip "needs $c (scripts/install-deps.sh)"; done; }
+
+# Cleanup actions, run in reverse order when the test's subshell exits.
+CLEANUP=()
+on_exit() { CLEANUP+=("$*"); }
+run_cleanup() {
+	local i
+	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do eval "${CLEANUP[$i]}" >/dev/null 2>&1; done
+}
+
+# start_agent NODE ARGS... : the agent in the background with its log in $T;
+# waits for agent_start. Sets AGENT_PID and LOG.
+start_agent() {
+	local node=$1; shift
+	LOG=$T/events-$node.jsonl
+	"$FL" agent --node "$node" --event-log "$LOG" "$@" 2>"$T/agent-$node.err" &
+	AGENT_PID=$!
+	on_exit "kill -TERM $AGENT_PID; wait $AGENT_PID"
+	wait_event "$LOG" '.kind == "agent_start"' || {
+		cat "$T/agent-$node.err" >&2
+		fail "agent $node did not start"
+	}
+}
+
+# stop_agent: SIGTERM and wait; fails if it does not exit 0.
+stop_agent() {
+	kill -TERM "$AGENT_PID"
+	wait "$AGENT_PID" || fail "agent exited with status $?"
+}
+
+# wait_event LOG JQ-FILTER [SECONDS]: waits until a line matches; prints it.
+wait_event() {
+	local log=$1 filter=$2 limit=${3:-$FL_WAIT_S} end line
+	end=$((SECONDS + limit))
+	while [ $SECONDS -le $end ]; do
+		if [ -s "$log" ]; then
+			line=$(jq -c "select($filter)" "$log" 2>/dev/null | head -n 1)
+			[ -n "$line" ] && { echo "$line"; return 0; }
+		fi
+		sleep 0.02
+	done
+	return 1
+}
+
+count_events() { local n; n=$(jq -c "select($2)" "$1" 2>/dev/null | wc -l); echo "$n"; }
+
+# expect_eq WHAT GOT WANT
+expect_eq() { [ "$2" == "$3" ] || fail "$1: got '$2', want '$3'"; }
+
+run_tests() {
+	local t rc
+	for t in "${TESTS[@]}"; do
+		T=$(mktemp -d /tmp/flatline-test.XXXXXX)
+		(
+			set -eu
+			CLEANUP=()
+			trap run_cleanup EXIT
+			"$t"
+		) >"$T/.out" 2>&1
+		rc=$?
+		if [ -f "$T/.skip" ]; then
+			echo "SKIP $t: $(cat "$T/.skip")"
+		elif [ $rc -eq 0 ]; then
+			echo "PASS $t"
+		else
+			echo "FAIL $t"
+			sed 's/^/    /' "$T/.out" | tail -n 30
+		fi
+		rm -rf "$T"
+	done
+}

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* flatline agent: loads the process BPF programs, watches the local server by
+ * PID and cgroup, and writes what the kernel reports to the event log. One
+ * libevent loop: the ring buffer's epoll fd, signals and timers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <event2/event.h>
+#include <bpf/libbpf.h>
+#include "cmds.h"
+#include "event_log.h"
+#include "exit_code.h"
+#include "log.h"
+#include "proc_watch.h"
+
+#define AGENT_MAX_WATCH 64
+#define AGENT_LOCK_DIR "/run/flatline"
+#define AGENT_SYNC_MS 1000
+
+struct agent {
+	const char *node;
+	const char *event_log;
+	pid_t pids[AGENT_MAX_WATCH];
+	int npids;
+	const char *cgroups[AGENT_MAX_WATCH];
+	uint64_t cgroup_ids[AGENT_MAX_WATCH];
+	int ncgroups;
+
+	struct event_base *base;
+	struct proc_watch *pw;
+	struct evlog *log;
+	int lock_fd;
+	uint64_t drops_seen; /* ring buffer drops already logged */
+};
+
+static const char agent_usage[] =
+	"usage: flatline agent [--node ID] [--watch-pid PID]... [--watch-cgroup PATH]...\n"
+	"                      [--event-log PATH] [-v]\n"
+	"\n"
+	"  --node ID            this node's id (default: the host name); pins go under\n"
+	"                       " FL_PIN_ROOT "/ID/\n"
+	"  --watch-pid PID      watch this process (repeatable)\n"
+	"  --watch-cgroup PATH  watch every process in this cgroup v2 directory and below,\n"
+	"                       including ones started later (repeatable)\n"
+	"  --event-log PATH     event log (default " EVLOG_DEFAULT_PATH ")\n"
+	"  -v, --verbose        more messages; twice for libbpf's own\n";
+
+/* libbpf's own messages: warnings with -v, its debug output with -vv. */
+static int libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	int need = lvl == LIBBPF_DEBUG ? LOG_LVL_DEBUG + 1 : LOG_LVL_DEBUG;
+
+	if (log_verbosity < need)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void agent_log(struct agent *a, struct evrec *r)
+{
+	int err = evlog_write(a->log, r);
+
+	if (err)
+		pr_warn("failed to write event log %s: %s\n", a->event_log, strerror(-err));
+}
+
+static const char *watched_cgroup(const struct agent *a, uint64_t cgid)
+{
+	for (int i = 0; i < a->ncgroups; i++)
+		if (a->cgroup_ids[i] == cgid)
+			return a->cgroups[i];
+	return NULL;
+}
+
+static void add_cause(struct evrec *r, uint32_t exit_code)
+{
+	struct exit_cause c;
+	char buf[16];
+	const char *name;
+
+	ec_decode(exit_code, &c);
+	if (c.signal) {
+		name = ec_signame(c.signal, buf, sizeof(buf));
+		if (name)
+			evrec_str(r, "signal", name);
+		else
+			evrec_int(r, "signal_number", c.signal);
+		evrec_bool(r, "core_dumped", c.core_dumped);
+	} else {
+		evrec_int(r, "exit_status", c.status);
+	}
+}
+
+static void add_oom(struct evrec *r, const struct fl_oom_info *o)
+{
+	/* Before Linux 6.8 mark_victim carried only the pid: no figures then. */
+	if (!o->total_vm_kb && !o->anon_rss_kb && !o->file_rss_kb)
+		return;
+	evrec_uint(r, "total_vm_kb", o->total_vm_kb);
+	evrec_uint(r, "anon_rss_kb", o->anon_rss_kb);
+	evrec_uint(r, "file_rss_kb", o->file_rss_kb);
+	evrec_uint(r, "shmem_rss_kb", o->shmem_rss_kb);
+	evrec_uint(r, "pgtables_kb", o->pgtables_kb);
+	evrec_int(r, "oom_score_adj", o->oom_score_adj);
+}
+
+static void on_proc_event(void *ctx, const struct fl_proc_event *e)
+{
+	struct agent *a = ctx;
+	uint64_t now = mono_ns();
+	char comm[FL_COMM_LEN + 1];
+	const char *kind, *cg;
+	struct evrec r;
+
+	switch (e->kind) {
+	case FL_EV_PROC_EXIT:
+		kind = "proc_exit";
+		break;
+	case FL_EV_OOM_VICTIM:
+		kind = "oom_kill";
+		break;
+	case FL_EV_PROC_START:
+		kind = "proc_start";
+		break;
+	default:
+		pr_warn("ignoring BPF event of unknown kind %u\n", e->kind);
+		return;
+	}
+	memcpy(comm, e->comm, FL_COMM_LEN);
+	comm[FL_COMM_LEN] = '\0';
+
+	evrec_begin(&r, NULL, a->node, kind);
+	evrec_int(&r, "pid", e->pid);
+	if (e->kind != FL_EV_OOM_VICTIM) {
+		evrec_int(&r, "ppid", e->ppid);
+		evrec_str(&r, "comm", comm);
+	}
+	if (e->kind == FL_EV_PROC_EXIT) {
+		add_cause(&r, e->exit_code);
+		evrec_bool(&r, "oom", e->oom);
+	}
+	if (e->oom)
+		add_oom(&r, &e->oom_info);
+	if (e->watch & FL_WATCH_CGROUP) {
+		cg = watched_cgroup(a, e->cgroup_id);
+		if (cg)
+			evrec_str(&r, "cgroup", cg);
+		evrec_uint(&r, "cgroup_id", e->cgroup_id);
+	}
+	/* From the kernel's event to this line: the detection delay in userspace. */
+	evrec_uint(&r, "delay_us", now > e->ts_ns ? (now - e->ts_ns) / 1000 : 0);
+	agent_log(a, &r);
+}
+
+static void on_ringbuf(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	int n;
+
+	(void)fd;
+	(void)what;
+	n = pw_consume(a->pw);
+	if (n < 0)
+		pr_warn("failed to read ring buffer: %s\n", strerror(-n));
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)what;
+	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	event_base_loopbreak(a->base);
+}
+
+/* Once a second: flush the log to disk and report new ring buffer drops. */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	uint64_t drops = pw_drops(a->pw);
+	struct evrec r;
+
+	(void)fd;
+	(void)what;
+	if (drops != a->drops_seen) {
+		evrec_begin(&r, NULL, a->node, "events_dropped");
+		evrec_uint(&r, "dropped", drops - a->drops_seen);
+		evrec_uint(&r, "total", drops);
+		agent_log(a, &r);
+		pr_warn("ring buffer full: %llu events lost\n",
+			(unsigned long long)(drops - a->drops_seen));
+		a->drops_seen = drops;
+	}
+	evlog_sync(a->log);
+}
+
+/* One agent per node: an flock held for the agent's life (released by the
+ * kernel however the agent dies, so a SIGKILLed agent never blocks the next). */
+static int take_lock(struct agent *a)
+{
+	char path[PATH_MAX], buf[32];
+	int fd, n;
+
+	if (mkdir(AGENT_LOCK_DIR, 0755) && errno != EEXIST) {
+		pr_warn("failed to create %s: %s\n", AGENT_LOCK_DIR, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/agent-%s.lock", AGENT_LOCK_DIR, a->node);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		pr_warn("failed to open lock %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		pr_warn("failed to lock node %s: another agent (pid %s) is running for it\n",
+			a->node, n > 0 ? buf : "?");
+		close(fd);
+		return -EBUSY;
+	}
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, buf, n, 0) != n)
+		pr_warn("failed to write lock %s: %s\n", path, strerror(errno));
+	a->lock_fd = fd;
+	return 0;
+}
+
+static int parse_pid(const char *s, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*pid = v;
+	return 0;
+}
+
+/* A process that exists and has not already exited (a zombie has). */
+static int pid_alive(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || !(p = strrchr(buf, ')')))
+		return 0;
+	return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static int parse_args(struct agent *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "node", required_argument, NULL, 'n' },
+		{ "watch-pid", required_argument, NULL, 'p' },
+		{ "watch-cgroup", required_argument, NULL, 'g' },
+		{ "event-log", required_argument, NULL, 'l' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	static char host[HOST_NAME_MAX + 1];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			a->node = optarg;
+			break;
+		case 'p':
+			if (a->npids == AGENT_MAX_WATCH) {
+				pr_warn("too many --watch-pid (at most %d)\n", AGENT_MAX_WATCH);
+				return 2;
+			}
+			if (parse_pid(optarg, &a->pids[a->npids])) {
+				pr_warn("--watch-pid %s: not a process id\n", optarg);
+				return 2;
+			}
+			a->npids++;
+			break;
+		case 'g':
+			if (a->ncgroups == AGENT_MAX_WATCH) {
+				pr_warn("too many --watch-cgroup (at most %d)\n", AGENT_MAX_WATCH);
+				return 2;
+			}
+			a->cgroups[a->ncgroups++] = optarg;
+			break;
+		case 'l':
+			a->event_log = optarg;
+			break;
+		case 'v':
+			log_verbosity++;
+			break;
+		case 'h':
+			fputs(agent_usage, stdout);
+			return -1;
+		default:
+			fputs(agent_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		pr_warn("unexpected argument '%s'\n", argv[optind]);
+		fputs(agent_usage, stderr);
+		return 2;
+	}
+	if (!a->node) {
+		if (gethostname(host, sizeof(host)))
+			snprintf(host, sizeof(host), "localhost");
+		host[strcspn(host, ".")] = '\0';
+		a->node = host;
+	}
+	if (fl_valid_node_id(a->node)) {
+		pr_warn("--node %s: a node id is 1-64 letters, digits, '-', '_' or '.'\n", a->node);
+		return 2;
+	}
+	return 0;
+}
+
+/* What the agent watches, checked before anything is loaded. */
+static int check_targets(struct agent *a)
+{
+	for (int i = 0; i < a->npids; i++) {
+		if (!pid_alive(a->pids[i])) {
+			pr_warn("failed to watch pid %d: no such process\n", (int)a->pids[i]);
+			return -ESRCH;
+		}
+	}
+	for (int i = 0; i < a->ncgroups; i++) {
+		int err = fl_cgroup_id(a->cgroups[i], &a->cgroup_ids[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int arm_watches(struct agent *a)
+{
+	struct evrec r;
+	int err;
+
+	for (int i = 0; i < a->ncgroups; i++) {
+		err = pw_watch_cgroup(a->pw, a->cgroups[i], &a->cgroup_ids[i]);
+		if (err) {
+			pr_warn("failed to watch cgroup %s: %s\n", a->cgroups[i], strerror(-err));
+			return err;
+		}
+	}
+	for (int i = 0; i < a->npids; i++) {
+		err = pw_watch_pid(a->pw, a->pids[i], FL_WATCH_PID);
+		if (err) {
+			pr_warn("failed to watch pid %d: %s\n", (int)a->pids[i], strerror(-err));
+			return err;
+		}
+		/* It may have died between the check and the map update, unseen. */
+		if (!pid_alive(a->pids[i])) {
+			pw_unwatch_pid(a->pw, a->pids[i]);
+			evrec_begin(&r, NULL, a->node, "proc_exit");
+			evrec_int(&r, "pid", a->pids[i]);
+			evrec_str(&r, "cause", "unknown: exited while the watch was being set up");
+			agent_log(a, &r);
+		}
+	}
+	return 0;
+}
+
+static void log_agent_start(struct agent *a)
+{
+	struct utsname u;
+	struct evrec r;
+
+	uname(&u);
+	evrec_begin(&r, NULL, a->node, "agent_start");
+	evrec_int(&r, "agent_pid", getpid());
+	evrec_str(&r, "kernel", u.release);
+	evrec_int(&r, "watch_pids", a->npids);
+	evrec_int(&r, "watch_cgroups", a->ncgroups);
+	evrec_str(&r, "pins", pw_pin_dir(a->pw));
+	agent_log(a, &r);
+	evlog_sync(a->log);
+}
+
+static int agent_run(struct agent *a)
+{
+	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL;
+	struct timeval tick = { AGENT_SYNC_MS / 1000, (AGENT_SYNC_MS % 1000) * 1000 };
+	int err = -ENOMEM;
+
+	a->base = event_base_new();
+	if (!a->base)
+		return -ENOMEM;
+	ev_rb = event_new(a->base, pw_epoll_fd(a->pw), EV_READ | EV_PERSIST, on_ringbuf, a);
+	ev_term = evsignal_new(a->base, SIGTERM, on_signal, a);
+	ev_int = evsignal_new(a->base, SIGINT, on_signal, a);
+	ev_tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
+	if (!ev_rb || !ev_term || !ev_int || !ev_tick || event_add(ev_rb, NULL) ||
+	    event_add(ev_term, NULL) || event_add(ev_int, NULL) || event_add(ev_tick, &tick)) {
+		pr_warn("failed to set up the event loop\n");
+		goto cleanup;
+	}
+	log_agent_start(a);
+	pr_info("agent for node %s ready: %d pid(s), %d cgroup(s), pins in %s\n", a->node,
+		a->npids, a->ncgroups, pw_pin_dir(a->pw));
+	/* Events that arrived before the loop started. */
+	pw_consume(a->pw);
+	err = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+cleanup:
+	if (ev_rb)
+		event_free(ev_rb);
+	if (ev_term)
+		event_free(ev_term);
+	if (ev_int)
+		event_free(ev_int);
+	if (ev_tick)
+		event_free(ev_tick);
+	event_base_free(a->base);
+	return err;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent a = { .event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1 };
+	struct evlog_opts lo = { .max_bytes = EVLOG_DEFAULT_MAX_BYTES,
+				 .max_segments = EVLOG_DEFAULT_SEGMENTS };
+	struct pw_opts po = { .cb = on_proc_event, .ctx = &a };
+	struct evrec r;
+	int err;
+
+	err = parse_args(&a, argc, argv);
+	if (err)
+		return err < 0 ? 0 : err;
+	libbpf_set_print(libbpf_print);
+	if (geteuid() != 0) {
+		pr_warn("agent must run as root: it loads BPF programs and pins maps\n");
+		return 1;
+	}
+	if (check_targets(&a))
+		return 1;
+	lo.path = a.event_log;
+	err = evlog_open(&a.log, &lo);
+	if (err) {
+		pr_warn("failed to open event log %s: %s\n", a.event_log, strerror(-err));
+		return 1;
+	}
+	err = take_lock(&a);
+	if (err)
+		goto cleanup;
+	po.node = a.node;
+	po.cgroups = a.ncgroups > 0;
+	err = pw_open(&a.pw, &po);
+	if (err)
+		goto cleanup;
+	err = arm_watches(&a);
+	if (err)
+		goto cleanup;
+	err = agent_run(&a);
+	evrec_begin(&r, NULL, a.node, "agent_stop");
+	evrec_str(&r, "reason", err ? "error" : "signal");
+	agent_log(&a, &r);
+cleanup:
+	pw_close(a.pw);
+	evlog_close(a.log);
+	if (a.lock_fd >= 0)
+		close(a.lock_fd);
+	return err ? 1 : 0;
+}
