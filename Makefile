@@ -103,4 +103,7 @@ clean:
 	$(call msg,CLEAN,build build-asan build-fuzz)
 	$(Q)rm -rf build build-asan build-fuzz
 
+# Quality gates (make check, make fuzz): mk/check.mk.
+-include mk/check.mk
+
 -include $(wildcard $(BUILD)/user/*.d $(BUILD)/tests/*.d)
