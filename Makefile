@@ -40,7 +40,7 @@ LIB_OBJS  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration check fuzz demo install clean format vmlinux
+.PHONY: all test unit integration tools check fuzz demo install clean format vmlinux
 all: $(BUILD)/flatline
 
 # vmlinux.h is committed; only an explicit `make vmlinux` regenerates it.
@@ -81,6 +81,13 @@ $(BUILD)/flatline: $(BUILD)/user/main.o $(BUILD)/libflatline.a
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libflatline.a | $(BUILD)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -lcmocka -o $@
+
+# Benchmark helpers (scripts/bench-*.sh).
+TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
+$(BUILD)/tools/%: tests/tools/%.c
+	$(call msg,CC-TOOL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
+tools: $(TOOLS)
 
 unit: $(UNIT_BINS)
 integration: $(BUILD)/flatline

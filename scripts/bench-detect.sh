@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Detection benchmark (issue 2): kill() of a watched process -> the agent has the
+# event in userspace, idle and during an exit storm; cost of the exit program.
+# usage: scripts/bench-detect.sh [-n KILLS]      (root; prints a table)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=1000
+[ "${1:-}" = "-n" ] && N=$2
+[ "$(id -u)" -eq 0 ] || { echo "bench-detect: run as root" >&2; exit 1; }
+[ -n "${FL:-}" ] || make -s all tools
+FL=${FL:-$PWD/build/flatline}
+PY=/usr/bin/python3
+dir=$(mktemp -d /tmp/flatline-bench.XXXXXX)
+cgroot=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$cgroot" ] || { echo "bench-detect: no cgroup v2 hierarchy mounted" >&2; exit 1; }
+cg=$cgroot/flatline-bench-$$
+stats_old=$(sysctl -n kernel.bpf_stats_enabled)
+agent=
+cleanup() {
+	[ -z "$agent" ] || { kill -TERM "$agent"; wait "$agent"; } 2>/dev/null
+	sysctl -qw kernel.bpf_stats_enabled="$stats_old"
+	rmdir "$cg" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+mkdir "$cg"
+
+"$FL" agent --node bench --watch-cgroup "$cg" --event-log "$dir/events.jsonl" 2>"$dir/agent.err" &
+agent=$!
+for _ in $(seq 500); do grep -q agent_start "$dir/events.jsonl" 2>/dev/null && break; sleep 0.01; done
+grep -q agent_start "$dir/events.jsonl" || { cat "$dir/agent.err"; exit 1; }
+sysctl -qw kernel.bpf_stats_enabled=1
+
+prog_stats() { bpftool prog show name fl_proc_exit --json | jq -r '"\(.run_time_ns // 0) \(.run_cnt // 0)"'; }
+read -r t0 c0 < <(prog_stats)
+build/tools/killbench --cgroup "$cg" -n "$N" > "$dir/idle.txt"
+read -r t1 c1 < <(prog_stats)
+build/tools/killbench --cgroup "$cg" -n "$N" --storm > "$dir/storm.txt" 2>"$dir/storm.err"
+read -r t2 c2 < <(prog_stats)
+sleep 0.2
+drops=$(bpftool map dump pinned /sys/fs/bpf/flatline/bench/fl_drops --json |
+	jq '[.[].formatted.values[].value] | add // 0')
+
+"$PY" - "$dir" "$N" "$drops" "$t0" "$c0" "$t1" "$c1" "$t2" "$c2" <<'PYEOF'
+import json, sys, datetime
+d, n, drops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+t0, c0, t1, c1, t2, c2 = map(int, sys.argv[4:10])
+def ts_ns(s):
+    dt = datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+    return int(dt.timestamp()) * 10**9 + dt.microsecond * 1000
+ev = {}
+other = 0
+for line in open(f"{d}/events.jsonl"):
+    e = json.loads(line)
+    if e["kind"] == "proc_exit":
+        ev[e["pid"]] = (ts_ns(e["ts"]), e["delay_us"])
+    elif e["kind"] not in ("agent_start", "agent_stop"):
+        other += 1
+def load(name):
+    return [tuple(map(int, l.split())) for l in open(f"{d}/{name}.txt")]
+def pct(v, p):
+    v = sorted(v); return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+runs = {k: load(k) for k in ("idle", "storm")}
+mine = {pid for r in runs.values() for pid, _ in r}
+stray = sum(1 for pid in ev if pid not in mine) + other
+storm_n = open(f"{d}/storm.err").read().strip()
+print(f"kill() of a watched process -> event handled by the agent ({n} kills each)")
+print(f"{'run':<8} {'seen':>6} {'p50 us':>8} {'p99 us':>8} {'max us':>8} {'kernel->agent p50/p99 us':>26}")
+for k, r in runs.items():
+    lat = [(ev[p][0] - t) / 1000 for p, t in r if p in ev]
+    dl = [ev[p][1] for p, _ in r if p in ev]
+    print(f"{k:<8} {len(lat):>6} {pct(lat,50):>8.0f} {pct(lat,99):>8.0f} {max(lat):>8.0f} {pct(dl,50):>12.0f} / {pct(dl,99):<8.0f}")
+print(f"storm: {storm_n}; events not from the victims: {stray}; ring buffer drops: {drops}")
+ci, cs = c1 - c0, c2 - c1
+print(f"fl_proc_exit cost: idle {((t1-t0)/ci if ci else 0):.0f} ns/call over {ci} calls, "
+      f"storm {((t2-t1)/cs if cs else 0):.0f} ns/call over {cs} calls")
+PYEOF
