@@ -142,7 +142,8 @@ int BPF_PROG(fl_proc_exit, struct task_struct *task)
 		e->oom = 0;
 		__builtin_memset(&e->oom_info, 0, sizeof(e->oom_info));
 	}
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	/* The last thread may be a helper ("bio_close_file"): name the process. */
+	BPF_CORE_READ_STR_INTO(&e->comm, task, group_leader, comm);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

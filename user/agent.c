@@ -4,6 +4,7 @@
  * libevent loop: the ring buffer's epoll fd, signals and timers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -257,14 +258,11 @@ static int parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
-/* A process that exists and has not already exited (a zombie has). */
-static int pid_alive(pid_t pid)
+static int thread_alive(const char *stat_path)
 {
-	char path[64], buf[512], *p;
-	FILE *f;
+	char buf[512], *p;
+	FILE *f = fopen(stat_path, "r");
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
 	if (!f)
 		return 0;
 	p = fgets(buf, sizeof(buf), f);
@@ -272,6 +270,29 @@ static int pid_alive(pid_t pid)
 	if (!p || !(p = strrchr(buf, ')')))
 		return 0;
 	return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* A process that exists and has not already exited: some thread of it is not a
+ * zombie (the leader alone may be one after pthread_exit()). */
+static int pid_alive(pid_t pid)
+{
+	char path[PATH_MAX];
+	struct dirent *d;
+	int alive = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while (!alive && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)pid, d->d_name);
+		alive = thread_alive(path);
+	}
+	closedir(dir);
+	return alive;
 }
 
 static int parse_args(struct agent *a, int argc, char **argv)

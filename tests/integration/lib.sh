@@ -18,6 +18,7 @@ CLEANUP=()
 on_exit() { CLEANUP+=("$*"); }
 run_cleanup() {
 	local i
+	set +e # a failing cleanup step must not stop the others (or change the status)
 	for ((i = ${#CLEANUP[@]} - 1; i >= 0; i--)); do eval "${CLEANUP[$i]}" >/dev/null 2>&1; done
 }
 
@@ -29,7 +30,7 @@ start_agent() {
 	"$FL" agent --node "$node" --event-log "$LOG" "$@" 2>"$T/agent-$node.err" &
 	AGENT_PID=$!
 	on_exit "kill -TERM $AGENT_PID; wait $AGENT_PID"
-	wait_event "$LOG" '.kind == "agent_start"' || {
+	wait_event "$LOG" ".kind == \"agent_start\" and .agent_pid == $AGENT_PID" >/dev/null || {
 		cat "$T/agent-$node.err" >&2
 		fail "agent $node did not start"
 	}
