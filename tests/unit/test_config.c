@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "config.h"
+
+static const char good[] = "[cluster]\n"
+			   "name = demo\n"
+			   "secret = change-me              ; agents authenticate with it\n"
+			   "\n"
+			   "[agent]\n"
+			   "ping_interval_ms = 50\n"
+			   "hung_after = 3\n"
+			   "event_log = /tmp/ev.jsonl\n"
+			   "self_fence = no\n"
+			   "[controller]\n"
+			   "listen = 127.0.0.1:26400\n"
+			   "[redis]\n"
+			   "user =\n"
+			   "password = pw\n"
+			   "[dns]\n"
+			   "server = 127.0.0.1:5353\n"
+			   "zone = ha.example.\n"
+			   "tsig_name = flatline\n"
+			   "tsig_algorithm = hmac-sha512\n"
+			   "tsig_secret = c2VjcmV0c2VjcmV0c2VjcmV0\n"
+			   "ttl = 5\n"
+			   "[node \"n1\"]\n"
+			   "address = 10.77.0.1\n"
+			   "redis = 10.77.0.1:6379\n"
+			   "priority = 10\n"
+			   "[node \"n2\"]\n"
+			   "address = fd00::2\n"
+			   "redis = unix:/run/redis/redis.sock\n"
+			   "[node \"n3\"]\n"
+			   "address = 10.77.0.3\n"
+			   "redis = [fd00::3]:6380\n"
+			   "priority = 0\n"
+			   "[shard \"cache\"]\n"
+			   "nodes = n1 n2 n3\n"
+			   "dns_name = cache.ha.example.\n";
+
+static void test_good_file(void **state)
+{
+	struct cfg *c = NULL;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_string("c.conf", good, &c, err, sizeof(err)), 0);
+	assert_string_equal(c->name, "demo");
+	assert_string_equal(c->secret, "change-me");
+	assert_int_equal(c->agent.ping_interval_ms, 50);
+	assert_int_equal(c->agent.hung_after, 3);
+	assert_int_equal(c->agent.probe_interval_ms, 100); /* default */
+	assert_int_equal(c->agent.self_fence, 0);
+	assert_int_equal(c->agent.self_fence_after_ms, 2000); /* 2 x peer_down_after_ms */
+	assert_string_equal(c->agent.event_log, "/tmp/ev.jsonl");
+	assert_string_equal(c->controller.listen.host, "127.0.0.1");
+	assert_int_equal(c->controller.listen.port, 26400);
+	assert_string_equal(c->redis.user, "");
+	assert_string_equal(c->redis.password, "pw");
+	assert_true(c->dns.enabled);
+	assert_int_equal(c->dns.server.port, 5353);
+	assert_string_equal(c->dns.tsig_algorithm, "hmac-sha512");
+	assert_int_equal(c->dns.ttl, 5);
+	assert_int_equal(c->nnodes, 3);
+	assert_int_equal(c->nodes[0].priority, 10);
+	assert_int_equal(c->nodes[1].priority, 100); /* default */
+	assert_string_equal(c->nodes[1].redis.unix_path, "/run/redis/redis.sock");
+	assert_string_equal(c->nodes[2].redis.host, "fd00::3");
+	assert_int_equal(c->nodes[2].redis.port, 6380);
+	assert_int_equal(c->nodes[0].redis.port, 6379);
+	assert_int_equal(c->nshards, 1);
+	assert_int_equal(c->shards[0].nnodes, 3);
+	assert_int_equal(c->nodes[2].shard, 0);
+	assert_string_equal(c->shards[0].dns_name, "cache.ha.example.");
+	assert_non_null(cfg_find_node(c, "n2"));
+	assert_null(cfg_find_node(c, "n4"));
+	cfg_free(c);
+}
+
+static const struct {
+	const char *text, *msg;
+} bad[] = {
+	{ "[cluster]\nname = x\n[node \"n2\"]\naddress = 1.2.3.4\nredis = h:1\npriority = high\n",
+	  "t.conf:6: [node \"n2\"] priority: not a number: 'high'" },
+	{ "[agent]\nping_interval_ms = 0\n",
+	  "t.conf:2: [agent] ping_interval_ms: 0 is out of range (1 to 86400000)" },
+	{ "[agent]\nhung_after = 5x\n", "t.conf:2: [agent] hung_after: not a number: '5x'" },
+	{ "[agent]\nbogus = 1\n", "t.conf:2: [agent] bogus: unknown key" },
+	{ "[agent]\nself_fence = maybe\n",
+	  "t.conf:2: [agent] self_fence: not a boolean (yes/no): 'maybe'" },
+	{ "[agent]\nevent_log = relative.log\n",
+	  "t.conf:2: [agent] event_log: not an absolute path: 'relative.log'" },
+	{ "[nope]\n", "t.conf:1: unknown section [nope]" },
+	{ "[cluster\n", "t.conf:1: section header without ']'" },
+	{ "name = x\n", "t.conf:1: key 'name' outside any section" },
+	{ "[cluster]\njust words\n", "t.conf:2: not a 'key = value' line or a [section] header" },
+	{ "[node \"a b\"]\n", "t.conf:1: [node \"a b\"]: a name is 1-64 letters" },
+	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[node \"n1\"]\n",
+	  "t.conf:4: [node \"n1\"]: node defined twice" },
+	{ "[node \"n1\"]\naddress = 300.1.1.1\n",
+	  "t.conf:2: [node \"n1\"] address: not an IPv4 or IPv6 address: '300.1.1.1'" },
+	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = host:99999\n",
+	  "t.conf:3: [node \"n1\"] redis: not host:port, [v6]:port or unix:/path: 'host:99999'" },
+	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = unix:relative\n",
+	  "t.conf:3: [node \"n1\"] redis: not host:port" },
+	{ "[node \"n1\"]\naddress = 1.2.3.4\n",
+	  "t.conf:1: [node \"n1\"] redis: missing (host:port or unix:/path of its server)" },
+	{ "[node \"n1\"]\nredis = 1.2.3.4:6379\n",
+	  "t.conf:1: [node \"n1\"] address: missing (the host's IP address)" },
+	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[shard \"s\"]\nnodes = n1 n9\n",
+	  "t.conf:5: [shard \"s\"] nodes: no [node \"n9\"] in this file" },
+	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[shard \"s\"]\nnodes = n1\n"
+	  "[shard \"t\"]\nnodes = n1\n",
+	  "t.conf:7: [shard \"t\"] nodes: node n1 is already in shard s" },
+	{ "[shard \"s\"]\ndns_name = cache.example\n",
+	  "t.conf:2: [shard \"s\"] dns_name: not an absolute domain name ending in '.'" },
+	{ "[shard \"s\"]\n", "t.conf:1: [shard \"s\"] nodes: missing" },
+	{ "[dns]\ntsig_algorithm = hmac-sha384\n",
+	  "t.conf:2: [dns] tsig_algorithm: hmac-sha384 is not supported: ldns 1.8.3 cannot sign" },
+	{ "[dns]\ntsig_algorithm = md5\n", "t.conf:2: [dns] tsig_algorithm: unknown algorithm 'md5'" },
+	{ "[dns]\ntsig_secret = not base64!\n", "t.conf:2: [dns] tsig_secret: not base64" },
+	{ "[dns]\nzone = ha.example.\ntsig_name = k\n",
+	  "t.conf:1: [dns] tsig_secret: missing" },
+	{ "[dns]\nzone = ha.example.\ntsig_name = k\ntsig_secret = YWJjZA==\n"
+	  "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n"
+	  "[shard \"s\"]\nnodes = n1\ndns_name = cache.other.\n",
+	  "t.conf:8: [shard \"s\"] dns_name: cache.other. is not inside zone ha.example." },
+	{ "[controller]\nlisten = 1.2.3.4:x\n", "t.conf:2: [controller] listen: not host:port" },
+	{ "[agent]\nping_interval_ms = 100\n  continued\n",
+	  "t.conf:3: not a 'key = value' line or a [section] header" },
+};
+
+static void test_bad_files(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cfg *c = NULL;
+		char err[512] = "";
+		int rc = cfg_load_string("t.conf", bad[i].text, &c, err, sizeof(err));
+
+		if (rc == 0 || strncmp(err, bad[i].msg, strlen(bad[i].msg))) {
+			print_error("case %zu: rc %d, message\n  '%s'\nwant a prefix of\n  '%s'\n", i,
+				    rc, err, bad[i].msg);
+			fail();
+		}
+		assert_null(c);
+	}
+}
+
+static void test_long_line_and_missing_file(void **state)
+{
+	char *text = malloc(3000), err[512];
+	struct cfg *c = NULL;
+
+	(void)state;
+	memset(text, 'a', 2999);
+	memcpy(text, "[cluster]\nname = ", 17);
+	text[2999] = '\0';
+	assert_int_not_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "t.conf:2: line longer than"));
+	free(text);
+	assert_int_not_equal(cfg_load("/nonexistent/cluster.conf", &c, err, sizeof(err)), 0);
+	assert_string_equal(err, "failed to open cluster file /nonexistent/cluster.conf: No such "
+				 "file or directory");
+}
+
+static void test_endpoints(void **state)
+{
+	struct cfg_endpoint ep;
+
+	(void)state;
+	assert_int_equal(cfg_parse_endpoint("localhost", &ep, 6379), 0);
+	assert_int_equal(ep.port, 6379);
+	assert_int_equal(cfg_parse_endpoint("[::1]:7000", &ep, 6379), 0);
+	assert_string_equal(ep.host, "::1");
+	assert_int_equal(ep.port, 7000);
+	assert_int_not_equal(cfg_parse_endpoint("::1:7000", &ep, 1), 0);
+	assert_int_not_equal(cfg_parse_endpoint("h:0", &ep, 1), 0);
+	assert_int_not_equal(cfg_parse_endpoint("h:", &ep, 1), 0);
+	assert_int_not_equal(cfg_parse_endpoint(":80", &ep, 1), 0);
+	assert_int_not_equal(cfg_parse_endpoint("[zz]:80", &ep, 1), 0);
+	assert_int_not_equal(cfg_parse_endpoint("a b:80", &ep, 1), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_file),
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_long_line_and_missing_file),
+		cmocka_unit_test(test_endpoints),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The cluster file (DESIGN.md, "The cluster file"): git-config style INI read
+ * with inih. Every key is validated; an error names file, line, section, key. */
+#ifndef FL_CONFIG_H
+#define FL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CFG_ID_MAX 64
+
+/* host:port, [v6]:port or unix:/path */
+struct cfg_endpoint {
+	char host[256]; /* empty for a unix socket */
+	int port;
+	char unix_path[108];
+};
+
+struct cfg_node {
+	char id[CFG_ID_MAX + 1];
+	char address[64];          /* the host's IP, probed with ICMP by its peers */
+	struct cfg_endpoint redis; /* the server on it */
+	char redis_str[300];       /* as written, for messages */
+	int priority;              /* 0 = never promote; default 100 */
+	char pidfile[256];         /* optional: where the server writes its pid */
+	int shard;                 /* index in cfg.shards, -1 if in none */
+	int line;                  /* line of its section header */
+};
+
+struct cfg_shard {
+	char name[CFG_ID_MAX + 1];
+	int *nodes; /* indexes in cfg.nodes */
+	int nnodes;
+	char dns_name[256]; /* optional, absolute ("cache.ha.example.") */
+	int line;
+};
+
+struct cfg {
+	char path[256];
+	char name[CFG_ID_MAX + 1];
+	char secret[256];
+	struct {
+		int ping_interval_ms;
+		int hung_after;
+		int probe_interval_ms;
+		int peer_down_after_ms;
+		int heartbeat_ms;
+		char event_log[256];
+		bool self_fence;
+		int self_fence_after_ms; /* default 2 x peer_down_after_ms */
+	} agent;
+	struct {
+		struct cfg_endpoint listen;
+		int node_down_after_ms;
+		char state_file[256];
+		char event_log[256];
+		int failover_block_ms;
+		int tilt_ms;
+	} controller;
+	struct {
+		char user[128];
+		char password[256];
+	} redis;
+	struct {
+		bool enabled; /* a [dns] section is present */
+		struct cfg_endpoint server;
+		char zone[256];
+		char tsig_name[256];
+		char tsig_algorithm[32];
+		char tsig_secret[256];
+		int ttl;
+		int check_ms;
+	} dns;
+	struct cfg_node *nodes;
+	int nnodes;
+	struct cfg_shard *shards;
+	int nshards;
+};
+
+/* Reads and validates FILE. On error returns -errno/-EINVAL and writes one line
+ * such as "cluster.conf:14: [node \"n2\"] priority: not a number" to err. */
+int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen);
+/* The same from a string (unit tests, fuzzing); name is used in messages. */
+int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err,
+		    size_t errlen);
+void cfg_free(struct cfg *c);
+struct cfg_node *cfg_find_node(const struct cfg *c, const char *id);
+struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name);
+/* Parses "host:port", "[v6]:port" or "unix:/path"; -EINVAL if malformed. */
+int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port);
+
+#endif
