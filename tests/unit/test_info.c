@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <string.h>
+#include <cmocka.h>
+#include "info.h"
+
+/* redis-server 7.0.15, as `INFO server` + `INFO replication` print them. */
+static const char redis_primary[] =
+	"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:4242\r\n"
+	"run_id:5e0c5e2b1d1a1ad4b3f2f3a6b0e0f4a4b2c1d0e9\r\ntcp_port:6379\r\n\r\n"
+	"# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
+	"slave0:ip=127.0.0.1,port=27002,state=online,offset=50,lag=0\r\n"
+	"master_failover_state:no-failover\r\n"
+	"master_replid:90ecc8090e967123d401c2bb3630dc55da918cf4\r\n"
+	"master_replid2:0000000000000000000000000000000000000000\r\n"
+	"master_repl_offset:50\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\n";
+
+static const char redis_replica[] =
+	"# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:27001\r\n"
+	"master_link_status:up\r\nmaster_last_io_seconds_ago:3\r\nmaster_sync_in_progress:0\r\n"
+	"slave_read_repl_offset:1234\r\nslave_repl_offset:1234\r\nslave_priority:50\r\n"
+	"slave_read_only:1\r\nreplica_announced:1\r\nconnected_slaves:0\r\n"
+	"master_failover_state:no-failover\r\n"
+	"master_replid:90ecc8090e967123d401c2bb3630dc55da918cf4\r\n"
+	"master_replid2:0000000000000000000000000000000000000000\r\n"
+	"master_repl_offset:1234\r\nsecond_repl_offset:-1\r\n";
+
+/* Valkey 8 names itself in server_name and valkey_version. */
+static const char valkey_replica[] =
+	"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n"
+	"process_id:77\r\nrun_id:aa\r\n# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\n"
+	"master_port:6379\r\nmaster_link_status:down\r\nmaster_last_io_seconds_ago:-1\r\n"
+	"master_sync_in_progress:1\r\nslave_repl_offset:99\r\nreplica_priority:0\r\n"
+	"master_replid:abc\r\nmaster_repl_offset:99\r\n";
+
+/* Dragonfly: no run_id, no master_repl_offset on a primary, slave_repl_offset
+ * only after the full sync, role "replica" in newer versions. */
+static const char dragonfly_primary[] =
+	"# Server\r\nredis_version:7.2.0\r\ndragonfly_version:df-v1.21.2\r\nredis_mode:standalone\r\n"
+	"process_id:9\r\ntcp_port:6379\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
+	"slave0:ip=10.0.0.2,port=6379,state=online,lag=0\r\nmaster_replid:dfreplid\r\n";
+static const char dragonfly_replica_syncing[] =
+	"# Server\r\ndragonfly_version:df-v1.21.2\r\n# Replication\r\nrole:replica\r\n"
+	"master_host:10.0.0.1\r\nmaster_port:6379\r\nmaster_link_status:up\r\n"
+	"master_last_io_seconds_ago:0\r\nmaster_sync_in_progress:1\r\nslave_priority:100\r\n"
+	"slave_read_only:1\r\n";
+
+static void test_redis(void **state)
+{
+	struct info_repl r;
+
+	(void)state;
+	assert_int_equal(info_parse(redis_primary, strlen(redis_primary), &r), 0);
+	assert_int_equal(r.server, INFO_SRV_REDIS);
+	assert_string_equal(r.version, "7.0.15");
+	assert_int_equal(r.role, INFO_ROLE_MASTER);
+	assert_int_equal(r.pid, 4242);
+	assert_int_equal(r.tcp_port, 6379);
+	assert_string_equal(r.run_id, "5e0c5e2b1d1a1ad4b3f2f3a6b0e0f4a4b2c1d0e9");
+	assert_string_equal(r.master_replid, "90ecc8090e967123d401c2bb3630dc55da918cf4");
+	assert_int_equal(r.offset, 50);
+	assert_int_equal(r.connected_slaves, 1);
+	assert_int_equal(r.link_up, -1);
+	assert_int_equal(r.slave_priority, 100);
+
+	assert_int_equal(info_parse(redis_replica, strlen(redis_replica), &r), 0);
+	assert_int_equal(r.role, INFO_ROLE_SLAVE);
+	assert_string_equal(r.master_host, "127.0.0.1");
+	assert_int_equal(r.master_port, 27001);
+	assert_int_equal(r.link_up, 1);
+	assert_int_equal(r.last_io_s, 3);
+	assert_int_equal(r.offset, 1234);
+	assert_int_equal(r.slave_priority, 50);
+	assert_int_equal(r.pid, 0);
+}
+
+static void test_valkey(void **state)
+{
+	struct info_repl r;
+
+	(void)state;
+	assert_int_equal(info_parse(valkey_replica, strlen(valkey_replica), &r), 0);
+	assert_int_equal(r.server, INFO_SRV_VALKEY);
+	assert_string_equal(r.version, "8.0.1");
+	assert_int_equal(r.link_up, 0);
+	assert_int_equal(r.last_io_s, -1);
+	assert_int_equal(r.sync_in_progress, 1);
+	assert_int_equal(r.slave_priority, 0);
+	assert_int_equal(r.offset, 99);
+}
+
+static void test_dragonfly(void **state)
+{
+	struct info_repl r;
+
+	(void)state;
+	assert_int_equal(info_parse(dragonfly_primary, strlen(dragonfly_primary), &r), 0);
+	assert_int_equal(r.server, INFO_SRV_DRAGONFLY);
+	assert_string_equal(r.version, "df-v1.21.2");
+	assert_int_equal(r.role, INFO_ROLE_MASTER);
+	assert_int_equal(r.offset, -1);
+	assert_string_equal(r.run_id, "");
+	assert_int_equal(info_parse(dragonfly_replica_syncing, strlen(dragonfly_replica_syncing), &r),
+			 0);
+	assert_int_equal(r.role, INFO_ROLE_SLAVE);
+	assert_int_equal(r.offset, -1);
+	assert_int_equal(r.link_up, 1);
+}
+
+static void test_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"role:master\r\nno colon here\r\n",
+		"master_repl_offset:12x\r\n",
+		"master_port:\r\n",
+		"process_id:99999999999999999999999\r\n",
+	};
+	struct info_repl r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(info_parse(bad[i], strlen(bad[i]), &r), -EINVAL);
+	/* Not NUL-terminated: the length is authoritative. */
+	assert_int_equal(info_parse("role:master", 7, &r), 0);
+	assert_int_equal(r.role, INFO_ROLE_UNKNOWN);
+	assert_int_equal(info_parse("", 0, &r), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_redis),
+		cmocka_unit_test(test_valkey),
+		cmocka_unit_test(test_dragonfly),
+		cmocka_unit_test(test_malformed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
