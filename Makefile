@@ -82,6 +82,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libflatline.a | $(BUILD)/tests
 	$(call msg,CC-TEST,$@)
 	$(Q)$(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -lcmocka -o $@
 
+# Root-only test programs driven by tests/integration/*.sh (BPF test runs on crafted
+# frames); tests/run.sh's unit pass does not see them.
+ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/itests/%,$(wildcard tests/integration/*.c))
+$(BUILD)/itests/%: tests/integration/%.c $(BUILD)/libflatline.a $(SKELS)
+	$(call msg,CC-TEST,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -lcmocka -o $@
+
 # Benchmark helpers (scripts/bench-*.sh).
 TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
 $(BUILD)/tools/%: tests/tools/%.c
@@ -89,11 +96,16 @@ $(BUILD)/tools/%: tests/tools/%.c
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
 tools: $(TOOLS)
 
+# Tools that drive the library itself (tests/integration/test_dns.sh) link it too.
+$(BUILD)/tools/dnsupdate: tests/tools/dnsupdate.c $(BUILD)/libflatline.a
+	$(call msg,CC-TOOL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -o $@
+
 unit: $(UNIT_BINS)
-integration: $(BUILD)/flatline
+integration: $(BUILD)/flatline $(ITEST_BINS)
 
 # Unit tests (no root) then integration tests (root); one summary line at the end.
-test: $(BUILD)/flatline $(UNIT_BINS)
+test: $(BUILD)/flatline $(UNIT_BINS) $(ITEST_BINS)
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 demo: $(BUILD)/flatline
@@ -113,4 +125,4 @@ clean:
 # Quality gates (make check, make fuzz): mk/check.mk.
 -include mk/check.mk
 
--include $(wildcard $(BUILD)/user/*.d $(BUILD)/tests/*.d)
+-include $(wildcard $(BUILD)/user/*.d $(BUILD)/tests/*.d $(BUILD)/itests/*.d)

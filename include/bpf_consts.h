@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Macro constants that BTF does not carry, for BPF code only (which must not
- * include <linux/*.h>). */
+ * include <linux/...>). */
 #ifndef FL_BPF_CONSTS_H
 #define FL_BPF_CONSTS_H
 
 #define TC_ACT_OK 0
+/* "Not my business, go on": the next tcx program or clsact filter runs and the
+ * packet's fate is theirs (TCX_NEXT has the same value). */
+#define TC_ACT_UNSPEC (-1)
 #define ETH_P_IP 0x0800
 #define ETH_HLEN 14
 #define IPPROTO_ICMP 1
