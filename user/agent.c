@@ -4,7 +4,6 @@
  * libevent loop: the ring buffer's epoll fd, signals and timers. */
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,7 +21,10 @@
 #include "event_log.h"
 #include "exit_code.h"
 #include "log.h"
+#include "config.h"
 #include "proc_watch.h"
+#include "reporter.h"
+#include "srvmon.h"
 
 #define AGENT_MAX_WATCH 64
 #define AGENT_LOCK_DIR "/run/flatline"
@@ -37,17 +39,27 @@ struct agent {
 	uint64_t cgroup_ids[AGENT_MAX_WATCH];
 	int ncgroups;
 
+	const char *config;      /* -c FILE */
+	bool event_log_flag;     /* --event-log given: it wins over the file */
+	struct cfg *cfg;
+	struct cfg_node *me;     /* this node in cfg */
+
 	struct event_base *base;
 	struct proc_watch *pw;
 	struct evlog *log;
+	struct srvmon *srv;      /* with a cluster file: the local server */
+	struct reporter *rep;    /* with a cluster file: the controller link */
+	pid_t srv_pid;           /* the server's pid as watched in the kernel */
 	int lock_fd;
 	uint64_t drops_seen; /* ring buffer drops already logged */
 };
 
 static const char agent_usage[] =
-	"usage: flatline agent [--node ID] [--watch-pid PID]... [--watch-cgroup PATH]...\n"
+	"usage: flatline agent [-c FILE] [--node ID] [--watch-pid PID]... [--watch-cgroup PATH]...\n"
 	"                      [--event-log PATH] [-v]\n"
 	"\n"
+	"  -c, --config FILE    the cluster file: watch, ping and report this node's server\n"
+	"                       to the controller (without it: only the kernel watch)\n"
 	"  --node ID            this node's id (default: the host name); pins go under\n"
 	"                       " FL_PIN_ROOT "/ID/\n"
 	"  --watch-pid PID      watch this process (repeatable)\n"
@@ -168,6 +180,201 @@ static void on_proc_event(void *ctx, const struct fl_proc_event *e)
 	/* From the kernel's event to this line: the detection delay in userspace. */
 	evrec_uint(&r, "delay_us", now > e->ts_ns ? (now - e->ts_ns) / 1000 : 0);
 	agent_log(a, &r);
+	if (e->kind == FL_EV_PROC_EXIT && a->srv && e->pid == (__u32)a->srv_pid) {
+		struct exit_cause c;
+		char cause[32], sig[16];
+		const char *name;
+
+		ec_decode(e->exit_code, &c);
+		name = c.signal ? ec_signame(c.signal, sig, sizeof(sig)) : NULL;
+		if (c.signal)
+			snprintf(cause, sizeof(cause), "%s", name ? name : "signal");
+		else
+			snprintf(cause, sizeof(cause), "status:%d", c.status);
+		a->srv_pid = 0; /* the kernel dropped it from the watched set */
+		srvmon_exited(a->srv, e->pid, cause, c.core_dumped, e->oom);
+	}
+}
+
+/* The server's pid changed (found, or restarted): watch the new one. */
+static void follow_pid(struct agent *a, pid_t pid)
+{
+	int err;
+
+	if (pid == a->srv_pid)
+		return;
+	if (a->srv_pid)
+		pw_unwatch_pid(a->pw, a->srv_pid);
+	a->srv_pid = 0;
+	if (!pid)
+		return;
+	err = pw_watch_pid(a->pw, pid, FL_WATCH_PID);
+	if (err) {
+		pr_warn("failed to watch server pid %d: %s\n", (int)pid, strerror(-err));
+		return;
+	}
+	a->srv_pid = pid;
+	/* It may have died before the map update: then no event will come. */
+	if (!fl_pid_alive(pid)) {
+		pw_unwatch_pid(a->pw, pid);
+		a->srv_pid = 0;
+		srvmon_exited(a->srv, pid, "unknown", false, false);
+	}
+}
+
+static void log_srv_change(struct agent *a, const struct srv_state *prev,
+			   const struct srv_state *cur, unsigned what)
+{
+	const struct info_repl *i = &cur->info;
+	struct evrec r;
+
+	if (what & SRV_CH_PROC && prev->proc != cur->proc) {
+		const char *kind = NULL;
+
+		switch (cur->proc) {
+		case SRV_HUNG:
+			kind = "proc_hung";
+			break;
+		case SRV_UP:
+			kind = "proc_up";
+			break;
+		case SRV_BUSY:
+			kind = "proc_busy";
+			break;
+		case SRV_LOADING:
+			kind = "proc_loading";
+			break;
+		case SRV_DOWN:
+			/* A death seen by BPF is logged as proc_exit already. */
+			kind = cur->exit_cause[0] ? NULL : "proc_down";
+			break;
+		case SRV_UNKNOWN:
+			break;
+		}
+		if (kind) {
+			evrec_begin(&r, NULL, a->node, kind);
+			evrec_int(&r, "pid", cur->pid);
+			evrec_str(&r, "was", srv_proc_name(prev->proc));
+			evrec_str(&r, "server", a->me->redis_str);
+			if (cur->proc == SRV_HUNG)
+				evrec_int(&r, "silent_ms",
+					  (long long)a->cfg->agent.hung_after *
+						  a->cfg->agent.ping_interval_ms);
+			agent_log(a, &r);
+		}
+	}
+	if (what & SRV_CH_ROLE && cur->have_info && i->role != INFO_ROLE_UNKNOWN &&
+	    (prev->info.role != i->role || i->role == INFO_ROLE_SLAVE)) {
+		evrec_begin(&r, NULL, a->node, "role_change");
+		evrec_str(&r, "role", info_role_name(i->role));
+		evrec_str(&r, "was", info_role_name(prev->info.role));
+		if (i->role == INFO_ROLE_SLAVE) {
+			evrec_str(&r, "master_host", i->master_host);
+			evrec_int(&r, "master_port", i->master_port);
+		}
+		agent_log(a, &r);
+	}
+}
+
+static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
+			   unsigned what)
+{
+	struct agent *a = ctx;
+
+	if (cur->pid != a->srv_pid && cur->proc != SRV_DOWN)
+		follow_pid(a, cur->pid);
+	log_srv_change(a, prev, cur, what);
+	/* Offsets alone ride on the next heartbeat; everything else goes now. */
+	if (what & ~SRV_CH_INFO)
+		reporter_kick(a->rep);
+}
+
+static void build_report(void *ctx, struct rep_msg *m)
+{
+	struct agent *a = ctx;
+	const struct srv_state *st = srvmon_state(a->srv);
+	const struct info_repl *i = &st->info;
+
+	rep_add(m, "proc", "%s", srv_proc_name(st->proc));
+	rep_add(m, "pid", "%d", (int)st->pid);
+	rep_add(m, "proc_change_ms", "%lld", (long long)st->proc_change_ms);
+	if (st->proc == SRV_DOWN && st->exit_cause[0]) {
+		rep_add(m, "exit", "%s", st->oom ? "oom" : st->exit_cause);
+		rep_add(m, "core_dumped", "%d", st->core_dumped);
+	}
+	if (st->auth_error[0])
+		rep_add(m, "auth_error", "%s", st->auth_error);
+	if (!st->have_info)
+		return;
+	if (i->server != INFO_SRV_UNKNOWN)
+		rep_add(m, "server", "%s", info_server_name(i->server));
+	if (i->version[0])
+		rep_add(m, "version", "%s", i->version);
+	rep_add(m, "role", "%s", info_role_name(i->role));
+	if (i->role == INFO_ROLE_SLAVE) {
+		rep_add(m, "master_host", "%s", i->master_host);
+		rep_add(m, "master_port", "%d", i->master_port);
+		rep_add(m, "master_link_status", "%s", i->link_up > 0 ? "up" : "down");
+		rep_add(m, "master_last_io_seconds_ago", "%lld", i->last_io_s);
+		rep_add(m, "master_sync_in_progress", "%d", i->sync_in_progress);
+	}
+	if (i->master_replid[0])
+		rep_add(m, "master_replid", "%s", i->master_replid);
+	if (i->offset >= 0)
+		rep_add(m, "repl_offset", "%lld", i->offset);
+	rep_add(m, "slave_priority", "%d", i->slave_priority);
+	rep_add(m, "connected_slaves", "%d", i->connected_slaves);
+	if (i->run_id[0])
+		rep_add(m, "run_id", "%s", i->run_id);
+}
+
+static void on_rep_event(void *ctx, const char *kind, const char *detail)
+{
+	struct agent *a = ctx;
+	struct evrec r;
+
+	evrec_begin(&r, NULL, a->node, kind);
+	evrec_str(&r, "detail", detail);
+	agent_log(a, &r);
+}
+
+static void on_rep_answer(void *ctx, long long epoch, const char *primary)
+{
+	(void)ctx;
+	pr_debug("controller: epoch %lld, primary %s\n", epoch, primary[0] ? primary : "-");
+}
+
+/* With a cluster file: the server monitor and the controller link. */
+static int start_cluster(struct agent *a)
+{
+	static const struct srvmon_ops sops = { .changed = on_srv_changed };
+	static const struct reporter_ops rops = { .build = build_report,
+						  .event = on_rep_event,
+						  .answer = on_rep_answer };
+	const struct cfg *c = a->cfg;
+	struct srvmon_opts so = {
+		.ep = a->me->redis,
+		.user = c->redis.user,
+		.password = c->redis.password,
+		.pidfile = a->me->pidfile,
+		.ping_interval_ms = c->agent.ping_interval_ms,
+		.hung_after = c->agent.hung_after,
+		.info_interval_ms = c->agent.heartbeat_ms,
+	};
+	struct reporter_opts ro = {
+		.ep = c->controller.listen,
+		.node = a->node,
+		.secret = c->secret,
+		.heartbeat_ms = c->agent.heartbeat_ms,
+	};
+
+	a->srv = srvmon_new(a->base, &so, &sops, a);
+	a->rep = reporter_new(a->base, &ro, &rops, a);
+	if (!a->srv || !a->rep)
+		return -ENOMEM;
+	srvmon_start(a->srv);
+	reporter_start(a->rep);
+	return 0;
 }
 
 static void on_ringbuf(evutil_socket_t fd, short what, void *arg)
@@ -258,46 +465,10 @@ static int parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
-static int thread_alive(const char *stat_path)
-{
-	char buf[512], *p;
-	FILE *f = fopen(stat_path, "r");
-
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (!p || !(p = strrchr(buf, ')')))
-		return 0;
-	return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
-/* A process that exists and has not already exited: some thread of it is not a
- * zombie (the leader alone may be one after pthread_exit()). */
-static int pid_alive(pid_t pid)
-{
-	char path[PATH_MAX];
-	struct dirent *d;
-	int alive = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while (!alive && (d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)pid, d->d_name);
-		alive = thread_alive(path);
-	}
-	closedir(dir);
-	return alive;
-}
-
 static int parse_args(struct agent *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "watch-pid", required_argument, NULL, 'p' },
 		{ "watch-cgroup", required_argument, NULL, 'g' },
@@ -310,8 +481,11 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
 		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
 		case 'n':
 			a->node = optarg;
 			break;
@@ -335,6 +509,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			break;
 		case 'l':
 			a->event_log = optarg;
+			a->event_log_flag = true;
 			break;
 		case 'v':
 			log_verbosity++;
@@ -365,11 +540,30 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	return 0;
 }
 
+static int load_config(struct agent *a)
+{
+	char err[512];
+
+	if (cfg_load(a->config, &a->cfg, err, sizeof(err))) {
+		pr_warn("%s\n", err);
+		return -EINVAL;
+	}
+	a->me = cfg_find_node(a->cfg, a->node);
+	if (!a->me) {
+		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node\n",
+			a->node, a->config);
+		return -ENOENT;
+	}
+	if (!a->event_log_flag)
+		a->event_log = a->cfg->agent.event_log;
+	return 0;
+}
+
 /* What the agent watches, checked before anything is loaded. */
 static int check_targets(struct agent *a)
 {
 	for (int i = 0; i < a->npids; i++) {
-		if (!pid_alive(a->pids[i])) {
+		if (!fl_pid_alive(a->pids[i])) {
 			pr_warn("failed to watch pid %d: no such process\n", (int)a->pids[i]);
 			return -ESRCH;
 		}
@@ -402,7 +596,7 @@ static int arm_watches(struct agent *a)
 			return err;
 		}
 		/* It may have died between the check and the map update, unseen. */
-		if (!pid_alive(a->pids[i])) {
+		if (!fl_pid_alive(a->pids[i])) {
 			pw_unwatch_pid(a->pw, a->pids[i]);
 			evrec_begin(&r, NULL, a->node, "proc_exit");
 			evrec_int(&r, "pid", a->pids[i]);
@@ -432,7 +626,7 @@ static void log_agent_start(struct agent *a)
 static int agent_run(struct agent *a)
 {
 	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL;
-	struct timeval tick = { AGENT_SYNC_MS / 1000, (AGENT_SYNC_MS % 1000) * 1000 };
+	struct timeval tick = { AGENT_SYNC_MS / 1000, (AGENT_SYNC_MS % 1000) * 1000L };
 	int err = -ENOMEM;
 
 	a->base = event_base_new();
@@ -445,6 +639,10 @@ static int agent_run(struct agent *a)
 	if (!ev_rb || !ev_term || !ev_int || !ev_tick || event_add(ev_rb, NULL) ||
 	    event_add(ev_term, NULL) || event_add(ev_int, NULL) || event_add(ev_tick, &tick)) {
 		pr_warn("failed to set up the event loop\n");
+		goto cleanup;
+	}
+	if (a->cfg && start_cluster(a)) {
+		pr_warn("failed to start the server monitor\n");
 		goto cleanup;
 	}
 	log_agent_start(a);
@@ -462,6 +660,8 @@ cleanup:
 		event_free(ev_int);
 	if (ev_tick)
 		event_free(ev_tick);
+	srvmon_free(a->srv);
+	reporter_free(a->rep);
 	event_base_free(a->base);
 	return err;
 }
@@ -479,6 +679,8 @@ int cmd_agent(int argc, char **argv)
 	if (err)
 		return err < 0 ? 0 : err;
 	libbpf_set_print(libbpf_print);
+	if (a.config && load_config(&a))
+		return 1;
 	if (geteuid() != 0) {
 		pr_warn("agent must run as root: it loads BPF programs and pins maps\n");
 		return 1;
@@ -511,5 +713,6 @@ cleanup:
 	evlog_close(a.log);
 	if (a.lock_fd >= 0)
 		close(a.lock_fd);
+	cfg_free(a.cfg);
 	return err ? 1 : 0;
 }

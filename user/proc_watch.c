@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -128,6 +129,43 @@ int fl_cgroup_id(const char *path, uint64_t *cgid)
 	/* A cgroup v2 id is the inode number of its directory in cgroupfs. */
 	*cgid = st.st_ino;
 	return 0;
+}
+
+static int thread_alive(const char *stat_path)
+{
+	char buf[512], *p;
+	FILE *f = fopen(stat_path, "r");
+
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || !(p = strrchr(buf, ')')))
+		return 0;
+	return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* A process that exists and has not already exited: some thread of it is not a
+ * zombie (the leader alone may be one after pthread_exit()). */
+int fl_pid_alive(pid_t pid)
+{
+	char path[PATH_MAX];
+	struct dirent *d;
+	int alive = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while (!alive && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)pid, d->d_name);
+		alive = thread_alive(path);
+	}
+	closedir(dir);
+	return alive;
 }
 
 static int handle_event(void *ctx, void *data, size_t size)

@@ -46,5 +46,7 @@ int fl_mount_bpffs(void);
 int fl_mount_tracefs(void);
 int fl_cgroup_id(const char *path, uint64_t *cgid);
 int fl_valid_node_id(const char *id);
+/* The process exists and some thread of it has not exited (1), else 0. */
+int fl_pid_alive(pid_t pid);
 
 #endif

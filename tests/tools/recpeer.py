@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""A recording test peer for the agent's controller link (docs/protocol.md).
+
+Listens on 127.0.0.1:PORT, answers HELLO and REPORT as a controller would, and
+appends every command it receives to OUT as one JSON object per line:
+{"t": <unix time>, "conn": N, "cmd": "REPORT", "args": {...}}.
+--secret S: HELLO with another secret is answered -AUTH.
+--garbage: answer everything with bytes that are not RESP.
+--silent: accept HELLO, never answer REPORT.
+"""
+import argparse, json, socket, threading, time
+
+def read_command(f):
+    line = f.readline()
+    if not line:
+        return None
+    if not line.startswith(b"*"):
+        raise ValueError("not an array")
+    n = int(line[1:])
+    args = []
+    for _ in range(n):
+        hdr = f.readline()
+        if not hdr.startswith(b"$"):
+            raise ValueError("not a bulk string")
+        ln = int(hdr[1:])
+        data = f.read(ln + 2)[:-2]
+        args.append(data.decode("utf-8", "replace"))
+    return args
+
+def serve(conn, cid, opts, out, lock):
+    f = conn.makefile("rb")
+    try:
+        while True:
+            args = read_command(f)
+            if args is None:
+                break
+            rec = {"t": time.time(), "conn": cid, "cmd": args[0].upper()}
+            if rec["cmd"] == "REPORT":
+                rec["seq"] = int(args[1])
+                rec["args"] = dict(zip(args[2::2], args[3::2]))
+            else:
+                rec["argv"] = args[1:] if rec["cmd"] != "HELLO" else args[1:4]
+            with lock:
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+            if opts.garbage:
+                conn.sendall(b"@@garbage\r\n")
+                continue
+            if rec["cmd"] == "HELLO":
+                if opts.secret is not None and (len(args) < 5 or args[4] != opts.secret):
+                    conn.sendall(b"-AUTH wrong secret\r\n")
+                else:
+                    conn.sendall(b"+OK\r\n")
+            elif rec["cmd"] == "REPORT":
+                if not opts.silent:
+                    conn.sendall(b"*3\r\n$2\r\nOK\r\n:7\r\n$2\r\nn1\r\n")
+            else:
+                conn.sendall(b"-ERR unknown command\r\n")
+    except (ValueError, OSError):
+        pass
+    finally:
+        conn.close()
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("port", type=int)
+    ap.add_argument("out")
+    ap.add_argument("--secret")
+    ap.add_argument("--garbage", action="store_true")
+    ap.add_argument("--silent", action="store_true")
+    opts = ap.parse_args()
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", opts.port))
+    s.listen(16)
+    out = open(opts.out, "a")
+    lock = threading.Lock()
+    cid = 0
+    while True:
+        conn, _ = s.accept()
+        cid += 1
+        threading.Thread(target=serve, args=(conn, cid, opts, out, lock), daemon=True).start()
+
+main()
