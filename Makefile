@@ -100,6 +100,7 @@ tools: $(TOOLS)
 $(BUILD)/tools/dnsupdate: tests/tools/dnsupdate.c $(BUILD)/libflatline.a
 	$(call msg,CC-TOOL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -o $@
+integration test: $(BUILD)/tools/dnsupdate
 
 unit: $(UNIT_BINS)
 integration: $(BUILD)/flatline $(ITEST_BINS)
