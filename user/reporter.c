@@ -26,8 +26,8 @@ struct reporter {
 	enum rep_state state;
 	unsigned long long seq;
 	long long last_sent_ms, last_answer_ms;
-	char last_problem[640]; /* the last rejection or loss logged: once per change */
-	bool was_connected;
+	char last_problem[640]; /* the last problem printed: once per change */
+	bool lost_logged;       /* controller_lost written since the last connect */
 };
 
 static long long wall_ms(void)
@@ -142,7 +142,7 @@ static void on_hello(void *ctx, redisReply *rep, void *priv)
 	}
 	r->state = REP_READY;
 	r->last_answer_ms = wall_ms();
-	r->was_connected = true;
+	r->lost_logged = false;
 	snprintf(detail, sizeof(detail), "connected to controller %s", r->where);
 	note(r, "controller_connected", detail);
 	/* Only the latest state, never a backlog. */
@@ -171,7 +171,15 @@ static void on_down(void *ctx, const char *why, int err)
 	snprintf(detail, sizeof(detail), "controller %s: %s", r->where, why);
 	if (strcmp(r->last_problem, detail))
 		pr_warn("%s\n", detail);
-	note(r, "controller_lost", detail);
+	/* One controller_lost per loss, whatever the reasons of the retries. */
+	if (!r->lost_logged) {
+		r->lost_logged = true;
+		snprintf(r->last_problem, sizeof(r->last_problem), "%s", detail);
+		if (r->ops.event)
+			r->ops.event(r->ctx, "controller_lost", detail);
+	} else {
+		snprintf(r->last_problem, sizeof(r->last_problem), "%s", detail);
+	}
 }
 
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)

@@ -301,8 +301,10 @@ static void on_up(void *ctx)
 		argv[argc++] = m->password;
 		send_cmd(m, on_auth, NULL, argc, argv);
 	}
-	on_ping_tick(-1, 0, m);
+	/* INFO first: its answer (the pid) comes before the PONG that marks the
+	 * server up, so proc_up names the right process. */
 	request_info(m);
+	on_ping_tick(-1, 0, m);
 }
 
 static void on_down(void *ctx, const char *why, int err)
@@ -333,6 +335,7 @@ void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dum
 	snprintf(n.exit_cause, sizeof(n.exit_cause), "%s", cause);
 	n.core_dumped = core_dumped;
 	n.oom = oom;
+	n.pid = 0;
 	n.have_info = false;
 	commit(m, &n);
 	/* Its connection is dead too; look for the restarted server. */

@@ -83,3 +83,34 @@ run_tests() {
 		rm -rf "$T"
 	done
 }
+
+# start_redis PORT [ARGS...]: a redis-server on 127.0.0.1:PORT with its files
+# in $T; waits until it answers. Sets REDIS_PID.
+start_redis() {
+	local port=$1; shift
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--repl-diskless-sync-delay 0 --dir "$T" --dbfilename "dump-$port.rdb" \
+		--logfile "$T/redis-$port.log" "$@" &
+	REDIS_PID=$!
+	on_exit "kill -KILL $REDIS_PID"
+	wait_redis "$port" || fail "redis-server on port $port did not start"
+}
+
+# wait_redis PORT: until it answers PING (or FL_WAIT_S).
+wait_redis() {
+	local end=$((SECONDS + FL_WAIT_S))
+	while [ $SECONDS -le $end ]; do
+		redis-cli -p "$1" ping 2>/dev/null | grep -qE 'PONG|NOAUTH' && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# free_port: a TCP port on 127.0.0.1 nobody listens on.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000)) # below the ephemeral range (32768+)
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+}

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# The agent with a cluster file (issue 4): real redis-server, a recording
+# controller peer (tests/tools/recpeer.py), real BPF.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/integration/lib.sh
+PY=/usr/bin/python3
+
+# cluster_file OUT CTL_PORT NODE=PORT...: a cluster file with one shard.
+cluster_file() {
+	local out=$1 ctl=$2 n ids=""
+	shift 2
+	{
+		printf '[cluster]\nname = t\nsecret = %s\n' "${SECRET:-s3cret}"
+		printf '[agent]\nping_interval_ms = 100\nhung_after = 5\nheartbeat_ms = 100\n'
+		printf '[controller]\nlisten = 127.0.0.1:%s\n' "$ctl"
+		[ -z "${PASSWORD:-}" ] || printf '[redis]\npassword = %s\n' "$PASSWORD"
+		for n in "$@"; do
+			printf '[node "%s"]\naddress = 127.0.0.1\nredis = 127.0.0.1:%s\n' "${n%%=*}" "${n#*=}"
+			ids="$ids ${n%%=*}"
+		done
+		printf '[shard "s"]\nnodes =%s\n' "$ids"
+	} >"$out"
+}
+
+# start_peer PORT [ARGS]: the recording controller; REC is its record.
+start_peer() {
+	local port=$1; shift
+	REC=$T/rec-$port.jsonl
+	: >"$REC"
+	$PY tests/tools/recpeer.py "$port" "$REC" "$@" &
+	on_exit "kill $!"
+	local end=$((SECONDS + FL_WAIT_S))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+		[ $SECONDS -le $end ] || fail "recording peer did not start"
+		sleep 0.05
+	done
+}
+
+# wait_report NODE-FILTER [SECONDS]: the first REPORT matching a jq filter on .args.
+wait_report() { wait_event "$REC" ".cmd == \"REPORT\" and ($1)" "${2:-$FL_WAIT_S}"; }
+
+test_reports_replication() {
+	need_root
+	need_cmd redis-server redis-cli
+	p1=$(free_port); start_redis "$p1"
+	p2=$(free_port); start_redis "$p2" --replicaof 127.0.0.1 "$p1"
+	ctl=$(free_port); start_peer "$ctl"
+	cluster_file "$T/c.conf" "$ctl" n1="$p1" n2="$p2"
+	start_agent n1 -c "$T/c.conf"
+	LOG1=$LOG
+	start_agent n2 -c "$T/c.conf"
+	redis-cli -p "$p1" set k v >/dev/null
+	replid=$(redis-cli -p "$p1" info replication | sed -n 's/^master_replid:\(.*\)\r$/\1/p')
+	[ -n "$replid" ] || fail "no master_replid from the primary"
+	wait_event "$REC" '.cmd == "HELLO" and .argv[2] == "n1"' >/dev/null || fail "no HELLO from n1"
+	r=$(wait_report ".args.role == \"master\" and .args.master_replid == \"$replid\" and (.args.repl_offset | tonumber) > 0") ||
+		fail "no report of the primary with replid and offset"
+	r=$(wait_report ".args.role == \"slave\" and .args.master_port == \"$p1\" and .args.master_link_status == \"up\" and .args.master_replid == \"$replid\" and (.args.repl_offset | tonumber) > 0") ||
+		fail "no report of the replica following $p1 with link up: $(tail -n 1 "$REC")"
+	expect_eq "replica's proc" "$(jq -r .args.proc <<<"$r")" up
+	expect_eq "replica's pid" "$(jq -r .args.pid <<<"$r")" "$(redis-cli -p "$p2" info server | sed -n 's/^process_id:\(.*\)\r$/\1/p')"
+	# Repointed: the report changes within a heartbeat or two.
+	p3=$(free_port); start_redis "$p3"
+	redis-cli -p "$p2" replicaof 127.0.0.1 "$p3" >/dev/null
+	wait_report ".args.master_port == \"$p3\"" 5 >/dev/null || fail "no report after repointing to $p3"
+	wait_event "$LOG" ".kind == \"role_change\" and .master_port == $p3" >/dev/null || fail "no role_change event"
+	# Promoted: role master, and a role_change from slave.
+	redis-cli -p "$p2" replicaof no one >/dev/null
+	wait_event "$LOG" '.kind == "role_change" and .role == "master" and .was == "slave"' >/dev/null || fail "no role_change to master"
+	expect_eq "controller_connected events" "$(count_events "$LOG1" '.kind == "controller_connected"')" 1
+}
+
+test_sigstop_hung_and_back() {
+	need_root
+	p1=$(free_port); start_redis "$p1"
+	ctl=$(free_port); start_peer "$ctl"
+	cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	wait_report '.args.proc == "up"' >/dev/null || fail "no proc up report"
+	t0=$(date +%s%N)
+	kill -STOP "$REDIS_PID"
+	on_exit "kill -CONT $REDIS_PID"
+	ev=$(wait_event "$LOG" '.kind == "proc_hung"') || fail "no proc_hung after SIGSTOP"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	# 5 x 100 ms, bounded generously (10x) both ways for a noisy machine.
+	[ "$ms" -ge 400 ] && [ "$ms" -le 6000 ] || fail "proc_hung after $ms ms, want about 500-600"
+	expect_eq "hung pid" "$(jq -r .pid <<<"$ev")" "$REDIS_PID"
+	wait_report '.args.proc == "hung"' >/dev/null || fail "no report with proc hung"
+	kill -CONT "$REDIS_PID"
+	wait_event "$LOG" '.kind == "proc_up" and .was == "hung"' >/dev/null || fail "no proc_up after SIGCONT"
+	expect_eq "proc_hung events" "$(count_events "$LOG" '.kind == "proc_hung"')" 1
+}
+
+test_short_sleep_and_busy_script_not_hung() {
+	need_root
+	p1=$(free_port); start_redis "$p1" --enable-debug-command yes --lua-time-limit 100
+	ctl=$(free_port); start_peer "$ctl"
+	cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	wait_report '.args.proc == "up"' >/dev/null || fail "no proc up report"
+	# Shorter than the 500 ms threshold: slow, not hung.
+	redis-cli -p "$p1" debug sleep 0.3 >/dev/null
+	sleep 0.5
+	expect_eq "proc_hung after DEBUG SLEEP 0.3" "$(count_events "$LOG" '.kind == "proc_hung"')" 0
+	# A script running for 2 s: -BUSY is alive.
+	redis-cli -p "$p1" eval 'while true do end' 0 >/dev/null 2>&1 &
+	sleep 2
+	redis-cli -p "$p1" script kill >/dev/null
+	wait_event "$LOG" '.kind == "proc_busy"' >/dev/null || fail "no proc_busy during the script"
+	wait_report '.args.proc == "busy"' >/dev/null || fail "no report with proc busy"
+	wait_event "$LOG" '.kind == "proc_up" and .was == "busy"' >/dev/null || fail "no proc_up after the script"
+	expect_eq "proc_hung during the script" "$(count_events "$LOG" '.kind == "proc_hung"')" 0
+}
+
+test_sigkill_reported_at_once_and_restart_followed() {
+	need_root
+	p1=$(free_port); start_redis "$p1"
+	first=$REDIS_PID
+	ctl=$(free_port); start_peer "$ctl"
+	cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	wait_report ".args.proc == \"up\" and .args.pid == \"$first\"" >/dev/null || fail "no report with pid $first"
+	t0=$($PY -c 'import time; print(time.time())')
+	kill -KILL "$first"
+	r=$(wait_report '.args.proc == "down"') || fail "no report of the death"
+	expect_eq exit "$(jq -r .args.exit <<<"$r")" SIGKILL
+	lat=$($PY -c "print(int(($(jq -r .t <<<"$r") - $t0) * 1000))")
+	# Milliseconds in practice (scripts/bench-detect.sh); far below the 500 ms
+	# that missed pings would take. Bounded at 400 ms for a noisy machine.
+	[ "$lat" -lt 400 ] || fail "death reached the controller after $lat ms"
+	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $first and .signal == \"SIGKILL\"" >/dev/null || fail "no proc_exit"
+	# Restarted on the same port: found, followed, its death seen too.
+	start_redis "$p1"
+	second=$REDIS_PID
+	wait_event "$LOG" ".kind == \"proc_up\" and .pid == $second" >/dev/null || fail "restart not found"
+	wait_report ".args.proc == \"up\" and .args.pid == \"$second\"" >/dev/null || fail "no report with the new pid"
+	kill -KILL "$second"
+	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $second" >/dev/null || fail "restarted server's death not seen"
+}
+
+test_server_unreachable_at_start() {
+	need_root
+	p1=$(free_port)
+	ctl=$(free_port); start_peer "$ctl"
+	cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	wait_report '.args.proc == "down"' >/dev/null || fail "no report of a server that is not running"
+	start_redis "$p1"
+	wait_report '.args.proc == "up"' >/dev/null || fail "server started later not found"
+	wait_event "$LOG" '.kind == "proc_up"' >/dev/null || fail "no proc_up"
+}
+
+test_wrong_password_once() {
+	need_root
+	p1=$(free_port); start_redis "$p1" --requirepass right
+	ctl=$(free_port); start_peer "$ctl"
+	PASSWORD=wrong cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	wait_report '.args.auth_error != null' >/dev/null || fail "no auth_error in the report"
+	sleep 1.5
+	n=$(grep -c "failed to authenticate" "$T/agent-n1.err")
+	expect_eq "authentication errors logged in 1.5 s" "$n" 1
+	wait_report '.args.proc == "up"' >/dev/null || fail "a server refusing our password is still alive"
+}
+
+test_controller_rejects_or_misbehaves() {
+	need_root
+	p1=$(free_port); start_redis "$p1"
+	ctl=$(free_port); start_peer "$ctl" --secret other
+	cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	wait_event "$LOG" '.kind == "controller_rejected"' >/dev/null || fail "no controller_rejected"
+	sleep 2
+	expect_eq "controller_rejected events" "$(count_events "$LOG" '.kind == "controller_rejected"')" 1
+	n=$(grep -c "rejected HELLO" "$T/agent-n1.err")
+	expect_eq "rejections on stderr" "$n" 1
+	# Monitoring goes on without a controller.
+	kill -KILL "$REDIS_PID"
+	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $REDIS_PID" >/dev/null || fail "no proc_exit while the controller rejects us"
+	kill -0 "$AGENT_PID" || fail "agent died"
+}
+
+test_garbage_from_controller_and_server() {
+	need_root
+	p1=$(free_port); start_peer "$p1" --garbage # a "server" that answers garbage
+	ctl=$(free_port)
+	$PY tests/tools/recpeer.py "$ctl" "$T/ctl.jsonl" --garbage &
+	on_exit "kill $!"
+	cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	wait_event "$LOG" '.kind == "controller_lost"' >/dev/null || fail "no controller_lost on garbage"
+	sleep 2
+	kill -0 "$AGENT_PID" || fail "agent died on garbage"
+	[ "$(wc -l <"$T/ctl.jsonl")" -ge 2 ] || fail "agent did not reconnect to the controller"
+	expect_eq "controller_lost events" "$(count_events "$LOG" '.kind == "controller_lost"')" 1
+}
+
+test_silent_controller_dropped() {
+	need_root
+	p1=$(free_port); start_redis "$p1"
+	ctl=$(free_port); start_peer "$ctl" --silent
+	cluster_file "$T/c.conf" "$ctl" n1="$p1"
+	start_agent n1 -c "$T/c.conf"
+	ev=$(wait_event "$LOG" '.kind == "controller_lost"') || fail "silent controller not dropped"
+	grep -q "stopped answering" <<<"$ev" || fail "unclear reason: $ev"
+	wait_event "$REC" '.cmd == "HELLO" and .conn == 2' >/dev/null || fail "no reconnect"
+}
+
+test_config_errors() {
+	check_conf() { # TEXT EXPECTED
+		printf '%b' "$1" >"$T/bad.conf"
+		set +e; "$FL" agent -c "$T/bad.conf" --node n1 2>"$T/err"; rc=$?; set -e
+		[ $rc -eq 1 ] || fail "exit $rc for: $1"
+		grep -qF -- "$2" "$T/err" || fail "message '$(cat "$T/err")' lacks '$2'"
+		[ "$(wc -l <"$T/err")" -eq 1 ] || fail "more than one line: $(cat "$T/err")"
+	}
+	f=$T/bad.conf
+	check_conf '[node "n1"]\naddress = 127.0.0.1\nredis = 127.0.0.1:6379\npriority = high\n' \
+		"$f:4: [node \"n1\"] priority: not a number: 'high'"
+	check_conf '[agent]\nhung_after = 0\n' "$f:2: [agent] hung_after: 0 is out of range"
+	check_conf '[agent]\nping_interval = 100\n' "$f:2: [agent] ping_interval: unknown key"
+	check_conf '[controller]\nlisten = nowhere:0\n' "$f:2: [controller] listen: not host:port"
+	check_conf '[node "n1"]\naddress = 127.0.0.1\n' "$f:1: [node \"n1\"] redis: missing"
+	check_conf '[node "n2"]\naddress = 127.0.0.1\nredis = h:1\n' "node n1 is not in $f"
+	check_conf '[dns]\ntsig_algorithm = hmac-sha384\n' "ldns 1.8.3 cannot sign"
+	check_conf 'garbage\n' "$f:1: not a 'key = value' line or a [section] header"
+	set +e; "$FL" agent -c "$T/missing.conf" --node n1 2>"$T/err"; rc=$?; set -e
+	expect_eq "missing file status" "$rc" 1
+	grep -q "failed to open cluster file $T/missing.conf: No such file or directory" "$T/err" || fail "$(cat "$T/err")"
+}
+
+TESTS=(test_reports_replication test_sigstop_hung_and_back test_short_sleep_and_busy_script_not_hung
+	test_sigkill_reported_at_once_and_restart_followed test_server_unreachable_at_start
+	test_wrong_password_once test_controller_rejects_or_misbehaves
+	test_garbage_from_controller_and_server test_silent_controller_dropped test_config_errors)
+run_tests
