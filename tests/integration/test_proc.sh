@@ -112,7 +112,7 @@ test_oom_kill() {
 test_redis_sigkill() {
 	need_root
 	need_cmd redis-server redis-cli
-	port=$((20000 + RANDOM % 20000))
+	port=$(free_port)
 	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
 		--dir "$T" >/dev/null 2>&1 &
 	VPID=$!
