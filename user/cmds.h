@@ -6,5 +6,7 @@
 
 int cmd_agent(int argc, char **argv);
 int cmd_events(int argc, char **argv);
+int cmd_peers(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 
 #endif

@@ -11,6 +11,8 @@ static const struct {
 } cmds[] = {
 	{ "agent", cmd_agent, "watch the local server in the kernel and log its events (root)" },
 	{ "events", cmd_events, "print or follow the event log" },
+	{ "peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)" },
+	{ "probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Loader for bpf/icmp.bpf.c: the peer table in the kernel, and the tc programs on
+ * the interfaces the peers are reached through. */
+#ifndef FL_ICMP_WATCH_H
+#define FL_ICMP_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <linux/types.h>
+#include "icmp_event.h"
+
+#define IW_MAX_IFACES 16
+/* The clsact filters' handle and priority: how a later agent recognises its own
+ * stale filters (with the program names fl_icmp_ingress / fl_icmp_egress). */
+#define IW_TC_HANDLE 0xf1a7
+#define IW_TC_PRIO 1
+/* FLATLINE_TC=clsact (or tcx) in the environment overrides IW_TC_AUTO. */
+#define IW_TC_ENV "FLATLINE_TC"
+
+enum iw_tc_mode {
+	IW_TC_AUTO = 0,   /* tcx links where the kernel has them (6.6+), else clsact */
+	IW_TC_TCX = 1,    /* tcx links only */
+	IW_TC_CLSACT = 2, /* clsact qdisc + direct-action filters */
+};
+
+struct iw_opts {
+	const char *node;     /* pins go under FL_PIN_ROOT/<node>/ */
+	__u16 echo_id;        /* ICMP echo id of this agent's probes, not 0 */
+	enum iw_tc_mode mode;
+};
+
+struct icmp_watch;
+
+/* Checks the kernel, mounts bpffs if needed, loads and pins fl_peers and
+ * fl_icmp_cnt (stale pins of a dead agent for the node are replaced: hold the
+ * node's lock). Attaches nothing yet. -errno, with a message. */
+int iw_open(struct icmp_watch **out, const struct iw_opts *opts);
+/* Attaches both programs to the interface (once per ifindex). A stale clsact
+ * filter of a killed agent on it is replaced. -errno, with a message. */
+int iw_attach(struct icmp_watch *iw, int ifindex);
+/* How the programs are attached: IW_TC_TCX or IW_TC_CLSACT (AUTO before any). */
+enum iw_tc_mode iw_mode(const struct icmp_watch *iw);
+int iw_add_peer(struct icmp_watch *iw, struct in_addr addr);
+int iw_del_peer(struct icmp_watch *iw, struct in_addr addr);
+int iw_peer_stats(const struct icmp_watch *iw, struct in_addr addr, struct fl_peer_stats *st);
+/* Ignored packets by enum fl_icmp_counter, summed over CPUs. */
+uint64_t iw_counter(const struct icmp_watch *iw, enum fl_icmp_counter c);
+const char *iw_pin_dir(const struct icmp_watch *iw);
+/* Detaches (removing a clsact qdisc only if this agent created it and no other
+ * filter is on it), removes the pins. NULL is fine. */
+void iw_close(struct icmp_watch *iw);
+
+/* The interface the kernel routes dst through (RTM_GETROUTE); -errno (-ENETUNREACH
+ * when there is no route). */
+int iw_route_ifindex(struct in_addr dst, int *ifindex);
+/* 1 when the interface is up with carrier (IFF_UP and IFF_RUNNING), 0 if not,
+ * -errno if it cannot be told. */
+int iw_if_carrier(int ifindex);
+const char *iw_mode_name(enum iw_tc_mode m);
+
+#endif
