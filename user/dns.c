@@ -50,7 +50,9 @@ static uint64_t mono_ns(void)
 
 static double ns_to_ms(uint64_t ns)
 {
-	return (double)(ns / 1000) / 1000.0; /* µs resolution */
+	uint64_t us = ns / 1000; /* µs resolution */
+
+	return (double)us / 1000.0;
 }
 
 /* ---- configuration ---- */
@@ -649,7 +651,7 @@ static void attempt(struct dns_updater *u, const struct dns_job *j, struct dns_r
 	    strchr(c->server, ':') ? LDNS_RDF_TYPE_AAAA : LDNS_RDF_TYPE_A, c->server);
 	ldns_pkt *q = NULL, *a = NULL;
 	struct timeval tv = {.tv_sec = c->timeout_ms / 1000,
-			     .tv_usec = (c->timeout_ms % 1000) * 1000};
+			     .tv_usec = (suseconds_t)(c->timeout_ms % 1000) * 1000};
 	uint16_t id = ldns_get_random();
 	ldns_status st;
 	uint64_t t0;
@@ -886,6 +888,8 @@ int dns_updater_new(struct dns_updater **out, struct event_base *base, const str
 	int rc;
 
 	*out = NULL;
+	if (!cb)
+		return -EINVAL;
 	if (dns_cfg_validate(cfg, err, sizeof(err))) {
 		pr_warn("dns: invalid configuration: %s\n", err);
 		return -EINVAL;
