@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The controller's RESP command reader: framing, limits, inline commands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <event2/buffer.h>
+#include "resp.h"
+
+static struct resp_reader *R;
+
+static int setup(void **s)
+{
+	(void)s;
+	R = resp_reader_new();
+	return R ? 0 : -1;
+}
+
+static int teardown(void **s)
+{
+	(void)s;
+	resp_reader_free(R);
+	return 0;
+}
+
+static int feed(const char *s)
+{
+	return resp_feed(R, s, strlen(s));
+}
+
+static void expect_cmd(int argc, ...)
+{
+	struct resp_cmd c;
+	va_list ap;
+
+	assert_int_equal(resp_next(R, &c), 1);
+	assert_int_equal(c.argc, argc);
+	va_start(ap, argc);
+	for (int i = 0; i < argc; i++)
+		assert_string_equal(c.argv[i], va_arg(ap, const char *));
+	va_end(ap);
+	resp_cmd_free(&c);
+}
+
+static void expect_err(int rc, const char *words)
+{
+	struct resp_cmd c;
+
+	assert_int_equal(resp_next(R, &c), rc);
+	assert_non_null(strstr(resp_error(R), words));
+}
+
+static void expect_more(void)
+{
+	struct resp_cmd c;
+
+	assert_int_equal(resp_next(R, &c), 0);
+}
+
+static void test_array(void **s)
+{
+	(void)s;
+	feed("*2\r\n$4\r\nPING\r\n$5\r\nhello\r\n*1\r\n$4\r\nINFO\r\n");
+	expect_cmd(2, "PING", "hello");
+	expect_cmd(1, "INFO");
+	expect_more();
+	assert_int_equal(resp_pending(R), 0);
+}
+
+static void test_byte_by_byte(void **s)
+{
+	const char *f = "*3\r\n$8\r\nSENTINEL\r\n$23\r\nget-master-addr-by-name\r\n$0\r\n\r\n";
+
+	(void)s;
+	for (const char *p = f; p[1]; p++) {
+		resp_feed(R, p, 1);
+		expect_more();
+	}
+	resp_feed(R, f + strlen(f) - 1, 1);
+	expect_cmd(3, "SENTINEL", "get-master-addr-by-name", "");
+}
+
+static void test_binary_arg(void **s)
+{
+	struct resp_cmd c;
+
+	(void)s;
+	resp_feed(R, "*1\r\n$3\r\na\0b\r\n", 13);
+	assert_int_equal(resp_next(R, &c), 1);
+	assert_int_equal(c.lens[0], 3);
+	assert_memory_equal(c.argv[0], "a\0b", 3);
+	resp_cmd_free(&c);
+}
+
+static void test_inline(void **s)
+{
+	(void)s;
+	feed("PING\r\n\r\n  SENTINEL   masters \nping");
+	expect_cmd(1, "PING");
+	expect_cmd(2, "SENTINEL", "masters");
+	expect_more();
+	feed("\r\n");
+	expect_cmd(1, "ping");
+}
+
+static void test_empty_arrays_skipped(void **s)
+{
+	(void)s;
+	feed("*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n");
+	expect_cmd(1, "PING");
+}
+
+static void test_max_args(void **s)
+{
+	char hdr[32];
+
+	(void)s;
+	snprintf(hdr, sizeof(hdr), "*%d\r\n", RESP_MAX_ARGS);
+	feed(hdr);
+	for (int i = 0; i < RESP_MAX_ARGS; i++)
+		feed("$1\r\nx\r\n");
+	{
+		struct resp_cmd c;
+
+		assert_int_equal(resp_next(R, &c), 1);
+		assert_int_equal(c.argc, RESP_MAX_ARGS);
+		resp_cmd_free(&c);
+	}
+	snprintf(hdr, sizeof(hdr), "*%d\r\n", RESP_MAX_ARGS + 1);
+	feed(hdr);
+	expect_err(-EMSGSIZE, "too many arguments");
+}
+
+static void test_oversized_bulk_refused_early(void **s)
+{
+	(void)s;
+	/* Refused on the header: nothing of the 2 MiB is waited for. */
+	feed("*1\r\n$2097152\r\n");
+	expect_err(-EMSGSIZE, "frame larger");
+}
+
+static void test_frame_total_limit(void **s)
+{
+	char *big = malloc(600000);
+
+	(void)s;
+	memset(big, 'a', 600000);
+	feed("*2\r\n$600000\r\n");
+	resp_feed(R, big, 600000);
+	feed("\r\n$600000\r\n");
+	expect_err(-EMSGSIZE, "frame larger");
+	free(big);
+}
+
+static void test_malformed(void **s)
+{
+	static const struct {
+		const char *in, *words;
+	} cases[] = {
+		{ "*1\r\n:1\r\n", "expected '$'" },
+		{ "*1\r\n$-5\r\n", "invalid bulk length" },
+		{ "*1\r\n$-1\r\n", "invalid bulk length" },
+		{ "*1\r\n$3\r\nabcd\r\n", "not followed by CRLF" },
+		{ "*x\r\n", "invalid multibulk length" },
+		{ "*1\n$1\r\na\r\n", "invalid multibulk length" },
+		{ "*1\r\n$99999999999999999999\r\n", "invalid bulk length" },
+		{ "*1\r\n$\r\n", "invalid bulk length" },
+		{ "*1\r\n*1\r\n$1\r\na\r\n", "expected '$'" },
+		{ "*99999999999999999999\r\n", "invalid multibulk length" },
+	};
+
+	(void)s;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct resp_reader *r = resp_reader_new();
+		struct resp_cmd c;
+		int rc;
+
+		resp_feed(r, cases[i].in, strlen(cases[i].in));
+		rc = resp_next(r, &c);
+		if (rc >= 0 || !strstr(resp_error(r), cases[i].words))
+			fail_msg("case %zu '%s': rc %d, error '%s'", i, cases[i].in, rc,
+				 resp_error(r));
+		resp_reader_free(r);
+	}
+}
+
+static void test_inline_too_long(void **s)
+{
+	char *line = malloc(RESP_MAX_INLINE + 2);
+
+	(void)s;
+	memset(line, 'a', RESP_MAX_INLINE + 1);
+	line[RESP_MAX_INLINE + 1] = '\0';
+	feed(line);
+	expect_err(-EMSGSIZE, "too big inline request");
+	free(line);
+}
+
+static void test_replies(void **s)
+{
+	struct evbuffer *b = evbuffer_new();
+	char out[256];
+	size_t n;
+
+	(void)s;
+	resp_status(b, "OK");
+	resp_error_reply(b, "ERR bad\r\nthing");
+	resp_int(b, -3);
+	resp_str(b, "hi");
+	resp_nil(b);
+	resp_array(b, 2);
+	resp_null_array(b);
+	n = evbuffer_remove(b, out, sizeof(out) - 1);
+	out[n] = '\0';
+	assert_string_equal(out, "+OK\r\n-ERR bad  thing\r\n:-3\r\n$2\r\nhi\r\n$-1\r\n*2\r\n*-1\r\n");
+	evbuffer_free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_array, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_byte_by_byte, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_binary_arg, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_arrays_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_args, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oversized_bulk_refused_early, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frame_total_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inline_too_long, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replies, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
