@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sets variables for the sourcing test
 # BIND9 named for the DNS tests (sourced after lib.sh, inside a test): the primary for
 # ha.example. on 127.0.0.1 at a random high port, everything in $T/named, its own TSIG
 # keys from tsig-keygen, no rndc (controls { };). Runs as the invoking user (-u omitted),
@@ -61,11 +62,10 @@ run_named() {
 }
 
 stop_named() {
-	local i
 	[ -n "${NAMED_PID:-}" ] || return 0
 	kill -TERM "$NAMED_PID" 2>/dev/null || true
 	wait "$NAMED_PID" 2>/dev/null || true # not our child if a subshell started it: poll
-	for i in $(seq 100); do kill -0 "$NAMED_PID" 2>/dev/null || break; sleep 0.05; done
+	for _ in $(seq 100); do kill -0 "$NAMED_PID" 2>/dev/null || break; sleep 0.05; done
 	kill -KILL "$NAMED_PID" 2>/dev/null || true
 	NAMED_PID=
 }

@@ -64,10 +64,10 @@ test_update_moves_record() {
 test_algorithms() {
 	start_named
 	for ka in "flatline512 hmac-sha512 $SECRET512" "flatline1 hmac-sha1 $SECRET1"; do
-		set -- $ka
-		r=$(dnsup -k "$1" -a "$2" -S "$3" update cache.ha.example. 10.0.1.${#1})
-		expect_eq "$2 status" "$(field "$r" status)" ok
-		expect_eq "$2 A" "$(dig_rr cache.ha.example. A)" "10.0.1.${#1}"
+		read -r key alg sec <<<"$ka"
+		r=$(dnsup -k "$key" -a "$alg" -S "$sec" update cache.ha.example. "10.0.1.${#key}")
+		expect_eq "$alg status" "$(field "$r" status)" ok
+		expect_eq "$alg A" "$(dig_rr cache.ha.example. A)" "10.0.1.${#key}"
 	done
 	# hmac-sha384 is refused before anything is sent
 	set +e
@@ -173,7 +173,7 @@ test_server_down_then_back() {
 	grep -q "next in 200 ms" "$T/err" || fail "backoff did not double again"
 	grep -q "next in 400 ms" "$T/err" && fail "backoff not capped at 200 ms"
 	n=$(grep -c "connection refused" "$T/err")
-	[ "$n" -ge 5 ] && [ "$n" -le 12 ] || fail "$n attempts in 1.5 s with 50..200 ms backoff"
+	{ [ "$n" -ge 5 ] && [ "$n" -le 12 ]; } || fail "$n attempts in 1.5 s with 50..200 ms backoff"
 	run_named || fail "named did not restart"
 	wait "$up" || fail "update failed after the server came back: $(cat "$T/out")"
 	r=$(cat "$T/out")
