@@ -36,6 +36,7 @@ struct iw_iface {
 	int link_in, link_out; /* tcx link fds, -1 if none */
 	bool filter_in, filter_out; /* clsact filters of ours in place */
 	bool made_qdisc;            /* this agent created the clsact qdisc */
+	__u32 handle;               /* of our clsact filters */
 };
 
 struct icmp_watch {
@@ -45,6 +46,7 @@ struct icmp_watch {
 	struct iw_iface ifaces[IW_MAX_IFACES];
 	int nifaces;
 	char pin_dir[128]; /* FL_PIN_ROOT/<node> */
+	__u32 tc_handle;   /* iw_tc_handle(node) */
 };
 
 #define IW_NPINS 2
@@ -57,6 +59,16 @@ static struct bpf_map *pinned_map(struct fl_icmp *skel, int i)
 static void pin_path(const struct icmp_watch *iw, int i, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", iw->pin_dir, bpf_map__name(pinned_map(iw->skel, i)));
+}
+
+/* FNV-1a of the node id, folded into the low 24 bits. */
+__u32 iw_tc_handle(const char *node)
+{
+	__u32 h = 2166136261u;
+
+	for (const unsigned char *c = (const unsigned char *)node; *c; c++)
+		h = (h ^ *c) * 16777619u;
+	return IW_TC_HANDLE_BASE | ((h ^ (h >> 24)) & 0xffffff);
 }
 
 const char *iw_mode_name(enum iw_tc_mode m)
@@ -253,8 +265,8 @@ static int attach_filter(struct iw_iface *ifc, enum bpf_tc_attach_point dir,
 			 struct bpf_program *prog)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifc->ifindex, .attach_point = dir);
-	LIBBPF_OPTS(bpf_tc_opts, q, .handle = IW_TC_HANDLE, .priority = IW_TC_PRIO);
-	LIBBPF_OPTS(bpf_tc_opts, o, .handle = IW_TC_HANDLE, .priority = IW_TC_PRIO,
+	LIBBPF_OPTS(bpf_tc_opts, q, .handle = ifc->handle, .priority = IW_TC_PRIO);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = ifc->handle, .priority = IW_TC_PRIO,
 		    .prog_fd = bpf_program__fd(prog));
 	const char *dname = dir == BPF_TC_INGRESS ? "ingress" : "egress";
 	char name[IF_NAMESIZE];
@@ -266,7 +278,7 @@ static int attach_filter(struct iw_iface *ifc, enum bpf_tc_attach_point dir,
 			pr_warn("failed to attach %s to %s %s: clsact handle %#x priority %d holds "
 				"another program (id %u)\n",
 				bpf_program__name(prog), ifname(ifc->ifindex, name), dname,
-				IW_TC_HANDLE, IW_TC_PRIO, q.prog_id);
+				ifc->handle, IW_TC_PRIO, q.prog_id);
 			return -EBUSY;
 		}
 		pr_info("replacing the stale %s filter on %s %s (program id %u) of a previous "
@@ -286,7 +298,7 @@ static int attach_filter(struct iw_iface *ifc, enum bpf_tc_attach_point dir,
 static void detach_filter(const struct iw_iface *ifc, enum bpf_tc_attach_point dir)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifc->ifindex, .attach_point = dir);
-	LIBBPF_OPTS(bpf_tc_opts, o, .handle = IW_TC_HANDLE, .priority = IW_TC_PRIO);
+	LIBBPF_OPTS(bpf_tc_opts, o, .handle = ifc->handle, .priority = IW_TC_PRIO);
 	char name[IF_NAMESIZE];
 	int err = bpf_tc_detach(&hook, &o);
 
@@ -366,7 +378,8 @@ int iw_attach(struct icmp_watch *iw, int ifindex)
 		return -E2BIG;
 	}
 	ifc = &iw->ifaces[iw->nifaces];
-	*ifc = (struct iw_iface){ .ifindex = ifindex, .link_in = -1, .link_out = -1 };
+	*ifc = (struct iw_iface){ .ifindex = ifindex, .link_in = -1, .link_out = -1,
+				  .handle = iw->tc_handle };
 	if (iw->want != IW_TC_CLSACT) {
 		err = attach_tcx(iw, ifc);
 		if (err && iw->want == IW_TC_TCX) {
@@ -470,6 +483,7 @@ int iw_open(struct icmp_watch **out, const struct iw_opts *opts)
 		return -ENOMEM;
 	iw->want = mode_from_env(opts->mode);
 	snprintf(iw->pin_dir, sizeof(iw->pin_dir), "%s/%s", FL_PIN_ROOT, opts->node);
+	iw->tc_handle = iw_tc_handle(opts->node);
 
 	iw->skel = fl_icmp__open();
 	if (!iw->skel) {

@@ -11,9 +11,11 @@
 #include "icmp_event.h"
 
 #define IW_MAX_IFACES 16
-/* The clsact filters' handle and priority: how a later agent recognises its own
- * stale filters (with the program names fl_icmp_ingress / fl_icmp_egress). */
-#define IW_TC_HANDLE 0xf1a7
+/* The clsact filters' priority, and their handle: IW_TC_HANDLE_BASE | a hash of the
+ * node id, so that agents of different nodes sharing an interface (test setups)
+ * keep apart, and a later agent of the same node recognises its own stale filters
+ * (with the program names fl_icmp_ingress / fl_icmp_egress). */
+#define IW_TC_HANDLE_BASE 0xf1000000u
 #define IW_TC_PRIO 1
 /* FLATLINE_TC=clsact (or tcx) in the environment overrides IW_TC_AUTO. */
 #define IW_TC_ENV "FLATLINE_TC"
@@ -58,5 +60,6 @@ int iw_route_ifindex(struct in_addr dst, int *ifindex);
  * -errno if it cannot be told. */
 int iw_if_carrier(int ifindex);
 const char *iw_mode_name(enum iw_tc_mode m);
+__u32 iw_tc_handle(const char *node);
 
 #endif

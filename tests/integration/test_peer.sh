@@ -1,0 +1,382 @@
+#!/usr/bin/env bash
+# Host-failure detection (issue 7): ICMP echo timed in the kernel, the verdict on
+# each peer. Every test builds its own namespaces: a bridge namespace and two
+# "hosts" (a: the prober, b: the peer) joined to it by veth pairs, addresses in
+# 198.18.0.0/24 (RFC 2544's benchmarking range) that exist only inside them. No
+# packet leaves these namespaces; all are removed by the cleanup trap.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/integration/lib.sh
+
+ITEST=${ITEST:-$PWD/${BUILD:-build}/itests}
+PEER_LOSS_S=${PEER_LOSS_S:-20} # the issue asks 60 s; FL_LONG=1 runs that, at 1000 ms too
+
+A_IP=198.18.0.1
+B_IP=198.18.0.2
+
+# make_topo: namespaces $P-br, $P-a, $P-b; sets P, NA, NB (nsenter prefixes).
+make_topo() {
+	need_root
+	need_cmd ip nsenter nft jq
+	P=flp$BASHPID
+	ip netns add "$P-br"
+	on_exit "ip netns del $P-br"
+	ip -n "$P-br" link add br0 type bridge
+	ip -n "$P-br" link set br0 up
+	for h in a b; do
+		ip netns add "$P-$h"
+		on_exit "ip netns del $P-$h"
+		ip -n "$P-br" link add "v$h" type veth peer name eth0 netns "$P-$h"
+		ip -n "$P-br" link set "v$h" master br0 up
+		ip -n "$P-$h" link set lo up
+		ip -n "$P-$h" link set eth0 up
+	done
+	ip -n "$P-a" addr add $A_IP/24 dev eth0
+	ip -n "$P-b" addr add $B_IP/24 dev eth0
+	NA="nsenter --net=/run/netns/$P-a"
+	NB="nsenter --net=/run/netns/$P-b"
+}
+
+# start_probe NODE ARGS...: flatline probe in namespace a, peer b; waits for
+# probe_start. Sets PROBE_PID, LOG, NODE.
+start_probe() {
+	NODE=$1
+	shift
+	LOG=$T/events-$NODE.jsonl
+	$NA "$FL" probe --node "$NODE" --event-log "$LOG" --peer "b=$B_IP" "$@" 2>"$T/probe-$NODE.err" &
+	PROBE_PID=$!
+	on_exit "kill -CONT $PROBE_PID; kill -TERM $PROBE_PID; wait $PROBE_PID; rm -rf /sys/fs/bpf/flatline/$NODE"
+	wait_event "$LOG" ".kind == \"probe_start\" and .agent_pid == $PROBE_PID" >/dev/null || {
+		cat "$T/probe-$NODE.err" >&2
+		fail "probe $NODE did not start"
+	}
+}
+
+stop_probe() {
+	kill -TERM "$PROBE_PID"
+	wait "$PROBE_PID" || fail "probe exited with status $?"
+}
+
+wait_up() { # [LOG]: the first peer_up, printed
+	wait_event "${1:-$LOG}" '.kind == "peer_up" and .peer == "b"' || {
+		cat "$T"/probe-*.err >&2
+		fail "no peer_up for b"
+	}
+}
+
+now_ns() { date +%s%N; }
+ts_ns() { date -d "$(jq -r .ts <<<"$1")" +%s%N; }
+
+# The peer's traffic dropped on both directions (nftables in its namespace).
+isolate_b() {
+	$NB nft -f - <<-EOF
+		table inet fltest {
+			chain in { type filter hook input priority 0; policy drop; }
+			chain out { type filter hook output priority 0; policy drop; }
+		}
+	EOF
+}
+heal_b() { $NB nft delete table inet fltest; }
+
+test_icmp_packets() {
+	need_root
+	[ -x "$ITEST/icmp_prog_test" ] || fail "$ITEST/icmp_prog_test not built (make integration)"
+	"$ITEST/icmp_prog_test" >"$T/cmocka.out" 2>&1 || {
+		cat "$T/cmocka.out"
+		fail "BPF test runs failed"
+	}
+}
+
+test_up_table_and_pins() {
+	make_topo
+	need_cmd bpftool
+	start_probe pt1
+	ev=$(wait_up)
+	expect_eq liveness "$(jq -r .liveness <<<"$ev")" reply
+	expect_eq prev "$(jq -r .prev <<<"$ev")" unknown
+	expect_eq addr "$(jq -r .addr <<<"$ev")" $B_IP
+	[ "$(jq -r .rtt_us <<<"$ev")" != null ] || fail "no kernel RTT in $ev"
+	ev=$(wait_event "$LOG" '.kind == "probe_start"')
+	expect_eq "tc mode" "$(jq -r .tc <<<"$ev")" tcx
+	sleep 0.5
+	"$FL" peers --node pt1 >"$T/peers.txt" || fail "flatline peers failed"
+	grep -Eq "^$B_IP +[0-9]+ +[0-9]+ +0 " "$T/peers.txt" || fail "no row for $B_IP: $(cat "$T/peers.txt")"
+	row=$("$FL" peers --node pt1 --json)
+	[ "$(jq -r .replied <<<"$row")" -ge 3 ] || fail "replied < 3: $row"
+	[ "$(jq -r .lost <<<"$row")" -eq 0 ] || fail "loss on a clean link: $row"
+	[ "$(jq -r .packet_age_ms <<<"$row")" -lt 500 ] || fail "packet age: $row"
+	# BTF: bpftool prints the key as the address's bytes.
+	bpftool map dump pinned /sys/fs/bpf/flatline/pt1/fl_peers | tr -d ' \n' | grep -q '"addr":\[198,18,0,2\]' ||
+		fail "fl_peers does not pretty-print: $(bpftool map dump pinned /sys/fs/bpf/flatline/pt1/fl_peers)"
+	bpftool prog show name fl_icmp_ingress >/dev/null 2>&1 && bpftool prog show | grep -q 'name fl_icmp_ingress' ||
+		fail "fl_icmp_ingress not loaded"
+	stop_probe
+	[ ! -e /sys/fs/bpf/flatline/pt1 ] || fail "pins left after SIGTERM"
+	sleep 0.2
+	! bpftool prog show | grep -q 'name fl_icmp_' || fail "icmp programs still loaded after exit"
+}
+
+# expect_down_within EV T0_NS LIMIT_MS: the event came at most LIMIT_MS after T0.
+expect_within() {
+	local ev=$1 t0=$2 limit=$3 dt
+	dt=$((($(ts_ns "$ev") - t0) / 1000000))
+	echo "    detected in $dt ms (limit $limit)"
+	[ "$dt" -le "$limit" ] || fail "took $dt ms, more than $limit ms: $ev"
+}
+
+test_link_down_and_back() {
+	make_topo
+	start_probe pt2 --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	sleep 0.3
+	t0=$(now_ns)
+	ip -n "$P-b" link set eth0 down
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down after the link went down"
+	expect_within "$ev" "$t0" 1200
+	expect_eq prev "$(jq -r .prev <<<"$ev")" up
+	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" false
+	expect_eq liveness "$(jq -r .liveness <<<"$ev")" none
+	[ "$(jq -r .probes_in_window <<<"$ev")" -ge 3 ] || fail "fewer than 3 probes: $ev"
+	[ "$(jq -r .left_in_window <<<"$ev")" -ge 3 ] || fail "the probes did not leave: $ev"
+	[ "$(jq -r .reply_age_ms <<<"$ev")" -ge 1000 ] || fail "reply_age_ms < 1000: $ev"
+	expect_eq loss_ratio "$(jq -r .loss_ratio <<<"$ev")" 1
+	t0=$(now_ns)
+	ip -n "$P-b" link set eth0 up
+	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the link came back"
+	expect_within "$ev" "$t0" 1000
+	expect_eq "peer_down events" "$(count_events "$LOG" '.kind == "peer_down"')" 1
+}
+
+test_nft_drop_and_heal() {
+	make_topo
+	start_probe pt3 --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	sleep 0.3
+	t0=$(now_ns)
+	isolate_b
+	on_exit "$NB nft delete table inet fltest"
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down with the peer's traffic dropped"
+	expect_within "$ev" "$t0" 1200
+	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" false
+	t0=$(now_ns)
+	heal_b
+	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the drop was lifted"
+	expect_within "$ev" "$t0" 1000
+	expect_eq liveness "$(jq -r .liveness <<<"$ev")" reply
+}
+
+# Our own link down: the probes cannot leave; the event says it may be our fault.
+test_own_link_local_fault() {
+	make_topo
+	start_probe pt4 --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	ip -n "$P-a" link set eth0 down
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down with our own link down"
+	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" true
+	expect_eq left_in_window "$(jq -r .left_in_window <<<"$ev")" 0
+	ip -n "$P-a" link set eth0 up
+	ip -n "$P-a" addr replace $A_IP/24 dev eth0
+	wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5 >/dev/null || fail "no peer_up after our link came back"
+}
+
+# loss_run INTERVAL_MS DOWN_AFTER_MS SECONDS: 30 % of the peer's incoming and
+# outgoing ICMP dropped at random; no peer_down, and the loss is really there.
+loss_run() {
+	local interval=$1 down=$2 secs=$3 row lost sent
+	start_probe "pl$interval" --probe-interval-ms "$interval" --peer-down-after-ms "$down"
+	wait_up >/dev/null
+	$NB nft -f - <<-EOF
+		table inet fltest {
+			chain in { type filter hook input priority 0; meta l4proto icmp numgen random mod 100 < 30 drop; }
+			chain out { type filter hook output priority 0; meta l4proto icmp numgen random mod 100 < 30 drop; }
+		}
+	EOF
+	on_exit "$NB nft delete table inet fltest"
+	sleep "$secs"
+	expect_eq "peer_down events under 30 % loss" "$(count_events "$LOG" '.kind == "peer_down"')" 0
+	row=$("$FL" peers --node "pl$interval" --json)
+	lost=$(jq -r .lost <<<"$row")
+	sent=$(jq -r .sent <<<"$row")
+	echo "    ${interval} ms: $lost of $sent lost over ${secs} s"
+	# Each round trip survives 0.7 x 0.7: about 51 % lost.
+	[ $((lost * 100 / sent)) -ge 35 ] && [ $((lost * 100 / sent)) -le 65 ] || fail "loss not as set up: $row"
+	$NB nft delete table inet fltest
+	stop_probe
+}
+
+test_random_loss_no_down() {
+	make_topo
+	loss_run 100 1000 "$PEER_LOSS_S"
+	if [ -n "${FL_LONG:-}" ]; then
+		loss_run 1000 10000 60
+	fi
+}
+
+# The prober stopped for 3 s and continued: its own stall is not the peer's death.
+test_sigstop_no_down() {
+	make_topo
+	start_probe pt5 --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	sleep 0.3
+	kill -STOP "$PROBE_PID"
+	sleep 3
+	kill -CONT "$PROBE_PID"
+	sleep 2
+	expect_eq "peer_down events after SIGSTOP" "$(count_events "$LOG" '.kind == "peer_down"')" 0
+	expect_eq "state changes" "$(count_events "$LOG" '.kind | startswith("peer_")')" 1
+	# ...but a peer that died while we were stopped is found once we have probed again.
+	kill -STOP "$PROBE_PID"
+	isolate_b
+	on_exit "$NB nft delete table inet fltest"
+	sleep 3
+	t0=$(now_ns)
+	kill -CONT "$PROBE_PID"
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down for a peer that died during the stop"
+	dt=$((($(ts_ns "$ev") - t0) / 1000000))
+	echo "    down ${dt} ms after SIGCONT (a whole window probed first)"
+	[ "$dt" -ge 900 ] || fail "judged ${dt} ms after SIGCONT, before a window of probes: $ev"
+}
+
+# A peer that drops ICMP but sends replication-like UDP traffic stays up, and the
+# event says why; once its traffic stops too, it is down.
+test_passive_liveness() {
+	make_topo
+	start_probe pt6 --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	$NB bash -c "while :; do echo x > /dev/udp/$A_IP/9; sleep 0.05; done" 2>/dev/null &
+	UDP=$!
+	on_exit "kill $UDP"
+	$NB nft -f - <<-EOF
+		table inet fltest {
+			chain in { type filter hook input priority 0; meta l4proto icmp drop; }
+		}
+	EOF
+	on_exit "$NB nft delete table inet fltest"
+	ev=$(wait_event "$LOG" '.kind == "peer_passive"' 5) || fail "no peer_passive event"
+	expect_eq liveness "$(jq -r .liveness <<<"$ev")" passive
+	expect_eq prev "$(jq -r .prev <<<"$ev")" up
+	[ "$(jq -r .reply_age_ms <<<"$ev")" -ge 1000 ] || fail "reply_age_ms: $ev"
+	[ "$(jq -r .packet_age_ms <<<"$ev")" -lt 500 ] || fail "packet_age_ms: $ev"
+	sleep 2
+	expect_eq "peer_down while UDP flows" "$(count_events "$LOG" '.kind == "peer_down"')" 0
+	kill "$UDP"
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down once the UDP traffic stopped"
+	expect_eq prev "$(jq -r .prev <<<"$ev")" passive
+}
+
+# clsact filters (forced): attached, chained with someone else's filter, and the
+# qdisc removed by us only when we created it and nothing else is on it.
+test_clsact_path() {
+	make_topo
+	export FLATLINE_TC=clsact
+	start_probe pt7
+	wait_up >/dev/null
+	expect_eq "tc mode" "$(jq -r 'select(.kind == "probe_start") | .tc' "$LOG")" clsact
+	$NA tc filter show dev eth0 ingress | grep -q 'fl_icmp_ingress' || fail "no ingress filter"
+	$NA tc filter show dev eth0 egress | grep -q 'fl_icmp_egress' || fail "no egress filter"
+	stop_probe
+	$NA tc qdisc show dev eth0 | grep -q clsact && fail "the clsact qdisc we created was left behind"
+	# Someone else's clsact with a filter on it: ours come and go, theirs stay.
+	$NA tc qdisc add dev eth0 clsact
+	$NA tc filter add dev eth0 egress prio 50 protocol ip u32 match u32 0 0
+	start_probe pt7
+	wait_event "$LOG" '.kind == "peer_up" and .ts > "0"' >/dev/null
+	stop_probe
+	$NA tc qdisc show dev eth0 | grep -q clsact || fail "removed a clsact qdisc we did not create"
+	$NA tc filter show dev eth0 egress | grep -q 'u32' || fail "removed a filter we did not create"
+	$NA tc filter show dev eth0 egress | grep -q 'fl_icmp' && fail "our filter left behind"
+	$NA tc qdisc del dev eth0 clsact
+	# We create the qdisc, someone adds a filter meanwhile: the qdisc stays.
+	start_probe pt7
+	$NA tc filter add dev eth0 egress prio 50 protocol ip u32 match u32 0 0
+	stop_probe
+	$NA tc filter show dev eth0 egress | grep -q 'u32' || fail "removed someone's filter with our qdisc"
+}
+
+# Two probers on one interface: each program passes packets on (TC_ACT_UNSPEC), so
+# the other still sees them; with TC_ACT_OK the first one would blind the second.
+two_probers() {
+	local l1 l2
+	start_probe pc1
+	l1=$LOG
+	p1=$PROBE_PID
+	start_probe pc2
+	l2=$LOG
+	wait_up "$l1" >/dev/null
+	wait_up "$l2" >/dev/null
+	sleep 1.5
+	for n in pc1 pc2; do
+		row=$("$FL" peers --node $n --json)
+		[ "$(jq -r .replied <<<"$row")" -ge 10 ] || fail "$n's programs saw too few replies: $row"
+	done
+	expect_eq "peer_down events" "$(cat "$l1" "$l2" | jq -c 'select(.kind == "peer_down")' | wc -l)" 0
+	kill -TERM $p1
+	stop_probe
+}
+
+test_chain_tcx() {
+	make_topo
+	two_probers
+}
+
+test_chain_clsact() {
+	make_topo
+	export FLATLINE_TC=clsact
+	two_probers
+	$NA tc qdisc show dev eth0 | grep -q clsact && fail "clsact qdisc left behind"
+	return 0
+}
+
+# SIGKILL: tcx links die with the process; clsact filters stay and the next
+# prober of the node replaces them.
+test_sigkill_cleanup() {
+	make_topo
+	need_cmd bpftool
+	start_probe pt8
+	wait_up >/dev/null
+	kill -KILL "$PROBE_PID"
+	wait "$PROBE_PID" 2>/dev/null || true
+	sleep 0.3
+	! bpftool prog show | grep -q 'name fl_icmp_' || fail "tcx: programs still attached after SIGKILL"
+	start_probe pt8
+	wait_up >/dev/null
+	stop_probe
+	export FLATLINE_TC=clsact
+	start_probe pt8
+	wait_up >/dev/null
+	kill -KILL "$PROBE_PID"
+	wait "$PROBE_PID" 2>/dev/null || true
+	$NA tc filter show dev eth0 ingress | grep -q fl_icmp_ingress || fail "expected a stale clsact filter after SIGKILL"
+	start_probe pt8
+	ev=$(wait_event "$LOG" '.kind == "peer_up"' 5) || fail "second prober did not see the peer"
+	grep -q "replacing the stale fl_icmp_ingress" "$T/probe-pt8.err" || fail "stale filter not replaced: $(cat "$T/probe-pt8.err")"
+	[ "$($NA tc filter show dev eth0 ingress | grep -c 'handle.*fl_icmp_ingress')" -eq 1 ] || fail "more than one filter of ours"
+	stop_probe
+	$NA tc filter show dev eth0 ingress | grep -q fl_icmp && fail "filter left after a clean stop"
+	return 0
+}
+
+test_bad_input() {
+	need_root
+	check() { # WANT_RC PATTERN ARGS...
+		local want=$1 pat=$2 rc
+		shift 2
+		set +e; "$FL" "$@" >"$T/out" 2>"$T/err"; rc=$?; set -e
+		[ $rc -eq "$want" ] || fail "flatline $*: exit $rc, want $want ($(cat "$T/err"))"
+		grep -q -- "$pat" "$T/err" || fail "flatline $*: message '$(head -c 300 "$T/err")' lacks '$pat'"
+	}
+	check 2 "expected ID=IP" probe --node x1 --peer 198.18.0.2
+	check 2 "no --peer" probe --node x1
+	check 2 "node id" probe --node ../x --peer a=198.18.0.2
+	check 2 "not a number" probe --node x1 --peer a=198.18.0.2 --probe-interval-ms 0
+	check 2 "expected auto, tcx or clsact" probe --node x1 --peer a=198.18.0.2 --tc bogus
+	check 1 "not an IPv4 address" probe --node x1 --peer a=nowhere --event-log "$T/e.jsonl"
+	check 1 "at least 3 probe intervals" probe --node x1 --peer a=198.18.0.2 --probe-interval-ms 500 \
+		--peer-down-after-ms 1000 --event-log "$T/e.jsonl"
+	check 1 "no such pin" peers --node no-such-node
+	check 2 "unexpected argument" peers extra
+}
+
+TESTS=(test_icmp_packets test_up_table_and_pins test_link_down_and_back test_nft_drop_and_heal
+	test_own_link_local_fault test_random_loss_no_down test_sigstop_no_down test_passive_liveness
+	test_clsact_path test_chain_tcx test_chain_clsact test_sigkill_cleanup test_bad_input)
+run_tests
