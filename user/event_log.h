@@ -21,7 +21,8 @@ struct evrec {
 	int overflow; /* a field did not fit: the record is cut at the last whole field */
 };
 
-/* ts NULL = now (CLOCK_REALTIME). Writes {"ts":"…Z","node":…,"kind":… */
+/* ts NULL = now (CLOCK_REALTIME). Writes {"ts":"…Z","node":…,"kind":…
+ * A NULL string value is written as null; invalid UTF-8 bytes as \ufffd. */
 void evrec_begin(struct evrec *r, const struct timespec *ts, const char *node, const char *kind);
 void evrec_str(struct evrec *r, const char *key, const char *val);
 void evrec_int(struct evrec *r, const char *key, long long val);
@@ -31,12 +32,14 @@ void evrec_double(struct evrec *r, const char *key, double val, int decimals);
 /* Closes the object and appends '\n'; returns the line (also r->buf). */
 const char *evrec_end(struct evrec *r);
 
+/* Zero or NULL members take the defaults above. */
 struct evlog_opts {
 	const char *path;        /* the live segment; rotated ones are PATH.<seq>.gz */
 	uint64_t max_bytes;      /* rotate when the live segment would grow past this */
 	int max_segments;        /* rotated segments kept; older ones removed */
 };
 
+/* One thread writes (the daemon's event loop); compression runs on a worker of its own. */
 struct evlog;
 
 /* Opens (creating the directory if missing) for append. -errno on failure. */
