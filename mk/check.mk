@@ -84,14 +84,16 @@ check-bpf: $(BPF_OBJS)
 	$(call msg,BPF-OK,$(BPF_SRCS) built with -Wall -Werror)
 
 # Same preprocessor view as the build: _GNU_SOURCE, our include paths, the generated
-# skeletons in $(BUILD)/. --library=posix teaches it open/close, malloc/free pairs etc.
+# skeletons in $(BUILD)/. --library=posix teaches it open/close, malloc/free pairs etc.;
+# mk/libbpf.cfg defines libbpf's LIBBPF_OPTS() (cppcheck does not read system headers).
 CPPCHECK       ?= cppcheck
 CPPCHECK_FLAGS := --enable=warning,performance,portability --std=c11 --library=posix \
+		  --library=mk/libbpf.cfg \
 		  --inline-suppr --suppressions-list=.cppcheck-suppressions \
 		  --error-exitcode=1 --quiet --template=gcc \
 		  -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD)
 
-check-cppcheck: $(SKELS)
+check-cppcheck: $(SKELS) .cppcheck-suppressions mk/libbpf.cfg
 	$(call msg,CPPCHECK,user/)
 	$(Q)$(CPPCHECK) $(CPPCHECK_FLAGS) user/
 
