@@ -454,7 +454,7 @@ static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
 		n->ping_ms = 0;
 		peers_saying(c, n, FO_PEER_UP, peers, sizeof(peers));
 		ev_begin(&r, "agent_lost", s);
-		evrec_str(&r, "node", n->id);
+		evrec_str(&r, "instance", n->id);
 		evrec_int(&r, "heartbeat_age_ms", now - n->last_report_ms);
 		evrec_str(&r, "peers_up", peers);
 		evrec_str(&r, "reason", peers[0] ? "stale heartbeat, peers still reach the host" :
@@ -463,7 +463,7 @@ static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
 		publish(c, "flatline.agent_lost", "%s", inst);
 	} else if (!(nf & FO_N_AGENT_LOST) && (old & FO_N_AGENT_LOST)) {
 		ev_begin(&r, "agent_back", s);
-		evrec_str(&r, "node", n->id);
+		evrec_str(&r, "instance", n->id);
 		evrec_int(&r, "lost_ms", now - n->agent_lost_since_ms);
 		emit(c, &r);
 	}
@@ -471,7 +471,7 @@ static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
 		n->sdown_since_ms = now;
 		down_reason(n, v, why, sizeof(why));
 		ev_begin(&r, "node_down", s);
-		evrec_str(&r, "node", n->id);
+		evrec_str(&r, "instance", n->id);
 		evrec_str(&r, "role", s && s->primary == n->idx ? "primary" : "replica");
 		evrec_str(&r, "reason", why);
 		if (v == FO_V_PROC_DOWN && n->rep.exit[0])
@@ -485,7 +485,7 @@ static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
 		publish(c, "+sdown", "%s", inst);
 	} else if (!(nf & FO_N_SDOWN) && (old & FO_N_SDOWN)) {
 		ev_begin(&r, "node_up", s);
-		evrec_str(&r, "node", n->id);
+		evrec_str(&r, "instance", n->id);
 		evrec_int(&r, "down_ms", now - n->sdown_since_ms);
 		emit(c, &r);
 		publish(c, "-sdown", "%s", inst);
@@ -513,7 +513,7 @@ void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok)
 		n->flags &= ~FO_N_UNREACH;
 	}
 	ev_begin(&r, ok ? "node_reachable" : "node_unreachable", shard_of(c, n));
-	evrec_str(&r, "node", n->id);
+	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "by", "controller");
 	if (ok)
 		evrec_int(&r, "unreachable_ms", now - n->unreach_since_ms);
@@ -855,7 +855,7 @@ static void select_done(struct fo_cluster *c, struct fo_shard *s)
 	best = &c->nodes[f->cand[0]];
 	ev_begin(&r, "replica_selected", s);
 	evrec_str(&r, "from", c->nodes[f->from].id);
-	evrec_str(&r, "node", best->id);
+	evrec_str(&r, "instance", best->id);
 	evrec_int(&r, "offset", best->info.offset);
 	evrec_bool(&r, "link_was_up", best->info.link_up == 1 ||
 					      (best->link_up_ms && best->link_up_ms >= since));
@@ -957,7 +957,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	f->pending = 0;
 	if (!ok) {
 		ev_begin(&r, "promote_failed", s);
-		evrec_str(&r, "node", n->id);
+		evrec_str(&r, "instance", n->id);
 		evrec_str(&r, "reason", err ? err : "?");
 		emit(c, &r);
 		step(c, s, "promote_failed %s: %s", n->id, err ? err : "?");
@@ -971,7 +971,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	s->primary_replid[0] = '\0';
 	s->flags &= ~(FO_S_ODOWN | FO_S_NO_GOOD_REPLICA);
 	ev_begin(&r, "promoted", s);
-	evrec_str(&r, "node", n->id);
+	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "from", c->nodes[from].id);
 	evrec_str(&r, "reason", f->reason);
 	evrec_int(&r, "elapsed_ms", now_ms(c) - f->start_ms);
@@ -1092,7 +1092,7 @@ static void repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		publish(c, "+slave-reconf-sent", "%s", inst);
 		if (n->idx == f->from) {
 			ev_begin(&r, "old_primary_demoted", s);
-			evrec_str(&r, "node", n->id);
+			evrec_str(&r, "instance", n->id);
 			evrec_str(&r, "primary", c->nodes[f->to].id);
 			evrec_str(&r, "reason", f->planned ? "planned switchover" :
 							    "still answering after failover");
@@ -1102,7 +1102,7 @@ static void repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	} else {
 		f->repoint_failed++;
 		ev_begin(&r, "repoint_failed", s);
-		evrec_str(&r, "node", n->id);
+		evrec_str(&r, "instance", n->id);
 		evrec_str(&r, "reason", err ? err : "?");
 		emit(c, &r);
 		step(c, s, "repoint_failed %s: %s", n->id, err ? err : "?");
@@ -1157,13 +1157,13 @@ static void repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const
 	n->fix_ms = now_ms(c);
 	if (!ok) {
 		ev_begin(&r, "repair_failed", s);
-		evrec_str(&r, "node", n->id);
+		evrec_str(&r, "instance", n->id);
 		evrec_str(&r, "reason", err ? err : "?");
 		emit(c, &r);
 		return;
 	}
 	ev_begin(&r, n->fix_kind == 1 ? "old_primary_demoted" : "replica_repointed", s);
-	evrec_str(&r, "node", n->id);
+	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "primary", p ? p->id : "");
 	evrec_str(&r, "reason", n->fix_kind == 1 ? "reported as a master, not the shard's primary" :
 						     "replicating from another server");
@@ -1209,7 +1209,7 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 			master_str(c, s, s->primary, m, sizeof(m));
 			publish(c, "-odown", "%s", m);
 		}
-		if (!c->tilt)
+		if (!c->tilt && !c->starting)
 			repair_shard(c, s, now);
 		return;
 	}
@@ -1218,8 +1218,8 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 		master_str(c, s, s->primary, m, sizeof(m));
 		publish(c, "+odown", "%s #quorum 1/1", m);
 	}
-	if (s->flags & FO_S_NO_GOOD_REPLICA)
-		return; /* retried when a report changes */
+	if (s->flags & FO_S_NO_GOOD_REPLICA || c->starting)
+		return; /* retried when a report changes; nothing before the topology is known */
 	if (!fo_may_failover(c, s, v, false, why, sizeof(why))) {
 		if (strcmp(why, s->blocked_why)) {
 			struct evrec r;
@@ -1473,7 +1473,7 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 		s->epoch++;
 	s->primary = pick;
 	ev_begin(&r, "primary_discovered", s);
-	evrec_str(&r, "node", c->nodes[pick].id);
+	evrec_str(&r, "instance", c->nodes[pick].id);
 	evrec_str(&r, "state_file_primary", sp ? sp->id : "");
 	evrec_str(&r, "reason", why);
 	emit(c, &r);

@@ -11,6 +11,9 @@ static const struct {
 } cmds[] = {
 	{ "agent", cmd_agent, "watch the local server in the kernel and log its events (root)" },
 	{ "events", cmd_events, "print or follow the event log" },
+	{ "controller", cmd_controller, "decide and execute failovers, serve the Sentinel API" },
+	{ "status", cmd_status, "shards, primaries, epochs, node health, last failover" },
+	{ "failover", cmd_failover, "planned switchover of a shard, no acknowledged write lost" },
 	{ "peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)" },
 	{ "probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)" },
 };

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The controller daemon (`flatline controller`): one libevent loop serving agents
+ * (HELLO/REPORT, docs/protocol.md) and Sentinel-compatible clients on one listen
+ * address, talking to the servers through hiredis async, deciding with failover.c. */
+#ifndef FL_CONTROLLER_H
+#define FL_CONTROLLER_H
+
+#include <stdbool.h>
+
+struct ctl;
+struct cfg;
+
+struct ctl_opts {
+	const char *event_log; /* NULL: [controller] event_log */
+	const char *state_file; /* NULL: [controller] state_file */
+};
+
+/* Loads the state file, binds the listen address, starts the first INFO round.
+ * -errno with a message on stderr ("failed to <verb> <object>: <reason>"). */
+int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts);
+/* Runs the loop until SIGINT/SIGTERM. */
+int ctl_run(struct ctl *c);
+void ctl_free(struct ctl *c);
+
+/* Called once a promotion has been accepted (REPLICAOF NO ONE succeeded) and the
+ * state file written: points the shard's dns_name at host. The one place DNS is
+ * driven from; a no-op without a [dns] section or a dns_name. */
+void ctl_dns_promoted(struct ctl *c, int shard, const char *host);
+
+/* The names the client commands reply with. */
+#define CTL_VERSION "0.1.0"
+#define CTL_REDIS_VERSION "7.0.0" /* what INFO claims, for clients that check */
+
+#endif
