@@ -812,6 +812,7 @@ static void st_select(struct fo_cluster *c, struct fo_shard *s)
 		if (f->target >= 0 && n->idx != f->target)
 			continue;
 		n->info_ok = 0;
+		f->asked[n->idx] = 1;
 		ask[nask++] = n->idx;
 	}
 	enter(c, s, FO_ST_SELECT, c->info_timeout_ms + 50);
@@ -841,8 +842,8 @@ static void select_done(struct fo_cluster *c, struct fo_shard *s)
 	for (int i = 0; i < n; i++) {
 		struct fo_node *nd = &c->nodes[ranked[i]];
 
-		if (!nd->info_ok)
-			continue; /* did not answer INFO in time: not reachable */
+		if (!f->asked[nd->idx] || !nd->info_ok || nd->info_ms < f->start_ms)
+			continue; /* not asked, or did not answer INFO in time: not reachable */
 		f->cand[f->ncand++] = nd->idx;
 		if (off < sizeof(list))
 			off += snprintf(list + off, sizeof(list) - off, "%s%s", off ? " " : "",

@@ -106,6 +106,7 @@ struct fo_failover {
 	int target; /* planned: the operator's choice, -1 = best */
 	int cand[FO_MAX_NODES], ncand, cand_next; /* ranked candidates */
 	int pending;                              /* replies outstanding in this state */
+	unsigned char asked[FO_MAX_NODES];        /* SELECT: INFO asked of this node */
 	int repointed, repoint_failed;
 	long long pause_offset; /* planned: the primary's offset once paused */
 	bool paused;
