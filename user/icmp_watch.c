@@ -541,6 +541,32 @@ int iw_peer_stats(const struct icmp_watch *iw, struct in_addr addr, struct fl_pe
 	return 0;
 }
 
+int iw_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl_peer_stats *vals,
+		uint32_t max, uint32_t *n)
+{
+	int fd = bpf_map__fd(iw->skel->maps.fl_peers);
+	struct fl_peer_key *prev = NULL;
+	__u32 batch, count = max, got = 0;
+	int err;
+
+	/* A hash map's batch token is a bucket index; ENOENT marks the end. */
+	err = bpf_map_lookup_batch(fd, NULL, &batch, keys, vals, &count, NULL);
+	if (!err || err == -ENOENT) {
+		*n = count;
+		return 0;
+	}
+	if (err != -EINVAL && err != -ENOTSUP && err != -EOPNOTSUPP)
+		return err;
+	/* Before Linux 5.6 ("bpf: Add batch ops to all htab bpf map"): one by one. */
+	while (got < max && !bpf_map_get_next_key(fd, prev, &keys[got])) {
+		prev = &keys[got];
+		if (!bpf_map_lookup_elem(fd, &keys[got], &vals[got]))
+			got++;
+	}
+	*n = got;
+	return 0;
+}
+
 uint64_t iw_counter(const struct icmp_watch *iw, enum fl_icmp_counter c)
 {
 	int ncpu = libbpf_num_possible_cpus();

@@ -46,6 +46,10 @@ enum iw_tc_mode iw_mode(const struct icmp_watch *iw);
 int iw_add_peer(struct icmp_watch *iw, struct in_addr addr);
 int iw_del_peer(struct icmp_watch *iw, struct in_addr addr);
 int iw_peer_stats(const struct icmp_watch *iw, struct in_addr addr, struct fl_peer_stats *st);
+/* Every peer's entry at once (one BPF_MAP_LOOKUP_BATCH where the kernel has it):
+ * up to max of them into keys[] and vals[], their number in *n. -errno. */
+int iw_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl_peer_stats *vals,
+		uint32_t max, uint32_t *n);
 /* Ignored packets by enum fl_icmp_counter, summed over CPUs. */
 uint64_t iw_counter(const struct icmp_watch *iw, enum fl_icmp_counter c);
 const char *iw_pin_dir(const struct icmp_watch *iw);

@@ -30,6 +30,7 @@ struct probe_peer {
 	uint64_t probes;           /* probes sent (tried) */
 	uint64_t last_send_ns;     /* CLOCK_MONOTONIC before the last sendmmsg */
 	int last_errno;            /* of the last failed send, 0 after a good one */
+	bool round_read;           /* its stats were in this round's table read */
 	struct pv_peer pv;
 	struct probe_peer_info info;
 };
@@ -50,6 +51,11 @@ struct prober {
 	uint8_t (*pkt)[sizeof(struct icmphdr) + PROBE_PAYLOAD];
 	struct { int ifindex, carrier; } carrier[IW_MAX_IFACES];
 	int ncarrier;
+	/* The kernel's table, read at once each round, and the peers sorted by
+	 * address to find their rows. */
+	struct fl_peer_key *keys;
+	struct fl_peer_stats *vals;
+	struct probe_peer **byaddr;
 };
 
 static uint64_t mono_ns(void)
@@ -94,6 +100,23 @@ static void find_route(struct prober *p, struct probe_peer *pp, uint64_t now)
 	pp->info.ifindex = ifindex;
 }
 
+static int cmp_addr(const void *a, const void *b)
+{
+	uint32_t x = ntohl((*(struct probe_peer *const *)a)->addr.s_addr);
+	uint32_t y = ntohl((*(struct probe_peer *const *)b)->addr.s_addr);
+
+	return (x > y) - (x < y);
+}
+
+static struct probe_peer *peer_by_key(struct prober *p, const struct fl_peer_key *k)
+{
+	struct probe_peer key, *kp = &key, **found;
+
+	memcpy(&key.addr, k->addr, sizeof(k->addr));
+	found = bsearch(&kp, p->byaddr, p->npeers, sizeof(*p->byaddr), cmp_addr);
+	return found ? *found : NULL;
+}
+
 /* Room for twice the peers, in the list and in the per-round scratch. */
 static int grow(struct prober *p)
 {
@@ -112,6 +135,9 @@ static int grow(struct prober *p)
 	GROW(iov);
 	GROW(dst);
 	GROW(pkt);
+	GROW(keys);
+	GROW(vals);
+	GROW(byaddr);
 #undef GROW
 	p->cap = cap;
 	return 0;
@@ -167,6 +193,8 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 		pr_warn("no route to peer %s (%s) yet: probing it once there is one\n", id,
 			pp->addr_str);
 	p->peers[p->npeers++] = pp;
+	memcpy(p->byaddr, p->peers, p->npeers * sizeof(*p->byaddr));
+	qsort(p->byaddr, p->npeers, sizeof(*p->byaddr), cmp_addr);
 	return 0;
 }
 
@@ -255,17 +283,12 @@ static void log_change(const struct probe_peer_info *pi)
 			pv_state_name(ev->state), pv_state_name(ev->prev));
 }
 
+/* Judges a peer on the kernel's figures, already in pp->info.st. */
 static void judge(struct prober *p, struct probe_peer *pp, uint64_t now)
 {
 	struct pv_obs o = { .now_ns = now, .probes = pp->probes };
 	struct fl_peer_stats *st = &pp->info.st;
-	int err;
 
-	err = iw_peer_stats(p->iw, pp->addr, st);
-	if (err) {
-		pr_warn("failed to read the statistics of peer %s: %s\n", pp->id, strerror(-err));
-		return;
-	}
 	o.last_reply_ns = st->last_reply_ns;
 	o.last_rx_ns = st->last_rx_ns;
 	o.left = st->sent;
@@ -284,6 +307,38 @@ static void judge(struct prober *p, struct probe_peer *pp, uint64_t now)
 	pp->info.ev = pp->pv.ev;
 }
 
+/* The whole table in one syscall; a peer missing from it (cannot happen while we
+ * own the map) is read alone. */
+static void read_stats(struct prober *p)
+{
+	uint32_t n = 0;
+	int err;
+
+	for (int i = 0; i < p->npeers; i++)
+		p->peers[i]->round_read = false;
+	err = iw_read_all(p->iw, p->keys, p->vals, p->cap, &n);
+	if (err)
+		pr_warn("failed to read the peer table: %s\n", strerror(-err));
+	for (uint32_t i = 0; i < n; i++) {
+		struct probe_peer *pp = peer_by_key(p, &p->keys[i]);
+
+		if (pp) {
+			pp->info.st = p->vals[i];
+			pp->round_read = true;
+		}
+	}
+	for (int i = 0; i < p->npeers; i++) {
+		struct probe_peer *pp = p->peers[i];
+
+		if (pp->round_read)
+			continue;
+		err = iw_peer_stats(p->iw, pp->addr, &pp->info.st);
+		if (err)
+			pr_warn("failed to read the statistics of peer %s: %s\n", pp->id,
+				strerror(-err));
+	}
+}
+
 static void on_round(evutil_socket_t fd, short what, void *arg)
 {
 	struct prober *p = arg;
@@ -296,6 +351,7 @@ static void on_round(evutil_socket_t fd, short what, void *arg)
 		if (!p->peers[i]->ifindex && now >= p->peers[i]->next_route_ns)
 			find_route(p, p->peers[i], now);
 	send_all(p, now);
+	read_stats(p);
 	for (int i = 0; i < p->npeers; i++)
 		judge(p, p->peers[i], now);
 }
@@ -465,6 +521,9 @@ void probe_close(struct prober *p)
 	free(p->iov);
 	free(p->dst);
 	free(p->pkt);
+	free(p->keys);
+	free(p->vals);
+	free(p->byaddr);
 	iw_close(p->iw);
 	if (p->fd >= 0)
 		close(p->fd);
