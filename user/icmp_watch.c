@@ -555,7 +555,7 @@ int iw_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl
 		*n = count;
 		return 0;
 	}
-	if (err != -EINVAL && err != -ENOTSUP && err != -EOPNOTSUPP)
+	if (err != -EINVAL && err != -EOPNOTSUPP)
 		return err;
 	/* Before Linux 5.6 ("bpf: Add batch ops to all htab bpf map"): one by one. */
 	while (got < max && !bpf_map_get_next_key(fd, prev, &keys[got])) {

@@ -290,8 +290,8 @@ static void log_start(struct probe_cmd *c)
 
 static int run(struct probe_cmd *c)
 {
-	struct timeval tick = { PROBE_SYNC_MS / 1000, (PROBE_SYNC_MS % 1000) * 1000 };
-	struct timeval dur = { c->duration_ms / 1000, (c->duration_ms % 1000) * 1000 };
+	struct timeval tick = { PROBE_SYNC_MS / 1000, (PROBE_SYNC_MS % 1000) * 1000L };
+	struct timeval dur = { c->duration_ms / 1000, (c->duration_ms % 1000) * 1000L };
 	struct event *ev_term, *ev_int, *ev_tick, *ev_dur;
 	int err = -ENOMEM;
 

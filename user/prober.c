@@ -113,6 +113,7 @@ static struct probe_peer *peer_by_key(struct prober *p, const struct fl_peer_key
 	struct probe_peer key, *kp = &key, **found;
 
 	memcpy(&key.addr, k->addr, sizeof(k->addr));
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
 	found = bsearch(&kp, p->byaddr, p->npeers, sizeof(*p->byaddr), cmp_addr);
 	return found ? *found : NULL;
 }
@@ -130,14 +131,14 @@ static int grow(struct prober *p)
 			return -ENOMEM;                           \
 		p->field = v;                                     \
 	} while (0)
-	GROW(peers);
+	GROW(peers); // NOLINT(bugprone-sizeof-expression): array of pointers
 	GROW(msgs);
 	GROW(iov);
 	GROW(dst);
 	GROW(pkt);
 	GROW(keys);
 	GROW(vals);
-	GROW(byaddr);
+	GROW(byaddr); // NOLINT(bugprone-sizeof-expression): array of pointers
 #undef GROW
 	p->cap = cap;
 	return 0;
@@ -193,7 +194,9 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 		pr_warn("no route to peer %s (%s) yet: probing it once there is one\n", id,
 			pp->addr_str);
 	p->peers[p->npeers++] = pp;
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
 	memcpy(p->byaddr, p->peers, p->npeers * sizeof(*p->byaddr));
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
 	qsort(p->byaddr, p->npeers, sizeof(*p->byaddr), cmp_addr);
 	return 0;
 }
@@ -216,7 +219,7 @@ static void send_all(struct prober *p, uint64_t now)
 		h->type = ICMP_ECHO;
 		h->un.echo.id = htons(p->echo_id);
 		h->un.echo.sequence = htons(pp->seq);
-		memcpy(payload, "flatline", 8);
+		memcpy(payload, "flatline", 8); // NOLINT(bugprone-not-null-terminated-result): magic bytes
 		memcpy(payload + 8, &now, 8);
 		h->checksum = csum16(p->pkt[i], sizeof(p->pkt[i]));
 		p->dst[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr = pp->addr };
@@ -465,7 +468,7 @@ cleanup:
 
 int probe_start(struct prober *p)
 {
-	struct timeval tv = { p->o.interval_ms / 1000, (p->o.interval_ms % 1000) * 1000 };
+	struct timeval tv = { p->o.interval_ms / 1000, (p->o.interval_ms % 1000) * 1000L };
 
 	p->ev_round = event_new(p->o.base, -1, EV_PERSIST, on_round, p);
 	if (!p->ev_round || event_add(p->ev_round, &tv))

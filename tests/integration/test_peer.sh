@@ -79,7 +79,7 @@ heal_b() { $NB nft delete table inet fltest; }
 
 test_icmp_packets() {
 	need_root
-	[ -x "$ITEST/icmp_prog_test" ] || fail "$ITEST/icmp_prog_test not built (make integration)"
+	[ -x "$ITEST/icmp_prog_test" ] || skip "$ITEST/icmp_prog_test not built (make integration builds it)"
 	"$ITEST/icmp_prog_test" >"$T/cmocka.out" 2>&1 || {
 		cat "$T/cmocka.out"
 		fail "BPF test runs failed"
