@@ -7,11 +7,15 @@
 #include <bpf/bpf_core_read.h>
 #include "proc_event.h"
 
-#define FL_MAX_CGROUP_DEPTH 16
 #define FL_MAX_WATCH 4096
 
 /* Set between open and load; zero means off. */
 const volatile __u32 targ_cgroups = 0; /* fl_watch_cgrps may hold entries: check it */
+
+/* Bit n set: some watched cgroup sits at level n of the hierarchy. Written by
+ * the agent through the skeleton's .bss, so an exit looks up only the
+ * ancestors that can match. */
+__u32 cgroup_levels = 0;
 
 /* tgid -> enum fl_watch_flags; pinned, changed at run time by the agent. */
 struct {
@@ -59,9 +63,11 @@ static __always_inline void count_drop(void)
 		*n += 1;
 }
 
-/* Is the current task in a watched cgroup, or below one? Returns its cgroup id. */
+/* Is the current task in a watched cgroup, or below one? Returns its cgroup id.
+ * Only called from tp_btf programs: task is a trusted pointer, read directly. */
 static __always_inline bool in_watched_cgroup(struct task_struct *task, __u64 *cgid)
 {
+	__u32 levels;
 	int level;
 
 	*cgid = bpf_get_current_cgroup_id();
@@ -69,12 +75,17 @@ static __always_inline bool in_watched_cgroup(struct task_struct *task, __u64 *c
 		return false;
 	if (bpf_map_lookup_elem(&fl_watch_cgrps, cgid))
 		return true;
-	level = BPF_CORE_READ(task, cgroups, dfl_cgrp, level);
+	levels = cgroup_levels & ~1u; /* the root is never watched */
+	if (!levels)
+		return false;
+	level = task->cgroups->dfl_cgrp->level;
 	for (int i = 1; i < FL_MAX_CGROUP_DEPTH; i++) {
 		__u64 anc;
 
 		if (i >= level)
 			break;
+		if (!(levels & (1u << i)))
+			continue;
 		anc = bpf_get_current_ancestor_cgroup_id(i);
 		if (bpf_map_lookup_elem(&fl_watch_cgrps, &anc))
 			return true;
@@ -106,7 +117,7 @@ int BPF_PROG(fl_proc_exit, struct task_struct *task)
 		return 0;
 	/* Only the last thread ends the process: do_exit() decrements
 	 * signal->live before this tracepoint fires. */
-	if (BPF_CORE_READ(task, signal, live.counter) != 0) {
+	if (task->signal->live.counter != 0) {
 		/* The OOM killer may have named a thread other than the leader. */
 		if (tid != tgid) {
 			oom = bpf_map_lookup_elem(&fl_oom_info, &tid);
@@ -128,8 +139,8 @@ int BPF_PROG(fl_proc_exit, struct task_struct *task)
 	e->pid = tgid;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cgroup_id = cgid;
-	e->ppid = BPF_CORE_READ(task, real_parent, tgid);
-	e->exit_code = BPF_CORE_READ(task, exit_code);
+	e->ppid = task->real_parent->tgid;
+	e->exit_code = task->exit_code;
 	e->watch = how;
 	oom = bpf_map_lookup_elem(&fl_oom_info, &tgid);
 	if (!oom)

@@ -5,6 +5,7 @@
 #define FL_PROC_EVENT_H
 
 #define FL_COMM_LEN 16
+#define FL_MAX_CGROUP_DEPTH 16 /* watched cgroups deeper than this are refused */
 
 enum fl_event_kind {
 	FL_EV_PROC_EXIT = 1,  /* the last thread of a watched process exited */

@@ -292,18 +292,44 @@ int pw_unwatch_pid(struct proc_watch *pw, pid_t pid)
 	return 0;
 }
 
+/* The cgroup's level in the v2 hierarchy: how many directories above it are
+ * still on the cgroup2 mount (the root is level 0). */
+static int cgroup_level(const char *path)
+{
+	char buf[PATH_MAX], *slash;
+	struct statfs st;
+	int level = 0;
+
+	if (!realpath(path, buf))
+		return -errno;
+	while ((slash = strrchr(buf, '/')) && slash != buf) {
+		*slash = '\0';
+		if (statfs(buf, &st) || st.f_type != CGROUP2_SUPER_MAGIC)
+			break;
+		level++;
+	}
+	return level;
+}
+
 int pw_watch_cgroup(struct proc_watch *pw, const char *path, uint64_t *cgid)
 {
 	__u32 one = 1;
-	int err;
+	int err, level;
 
 	if (!pw->skel->rodata->targ_cgroups)
 		return -EINVAL; /* loaded without the cgroup filter */
 	err = fl_cgroup_id(path, cgid);
 	if (err)
 		return err;
+	level = cgroup_level(path);
+	if (level < 0)
+		return level;
+	if (level >= FL_MAX_CGROUP_DEPTH)
+		return -E2BIG;
 	if (bpf_map_update_elem(bpf_map__fd(pw->skel->maps.fl_watch_cgrps), cgid, &one, BPF_ANY))
 		return -errno;
+	/* Written through the skeleton's mmap of .bss: the programs see it at once. */
+	__atomic_or_fetch(&pw->skel->bss->cgroup_levels, 1u << level, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
