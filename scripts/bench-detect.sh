@@ -35,7 +35,7 @@ trap cleanup EXIT
 mkdir "$cg"
 
 # Our program is the fl_proc_exit that appears with our agent (others may run).
-exit_ids() { bpftool prog show name fl_proc_exit --json 2>/dev/null | jq -r '.[]?.id // .id' | sort; }
+exit_ids() { bpftool prog show name fl_proc_exit --json 2>/dev/null | jq -r 'if type == "array" then .[].id else .id end' | sort; }
 ids_before=$(exit_ids)
 "$FL" agent --node bench --watch-cgroup "$cg" --event-log "$dir/events.jsonl" 2>"$dir/agent.err" &
 agent=$!

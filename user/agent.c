@@ -679,19 +679,23 @@ int cmd_agent(int argc, char **argv)
 	if (err)
 		return err < 0 ? 0 : err;
 	libbpf_set_print(libbpf_print);
-	if (a.config && load_config(&a))
-		return 1;
+	/* From here on every failure goes through cleanup: a.cfg may be loaded. */
+	err = a.config ? load_config(&a) : 0;
+	if (err)
+		goto cleanup;
 	if (geteuid() != 0) {
 		pr_warn("agent must run as root: it loads BPF programs and pins maps\n");
-		return 1;
+		err = -EPERM;
+		goto cleanup;
 	}
-	if (check_targets(&a))
-		return 1;
+	err = check_targets(&a);
+	if (err)
+		goto cleanup;
 	lo.path = a.event_log;
 	err = evlog_open(&a.log, &lo);
 	if (err) {
 		pr_warn("failed to open event log %s: %s\n", a.event_log, strerror(-err));
-		return 1;
+		goto cleanup;
 	}
 	err = take_lock(&a);
 	if (err)
