@@ -16,7 +16,7 @@ B_IP=198.18.0.2
 # make_topo: namespaces $P-br, $P-a, $P-b; sets P, NA, NB (nsenter prefixes).
 make_topo() {
 	need_root
-	need_cmd ip nsenter nft jq
+	need_cmd ip nsenter nft jq ping
 	P=flp$BASHPID
 	ip netns add "$P-br"
 	on_exit "ip netns del $P-br"
@@ -109,10 +109,29 @@ test_up_table_and_pins() {
 		fail "fl_peers does not pretty-print: $(bpftool map dump pinned /sys/fs/bpf/flatline/pt1/fl_peers)"
 	bpftool prog show name fl_icmp_ingress >/dev/null 2>&1 && bpftool prog show | grep -q 'name fl_icmp_ingress' ||
 		fail "fl_icmp_ingress not loaded"
+	# A second pin keeps the map readable after the prober is gone.
+	keep=/sys/fs/bpf/fltest-$BASHPID
+	bpftool map pin pinned /sys/fs/bpf/flatline/pt1/fl_peers "$keep"
+	on_exit "rm -f $keep"
 	stop_probe
 	[ ! -e /sys/fs/bpf/flatline/pt1 ] || fail "pins left after SIGTERM"
-	sleep 0.2
-	! bpftool prog show | grep -q 'name fl_icmp_' || fail "icmp programs still loaded after exit"
+	expect_detached "$keep" "after SIGTERM"
+}
+
+# rx_packets of the peer in a pinned fl_peers map (bytes 40-47 of the value).
+rx_packets() {
+	bpftool map dump pinned "$1" -j | jq '.[0].formatted.value.rx_packets'
+}
+
+# expect_detached PIN WHEN: traffic from the peer no longer reaches our programs.
+# (Other agents may have fl_icmp programs loaded on this machine: look at ours.)
+expect_detached() {
+	local r0 r1
+	r0=$(rx_packets "$1")
+	[[ $r0 =~ ^[0-9]+$ ]] && [ "$r0" -gt 0 ] || fail "cannot read rx_packets from $1: '$r0'"
+	$NA ping -c 3 -i 0.2 -W 1 $B_IP >/dev/null || fail "the peer does not answer ping"
+	r1=$(rx_packets "$1")
+	expect_eq "packets from the peer our programs saw $2" "$r1" "$r0"
 }
 
 # expect_down_within EV T0_NS LIMIT_MS: the event came at most LIMIT_MS after T0.
@@ -335,8 +354,8 @@ test_sigkill_cleanup() {
 	wait_up >/dev/null
 	kill -KILL "$PROBE_PID"
 	wait "$PROBE_PID" 2>/dev/null || true
-	sleep 0.3
-	! bpftool prog show | grep -q 'name fl_icmp_' || fail "tcx: programs still attached after SIGKILL"
+	[ -e /sys/fs/bpf/flatline/pt8/fl_peers ] || fail "expected the killed prober's stale pins"
+	expect_detached /sys/fs/bpf/flatline/pt8/fl_peers "after SIGKILL (tcx)"
 	start_probe pt8
 	wait_up >/dev/null
 	stop_probe
