@@ -535,6 +535,11 @@ void probe_close(struct prober *p)
 
 /* ---- events ---- */
 
+const char *probe_report_state(enum pv_state s)
+{
+	return s == PV_UP || s == PV_PASSIVE ? "up" : s == PV_DOWN ? "down" : "unknown";
+}
+
 const char *probe_event_kind(enum pv_state s)
 {
 	switch (s) {

@@ -72,6 +72,9 @@ enum iw_tc_mode probe_tc_mode(const struct prober *p);
 /* Stops the timer, detaches, removes the pins. NULL is fine. */
 void probe_close(struct prober *p);
 
+/* REPORT's peer.<node-id> value (docs/protocol.md): "up" (replies, or passive
+ * liveness), "down" or "unknown". */
+const char *probe_report_state(enum pv_state s);
 /* "peer_up", "peer_passive" or "peer_down" for the state. */
 const char *probe_event_kind(enum pv_state s);
 /* Begins r as that event for node, with the evidence: peer, addr, state, prev,
