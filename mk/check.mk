@@ -7,7 +7,7 @@
 #   make check-bpf              BPF objects compile with -Wall -Werror
 #   make check-cppcheck         cppcheck over user/ (.cppcheck-suppressions)
 #   make check-tidy             clang-tidy over user/*.c (.clang-tidy)
-#   make check-integration-asan the foundation integration tests against build-asan/flatline
+#   make check-integration-asan integration tests (default: test_proc.sh) on build-asan/
 #                               (root; CHECK_INTEGRATION=<filter list> to choose)
 #   make fuzz [FUZZ_SECONDS=30] each libFuzzer harness tests/fuzz/fuzz_*.c for N seconds
 #   make fuzz-build             just build them (build-fuzz/)
@@ -59,11 +59,12 @@ check-asan:
 	$(Q)rc=0; $(call SAN_ENV,unit) BUILD=build-asan tests/run.sh unit || rc=$$?; \
 	$(call san_check,unit); exit $$rc
 
-# Foundation integration tests (tests/integration/test_<name>.sh) under ASan. Root only:
-# without root tests/run.sh reports them skipped.
+# Integration tests (tests/integration/test_<name>.sh) against build-asan/flatline and
+# its helpers. Root only: without root tests/run.sh reports them skipped. The default is
+# the foundation (process death); CHECK_INTEGRATION="proc agent peer" runs more.
 CHECK_INTEGRATION ?= proc
 check-integration-asan:
-	$(Q)$(MAKE) --no-print-directory SANITIZE=1 all
+	$(Q)$(MAKE) --no-print-directory SANITIZE=1 integration
 	$(Q)rm -rf $(SAN_LOG_DIR)/integration.* && mkdir -p $(SAN_LOG_DIR)
 	$(Q)rc=0; for t in $(CHECK_INTEGRATION); do \
 		printf '  %-9s %s\n' ASAN "integration test_$$t.sh"; \
