@@ -1,6 +1,6 @@
 # Quality gates, included by the Makefile. README.md ("Hacking") describes them.
 #
-#   make check                  every gate below except fuzzing: check-asan check-static
+#   make check                  check-asan check-static (not the integration run, not fuzz)
 #   make check-asan             unit tests rebuilt in build-asan/ with ASan+UBSan, run; any
 #                               sanitizer report fails
 #   make check-static           check-bpf check-cppcheck check-tidy
