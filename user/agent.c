@@ -17,6 +17,7 @@
 #include <sys/utsname.h>
 #include <event2/event.h>
 #include <bpf/libbpf.h>
+#include "clock.h"
 #include "cmds.h"
 #include "event_log.h"
 #include "exit_code.h"
@@ -78,14 +79,6 @@ static int libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap
 	return vfprintf(stderr, fmt, ap);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void agent_log(struct agent *a, struct evrec *r)
 {
 	int err = evlog_write(a->log, r);
@@ -137,7 +130,7 @@ static void add_oom(struct evrec *r, const struct fl_oom_info *o)
 static void on_proc_event(void *ctx, const struct fl_proc_event *e)
 {
 	struct agent *a = ctx;
-	uint64_t now = mono_ns();
+	uint64_t now = fl_clock_ns(CLOCK_MONOTONIC);
 	char comm[FL_COMM_LEN + 1];
 	const char *kind, *cg;
 	struct evrec r;
@@ -626,7 +619,7 @@ static void log_agent_start(struct agent *a)
 static int agent_run(struct agent *a)
 {
 	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL;
-	struct timeval tick = { AGENT_SYNC_MS / 1000, (AGENT_SYNC_MS % 1000) * 1000L };
+	struct timeval tick = fl_ms_tv(AGENT_SYNC_MS);
 	int err = -ENOMEM;
 
 	a->base = event_base_new();

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <event2/event.h>
+#include "clock.h"
 #include "log.h"
 #include "reporter.h"
 #include "rlink.h"
@@ -29,14 +30,6 @@ struct reporter {
 	char last_problem[640]; /* the last problem printed: once per change */
 	bool lost_logged;       /* controller_lost written since the last connect */
 };
-
-static long long wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
 {
@@ -85,7 +78,7 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 		rl_drop(r->link, "report refused");
 		return;
 	}
-	r->last_answer_ms = wall_ms();
+	r->last_answer_ms = fl_wall_ms();
 	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
 	    rep->element[1]->type == REDIS_REPLY_INTEGER &&
 	    (rep->element[2]->type == REDIS_REPLY_STRING ||
@@ -116,7 +109,7 @@ static void send_report(struct reporter *r)
 			rl_drop(r->link, "controller not reading reports");
 		return;
 	}
-	r->last_sent_ms = wall_ms();
+	r->last_sent_ms = fl_wall_ms();
 }
 
 static void on_hello(void *ctx, redisReply *rep, void *priv)
@@ -141,7 +134,7 @@ static void on_hello(void *ctx, redisReply *rep, void *priv)
 		return;
 	}
 	r->state = REP_READY;
-	r->last_answer_ms = wall_ms();
+	r->last_answer_ms = fl_wall_ms();
 	r->lost_logged = false;
 	snprintf(detail, sizeof(detail), "connected to controller %s", r->where);
 	note(r, "controller_connected", detail);
@@ -195,7 +188,7 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 		rl_drop(r->link, "controller stopped answering");
 		return;
 	}
-	if (r->state == REP_READY && wall_ms() - r->last_sent_ms >= r->o.heartbeat_ms - 1)
+	if (r->state == REP_READY && fl_wall_ms() - r->last_sent_ms >= r->o.heartbeat_ms - 1)
 		send_report(r);
 }
 
@@ -227,7 +220,7 @@ struct reporter *reporter_new(struct event_base *base, const struct reporter_opt
 
 void reporter_start(struct reporter *r)
 {
-	struct timeval tv = { r->o.heartbeat_ms / 1000, (r->o.heartbeat_ms % 1000) * 1000 };
+	struct timeval tv = fl_ms_tv(r->o.heartbeat_ms);
 
 	event_add(r->hb_ev, &tv);
 	rl_start(r->link);

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <event2/event.h>
 #include <hiredis/adapters/libevent.h>
+#include "clock.h"
 #include "log.h"
 #include "rlink.h"
 
@@ -16,7 +17,7 @@ struct rl_req {
 	struct rlink *l;
 	rl_reply_fn fn;
 	void *priv;
-	uint64_t sent_ms;
+	int64_t sent_ms;
 	struct rl_req *next;
 };
 
@@ -38,17 +39,9 @@ struct rlink {
 	bool freeing;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void arm(struct event *ev, int ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = fl_ms_tv(ms);
 
 	event_add(ev, &tv);
 }
@@ -170,7 +163,7 @@ void rl_start(struct rlink *l)
 		connect_now(l);
 }
 
-static size_t reply_size(const redisReply *r, int depth)
+static size_t reply_size(const redisReply *r, int depth) // NOLINT(misc-no-recursion): depth <= 8
 {
 	size_t n = 16;
 
@@ -220,7 +213,7 @@ int rl_command(struct rlink *l, rl_reply_fn fn, void *priv, int argc, const char
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	*q = (struct rl_req){ .l = l, .fn = fn, .priv = priv, .sent_ms = now_ms() };
+	*q = (struct rl_req){ .l = l, .fn = fn, .priv = priv, .sent_ms = fl_mono_ms() };
 	if (redisAsyncCommandArgv(l->ac, on_reply, q, argc, argv, lens) != REDIS_OK) {
 		free(q);
 		return -EIO;
@@ -259,7 +252,7 @@ int rl_in_flight(const struct rlink *l)
 
 long rl_oldest_ms(const struct rlink *l)
 {
-	return l->head ? (long)(now_ms() - l->head->sent_ms) : 0;
+	return l->head ? (long)(fl_mono_ms() - l->head->sent_ms) : 0;
 }
 
 void rl_free(struct rlink *l)

@@ -3,11 +3,13 @@
  * INFO every info_interval_ms, the hung state machine, and the BPF verdict on
  * its process. Every state change goes to the agent at once. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <event2/event.h>
+#include "clock.h"
 #include "log.h"
 #include "proc_watch.h"
 #include "rlink.h"
@@ -33,22 +35,6 @@ const char *srv_proc_name(enum srv_proc p)
 	static const char *const names[] = { "unknown", "up", "down", "hung", "busy", "loading" };
 
 	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "unknown";
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 enum hung_act hung_tick(struct hung_sm *sm, int64_t now)
@@ -115,7 +101,7 @@ static void commit(struct srvmon *m, const struct srv_state *next)
 		what |= SRV_CH_INFO;
 	m->st = *next;
 	if (prev.proc != next->proc)
-		m->st.proc_change_ms = wall_ms();
+		m->st.proc_change_ms = fl_wall_ms();
 	if (what && m->ops.changed)
 		m->ops.changed(m->ctx, &prev, &m->st, what);
 }
@@ -172,7 +158,7 @@ static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct srvmon *m = arg;
 	static const char *ping[] = { "PING" };
-	int64_t now = mono_ms();
+	int64_t now = fl_mono_ms();
 
 	(void)fd;
 	(void)what;
@@ -345,14 +331,19 @@ void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dum
 static pid_t read_pidfile(const char *path)
 {
 	FILE *f = fopen(path, "r");
-	long pid = 0;
+	char buf[32], *end;
+	long pid;
 
 	if (!f)
 		return 0;
-	if (fscanf(f, "%ld", &pid) != 1)
-		pid = 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
 	fclose(f);
-	return pid > 0 && fl_pid_alive(pid) ? (pid_t)pid : 0;
+	errno = 0;
+	pid = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n') || pid <= 0 || pid > INT32_MAX)
+		return 0;
+	return fl_pid_alive(pid) ? (pid_t)pid : 0;
 }
 
 struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
@@ -387,8 +378,8 @@ struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 
 void srvmon_start(struct srvmon *m)
 {
-	struct timeval ping = { m->o.ping_interval_ms / 1000, (m->o.ping_interval_ms % 1000) * 1000 };
-	struct timeval info = { m->o.info_interval_ms / 1000, (m->o.info_interval_ms % 1000) * 1000 };
+	struct timeval ping = fl_ms_tv(m->o.ping_interval_ms);
+	struct timeval info = fl_ms_tv(m->o.info_interval_ms);
 	struct srv_state n = m->st;
 
 	if (m->pidfile[0] && (n.pid = read_pidfile(m->pidfile)))
