@@ -36,10 +36,11 @@ make_topo() {
 	NB="nsenter --net=/run/netns/$P-b"
 }
 
-# start_probe NODE ARGS...: flatline probe in namespace a, peer b; waits for
-# probe_start. Sets PROBE_PID, LOG, NODE.
+# start_probe NAME ARGS...: flatline probe in namespace a, peer b; waits for
+# probe_start. The node id is NAME-$P, unique to this run (another run of these
+# tests may go on at the same time). Sets PROBE_PID, LOG, NODE.
 start_probe() {
-	NODE=$1
+	NODE=$1-$P
 	shift
 	LOG=$T/events-$NODE.jsonl
 	$NA "$FL" probe --node "$NODE" --event-log "$LOG" --peer "b=$B_IP" "$@" 2>"$T/probe-$NODE.err" &
@@ -98,23 +99,23 @@ test_up_table_and_pins() {
 	ev=$(wait_event "$LOG" '.kind == "probe_start"')
 	expect_eq "tc mode" "$(jq -r .tc <<<"$ev")" tcx
 	sleep 0.5
-	"$FL" peers --node pt1 >"$T/peers.txt" || fail "flatline peers failed"
+	"$FL" peers --node "$NODE" >"$T/peers.txt" || fail "flatline peers failed"
 	grep -Eq "^$B_IP +[0-9]+ +[0-9]+ +0 " "$T/peers.txt" || fail "no row for $B_IP: $(cat "$T/peers.txt")"
-	row=$("$FL" peers --node pt1 --json)
+	row=$("$FL" peers --node "$NODE" --json)
 	[ "$(jq -r .replied <<<"$row")" -ge 3 ] || fail "replied < 3: $row"
 	[ "$(jq -r .lost <<<"$row")" -eq 0 ] || fail "loss on a clean link: $row"
 	[ "$(jq -r .packet_age_ms <<<"$row")" -lt 500 ] || fail "packet age: $row"
 	# BTF: bpftool prints the key as the address's bytes.
-	bpftool map dump pinned /sys/fs/bpf/flatline/pt1/fl_peers | tr -d ' \n' | grep -q '"addr":\[198,18,0,2\]' ||
-		fail "fl_peers does not pretty-print: $(bpftool map dump pinned /sys/fs/bpf/flatline/pt1/fl_peers)"
+	bpftool map dump pinned /sys/fs/bpf/flatline/$NODE/fl_peers | tr -d ' \n' | grep -q '"addr":\[198,18,0,2\]' ||
+		fail "fl_peers does not pretty-print: $(bpftool map dump pinned /sys/fs/bpf/flatline/$NODE/fl_peers)"
 	bpftool prog show name fl_icmp_ingress >/dev/null 2>&1 && bpftool prog show | grep -q 'name fl_icmp_ingress' ||
 		fail "fl_icmp_ingress not loaded"
 	# A second pin keeps the map readable after the prober is gone.
 	keep=/sys/fs/bpf/fltest-$BASHPID
-	bpftool map pin pinned /sys/fs/bpf/flatline/pt1/fl_peers "$keep"
+	bpftool map pin pinned /sys/fs/bpf/flatline/$NODE/fl_peers "$keep"
 	on_exit "rm -f $keep"
 	stop_probe
-	[ ! -e /sys/fs/bpf/flatline/pt1 ] || fail "pins left after SIGTERM"
+	[ ! -e /sys/fs/bpf/flatline/$NODE ] || fail "pins left after SIGTERM"
 	expect_detached "$keep" "after SIGTERM"
 }
 
@@ -212,12 +213,13 @@ loss_run() {
 	on_exit "$NB nft delete table inet fltest"
 	sleep "$secs"
 	expect_eq "peer_down events under 30 % loss" "$(count_events "$LOG" '.kind == "peer_down"')" 0
-	row=$("$FL" peers --node "pl$interval" --json)
+	row=$("$FL" peers --node "$NODE" --json)
 	lost=$(jq -r .lost <<<"$row")
 	sent=$(jq -r .sent <<<"$row")
 	echo "    ${interval} ms: $lost of $sent lost over ${secs} s"
-	# Each round trip survives 0.7 x 0.7: about 51 % lost.
-	[ $((lost * 100 / sent)) -ge 35 ] && [ $((lost * 100 / sent)) -le 65 ] || fail "loss not as set up: $row"
+	# Each round trip survives 0.7 x 0.7: about 51 % lost (wide bounds: 60 samples
+	# at 1000 ms).
+	[ $((lost * 100 / sent)) -ge 30 ] && [ $((lost * 100 / sent)) -le 72 ] || fail "loss not as set up: $row"
 	$NB nft delete table inet fltest
 	stop_probe
 }
@@ -318,13 +320,14 @@ two_probers() {
 	start_probe pc1
 	l1=$LOG
 	p1=$PROBE_PID
+	n1=$NODE
 	start_probe pc2
 	l2=$LOG
 	wait_up "$l1" >/dev/null
 	wait_up "$l2" >/dev/null
 	sleep 1.5
-	for n in pc1 pc2; do
-		row=$("$FL" peers --node $n --json)
+	for n in "$n1" "$NODE"; do
+		row=$("$FL" peers --node "$n" --json)
 		[ "$(jq -r .replied <<<"$row")" -ge 10 ] || fail "$n's programs saw too few replies: $row"
 	done
 	expect_eq "peer_down events" "$(cat "$l1" "$l2" | jq -c 'select(.kind == "peer_down")' | wc -l)" 0
@@ -354,8 +357,8 @@ test_sigkill_cleanup() {
 	wait_up >/dev/null
 	kill -KILL "$PROBE_PID"
 	wait "$PROBE_PID" 2>/dev/null || true
-	[ -e /sys/fs/bpf/flatline/pt8/fl_peers ] || fail "expected the killed prober's stale pins"
-	expect_detached /sys/fs/bpf/flatline/pt8/fl_peers "after SIGKILL (tcx)"
+	[ -e /sys/fs/bpf/flatline/$NODE/fl_peers ] || fail "expected the killed prober's stale pins"
+	expect_detached /sys/fs/bpf/flatline/$NODE/fl_peers "after SIGKILL (tcx)"
 	start_probe pt8
 	wait_up >/dev/null
 	stop_probe
@@ -367,7 +370,7 @@ test_sigkill_cleanup() {
 	$NA tc filter show dev eth0 ingress | grep -q fl_icmp_ingress || fail "expected a stale clsact filter after SIGKILL"
 	start_probe pt8
 	ev=$(wait_event "$LOG" '.kind == "peer_up"' 5) || fail "second prober did not see the peer"
-	grep -q "replacing the stale fl_icmp_ingress" "$T/probe-pt8.err" || fail "stale filter not replaced: $(cat "$T/probe-pt8.err")"
+	grep -q "replacing the stale fl_icmp_ingress" "$T/probe-$NODE.err" || fail "stale filter not replaced: $(cat "$T/probe-$NODE.err")"
 	[ "$($NA tc filter show dev eth0 ingress | grep -c 'handle.*fl_icmp_ingress')" -eq 1 ] || fail "more than one filter of ours"
 	stop_probe
 	$NA tc filter show dev eth0 ingress | grep -q fl_icmp && fail "filter left after a clean stop"
@@ -391,7 +394,7 @@ test_bad_input() {
 	check 1 "not an IPv4 address" probe --node x1 --peer a=nowhere --event-log "$T/e.jsonl"
 	check 1 "at least 3 probe intervals" probe --node x1 --peer a=198.18.0.2 --probe-interval-ms 500 \
 		--peer-down-after-ms 1000 --event-log "$T/e.jsonl"
-	check 1 "no such pin" peers --node no-such-node
+	check 1 "no such pin" peers --node "no-such-node-$BASHPID"
 	check 2 "unexpected argument" peers extra
 }
 
