@@ -101,6 +101,7 @@ cl_spawn() {
 	shift 2
 	setsid nsenter --net="/run/netns/$ns" "$@" </dev/null >>"$CL_DIR/log/$name.out" 2>&1 &
 	CL_PID=$!
+	disown "$CL_PID" # no "Killed" job notice when a test kills it
 	echo "$CL_PID" >"$CL_DIR/pids/$name.pid"
 }
 

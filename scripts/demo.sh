@@ -1,41 +1,97 @@
 #!/usr/bin/env bash
-# The demo for now: a real redis-server, the agent watching it in the kernel,
-# a SIGKILL, and the event log that tells what happened.
+# make demo: a three-host cluster on this machine (scripts/cluster.sh: network
+# namespaces, redis-server x3, flatline agent x3, flatline controller, BIND9 named), a
+# client that finds the primary only through DNS and writes 1,000 times a second, a
+# SIGKILL of the primary, and the failover as a timeline read from the event logs.
+# The old primary then comes back empty and is made a replica. Everything is torn down
+# at the end (or on Ctrl-C).
+#
+# env: DEMO_DIR (work directory, default a fresh /tmp/flatline-demo.XXXXXX), FL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FL=${FL:-$PWD/build/flatline}
-[ "$(id -u)" -eq 0 ] || { echo "demo: run as root (the agent loads BPF programs)" >&2; exit 1; }
-dir=$(mktemp -d /tmp/flatline-demo.XXXXXX)
-port=${DEMO_PORT:-26399}
-agent=
-cleanup() {
-	[ -z "$agent" ] || kill -TERM "$agent" 2>/dev/null
-	[ -z "$agent" ] || wait "$agent" 2>/dev/null
-	[ -z "${redis:-}" ] || kill -KILL "$redis" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
+[ "$(id -u)" -eq 0 ] || { echo "demo: run as root (namespaces, BPF): sudo make demo" >&2; exit 1; }
+# shellcheck source=scripts/cluster.sh
+. scripts/cluster.sh
+[ -x "$FL" ] || make -s all
 
-echo "== starting redis-server on 127.0.0.1:$port"
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-	>"$dir/redis.log" 2>&1 &
-redis=$!
-for _ in $(seq 100); do redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+# Node ids n1..n3 unless another cluster's agents hold them (their pins and locks are
+# per node id, machine-wide).
+prefix=n
+for i in 1 2 3; do
+	if [ -e "/run/flatline/agent-n$i.lock" ] && ! flock -n "/run/flatline/agent-n$i.lock" true; then
+		prefix=demo$$-n
+	fi
+done
+export FL_NODE_PREFIX=$prefix
+dir=${DEMO_DIR:-$(mktemp -d /tmp/flatline-demo.XXXXXX)}
+cl_init "$dir" "fldemo$$"
+trap 'echo "== tearing down"; cl_down' EXIT
+trap 'exit 130' INT TERM
 
-echo "== starting: flatline agent --node demo --watch-pid $redis --event-log $dir/events.jsonl"
-"$FL" agent --node demo --watch-pid "$redis" --event-log "$dir/events.jsonl" &
-agent=$!
-for _ in $(seq 200); do grep -q agent_start "$dir/events.jsonl" 2>/dev/null && break; sleep 0.02; done
-echo "== pinned maps: $(ls /sys/fs/bpf/flatline/demo | tr '\n' ' ')"
-echo "== watched pids (bpftool map dump pinned /sys/fs/bpf/flatline/demo/fl_watch_pids):"
-bpftool map dump pinned /sys/fs/bpf/flatline/demo/fl_watch_pids
+say() { printf '\n== %s\n' "$*"; }
 
-echo "== kill -KILL $redis"
-kill -KILL "$redis"
-for _ in $(seq 200); do grep -q proc_exit "$dir/events.jsonl" 2>/dev/null && break; sleep 0.01; done
-redis=
+say "bringing up three hosts (network namespaces $CL_NAME-h1..3 on $CL_NET.0/24), the controller and named"
+t=$SECONDS
+cl_up
+echo "   up in $((SECONDS - t)) s; one cluster file for every process: $CL_CONF"
+for i in 1 2 3; do
+	printf '   %-4s %-10s redis-server %s (%s)   flatline agent pid %s\n' "$(cl_node "$i")" \
+		"$(cl_ip "$i")" "$(cl_role "$i")" "pid $(cl_pid "redis-$(cl_node "$i")")" \
+		"$(cl_pid "agent-$(cl_node "$i")")"
+done
+echo "   controller $CL_CTL_IP:$CL_CTL_PORT (Sentinel API) says the primary is $(cl_api_primary)"
+echo "   named $CL_CTL_IP:53 says $CL_DNS_NAME is $(cl_dns)"
 
-echo "== flatline events --log $dir/events.jsonl"
-"$FL" events --log "$dir/events.jsonl"
-echo "== the same, raw (--json):"
-"$FL" events --log "$dir/events.jsonl" --json | grep proc_exit
+say "a writer that knows only the name $CL_DNS_NAME: RPUSH 1,000 values a second, each one recorded once acknowledged"
+cl_writer_start --rate 1000
+sleep 2
+echo "   $(grep -c '^A ' "$CL_DIR/writer.out") writes acknowledged so far"
+
+old=1
+oldn=$(cl_node $old)
+pid=$(cl_pid "redis-$oldn")
+say "kill -KILL $pid   (redis-server on $oldn, the primary)"
+t0=$(cl_now_ns)
+kill -KILL "$pid"
+ok=0
+for _ in $(seq 500); do
+	if cl_has_event "$CL_CLOG" '.kind == "failover_end"' &&
+		cl_has_event "$CL_CLOG" ".kind == \"dns_updated\" and .addr != \"$(cl_ip $old)\"" &&
+		grep -q "^A .* $CL_NET\.[23]:" "$CL_DIR/writer.out"; then
+		ok=1
+		break
+	fi
+	sleep 0.02
+done
+[ "$ok" = 1 ] || echo "   (the failover did not complete within 10 s: the timeline shows how far it got)"
+new=$(cl_idx_of_ip "$(cl_api_primary)")
+sleep 1
+
+say "restarting the old primary's redis-server, empty (no persistence): it must come back as a replica"
+t_restart=$(cl_now_ns)
+cl_redis_start $old
+cl_until 10 cl_linked $old "$new" || echo "   ($oldn did not become a replica of $(cl_node "$new"))"
+sleep 0.5
+cl_writer_stop
+cl_redis "$new" wait 2 2000 >/dev/null
+cl_redis "$new" lrange w 0 -1 >"$CL_DIR/final"
+
+say "the failover, from the agents' and the controller's event logs and the writer's record"
+agents=()
+for i in 1 2 3; do agents+=(--agent "$CL_DIR/events-$(cl_node "$i").jsonl"); done
+until_ms=$(((t_restart - t0) / 1000000 + 1000))
+"$CL_PY" tests/tools/cltimeline.py --fault-ns "$t0" --fault "primary $oldn killed (SIGKILL)" \
+	--old "$(cl_ip $old)" --controller "$CL_CLOG" "${agents[@]}" --writer "$CL_DIR/writer.out" \
+	--final "$CL_DIR/final" --dns-name "$CL_DNS_NAME" --until-ms "$until_ms" |
+	sed -e "s/^T\( *\)+\([0-9]\)/T+\1\2/" -e 's/^/   /'
+echo "   (restart of $oldn at T+$(((t_restart - t0) / 1000000)) ms; writer: $(cat "$CL_DIR/writer.json"))"
+
+say "flatline status"
+cl_ctl "$FL" status -c "$CL_CONF" | sed 's/^/   /'
+
+say "where everything points now"
+for i in 1 2 3; do
+	printf '   %-4s role %-6s %s\n' "$(cl_node "$i")" "$(cl_role "$i")" \
+		"$([ "$(cl_role "$i")" = slave ] && echo "of $(cl_info "$i" master_host), link $(cl_info "$i" master_link_status)")"
+done
+echo "   Sentinel API: $(cl_api_primary)    DNS: $CL_DNS_NAME -> $(cl_dns)"

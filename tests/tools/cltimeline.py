@@ -91,13 +91,15 @@ def describe(ev, dns_name):
     if k == "proc_hung":
         return "agent %s: server hung (no PONG)" % n
     if k == "proc_up":
-        return "agent %s: server up again, pid %s" % (n, g("pid"))
+        return "agent %s: server answers PING (was %s), pid %s" % (n, g("was"), g("pid"))
     if k == "proc_down":
         return "agent %s: server down" % n
     if k == "peer_down":
         return "agent %s: peer %s down (ICMP, reply age %s ms)" % (n, g("peer"), g("reply_age_ms"))
     if k == "role_change":
-        return "agent %s: role %s -> %s" % (n, g("was"), g("role"))
+        if g("role") == "slave":
+            return "agent %s: server is a replica of %s:%s" % (n, g("master_host"), g("master_port"))
+        return "agent %s: server is a %s (was %s)" % (n, g("role"), g("was"))
     if k in ("self_fenced", "self_fence_lifted"):
         return "agent %s: %s" % (n, k.replace("_", " "))
     if k == "node_down":
