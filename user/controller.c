@@ -604,7 +604,9 @@ static void op_event(void *ctx, struct evrec *r)
 		pr_debug("event %s\n", line);
 	ctl_log(c, r);
 	if (k) {
-		sscanf(k + 8, "%50[^\"]", chan + 9);
+		size_t kl = strcspn(k + 8, "\"");
+
+		snprintf(chan + 9, sizeof(chan) - 9, "%.*s", (int)(kl > 50 ? 50 : kl), k + 8);
 		publish(c, chan, line);
 	}
 }
@@ -1806,8 +1808,12 @@ static void make_myid(struct ctl *c)
 	FILE *f = fopen("/dev/urandom", "re");
 
 	if (!f || fread(b, 1, sizeof(b), f) != sizeof(b)) {
-		for (size_t i = 0; i < sizeof(b); i++)
-			b[i] = (unsigned char)(rand() ^ getpid());
+		unsigned long long x = (unsigned long long)wall_ms() * 6364136223846793005ull ^ getpid();
+
+		for (size_t i = 0; i < sizeof(b); i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			b[i] = (unsigned char)x;
+		}
 	}
 	if (f)
 		fclose(f);
@@ -1864,8 +1870,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		pr_warn("failed to open event log %s: %s\n", c->event_log, strerror(-rc));
 		goto fail;
 	}
-	c->shard_timer = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(*c->shard_timer));
-	c->waiter = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(*c->waiter));
+	c->shard_timer = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(struct event *));
+	c->waiter = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(struct ctl_conn *));
 	if (!c->shard_timer || !c->waiter) {
 		rc = -ENOMEM;
 		goto fail;
@@ -1948,8 +1954,10 @@ void ctl_free(struct ctl *c)
 {
 	if (!c)
 		return;
-	while (c->conns)
-		conn_free(c->conns);
+	for (struct ctl_conn *k = c->conns, *next; k; k = next) {
+		next = k->next;
+		conn_free(k);
+	}
 	for (int i = 0; i < FO_MAX_NODES; i++) {
 		link_reset(&c->links[i]);
 		if (c->links[i].retry)

@@ -1276,7 +1276,7 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
 				 rep->repl.master_replid);
 	}
-	if (changed) {
+	if (changed && c->shards) {
 		for (int i = 0; i < c->nshards; i++)
 			c->shards[i].flags &= ~FO_S_NO_GOOD_REPLICA;
 	}
@@ -1405,7 +1405,7 @@ void fo_on_timer(struct fo_cluster *c, struct fo_shard *s)
 void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 {
 	int masters[FO_MAX_NODES], nm = 0, pick = -1;
-	struct fo_node *sp = s->primary >= 0 ? &c->nodes[s->primary] : NULL;
+	const int spi = s->primary; /* the state file's word, -1 if none */
 	char why[128] = "";
 	struct evrec r;
 
@@ -1415,8 +1415,8 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 		if (n->info_ok && n->info.role == INFO_ROLE_MASTER)
 			masters[nm++] = n->idx;
 	}
-	if (sp && sp->info_ok && sp->info.role == INFO_ROLE_MASTER) {
-		pick = sp->idx; /* the state file and the server agree */
+	if (spi >= 0 && c->nodes[spi].info_ok && c->nodes[spi].info.role == INFO_ROLE_MASTER) {
+		pick = spi; /* the state file and the server agree */
 	} else if (nm == 1) {
 		pick = masters[0];
 		snprintf(why, sizeof(why), "the only master among the reachable nodes");
@@ -1443,7 +1443,7 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 			snprintf(why, sizeof(why), "most replicas and highest offset of %d masters",
 				 nm);
 		}
-	} else if (!sp) {
+	} else if (spi < 0) {
 		/* No master answers: the one the replicas follow. */
 		for (int i = 0; i < s->nnodes && pick < 0; i++) {
 			struct fo_node *n = &c->nodes[s->nodes[i]], *m;
@@ -1458,7 +1458,7 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 			snprintf(why, sizeof(why), "followed by the replicas (not reachable)");
 	}
 	if (pick < 0) {
-		if (!sp) {
+		if (spi < 0) {
 			ev_begin(&r, "primary_unknown", s);
 			evrec_int(&r, "masters", nm);
 			evrec_str(&r, "reason", nm > 1 ? "several masters, none preferable" :
@@ -1470,12 +1470,12 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 	if (pick == s->primary)
 		return;
 	/* A primary we did not record (first start, or promoted just before a crash). */
-	if (sp)
+	if (spi >= 0)
 		s->epoch++;
 	s->primary = pick;
 	ev_begin(&r, "primary_discovered", s);
 	evrec_str(&r, "instance", c->nodes[pick].id);
-	evrec_str(&r, "state_file_primary", sp ? sp->id : "");
+	evrec_str(&r, "state_file_primary", spi >= 0 ? c->nodes[spi].id : "");
 	evrec_str(&r, "reason", why);
 	emit(c, &r);
 	if (c->ops->promoted)
@@ -1485,12 +1485,38 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 /* ------------------------------------------------------------------------- */
 /* The state file */
 
+/* Splits s at spaces into at most max words; the count, or max + 1 if more. */
+static int split_words(char *s, char **w, int max)
+{
+	char *save = NULL;
+	int n = 0;
+
+	for (char *p = strtok_r(s, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+		if (n == max)
+			return max + 1;
+		w[n++] = p;
+	}
+	return n;
+}
+
+static int parse_ull(const char *s, int base, unsigned long long *v)
+{
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, base);
+	return errno || *end ? -EINVAL : 0;
+}
+
 int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const char *name, char *err,
 		   size_t errlen)
 {
 	const char *p = text, *end = text + len, *body_end = NULL;
 	int line = 0, nshard = 0, have_end = 0;
-	unsigned long crc = 0, want = 0;
+	unsigned long crc = 0;
+	unsigned long long want = 0;
 	size_t warn = 0;
 
 	err[0] = '\0';
@@ -1501,8 +1527,9 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p);
 		char buf[512], sname[CFG_ID_MAX + 2], pname[CFG_ID_MAX + 2];
-		unsigned long long epoch;
-		int n = 0, cnt;
+		unsigned long long epoch, u;
+		char *w[8], wbuf[512];
+		int nw = -1, cnt;
 
 		line++;
 		if (!nl) {
@@ -1531,7 +1558,9 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 			}
 		} else if (buf[0] == '#' || !buf[0]) {
 			/* comment */
-		} else if (sscanf(buf, "end %d %lx%n", &cnt, &want, &n) == 2 && !buf[n]) {
+		} else if ((nw = split_words(memcpy(wbuf, buf, sizeof(wbuf)), w, 8)) == 3 && !strcmp(w[0], "end") &&
+			   !parse_ull(w[1], 10, &u) && !parse_ull(w[2], 16, &want)) {
+			cnt = (int)u;
 			body_end = p;
 			have_end = 1;
 			if (cnt != nshard) {
@@ -1540,8 +1569,11 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 					 line, nshard, cnt);
 				return -EINVAL;
 			}
-		} else if (sscanf(buf, "shard %65s epoch %llu primary %65s%n", sname, &epoch, pname,
-				  &n) == 3 && !buf[n]) {
+		} else if (nw == 6 && !strcmp(w[0], "shard") && !strcmp(w[2], "epoch") &&
+			   !parse_ull(w[3], 10, &epoch) && !strcmp(w[4], "primary") &&
+			   strlen(w[1]) <= CFG_ID_MAX && strlen(w[5]) <= CFG_ID_MAX) {
+			snprintf(sname, sizeof(sname), "%s", w[1]);
+			snprintf(pname, sizeof(pname), "%s", w[5]);
 			struct fo_shard *s = fo_find_shard(c, sname);
 			struct fo_node *pn = strcmp(pname, "-") ? fo_find_node(c, pname) : NULL;
 
@@ -1575,7 +1607,7 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 	crc = crc32(0, (const unsigned char *)text, body_end - text);
 	if (crc != want) {
 		snprintf(err, errlen, "failed to load state file %s: checksum mismatch (%08lx, "
-				      "want %08lx): the file is damaged", name, crc, want);
+				      "want %08llx): the file is damaged", name, crc, want);
 		return -EINVAL;
 	}
 	return 0;

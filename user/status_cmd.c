@@ -16,7 +16,7 @@
 static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms)
 {
 	const struct cfg_endpoint *ep = &cfg->controller.listen;
-	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
 	redisContext *rc;
 
 	if (ep->unix_path[0])

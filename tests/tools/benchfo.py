@@ -39,7 +39,7 @@ def info(port):
         return None
 
 
-def wait(cond, limit=15.0, what="condition"):
+def wait(cond, limit=30.0, what="condition"):
     end = time.monotonic() + limit
     while time.monotonic() < end:
         if cond():
@@ -72,6 +72,16 @@ def start_redis(port):
                    check=True)
 
 
+writers = []
+
+
+@__import__("atexit").register
+def stop_writers():
+    for w in writers:
+        if w.poll() is None:
+            w.kill()
+
+
 times, lost, acked_n = [], [], []
 for run in range(runs):
     wait(healthy, what="a healthy shard before run %d" % run)
@@ -82,6 +92,7 @@ for run in range(runs):
     w = subprocess.Popen([sys.executable, os.path.join(here, "flwriter.py"), "--sentinel",
                           str(ctl_port), "--service", service, "--key", key, "--rate",
                           str(rate), "--out", acked_file], stdout=subprocess.PIPE)
+    writers.append(w)
     time.sleep(0.5)
     probes = [redis.Redis(port=p, socket_timeout=1) for p in others]
     for c in probes:
@@ -97,10 +108,9 @@ for run in range(runs):
                 done = time.monotonic_ns()
                 new = p
                 break
-            except redis.exceptions.ReadOnlyError:
-                pass
-            except redis.exceptions.ResponseError:
-                pass
+            except (redis.exceptions.ResponseError, redis.exceptions.ConnectionError,
+                    redis.exceptions.TimeoutError):
+                pass  # READONLY until promoted; the promotion kills normal clients
         if time.monotonic_ns() - t0 > 10e9:
             raise SystemExit("bench-failover: no replica accepted a write within 10 s")
     times.append((done - t0) / 1e6)

@@ -811,11 +811,11 @@ static void test_state_corruption(void **state)
 	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), 0);
 	assert_int_equal(fo_find_shard(&C, "s")->epoch, 7);
 	/* One flipped digit: the checksum says so. */
-	text[30] = '8';
+	text[31] = '8';
 	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "checksum mismatch"));
 	assert_non_null(strstr(err, "failed to load state file st"));
-	text[30] = '7';
+	text[31] = '7';
 	/* Truncated: no end line, or a cut line. */
 	assert_int_equal(fo_state_parse(&C, good, strlen(good), "st", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "truncated"));
