@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer harness: the controller's RESP command reader (resp_feed/resp_next),
- * which every byte from an agent or client goes through. The first input byte picks
+ * which every byte from an agent or client goes through, and the REPORT parser
+ * (fo_report_parse) on every REPORT command it yields. The first input byte picks
  * the chunk size the rest is fed in (a TCP stream splits anywhere). Contract: every
  * command has 1..RESP_MAX_ARGS arguments, each NUL-terminated at its length, no frame
  * past RESP_MAX_FRAME; an error is final and says "Protocol error" or is -ENOMEM. */
@@ -9,7 +10,46 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include "failover.h"
 #include "resp.h"
+
+/* A three-node cluster for REPORT's peer.<id> keys; built once, never freed. */
+static struct fo_cluster *cluster(void)
+{
+	static struct fo_cluster c;
+	static struct cfg *cfg;
+	char err[256];
+
+	if (!cfg) {
+		if (cfg_load_string("fuzz", "[cluster]\nname = f\n"
+					    "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
+					    "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
+					    "[node \"n3\"]\naddress = 10.0.0.3\nredis = 10.0.0.3:6379\n"
+					    "[shard \"s\"]\nnodes = n1 n2 n3\n",
+				    &cfg, err, sizeof(err)) ||
+		    fo_cluster_init(&c, cfg, NULL, NULL))
+			abort();
+	}
+	return &c;
+}
+
+static void report(const struct resp_cmd *c)
+{
+	struct fo_report rep;
+	char why[160];
+
+	if (strcasecmp(c->argv[0], "REPORT") || c->argc < 2)
+		return;
+	if (fo_report_parse(cluster(), &rep, c->argc - 2, (const char **)c->argv + 2, c->lens + 2,
+			    why, sizeof(why)) == 0) {
+		if ((c->argc - 2) % 2 || rep.repl.master_port < 0 || rep.repl.master_port > 65535 ||
+		    rep.repl.slave_priority < 0 || (unsigned)rep.proc > FO_PROC_LOADING)
+			abort();
+	} else if (!why[0]) {
+		abort(); /* a rejection says why */
+	}
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,6 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (int i = 0; i < c.argc; i++)
 				if (c.lens[i] > RESP_MAX_FRAME || c.argv[i][c.lens[i]] != '\0')
 					abort();
+			report(&c);
 			resp_cmd_free(&c);
 		}
 		if (rc < 0 && rc != -ENOMEM && !strstr(resp_error(r), "Protocol error"))
