@@ -55,10 +55,10 @@ event_log = $dir/controller.jsonl
 address = 127.0.0.1
 redis = 127.0.0.1:$P1
 [node "n2"]
-address = 127.0.0.1
+address = 127.0.0.2
 redis = 127.0.0.1:$P2
 [node "n3"]
-address = 127.0.0.1
+address = 127.0.0.3
 redis = 127.0.0.1:$P3
 [shard "s"]
 nodes = n1 n2 n3
