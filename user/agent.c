@@ -23,6 +23,8 @@
 #include "exit_code.h"
 #include "log.h"
 #include "config.h"
+#include "fence.h"
+#include "prober.h"
 #include "proc_watch.h"
 #include "reporter.h"
 #include "srvmon.h"
@@ -48,9 +50,22 @@ struct agent {
 	struct event_base *base;
 	struct proc_watch *pw;
 	struct evlog *log;
+	const char *peer_ids[AGENT_MAX_WATCH]; /* --peer ID=IP */
+	const char *peer_addrs[AGENT_MAX_WATCH];
+	int npeers;
+	int probe_interval_ms;   /* --probe-interval-ms, else the file's, else default */
+	int peer_down_after_ms;  /* --peer-down-after-ms, likewise */
+	struct prober *probe;    /* with peers: ICMP probing timed in the kernel */
+
 	struct srvmon *srv;      /* with a cluster file: the local server */
 	struct reporter *rep;    /* with a cluster file: the controller link */
 	pid_t srv_pid;           /* the server's pid as watched in the kernel */
+	/* Self-fencing (user/fence.h): what the controller last said, and the pause. */
+	struct fence_sm fence;
+	struct event *fence_ev;
+	int64_t ctl_answer_ms;   /* last answer (agent start until the first) */
+	long long ctl_epoch;
+	char ctl_primary[CFG_ID_MAX + 1];
 	int lock_fd;
 	uint64_t drops_seen; /* ring buffer drops already logged */
 };
@@ -67,6 +82,10 @@ static const char agent_usage[] =
 	"  --watch-cgroup PATH  watch every process in this cgroup v2 directory and below,\n"
 	"                       including ones started later (repeatable)\n"
 	"  --event-log PATH     event log (default " EVLOG_DEFAULT_PATH ")\n"
+	"  --peer ID=IP         probe this peer with ICMP (repeatable; with -c, the other\n"
+	"                       nodes of this node's shard are peers already)\n"
+	"  --probe-interval-ms MS, --peer-down-after-ms MS\n"
+	"                       override the cluster file's [agent] values\n"
 	"  -v, --verbose        more messages; twice for libbpf's own\n";
 
 /* libbpf's own messages: warnings with -v, its debug output with -vv. */
@@ -282,12 +301,15 @@ static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct
 		reporter_kick(a->rep);
 }
 
+static void report_peers(struct agent *a, struct rep_msg *m);
+
 static void build_report(void *ctx, struct rep_msg *m)
 {
 	struct agent *a = ctx;
 	const struct srv_state *st = srvmon_state(a->srv);
 	const struct info_repl *i = &st->info;
 
+	report_peers(a, m);
 	rep_add(m, "proc", "%s", srv_proc_name(st->proc));
 	rep_add(m, "pid", "%d", (int)st->pid);
 	rep_add(m, "proc_change_ms", "%lld", (long long)st->proc_change_ms);
@@ -319,6 +341,8 @@ static void build_report(void *ctx, struct rep_msg *m)
 	rep_add(m, "connected_slaves", "%d", i->connected_slaves);
 	if (i->run_id[0])
 		rep_add(m, "run_id", "%s", i->run_id);
+	if (a->fence.fenced)
+		rep_add(m, "fenced", "1");
 }
 
 static void on_rep_event(void *ctx, const char *kind, const char *detail)
@@ -331,10 +355,200 @@ static void on_rep_event(void *ctx, const char *kind, const char *detail)
 	agent_log(a, &r);
 }
 
+static void fence_eval_now(struct agent *a);
+
 static void on_rep_answer(void *ctx, long long epoch, const char *primary)
 {
-	(void)ctx;
-	pr_debug("controller: epoch %lld, primary %s\n", epoch, primary[0] ? primary : "-");
+	struct agent *a = ctx;
+
+	a->ctl_answer_ms = fl_mono_ms();
+	a->ctl_epoch = epoch;
+	snprintf(a->ctl_primary, sizeof(a->ctl_primary), "%s", primary);
+	if (a->fence.fenced)
+		fence_eval_now(a);
+}
+
+/* --- ICMP peers ------------------------------------------------------- */
+
+static void on_peer_change(void *ctx, const struct probe_peer_info *peer)
+{
+	struct agent *a = ctx;
+	struct evrec r;
+
+	probe_evrec(&r, a->node, peer);
+	agent_log(a, &r);
+	if (a->rep)
+		reporter_kick(a->rep);
+	if (a->srv)
+		fence_eval_now(a);
+}
+
+static void report_peers(struct agent *a, struct rep_msg *m)
+{
+	char key[CFG_ID_MAX + 32];
+
+	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++) {
+		const struct probe_peer_info *pi = probe_peer(a->probe, i);
+
+		snprintf(key, sizeof(key), "peer.%s", pi->id);
+		rep_add(m, key, "%s", probe_report_state(pi->ev.state));
+		if (pi->st.replied) {
+			snprintf(key, sizeof(key), "peer.%s.rtt_us", pi->id);
+			rep_add(m, key, "%llu", (unsigned long long)(pi->st.rtt_last_ns / 1000));
+		}
+		if (pi->ev.reply_age_ns != PV_NEVER) {
+			snprintf(key, sizeof(key), "peer.%s.reply_age_ms", pi->id);
+			rep_add(m, key, "%llu", (unsigned long long)(pi->ev.reply_age_ns / 1000000));
+		}
+		if (pi->ev.packet_age_ns != PV_NEVER) {
+			snprintf(key, sizeof(key), "peer.%s.packet_age_ms", pi->id);
+			rep_add(m, key, "%llu", (unsigned long long)(pi->ev.packet_age_ns / 1000000));
+		}
+	}
+}
+
+/* Peers: --peer flags, and with a cluster file the other nodes of our shard. */
+static int start_probe(struct agent *a)
+{
+	struct probe_opts po = { .base = a->base, .node = a->node, .on_change = on_peer_change,
+				 .ctx = a };
+	int err;
+
+	if (a->cfg) {
+		po.interval_ms = a->cfg->agent.probe_interval_ms;
+		po.down_after_ms = a->cfg->agent.peer_down_after_ms;
+	}
+	if (a->probe_interval_ms)
+		po.interval_ms = a->probe_interval_ms;
+	if (a->peer_down_after_ms)
+		po.down_after_ms = a->peer_down_after_ms;
+	err = probe_open(&a->probe, &po);
+	if (err)
+		return err;
+	for (int i = 0; i < a->npeers; i++) {
+		err = probe_add_peer(a->probe, a->peer_ids[i], a->peer_addrs[i]);
+		if (err) {
+			pr_warn("failed to add peer %s=%s: %s\n", a->peer_ids[i], a->peer_addrs[i],
+				strerror(-err));
+			return err;
+		}
+	}
+	if (a->cfg && a->me->shard >= 0) {
+		const struct cfg_shard *s = &a->cfg->shards[a->me->shard];
+
+		for (int i = 0; i < s->nnodes; i++) {
+			const struct cfg_node *n = &a->cfg->nodes[s->nodes[i]];
+
+			if (n == a->me || !strchr(n->address, '.'))
+				continue; /* ourselves; IPv6 peers are not probed yet */
+			err = probe_add_peer(a->probe, n->id, n->address);
+			if (err && err != -EEXIST) {
+				pr_warn("failed to add peer %s=%s: %s\n", n->id, n->address,
+					strerror(-err));
+				return err;
+			}
+		}
+	}
+	return probe_start(a->probe);
+}
+
+static bool wants_probe(const struct agent *a)
+{
+	return a->npeers > 0 || (a->cfg && a->me->shard >= 0 &&
+				 a->cfg->shards[a->me->shard].nnodes > 1);
+}
+
+/* --- self-fencing --------------------------------------------------------- */
+
+static int fence_pause_ms(const struct agent *a)
+{
+	int ms = 3 * a->cfg->agent.heartbeat_ms;
+
+	return ms < 1000 ? 1000 : ms;
+}
+
+static void on_fence_reply(void *ctx, redisReply *r, void *priv)
+{
+	struct agent *a = ctx;
+
+	if (r && r->type == REDIS_REPLY_ERROR)
+		pr_warn("failed to %s writes on the server: %s\n", priv ? "pause" : "unpause",
+			r->str);
+	(void)a;
+}
+
+static void fence_send(struct agent *a, bool pause)
+{
+	char ms[16];
+	const char *p[] = { "CLIENT", "PAUSE", ms, "WRITE" }, *u[] = { "CLIENT", "UNPAUSE" };
+	int err;
+
+	snprintf(ms, sizeof(ms), "%d", fence_pause_ms(a));
+	err = pause ? srvmon_send(a->srv, 4, p, on_fence_reply, a)
+		    : srvmon_send(a->srv, 2, u, on_fence_reply, NULL);
+	if (err && err != -ENOTCONN)
+		pr_warn("failed to send CLIENT %s: %s\n", pause ? "PAUSE" : "UNPAUSE",
+			strerror(-err));
+}
+
+static void fence_eval_now(struct agent *a)
+{
+	const struct srv_state *st = srvmon_state(a->srv);
+	struct fence_in in = {
+		.now_ms = fl_mono_ms(),
+		.after_ms = a->cfg->agent.self_fence_after_ms,
+		.is_primary = st->have_info && st->info.role == INFO_ROLE_MASTER,
+		.is_replica = st->have_info && st->info.role == INFO_ROLE_SLAVE,
+		.have_peers = a->probe && probe_npeers(a->probe) > 0,
+		.ctl_answer_ms = a->ctl_answer_ms,
+		.ctl_epoch = a->ctl_epoch,
+		.ctl_primary = a->ctl_primary,
+		.me = a->node,
+	};
+	struct evrec r;
+	int down = 0;
+
+	if (!a->cfg->agent.self_fence)
+		return;
+	for (int i = 0; in.have_peers && i < probe_npeers(a->probe); i++)
+		if (probe_peer(a->probe, i)->ev.state == PV_DOWN)
+			down++;
+	in.any_peer_reachable = in.have_peers && down < probe_npeers(a->probe);
+	switch (fence_eval(&a->fence, &in)) {
+	case FENCE_NONE:
+		return;
+	case FENCE_HOLD:
+		fence_send(a, true); /* renewed before it lapses */
+		return;
+	case FENCE_NOW:
+		fence_send(a, true);
+		evrec_begin(&r, NULL, a->node, "self_fenced");
+		evrec_int(&r, "controller_silent_ms", in.now_ms - a->ctl_answer_ms);
+		evrec_int(&r, "peers_down", down);
+		evrec_int(&r, "epoch", a->ctl_epoch);
+		evrec_int(&r, "pause_ms", fence_pause_ms(a));
+		agent_log(a, &r);
+		pr_warn("isolated primary: writes paused until the controller is reached\n");
+		break;
+	case FENCE_LIFT_CONFIRMED:
+	case FENCE_LIFT_DEMOTED:
+		fence_send(a, false);
+		evrec_begin(&r, NULL, a->node, "self_fence_lifted");
+		evrec_str(&r, "reason", in.is_replica ? "demoted: the server is a replica now"
+						      : "the controller confirmed this node as primary");
+		evrec_int(&r, "epoch", a->ctl_epoch);
+		evrec_str(&r, "primary", a->ctl_primary);
+		agent_log(a, &r);
+		break;
+	}
+	reporter_kick(a->rep);
+}
+
+static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	fence_eval_now(arg);
 }
 
 /* With a cluster file: the server monitor and the controller link. */
@@ -361,13 +575,17 @@ static int start_cluster(struct agent *a)
 		.heartbeat_ms = c->agent.heartbeat_ms,
 	};
 
+	struct timeval tick = fl_ms_tv(c->agent.heartbeat_ms);
+
 	a->srv = srvmon_new(a->base, &so, &sops, a);
 	a->rep = reporter_new(a->base, &ro, &rops, a);
-	if (!a->srv || !a->rep)
+	a->fence_ev = event_new(a->base, -1, EV_PERSIST, on_fence_tick, a);
+	if (!a->srv || !a->rep || !a->fence_ev)
 		return -ENOMEM;
+	a->ctl_answer_ms = fl_mono_ms(); /* isolation is counted from start at the earliest */
 	srvmon_start(a->srv);
 	reporter_start(a->rep);
-	return 0;
+	return event_add(a->fence_ev, &tick);
 }
 
 static void on_ringbuf(evutil_socket_t fd, short what, void *arg)
@@ -466,6 +684,9 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "watch-pid", required_argument, NULL, 'p' },
 		{ "watch-cgroup", required_argument, NULL, 'g' },
 		{ "event-log", required_argument, NULL, 'l' },
+		{ "peer", required_argument, NULL, 'P' },
+		{ "probe-interval-ms", required_argument, NULL, 'I' },
+		{ "peer-down-after-ms", required_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -504,6 +725,32 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			a->event_log = optarg;
 			a->event_log_flag = true;
 			break;
+		case 'P': {
+			char *eq = strchr(optarg, '=');
+
+			if (a->npeers == AGENT_MAX_WATCH || !eq || eq == optarg || !eq[1]) {
+				pr_warn("--peer %s: want ID=IPV4 (at most %d)\n", optarg,
+					AGENT_MAX_WATCH);
+				return 2;
+			}
+			*eq = '\0';
+			a->peer_ids[a->npeers] = optarg;
+			a->peer_addrs[a->npeers++] = eq + 1;
+			break;
+		}
+		case 'I':
+		case 'D': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || v <= 0 || v > 86400000) {
+				pr_warn("--%s %s: not a number of milliseconds\n",
+					c == 'I' ? "probe-interval-ms" : "peer-down-after-ms", optarg);
+				return 2;
+			}
+			*(c == 'I' ? &a->probe_interval_ms : &a->peer_down_after_ms) = v;
+			break;
+		}
 		case 'v':
 			log_verbosity++;
 			break;
@@ -527,7 +774,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		a->node = host;
 	}
 	if (fl_valid_node_id(a->node)) {
-		pr_warn("--node %s: a node id is 1-64 letters, digits, '-', '_' or '.'\n", a->node);
+		pr_warn("--node %s: a node id is 1-64 letters, digits, '-' or '_'\n", a->node);
 		return 2;
 	}
 	return 0;
@@ -634,8 +881,14 @@ static int agent_run(struct agent *a)
 		pr_warn("failed to set up the event loop\n");
 		goto cleanup;
 	}
+	if (wants_probe(a)) {
+		err = start_probe(a);
+		if (err)
+			goto cleanup;
+	}
 	if (a->cfg && start_cluster(a)) {
 		pr_warn("failed to start the server monitor\n");
+		err = -ENOMEM;
 		goto cleanup;
 	}
 	log_agent_start(a);
@@ -653,8 +906,11 @@ cleanup:
 		event_free(ev_int);
 	if (ev_tick)
 		event_free(ev_tick);
+	if (a->fence_ev)
+		event_free(a->fence_ev);
 	srvmon_free(a->srv);
 	reporter_free(a->rep);
+	probe_close(a->probe);
 	event_base_free(a->base);
 	return err;
 }

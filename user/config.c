@@ -111,6 +111,11 @@ static bool parse_header(struct parser *p, const char *text)
 		return false;
 	}
 	if (!strcmp(kind, "node")) {
+		if (strchr(id, '.')) {
+			perr(p, p->line, NULL, "[%s]: a node id cannot contain '.' (bpffs refuses it)",
+			     p->sect_text);
+			return false;
+		}
 		if (cfg_find_node(c, id)) {
 			perr(p, p->line, NULL, "[%s]: node defined twice", p->sect_text);
 			return false;

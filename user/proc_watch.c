@@ -46,7 +46,8 @@ int fl_valid_node_id(const char *id)
 	if (n == 0 || n > 64 || id[0] == '.')
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
-		if (!(id[i] == '-' || id[i] == '_' || id[i] == '.' ||
+		/* No '.': bpffs refuses it in names (EPERM). */
+		if (!(id[i] == '-' || id[i] == '_' ||
 		      (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z') ||
 		      (id[i] >= 'A' && id[i] <= 'Z')))
 			return -EINVAL;

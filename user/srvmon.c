@@ -389,6 +389,11 @@ void srvmon_start(struct srvmon *m)
 	rl_start(m->link);
 }
 
+int srvmon_send(struct srvmon *m, int argc, const char **argv, rl_reply_fn fn, void *priv)
+{
+	return rl_command(m->link, fn, priv, argc, argv, NULL);
+}
+
 const struct srv_state *srvmon_state(const struct srvmon *m)
 {
 	return &m->st;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include "config.h"
 #include "info.h"
+#include "rlink.h"
 
 struct event_base;
 
@@ -83,6 +84,8 @@ void srvmon_start(struct srvmon *m);
 /* The BPF path saw the server's process exit. */
 void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dumped, bool oom);
 const struct srv_state *srvmon_state(const struct srvmon *m);
+/* Sends a command on the monitor's connection; -ENOTCONN while it is down. */
+int srvmon_send(struct srvmon *m, int argc, const char **argv, rl_reply_fn fn, void *priv);
 void srvmon_free(struct srvmon *m);
 
 #endif

@@ -80,7 +80,7 @@ run_tests() {
 			echo "FAIL $t"
 			sed 's/^/    /' "$T/.out" | tail -n 30
 		fi
-		rm -rf "$T"
+		[ -n "${FL_KEEP:-}" ] || rm -rf "$T"
 	done
 }
 

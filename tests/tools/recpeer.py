@@ -7,6 +7,7 @@ appends every command it receives to OUT as one JSON object per line:
 --secret S: HELLO with another secret is answered -AUTH.
 --garbage: answer everything with bytes that are not RESP.
 --silent: accept HELLO, never answer REPORT.
+--primary N / --epoch E: what REPORT answers say (default n1 at epoch 7).
 """
 import argparse, json, socket, threading, time
 
@@ -53,7 +54,8 @@ def serve(conn, cid, opts, out, lock):
                     conn.sendall(b"+OK\r\n")
             elif rec["cmd"] == "REPORT":
                 if not opts.silent:
-                    conn.sendall(b"*3\r\n$2\r\nOK\r\n:7\r\n$2\r\nn1\r\n")
+                    p = opts.primary.encode()
+                    conn.sendall(b"*3\r\n$2\r\nOK\r\n:%d\r\n$%d\r\n%s\r\n" % (opts.epoch, len(p), p))
             else:
                 conn.sendall(b"-ERR unknown command\r\n")
     except (ValueError, OSError):
@@ -68,10 +70,13 @@ def main():
     ap.add_argument("--secret")
     ap.add_argument("--garbage", action="store_true")
     ap.add_argument("--silent", action="store_true")
+    ap.add_argument("--bind", default="127.0.0.1")
+    ap.add_argument("--primary", default="n1", help="the primary REPORT answers name")
+    ap.add_argument("--epoch", type=int, default=7)
     opts = ap.parse_args()
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", opts.port))
+    s.bind((opts.bind, opts.port))
     s.listen(16)
     out = open(opts.out, "a")
     lock = threading.Lock()
