@@ -20,8 +20,8 @@
 #             commands read it from DIR
 #   --keep    down: keep DIR (logs) instead of removing it
 # env: FL_NODE_PREFIX (node ids PREFIX1..3, default n), FL_NET (default 10.77.0),
-#      FL_SHARD (cache), FL_ZONE (ha.test), FL_AGENT_CONF / FL_CTL_CONF (extra lines for
-#      the [agent] / [controller] sections), FL (the binary).
+#      FL_SHARD (cache), FL_ZONE (ha.test), FL_AGENT_CONF / FL_CTL_CONF / FL_DNS_CONF (extra
+#      lines for the [agent] / [controller] / [dns] sections), FL (the binary).
 #
 # Sourced (`. scripts/cluster.sh`), it only defines the cl_* functions, for the tests
 # and benchmarks that drive faults into a cluster it started.
@@ -244,6 +244,7 @@ cl_write_conf() {
 		tsig_algorithm = hmac-sha256
 		tsig_secret = $CL_TSIG
 		ttl = 1
+		${FL_DNS_CONF:-}
 
 	EOF
 	for i in 1 2 3; do
@@ -333,7 +334,13 @@ cl_redis_start() {
 cl_redis_ping() { cl_redis "$1" ping 2>/dev/null | grep -q PONG; }
 
 # cl_redis IDX ARGS...: redis-cli against the server of host IDX (from the ctl namespace).
-cl_redis() { local i=$1; shift; cl_ctl redis-cli -h "$(cl_ip "$i")" -p 6379 "$@"; }
+# Bounded (CL_CLI_TIMEOUT, 1 s): a stopped or cut-off server must not hang the caller.
+cl_redis() {
+	local i=$1
+	shift
+	timeout "${CL_CLI_TIMEOUT:-1}" nsenter --net="/run/netns/$CL_NS_CTL" \
+		redis-cli -h "$(cl_ip "$i")" -p 6379 "$@"
+}
 cl_info() { cl_redis "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 cl_role() { cl_info "$1" role; }
 
@@ -362,14 +369,14 @@ cl_agent_start() {
 # cl_has_event LOG JQ-FILTER: a matching line is there.
 cl_has_event() { [ -s "$1" ] && [ -n "$(jq -c "select($2)" "$1" 2>/dev/null | head -n 1)" ]; }
 
-cl_status_json() { cl_ctl "$FL" status -c "$CL_CONF" --json 2>/dev/null; }
+cl_status_json() { timeout 5 nsenter --net="/run/netns/$CL_NS_CTL" "$FL" status -c "$CL_CONF" --json 2>/dev/null; }
 cl_healthy() {
 	[ "$(cl_status_json | jq '[.shards[0].nodes[] | select(.health == "ok")] | length' 2>/dev/null)" = 3 ]
 }
 # cl_api_primary: the primary's address as the controller's Sentinel API gives it.
 cl_api_primary() {
-	cl_ctl redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" sentinel get-master-addr-by-name "$CL_SHARD" \
-		2>/dev/null | head -n 1
+	timeout 2 nsenter --net="/run/netns/$CL_NS_CTL" redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" \
+		sentinel get-master-addr-by-name "$CL_SHARD" 2>/dev/null | head -n 1
 }
 
 # cl_writer_start [ARGS...]: the writer (tests/tools/clwriter.py) in the ctl namespace,

@@ -73,8 +73,8 @@ cl_redis_start $old
 cl_until 10 cl_linked $old "$new" || echo "   ($oldn did not become a replica of $(cl_node "$new"))"
 sleep 0.5
 cl_writer_stop
-cl_redis "$new" wait 2 2000 >/dev/null
-cl_redis "$new" lrange w 0 -1 >"$CL_DIR/final"
+CL_CLI_TIMEOUT=5 cl_redis "$new" wait 2 2000 >/dev/null || true
+CL_CLI_TIMEOUT=10 cl_redis "$new" lrange w 0 -1 >"$CL_DIR/final"
 
 say "the failover, from the agents' and the controller's event logs and the writer's record"
 agents=()

@@ -15,7 +15,8 @@ for +sdown/+odown/+switch-master when comparing with Redis Sentinel.
 Prints the timeline, or with --json one object: detect_ms (the controller's node_down,
 or Sentinel's first +odown), kernel_ms (the agent's first event), promoted_ms, dns_ms,
 first_write_ms (first acknowledged write on another server than --old), max_gap_ms,
-acked, lost, lost_after_fault, failovers."""
+acked, lost, lost_after_fault (acknowledged after the fault, yet lost), lost_max_age_ms,
+failovers."""
 import argparse
 import datetime
 import json
@@ -255,6 +256,9 @@ def main():
         res["lost"] = len(lost)
         res["lost_after_fault"] = sum(1 for v in lost if acked[v][0] > t0)
         res["lost_values"] = sorted(lost)[:20]
+        # how long before the fault the oldest lost write was acknowledged (asynchronous
+        # replication can lose only the last moments before it)
+        res["lost_max_age_ms"] = round(max([(t0 - acked[v][0]) / 1e6 for v in lost] + [0]), 3)
     if a.json:
         print(json.dumps(res))
         return

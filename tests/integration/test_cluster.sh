@@ -1,0 +1,394 @@
+#!/usr/bin/env bash
+# The failure suite (issue 8): every failure from DESIGN.md against a whole cluster
+# (scripts/cluster.sh: three namespace hosts with redis-server and flatline agent, the
+# controller and BIND9 named in a fourth), with the DNS-following writer running. After
+# each fault the invariants are checked:
+#   - exactly one primary in the shard, and it is not the failed server;
+#   - DNS and the controller's Sentinel API both name it;
+#   - every other reachable server replicates from it with the link up;
+#   - no write acknowledged after the fault is lost, and the writes lost at all (what
+#     asynchronous replication allows) were acknowledged in the last second before it
+#     (the count is reported);
+#   - the old primary, back, is a replica of the new one (never a second primary).
+# Each test brings up its own cluster (about 1 s) and tears it down. The figures of each
+# run are printed after the PASS/FAIL lines.
+#
+# FL_CLUSTER_LOSS_S: how long the lossy no-fault run lasts: 120 s, as the issue asks (the
+# whole file then takes about 2.5 minutes here; the other tests need ~40 s together).
+# CLUSTER_TESTS="test_a test_b" runs only those.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/integration/lib.sh
+# shellcheck source=scripts/cluster.sh
+. scripts/cluster.sh
+
+LOSS_S=${FL_CLUSTER_LOSS_S:-120}
+RESULTS=$(mktemp /tmp/flatline-cluster-results.XXXXXX)
+PY=/usr/bin/python3
+
+# cluster: a fresh cluster for this test (node ids and namespaces unique to it), the
+# writer running and at least 500 writes acknowledged.
+cluster() {
+	need_root
+	need_cmd ip nsenter nft redis-server redis-cli named tsig-keygen dig jq setsid "$PY"
+	export FL_NODE_PREFIX=x${BASHPID}n
+	CL_KEEP=1 # $T goes anyway; keeping the logs until then helps a failing test
+	cl_init "$T/cl" "flt$BASHPID"
+	on_exit cl_down
+	cl_up || fail "cluster did not come up"
+	OLD=1
+	cl_writer_start --rate 1000 || fail "writer did not start"
+	cl_until 5 writes_over 500 || fail "writer too slow: $(grep -c '^A ' "$CL_DIR/writer.out")"
+}
+writes_over() { [ "$(grep -c '^A ' "$CL_DIR/writer.out")" -gt "$1" ]; }
+
+# has_peers: the agents probe each other (issue 7's prober in the agent): a peer_up.
+has_peers() {
+	local i
+	for _ in $(seq 100); do
+		for i in 1 2 3; do
+			grep -q '"kind":"peer_up"' "$CL_DIR/events-$(cl_node "$i").jsonl" 2>/dev/null && return 0
+		done
+		sleep 0.02
+	done
+	return 1
+}
+need_peers() {
+	has_peers || skip "needs the ICMP peer reports in flatline agent (issue 7: the prober is not wired into the agent yet)"
+}
+
+# dns_wired: the controller drives DNS (it logs dns_updated or dns_failed).
+dns_wired() { cl_has_event "$CL_CLOG" '.kind == "dns_updated" or .kind == "dns_failed"'; }
+
+ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
+wait_ctl() { # JQ-FILTER [SECONDS]
+	cl_until "${2:-10}" ctl_ev "$1" || fail "no controller event ($1) within ${2:-10} s: $(tail -n 5 "$CL_CLOG")"
+}
+
+# kill_at SIGNAL PID: T0 is taken right before the signal.
+kill_at() {
+	T0=$(cl_now_ns)
+	kill -"$1" "$2"
+}
+
+# check_primary [SECONDS] [nowait]: after the failover (failover_end, unless nowait),
+# the invariants on the new primary; sets NEW (its index).
+check_primary() {
+	local m i n
+	[ "${2:-}" = nowait ] || wait_ctl '.kind == "failover_end"' "${1:-10}"
+	m=$(cl_masters)
+	n=$(grep -c . <<<"$m" || true)
+	[ "$n" = 1 ] || fail "$n primaries: $(tr '\n' ' ' <<<"$m")"
+	NEW=$m
+	[ "$NEW" != "$OLD" ] || fail "the old primary is still the primary"
+	cl_until 5 api_is "$NEW" || fail "Sentinel API names $(cl_api_primary), not $(cl_ip "$NEW")"
+	if dns_wired; then
+		if ! cl_until "${DNS_WAIT_S:-5}" dns_is "$NEW"; then
+			[ -n "${DNS_DEFER:-}" ] || fail "DNS names $(cl_dns), not $(cl_ip "$NEW")"
+			DEFERRED_SKIP="needs $DNS_DEFER"
+			echo "    DNS names $(cl_dns), not $(cl_ip "$NEW"): $DEFERRED_SKIP" >&2
+		fi
+	else
+		echo "    DNS not checked: the controller does not drive DNS yet" >&2
+	fi
+	for i in 1 2 3; do
+		[ "$i" = "$NEW" ] || [ "$i" = "$OLD" ] && continue
+		cl_until 5 cl_linked "$i" "$NEW" || fail "$(cl_node "$i") does not follow $(cl_node "$NEW")"
+	done
+}
+api_is() { [ "$(cl_api_primary)" = "$(cl_ip "$1")" ]; }
+dns_is() { [ "$(cl_dns)" = "$(cl_ip "$1")" ]; }
+
+# old_back_as_replica: the old primary follows the new one (and nobody else is a master).
+old_back_as_replica() {
+	cl_until 10 cl_linked "$OLD" "$NEW" ||
+		fail "old primary $(cl_node "$OLD") is not a replica of $(cl_node "$NEW"): role $(cl_role "$OLD")"
+	[ "$(cl_masters)" = "$NEW" ] || fail "primaries now: $(cl_masters | tr '\n' ' ')"
+}
+
+# finish WHAT: stops the writer, checks the acknowledged writes against the new primary
+# and the replicas, records the figures. Fails on a write lost that was acknowledged
+# after the fault, or long before it.
+finish() {
+	local what=$1 j i n agents=()
+	sleep 0.3
+	cl_writer_stop
+	CL_CLI_TIMEOUT=5 cl_redis "$NEW" wait 2 3000 >/dev/null || true
+	CL_CLI_TIMEOUT=10 cl_redis "$NEW" lrange w 0 -1 >"$CL_DIR/final"
+	for i in 1 2 3; do agents+=(--agent "$CL_DIR/events-$(cl_node "$i").jsonl"); done
+	tl=(--fault-ns "$T0" --fault "$what" --old "$(cl_ip "$OLD")" --controller "$CL_CLOG"
+		"${agents[@]}" --writer "$CL_DIR/writer.out" --final "$CL_DIR/final"
+		--dns-name "$CL_DNS_NAME")
+	"$PY" tests/tools/cltimeline.py "${tl[@]}" >&2 || true
+	j=$("$PY" tests/tools/cltimeline.py "${tl[@]}" --json)
+	echo "    $j" >&2
+	n=$(wc -l <"$CL_DIR/final")
+	for i in 1 2 3; do # every server has the same list (none synced from an empty one)
+		[ "$i" = "$NEW" ] && continue
+		cl_redis "$i" ping >/dev/null 2>&1 || continue
+		cl_until 5 llen_is "$i" "$n" || fail "$(cl_node "$i") has $(cl_redis "$i" llen w) values, the primary $n"
+	done
+	[ "$(jq .lost_after_fault <<<"$j")" = 0 ] || fail "writes acknowledged after the fault were lost: $j"
+	[ "$(jq '.lost_max_age_ms <= 1000' <<<"$j")" = true ] || fail "old acknowledged writes lost: $j"
+	record "$(jq -r --arg w "$what" '"\($w): detected \(.detect_ms) ms, promoted \(.promoted_ms) ms, DNS \(.dns_ms) ms, writes resumed \(.first_write_ms) ms, \(.lost) of \(.acked) acknowledged writes lost"' <<<"$j")"
+	J=$j
+}
+llen_is() { [ "$(cl_redis "$1" llen w)" = "$2" ]; }
+record() { # a line of figures, under the test's name
+	local f t="?"
+	for f in "${FUNCNAME[@]}"; do [[ $f == test_* ]] && t=$f; done
+	echo "  $t: $*" >>"$RESULTS"
+}
+
+# expect_ms J FIELD LIMIT: the figure is there and at most LIMIT.
+expect_ms() {
+	local v
+	v=$(jq -r ".$2" <<<"$1")
+	[ "$v" != null ] || fail "no $2: $1"
+	[ "$(jq ".$2 <= $3" <<<"$1")" = true ] || fail "$2 = $v ms, more than $3 ms"
+}
+
+reason_is() { # the failover's reason
+	local r
+	r=$(jq -r 'select(.kind == "failover_start") | .reason' "$CL_CLOG" | head -n 1)
+	# shellcheck disable=SC2053 # a glob on purpose
+	[[ $r == $1 ]] || fail "failover reason '$r', want '$1'"
+}
+
+# ---------------------------------------------------------------------------
+
+test_sigkill() {
+	cluster
+	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	check_primary
+	reason_is "proc_exit SIGKILL"
+	cl_redis_start "$OLD" # back, empty
+	old_back_as_replica
+	finish "SIGKILL"
+	expect_ms "$J" first_write_ms 1000
+}
+
+test_segfault() {
+	cluster
+	T0=$(cl_now_ns)
+	cl_in 1 redis-cli -h 127.0.0.1 debug segfault >/dev/null 2>&1 || true
+	check_primary
+	reason_is "proc_exit SIGSEGV*"
+	grep -q "crashed by signal: 11" "$CL_DIR/$(cl_node 1)/redis.log" || fail "redis did not segfault"
+	cl_redis_start "$OLD"
+	old_back_as_replica
+	finish "segfault (DEBUG SEGFAULT)"
+}
+
+test_oom_kill() {
+	cluster
+	[ -n "$CL_CG_KIND" ] || skip "needs the memory cgroup controller (v1 or v2)"
+	local lim
+	lim=$(($(cl_cg_usage 1) + 48 * 1024 * 1024))
+	cl_cg_limit 1 "$lim" || fail "could not limit $(cl_cg 1)"
+	T0=$(cl_now_ns)
+	# One 200 MB string, zero-filled at once: over the limit in a few milliseconds.
+	cl_in 1 redis-cli -h 127.0.0.1 setrange big 200000000 x >/dev/null 2>&1 || true
+	check_primary
+	reason_is "oom_kill"
+	cl_has_event "$CL_DIR/events-$(cl_node 1).jsonl" '.kind == "oom_kill" or (.kind == "proc_exit" and .oom == true)' ||
+		fail "the agent did not see the OOM kill"
+	echo "    memory cgroup $CL_CG_KIND, limit $((lim / 1048576)) MiB" >&2
+	cl_cg_limit 1 max
+	cl_redis_start "$OLD"
+	old_back_as_replica
+	finish "OOM kill (cgroup $CL_CG_KIND)"
+}
+
+test_hung_then_resumed() {
+	cluster
+	local pid t1 t2
+	pid=$(cl_pid "redis-$(cl_node 1)")
+	on_exit "kill -CONT $pid"
+	kill_at STOP "$pid"
+	check_primary 10
+	reason_is "proc_hung"
+	sleep 1
+	# SIGCONT: it wakes up believing it is the primary; it must be demoted at once.
+	t1=$(cl_now_ns)
+	kill -CONT "$pid"
+	cl_until 5 old_is_replica || fail "the resumed old primary is still $(cl_role "$OLD")"
+	t2=$(cl_now_ns)
+	wait_ctl ".kind == \"old_primary_demoted\" and .instance == \"$(cl_node 1)\"" 5
+	echo "    resumed old primary a replica again $(((t2 - t1) / 1000000)) ms after SIGCONT" >&2
+	old_back_as_replica
+	finish "SIGSTOP"
+	expect_ms "$J" first_write_ms 3000
+	! grep -q "^A .* $(cl_ip "$OLD"):" <(awk -v t="$t1" '$1 == "A" && $3 > t' "$CL_DIR/writer.out") ||
+		fail "writes acknowledged by the old primary after SIGCONT"
+	record "  (old primary demoted $(((t2 - t1) / 1000000)) ms after SIGCONT, as seen by polling)"
+}
+old_is_replica() { [ "$(cl_role "$OLD")" = slave ]; }
+
+test_host_failure() {
+	cluster
+	need_peers
+	local p
+	# The host dies: its cable first (so nothing it says gets out), then every process.
+	T0=$(cl_now_ns)
+	cl_link_down 1
+	for p in $(ip netns pids "$(cl_ns 1)"); do kill -KILL "$p"; done
+	check_primary 10
+	reason_is "host_down*"
+	# The host comes back: link up, an empty server, a new agent.
+	cl_link_up 1
+	cl_redis_start "$OLD"
+	cl_agent_start "$OLD"
+	old_back_as_replica
+	finish "host failure (link cut, processes killed)"
+	expect_ms "$J" first_write_ms 5000
+}
+
+test_isolation() {
+	cluster
+	need_peers
+	# The primary's host is cut off by nftables; its server and agent live on.
+	T0=$(cl_now_ns)
+	cl_isolate 1
+	check_primary 10
+	reason_is "host_down*"
+	cl_heal 1
+	old_back_as_replica
+	finish "isolation (nftables)"
+	expect_ms "$J" first_write_ms 5000
+}
+
+test_fast_restart() {
+	cluster
+	local i logs=() lines=() t1
+	for i in 2 3; do
+		logs[i]=$CL_DIR/$(cl_node "$i")/redis.log
+		lines[i]=$(wc -l <"${logs[i]}")
+	done
+	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	cl_redis_start "$OLD" # empty, on the same address, at once
+	t1=$(cl_now_ns)
+	echo "    restarted in $(((t1 - T0) / 1000000)) ms" >&2
+	[ $(((t1 - T0) / 1000000)) -le 100 ] || echo "    (restart took more than 100 ms on this machine)" >&2
+	# It starts as an empty master; its agent reports it and the controller demotes it.
+	wait_ctl '.kind == "failover_end"'
+	cl_until 10 old_is_replica || fail "the restarted old primary is still $(cl_role "$OLD")"
+	t2=$(cl_now_ns)
+	check_primary 10 nowait
+	old_back_as_replica
+	# No replica ever synchronised from the empty server.
+	for i in 2 3; do
+		if tail -n +"$((lines[i] + 1))" "${logs[i]}" | awk -v old="$(cl_ip "$OLD"):6379" '
+			/Connecting to MASTER/ { cur = $NF }
+			/sync: Finished with success|Successful partial resynchronization/ && cur == old { bad = 1 }
+			END { exit !bad }'; then
+			fail "$(cl_node "$i") synchronised from the restarted (empty) old primary"
+		fi
+	done
+	finish "SIGKILL + restart"
+	record "  (restarted, empty, $(((t1 - T0) / 1000000)) ms after the kill; a replica again $(((t2 - t1) / 1000000)) ms later, as seen by polling)"
+}
+
+# A check that needs a piece not landed yet fails its test with SKIP (not PASS) once
+# every other check has passed: deferred_skip at the end of the test.
+DEFERRED_SKIP=
+deferred_skip() { [ -z "$DEFERRED_SKIP" ] || skip "$DEFERRED_SKIP"; }
+
+# The controller is throttled (cpu cgroup, 1 % of a core) so that a failover takes long
+# enough to be interrupted, killed with SIGKILL after failover_start, and started again
+# unthrottled: it must converge with one promotion.
+test_controller_restart() {
+	# The restarted controller must also repair DNS if the first one died between the
+	# promotion and its DNS UPDATE (issue 6: start-up and drift check, check_ms).
+	FL_DNS_CONF="check_ms = 1000" cluster
+	DNS_WAIT_S=4
+	DNS_DEFER="DNS repaired by a restarted controller (issue 6, start-up and drift check: the first controller died after promoting, before its DNS UPDATE, and the record still names the old primary)"
+	local cg='' pid last i n=0 lines=()
+	if [ -d /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+		cg=/sys/fs/cgroup/cpu/$CL_NAME-ctl
+		mkdir -p "$cg"
+		on_exit "rmdir $cg"
+		echo 100000 >"$cg/cpu.cfs_period_us"
+		echo 1000 >"$cg/cpu.cfs_quota_us"
+	elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+		cg=/sys/fs/cgroup/$CL_NAME-ctl
+		mkdir -p "$cg"
+		on_exit "rmdir $cg"
+		echo "1000 100000" >"$cg/cpu.max"
+	fi
+	pid=$(cl_pid controller)
+	[ -z "$cg" ] || echo "$pid" >"$cg/cgroup.procs"
+	for i in 2 3; do lines[i]=$(wc -l <"$CL_DIR/$(cl_node "$i")/redis.log"); done
+	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	cl_until 10 grep -q '"kind":"failover_start"' "$CL_CLOG" || fail "no failover_start"
+	kill -KILL "$pid"
+	cl_until 5 not_running "$pid" || fail "the controller did not die"
+	last=$(jq -r .kind "$CL_CLOG" | tail -n 1)
+	echo "    controller killed after its event '$last'" >&2
+	cl_controller_start || fail "controller did not restart"
+	# It finishes the failover (or finds it finished) from its state file and the reports.
+	cl_until 10 ctl_ev "select(.kind == \"controller_ready\") | .ts > \"$(date -u -d @$((T0 / 1000000000)) +%Y-%m-%dT%H:%M:%S)\"" ||
+		fail "restarted controller not ready"
+	cl_until 10 one_master_not_old || fail "primaries: $(cl_masters | tr '\n' ' ')"
+	check_primary 10 nowait
+	# One promotion only: one server switched to master mode since the kill.
+	for i in 2 3; do
+		n=$((n + $(tail -n +"$((lines[i] + 1))" "$CL_DIR/$(cl_node "$i")/redis.log" | grep -c "MASTER MODE enabled" || true)))
+	done
+	[ "$n" = 1 ] || fail "$n promotions"
+	[ "$(status_epoch)" = 1 ] || fail "epoch $(status_epoch) after one failover"
+	cl_redis_start "$OLD"
+	old_back_as_replica
+	finish "SIGKILL, controller killed mid-failover"
+	record "  (first controller killed after '$last')"
+	deferred_skip
+}
+not_running() { ! cl_running "$1"; }
+status_epoch() { cl_status_json | jq '.shards[0].epoch'; }
+one_master_not_old() { local m; m=$(cl_masters); [ -n "$m" ] && [ "$m" != "$OLD" ] && [ "$(wc -l <<<"$m")" = 1 ]; }
+
+test_agent_killed() {
+	cluster
+	local t1 lost
+	kill_at KILL "$(cl_pid "agent-$(cl_node 1)")"
+	wait_ctl ".kind == \"agent_lost\" and .instance == \"$(cl_node 1)\"" 5
+	lost=$(jq -c 'select(.kind == "agent_lost")' "$CL_CLOG" | head -n 1)
+	echo "    $lost" >&2
+	sleep 3
+	! ctl_ev '.kind == "failover_start" or .kind == "node_down"' || fail "a failover for a lost agent"
+	[ "$(cl_masters)" = 1 ] || fail "primaries: $(cl_masters | tr '\n' ' ')"
+	t1=$(cl_now_ns)
+	cl_agent_start 1
+	wait_ctl ".kind == \"agent_back\" and .instance == \"$(cl_node 1)\"" 5
+	sleep 0.3
+	cl_writer_stop
+	[ "$(jq '.max_gap_ms < 500' "$CL_DIR/writer.json")" = true ] ||
+		fail "writes interrupted: $(cat "$CL_DIR/writer.json")"
+	record "agent_lost $(jq -r '.heartbeat_age_ms' <<<"$lost") ms after its last report ($(jq -r .reason <<<"$lost")), no failover; agent back in $(( ($(cl_now_ns) - t1) / 1000000 )) ms; writer's longest gap $(jq .max_gap_ms "$CL_DIR/writer.json") ms"
+}
+
+test_lossy_no_fault() {
+	cluster
+	local peers=no drops
+	has_peers && peers=yes
+	cl_loss 20
+	sleep "$LOSS_S"
+	drops=$(cl_loss_counts)
+	cl_loss_off
+	sleep 0.5
+	cl_writer_stop
+	[ "$drops" -gt 100 ] || fail "the loss rules dropped only $drops packets"
+	! ctl_ev '.kind == "failover_start"' || fail "false failover: $(jq -c 'select(.kind == "failover_start")' "$CL_CLOG")"
+	! ctl_ev '.kind == "node_down"' || fail "node declared down: $(jq -c 'select(.kind == "node_down")' "$CL_CLOG" | head -n 1)"
+	[ "$(cl_masters)" = 1 ] || fail "primaries: $(cl_masters | tr '\n' ' ')"
+	record "${LOSS_S} s at 20 % loss (peers probing: $peers): 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, $drops packets dropped, writer $(cat "$CL_DIR/writer.json")"
+}
+
+TESTS=(test_sigkill test_segfault test_oom_kill test_hung_then_resumed test_host_failure
+	test_isolation test_fast_restart test_controller_restart test_agent_killed test_lossy_no_fault)
+[ -z "${CLUSTER_TESTS:-}" ] || read -ra TESTS <<<"$CLUSTER_TESTS"
+run_tests
+if [ -s "$RESULTS" ]; then
+	echo "  figures (T0 = the fault):"
+	cat "$RESULTS"
+fi
+rm -f "$RESULTS"
