@@ -421,6 +421,27 @@ cl_save_env() {
 	EOF
 }
 
+# cl_up_servers: the namespaces, the memory cgroups and the three servers (h1 the
+# primary), nothing of flatline (scripts/bench-compare.sh runs Redis Sentinel on them).
+cl_up_servers() {
+	local i
+	mkdir -p "$CL_DIR/pids" "$CL_DIR/log"
+	CL_CG_KIND=$(cl_cg_kind)
+	CL_SECRET=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+	cl_save_env
+	( set -e; cl_net_up ) || { cl_die "failed to create the namespaces"; return 1; }
+	for i in 1 2 3; do
+		[ -z "$CL_CG_KIND" ] || mkdir -p "$(cl_cg "$i")" || return 1
+	done
+	cl_redis_start 1 || return 1
+	cl_redis_start 2 1 || return 1
+	cl_redis_start 3 1 || return 1
+	if ! cl_until "$CL_WAIT_S" cl_linked 2 1 || ! cl_until "$CL_WAIT_S" cl_linked 3 1; then
+		cl_die "replicas did not sync"
+		return 1
+	fi
+}
+
 cl_up() {
 	local i node
 	[ "$(id -u)" -eq 0 ] || cl_die "run as root (namespaces, BPF)" || return 1
@@ -436,23 +457,9 @@ cl_up() {
 		cl_log "leftovers of an earlier run: tearing them down first"
 		cl_down
 	fi
-	mkdir -p "$CL_DIR/pids" "$CL_DIR/log"
-	CL_CG_KIND=$(cl_cg_kind)
-	CL_SECRET=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
-	cl_save_env
-	( set -e; cl_net_up ) || { cl_die "failed to create the namespaces"; return 1; }
-	for i in 1 2 3; do
-		[ -z "$CL_CG_KIND" ] || mkdir -p "$(cl_cg "$i")" || return 1
-	done
+	cl_up_servers || return 1
 	cl_named_start || return 1
 	cl_write_conf
-	cl_redis_start 1 || return 1
-	cl_redis_start 2 1 || return 1
-	cl_redis_start 3 1 || return 1
-	if ! cl_until "$CL_WAIT_S" cl_linked 2 1 || ! cl_until "$CL_WAIT_S" cl_linked 3 1; then
-		cl_die "replicas did not sync"
-		return 1
-	fi
 	cl_controller_start || return 1
 	for i in 1 2 3; do cl_agent_start "$i"; done
 	for i in 1 2 3; do

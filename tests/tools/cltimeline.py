@@ -12,6 +12,9 @@ that are on the new primary at the end (LRANGE), one per line: an acknowledged v
 missing from it is a lost write. Sentinel's log (--sentinel-log, repeatable) is read
 for +sdown/+odown/+switch-master when comparing with Redis Sentinel.
 
+--redis-log (repeatable) reads a server's own log for "MASTER MODE enabled" (the moment
+it became a primary, ms resolution): master_mode_ms.
+
 Prints the timeline, or with --json one object: detect_ms (the controller's node_down,
 or Sentinel's first +odown), kernel_ms (the agent's first event), promoted_ms, dns_ms,
 first_write_ms (first acknowledged write on another server than --old), max_gap_ms,
@@ -54,11 +57,12 @@ def read_jsonl(path):
 
 MONTHS = {m: i + 1 for i, m in enumerate(
     "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
-SENT_RE = re.compile(r"^\d+:X (\d+) (\w+) (\d+) (\d+):(\d+):(\d+)\.(\d+) [#*.-] (\S+) (.*)$")
+SENT_RE = re.compile(r"^\d+:[XMSC] (\d+) (\w+) (\d+) (\d+):(\d+):(\d+)\.(\d+) [#*.-] (\S+) (.*)$")
 
 
 def read_sentinel(path):
-    """(t_ns, event, rest) from a redis-sentinel log (local time, ms)."""
+    """(t_ns, event, rest) from a redis-sentinel or redis-server log (local time, ms):
+    event is the first word after the level mark."""
     out = []
     try:
         lines = open(path, errors="replace").read().splitlines()
@@ -147,6 +151,8 @@ def main():
     ap.add_argument("--controller")
     ap.add_argument("--agent", action="append", default=[])
     ap.add_argument("--sentinel-log", action="append", default=[])
+    ap.add_argument("--redis-log", action="append", default=[],
+                    help="a server's log: when it switched to master mode")
     ap.add_argument("--writer", required=True)
     ap.add_argument("--final")
     ap.add_argument("--dns-name", default="")
@@ -157,7 +163,7 @@ def main():
     t0 = a.fault_ns
     old_host = a.old.split(":")[0]
     rows = [(t0, a.fault)]
-    res = {"detect_ms": None, "kernel_ms": None, "promoted_ms": None, "dns_ms": None,
+    res = {"master_mode_ms": None, "detect_ms": None, "kernel_ms": None, "promoted_ms": None, "dns_ms": None,
            "first_write_ms": None, "max_gap_ms": None, "acked": 0, "lost": None,
            "lost_after_fault": None, "failovers": 0, "first_error_ms": None}
 
@@ -211,6 +217,16 @@ def main():
                     res["promoted_ms"] = ms(t)
                 if e == "+switch-master":
                     res["failovers"] += 1
+
+    for path in a.redis_log:
+        name = path.rstrip("/").split("/")[-2] if "/" in path else path
+        for t, e, rest in read_sentinel(path):
+            if t < t0 - 1000000 or t > end:
+                continue
+            if e == "MASTER" and rest.startswith("MODE enabled"):
+                rows.append((t, "%s: MASTER MODE enabled (redis-server's own log, ms)" % name))
+                if res["master_mode_ms"] is None or ms(t) < res["master_mode_ms"]:
+                    res["master_mode_ms"] = ms(t)
 
     acked = {}
     first_err = None
