@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/integration/lib.sh
 PY=/usr/bin/python3
 
-# setup_cluster: three servers (n1 primary, n2 n3 replicas), the cluster file $CONF,
+# setup_cluster: three servers (ct1 primary, ct2 ct3 replicas), the cluster file $CONF,
 # the controller on $CTL_PORT with its event log $CLOG; agents with START_AGENTS=1.
 setup_cluster() {
 	need_root
@@ -32,18 +32,18 @@ setup_cluster() {
 	state_file = $STATE
 	event_log = $CLOG
 	failover_block_ms = ${BLOCK_MS:-1000}
-	[node "n1"]
+	[node "ct1"]
 	address = 127.0.0.1
 	redis = 127.0.0.1:$P1
-	[node "n2"]
-	address = 127.0.0.1
+	[node "ct2"]
+	address = 127.0.0.2
 	redis = 127.0.0.1:$P2
 	priority = ${N2_PRIO:-100}
-	[node "n3"]
-	address = 127.0.0.1
+	[node "ct3"]
+	address = 127.0.0.3
 	redis = 127.0.0.1:$P3
 	[shard "s"]
-	nodes = n1 n2 n3
+	nodes = ct1 ct2 ct3
 	EOF
 	start_node 1 "$P1"
 	start_node 2 "$P2" --replicaof 127.0.0.1 "$P1"
@@ -62,8 +62,27 @@ start_node() {
 	eval "PID_$i=$REDIS_PID"
 }
 
-port_of() { case $1 in n1) echo "$P1" ;; n2) echo "$P2" ;; n3) echo "$P3" ;; esac; }
-info_field() { redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
+# diag: the servers' replication state, their logs' sync lines and the controller's events.
+diag() {
+	local p
+	for p in "$P1" "$P2" "$P3"; do
+		echo "    $p: keys $(timeout 2 redis-cli -p "$p" dbsize) role $(info_field "$p" role)" \
+			"master_port $(info_field "$p" master_port) link $(info_field "$p" master_link_status)"
+		grep -hE "Connecting to MASTER|MASTER MODE|Full resync|Partial resync|keys loaded|REPLICAOF" \
+			"$T/redis-$p.log" | sed 's/^/      /' | tail -n 12
+	done
+	jq -c 'del(.ts, .node)' "$CLOG" | grep -v agent_connected | sed 's/^/    /' | tail -n 25
+} >&2
+
+# keys_eq PORT N: the server has N keys, or fail with diag.
+keys_eq() {
+	local got
+	got=$(redis-cli -p "$1" dbsize)
+	[ "$got" = "$2" ] || { diag; fail "keys on $1: got '$got', want '$2'"; }
+}
+
+port_of() { case $1 in ct1) echo "$P1" ;; ct2) echo "$P2" ;; ct3) echo "$P3" ;; esac; }
+info_field() { timeout 2 redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 
 # wait_linked REPLICA_PORT MASTER_PORT: replicating from it with the link up.
 wait_linked() {
@@ -88,12 +107,12 @@ start_controller() {
 
 start_agents() {
 	local n
-	for n in n1 n2 n3; do
+	for n in ct1 ct2 ct3; do
 		"$FL" agent -c "$CONF" --node "$n" --event-log "$T/events-$n.jsonl" \
 			2>"$T/agent-$n.err" &
 		on_exit "kill -TERM $!; wait $!"
 	done
-	for n in n1 n2 n3; do
+	for n in ct1 ct2 ct3; do
 		wait_event "$CLOG" ".kind == \"agent_connected\" and .instance == \"$n\"" >/dev/null ||
 			fail "agent $n did not connect: $(cat "$T/agent-$n.err")"
 	done
@@ -112,11 +131,20 @@ has_event() { [ -n "$(jq -c "select($1)" "$CLOG" 2>/dev/null)" ]; }
 status_json() { "$FL" status -c "$CONF" --json; }
 primary() { redis-cli -p "$CTL_PORT" sentinel get-master-addr-by-name s | tail -n 1; }
 
-# fill N: N keys written on the primary and replicated to both replicas.
+# fill PORT N: N keys written on the primary, then seen on both replicas (polled: a
+# replica just past its full sync may be online only after its first ACK).
 fill() {
-	local port=$1 n=$2
+	local port=$1 n=$2 p end
 	seq 1 "$n" | sed 's/.*/SET k& v&/' | redis-cli -p "$port" >/dev/null
-	[ "$(redis-cli -p "$port" wait 2 5000)" = 2 ] || fail "fill: not replicated"
+	keys_eq "$port" "$n"
+	for p in "$P1" "$P2" "$P3"; do
+		[ "$p" != "$port" ] || continue
+		end=$((SECONDS + FL_WAIT_S))
+		until [ "$(redis-cli -p "$p" dbsize)" = "$n" ]; do
+			[ $SECONDS -le $end ] || { diag; fail "fill: $p did not get the $n keys"; }
+			sleep 0.02
+		done
+	done
 }
 
 # never_followed LOG FROM_MARKER OLD_PORT: after the first line matching FROM_MARKER,
@@ -131,24 +159,24 @@ test_kill_primary() {
 	kill -KILL "$PID_1"
 	ev=$(wait_event "$CLOG" '.kind == "failover_end"') || fail "no failover: $(tail -n 5 "$CLOG")"
 	new=$(jq -r .to <<<"$ev")
-	[ "$new" = n2 ] || [ "$new" = n3 ] || fail "promoted $new"
-	other=$([ "$new" = n2 ] && echo n3 || echo n2)
+	[ "$new" = ct2 ] || [ "$new" = ct3 ] || fail "promoted $new"
+	other=$([ "$new" = ct2 ] && echo ct3 || echo ct2)
 	expect_eq "primary via Sentinel API" "$(primary)" "$(port_of "$new")"
 	expect_eq "new primary role" "$(info_field "$(port_of "$new")" role)" master
 	wait_linked "$(port_of "$other")" "$(port_of "$new")" || fail "$other does not follow $new"
 	has_event '.kind == "promoted" and .epoch == 1' || fail "epoch not 1"
 	# The old primary restarts EMPTY: demoted at once, and nobody syncs from it.
 	start_node 1 "$P1"
-	wait_event "$CLOG" '.kind == "old_primary_demoted" and .instance == "n1"' >/dev/null ||
+	wait_event "$CLOG" '.kind == "old_primary_demoted" and .instance == "ct1"' >/dev/null ||
 		fail "old primary not demoted"
-	wait_linked "$P1" "$(port_of "$new")" || fail "n1 does not follow $new"
+	wait_linked "$P1" "$(port_of "$new")" || fail "ct1 does not follow $new"
 	for p in "$P1" "$P2" "$P3"; do
-		expect_eq "keys on $p" "$(redis-cli -p "$p" dbsize)" 1000
+		keys_eq "$p" 1000
 	done
-	sleep 1.5 # a replica that was still pointed at n1 would have reconnected by now
+	sleep 1.5 # a replica that was still pointed at ct1 would have reconnected by now
 	for p in "$(port_of "$other")" "$(port_of "$new")"; do
-		expect_eq "keys on $p after n1's return" "$(redis-cli -p "$p" dbsize)" 1000
-		expect_eq "$p never followed n1 again" "$(info_field "$p" master_port | grep -c "^$P1$")" 0
+		keys_eq "$p" 1000
+		expect_eq "$p never followed ct1 again" "$(info_field "$p" master_port | grep -c "^$P1$")" 0
 	done
 	never_followed "$T/redis-$(port_of "$other").log" "Connecting to MASTER 127.0.0.1:$(port_of "$new")" "$P1" ||
 		fail "$other reconnected to the old primary"
@@ -159,7 +187,7 @@ test_kill_primary() {
 	expect_eq "status primary" "$(jq -r '.shards[0].primary' <<<"$st")" "$new"
 	expect_eq "status epoch" "$(jq -r '.shards[0].epoch' <<<"$st")" 1
 	expect_eq "status last failover" "$(jq -r '.shards[0].last_failover.result' <<<"$st")" ok
-	"$FL" status -c "$CONF" | grep -q "failover_start n1: proc_exit SIGKILL" ||
+	"$FL" status -c "$CONF" | grep -q "failover_start ct1: proc_exit SIGKILL" ||
 		fail "no timeline in status: $("$FL" status -c "$CONF")"
 }
 
@@ -171,9 +199,11 @@ test_sigstop_primary() {
 	ev=$(wait_event "$CLOG" '.kind == "failover_end"') || fail "no failover after SIGSTOP"
 	expect_eq reason "$(jq -r 'select(.kind == "failover_start") | .reason' "$CLOG")" proc_hung
 	new=$(jq -r .to <<<"$ev")
+	keys_eq "$(port_of "$new")" 100
 	kill -CONT "$PID_1"
 	wait_linked "$P1" "$(port_of "$new")" || fail "the resumed old primary does not follow $new"
-	expect_eq "keys on n1" "$(redis-cli -p "$P1" dbsize)" 100
+	keys_eq "$(port_of "$new")" 100
+	keys_eq "$P1" 100
 }
 
 # Checks that every acknowledged value in ACKED is in the list KEY on PORT.
@@ -193,11 +223,11 @@ test_planned_switchover() {
 	wpid=$!
 	on_exit "kill $wpid"
 	sleep 1
-	"$FL" failover s --to n2 -c "$CONF" >"$T/failover.out" || fail "failover: $(cat "$T/failover.out")"
-	grep -q "writes paused on n1" "$T/failover.out" || fail "no pause: $(cat "$T/failover.out")"
+	"$FL" failover s --to ct2 -c "$CONF" >"$T/failover.out" || fail "failover: $(cat "$T/failover.out")"
+	grep -q "writes paused on ct1" "$T/failover.out" || fail "no pause: $(cat "$T/failover.out")"
 	expect_eq primary "$(primary)" "$P2"
-	wait_linked "$P1" "$P2" || fail "old primary does not follow n2"
-	wait_linked "$P3" "$P2" || fail "n3 does not follow n2"
+	wait_linked "$P1" "$P2" || fail "old primary does not follow ct2"
+	wait_linked "$P3" "$P2" || fail "ct3 does not follow ct2"
 	sleep 1
 	kill -TERM "$wpid"
 	wait "$wpid"
@@ -235,7 +265,7 @@ test_state_file_restart() {
 	setup_cluster
 	kill -KILL "$PID_1"
 	wait_event "$CLOG" '.kind == "failover_end"' >/dev/null || fail "no failover"
-	grep -q "^shard s epoch 1 primary n[23]$" "$STATE" || fail "state: $(cat "$STATE")"
+	grep -q "^shard s epoch 1 primary ct[23]$" "$STATE" || fail "state: $(cat "$STATE")"
 	kill -TERM "$CTL_PID"
 	wait "$CTL_PID" || true
 	t0=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
@@ -255,11 +285,11 @@ resp() { printf "$1" | timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CTL_PORT; 
 
 test_bad_input() {
 	START_AGENTS=0 setup_cluster
-	r=$(redis-cli -p "$CTL_PORT" hello flatline 1 n1 wrong)
+	r=$(redis-cli -p "$CTL_PORT" hello flatline 1 ct1 wrong)
 	grep -q "^AUTH" <<<"$r" || fail "wrong secret: $r"
 	r=$(redis-cli -p "$CTL_PORT" hello flatline 1 n9 s3cret)
 	grep -q "^NODE" <<<"$r" || fail "unknown node: $r"
-	r=$(redis-cli -p "$CTL_PORT" hello flatline 2 n1 s3cret)
+	r=$(redis-cli -p "$CTL_PORT" hello flatline 2 ct1 s3cret)
 	grep -q "^VERSION" <<<"$r" || fail "version: $r"
 	has_event '.kind == "agent_rejected" and .reason == "wrong secret"' || fail "rejection not logged"
 	r=$(resp '*2\r\n$6\r\nREPORT\r\n$1\r\n1\r\n*1\r\n$4\r\nPING\r\n')
@@ -279,9 +309,9 @@ test_bad_input() {
 	r=$(redis-cli -p "$CTL_PORT" sentinel get-master-addr-by-name nope)
 	[ -z "$r" ] || fail "unknown master: $r"
 	# A well-behaved agent after all that: accepted, REPORT answered with epoch and primary.
-	r=$(printf 'HELLO flatline 1 n2 s3cret\r\nREPORT 1 proc up role slave\r\n' |
+	r=$(printf 'HELLO flatline 1 ct2 s3cret\r\nREPORT 1 proc up role slave\r\n' |
 		timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CTL_PORT; cat >&3; timeout 0.5 cat <&3" | tr -d '\r')
-	grep -q "^+OK" <<<"$r" && grep -q "^:0" <<<"$r" && grep -q "^n1" <<<"$r" || fail "agent: $r"
+	grep -q "^+OK" <<<"$r" && grep -q "^:0" <<<"$r" && grep -q "^ct1" <<<"$r" || fail "agent: $r"
 	# Sentinel's view.
 	redis-cli -p "$CTL_PORT" sentinel masters | grep -q "^s$" || fail "SENTINEL masters"
 	expect_eq "replicas listed" "$(redis-cli -p "$CTL_PORT" sentinel replicas s | grep -cx flags)" 2
@@ -303,6 +333,32 @@ test_pubsub_switch_master() {
 	grep -q '"kind":"promoted"' "$T/psub" || fail "flatline.promoted: $(cat "$T/psub")"
 }
 
-TESTS=(test_kill_primary test_sigstop_primary test_planned_switchover test_sentinel_client_follows
+# The host path's safety: a silent agent whose host is still reachable is an alert,
+# never a failover; a replica's death is reported, never promotes anything.
+test_agent_lost_and_replica_down() {
+	setup_cluster
+	apid=$(pgrep -f -- "--node ct1 --event-log $T/events-ct1.jsonl" | head -n 1)
+	[ -n "$apid" ] || fail "no agent pid for ct1"
+	kill -STOP "$apid"
+	on_exit "kill -CONT $apid"
+	wait_event "$CLOG" '.kind == "agent_lost" and .instance == "ct1"' 5 >/dev/null ||
+		fail "no agent_lost after the heartbeat went stale"
+	sleep 0.5
+	! has_event '.kind == "failover_start"' || fail "failover on a lost agent"
+	has_event '.kind == "node_reachable" or .kind == "node_unreachable"' ||
+		wait_event "$CLOG" '.kind == "node_reachable" or .kind == "node_unreachable"' 3 >/dev/null ||
+		true # the controller's own PING: logged only when it changes
+	expect_eq "health" "$(status_json | jq -r '.shards[0].nodes[0].health')" agent_lost
+	kill -CONT "$apid"
+	wait_event "$CLOG" '.kind == "agent_back" and .instance == "ct1"' 5 >/dev/null || fail "no agent_back"
+	kill -KILL "$PID_3"
+	wait_event "$CLOG" '.kind == "node_down" and .instance == "ct3" and .role == "replica"' >/dev/null ||
+		fail "replica death not reported"
+	sleep 0.3
+	! has_event '.kind == "failover_start"' || fail "a replica's death started a failover"
+	expect_eq primary "$(primary)" "$P1"
+}
+
+TESTS=(test_kill_primary test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
 	test_state_file_restart test_bad_input test_pubsub_switch_master)
 run_tests
