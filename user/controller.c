@@ -42,6 +42,7 @@
 #define CTL_RETRY_MAX_MS 1000
 #define CTL_PROTO_VERSION "1"
 #define CTL_MAX_SUBS 64
+#define CTL_PUBSUB_MAX_OUT (8u << 20) /* bytes a subscriber may leave unread */
 
 enum ctl_req_kind { REQ_INFO, REQ_DISCOVER, REQ_PING, REQ_PAUSE, REQ_UNPAUSE, REQ_PROMOTE,
 		    REQ_PROMOTE_PLAIN, REQ_REPLICAOF };
@@ -178,11 +179,20 @@ static void conn_send_message(struct ctl_conn *k, const char *pattern, const cha
 	resp_str(out, msg);
 }
 
+static void conn_fatal(struct ctl_conn *k, const char *err);
+
 static void publish(struct ctl *c, const char *channel, const char *msg)
 {
 	for (struct ctl_conn *k = c->conns; k; k = k->next) {
 		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))
 			continue;
+		/* A subscriber that does not read: dropped, as Redis's pubsub output limit. */
+		if (evbuffer_get_length(bufferevent_get_output(k->bev)) > CTL_PUBSUB_MAX_OUT) {
+			pr_warn("dropping subscriber %s: %d bytes unread\n", k->peer,
+				(int)evbuffer_get_length(bufferevent_get_output(k->bev)));
+			conn_fatal(k, "ERR output buffer limit reached");
+			continue;
+		}
 		for (int i = 0; i < k->nsubs; i++)
 			if (!strcmp(k->subs[i], channel))
 				conn_send_message(k, NULL, channel, msg);
@@ -1437,8 +1447,8 @@ static void status_text(struct ctl *c, struct evbuffer *b)
 				    p ? p->id : "unknown", p ? c->cfg->nodes[p->idx].redis_str : "-",
 				    s->epoch, s->fo.state != FO_ST_NONE ? "  failover: " : "",
 				    s->fo.state != FO_ST_NONE ? fo_state_name(s->fo.state) : "");
-		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-7s %-12s %s\n", "node",
-				    "role", "server", "health", "agent", "heartbeat", "reports",
+		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %s\n", "node",
+				    "role", "server", "health", "agent", "heartbeat", "srv_role",
 				    "offset", "link");
 		for (int j = 0; j < s->nnodes; j++) {
 			struct fo_node *n = &c->fo.nodes[s->nodes[j]];
@@ -1449,7 +1459,7 @@ static void status_text(struct ctl *c, struct evbuffer *b)
 				snprintf(hb, sizeof(hb), "%lld ms", now - n->last_report_ms);
 			if (r && r->offset >= 0)
 				snprintf(off, sizeof(off), "%lld", r->offset);
-			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-7s %-12s %s\n",
+			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %s\n",
 					    n->id, n->idx == s->primary ? "primary" : "replica",
 					    c->cfg->nodes[n->idx].redis_str, node_health(n),
 					    (n->flags & FO_N_AGENT) ? "yes" : "no", hb,
