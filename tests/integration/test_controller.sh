@@ -33,14 +33,14 @@ setup_cluster() {
 	event_log = $CLOG
 	failover_block_ms = ${BLOCK_MS:-1000}
 	[node "ct1"]
-	address = 127.0.0.1
+	address = 127.0.0.11
 	redis = 127.0.0.1:$P1
 	[node "ct2"]
-	address = 127.0.0.2
+	address = 127.0.0.12
 	redis = 127.0.0.1:$P2
 	priority = ${N2_PRIO:-100}
 	[node "ct3"]
-	address = 127.0.0.3
+	address = 127.0.0.13
 	redis = 127.0.0.1:$P3
 	[shard "s"]
 	nodes = ct1 ct2 ct3
@@ -359,6 +359,34 @@ test_agent_lost_and_replica_down() {
 	expect_eq primary "$(primary)" "$P1"
 }
 
-TESTS=(test_kill_primary test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
+# The host path: ct1's agent goes silent and its peers stop getting ICMP replies from
+# its address (nftables drops them), its server still running: a host failure.
+test_host_down() {
+	setup_cluster
+	need_cmd nft
+	fill "$P1" 100
+	apid=$(pgrep -f -- "--node ct1 --event-log $T/events-ct1.jsonl" | head -n 1)
+	tbl=fl_ctl_$$
+	nft add table inet "$tbl"
+	on_exit "nft delete table inet $tbl"
+	nft add chain inet "$tbl" out '{ type filter hook output priority 0; }'
+	nft add rule inet "$tbl" out ip daddr 127.0.0.11 icmp type echo-request drop
+	kill -STOP "$apid"
+	on_exit "kill -CONT $apid"
+	ev=$(wait_event "$CLOG" '.kind == "failover_end"' 15) || { diag; fail "no failover on host_down"; }
+	has_event '.kind == "failover_start" and .reason == "host_down"' || { diag; fail "not the host path"; }
+	has_event '.kind == "node_down" and .instance == "ct1" and (.peers_down | length > 0)' ||
+		fail "node_down without the peers that saw it"
+	new=$(jq -r .to <<<"$ev")
+	keys_eq "$(port_of "$new")" 100
+	# The host comes back: its server, still a master, is demoted as soon as its agent says so.
+	nft delete table inet "$tbl"
+	kill -CONT "$apid"
+	wait_event "$CLOG" '.kind == "old_primary_demoted" and .instance == "ct1"' >/dev/null ||
+		{ diag; fail "ct1 not demoted when its agent came back"; }
+	wait_linked "$P1" "$(port_of "$new")" || fail "ct1 does not follow $new"
+}
+
+TESTS=(test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
 	test_state_file_restart test_bad_input test_pubsub_switch_master)
 run_tests
