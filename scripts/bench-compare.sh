@@ -218,7 +218,7 @@ for fault, title in (("sigkill", "SIGKILL of the primary"), ("sigstop", "SIGSTOP
             if k == "lost" or a is None or b is None or a <= 0:
                 cells.append("-")
             else:
-                cells.append("%.0f×" % (b / a))
+                cells.append(("%.1f×" if b / a < 10 else "%.0f×") % (b / a))
         print("| %s ÷ flatline (medians) | | %s |" % (sysname, " | ".join(cells)))
 EOF
 echo

@@ -40,8 +40,12 @@ cl_init() {
 	CL_SHARD=${FL_SHARD:-cache}
 	CL_ZONE=${FL_ZONE:-ha.test}
 	CL_CG_KIND=
-	# shellcheck disable=SC1091
-	[ -f "$CL_DIR/cluster.env" ] && . "$CL_DIR/cluster.env"
+	CL_HAVE_ENV=
+	if [ -f "$CL_DIR/cluster.env" ]; then
+		# shellcheck disable=SC1091
+		. "$CL_DIR/cluster.env"
+		CL_HAVE_ENV=1
+	fi
 	CL_CTL_IP=$CL_NET.254
 	CL_CTL_PORT=26379
 	CL_DNS_NAME=$CL_SHARD.$CL_ZONE.
@@ -116,13 +120,24 @@ cl_stop() {
 	local name=$1 sig=${2:-TERM} p
 	p=$(cl_pid "$name") || return 0
 	rm -f "$CL_DIR/pids/$name.pid"
-	cl_running "$p" || return 0
+	cl_running "$p" && cl_owned "$p" || return 0
 	kill -CONT "$p" 2>/dev/null
 	kill -"$sig" "$p" 2>/dev/null
 	for _ in $(seq 150); do cl_running "$p" || return 0; sleep 0.02; done
 	kill -KILL "$p" 2>/dev/null
 	for _ in $(seq 50); do cl_running "$p" || return 0; sleep 0.02; done
 	return 0
+}
+
+# cl_owned PID: the process lives in one of this cluster's namespaces (a recorded pid
+# may have been reused by now: only ours are signalled).
+cl_owned() {
+	local ino ns
+	ino=$(stat -L -c %i "/proc/$1/ns/net" 2>/dev/null) || return 1
+	for ns in $(cl_netns_list); do
+		[ "$(stat -L -c %i "/run/netns/$ns" 2>/dev/null)" = "$ino" ] && return 0
+	done
+	return 1
 }
 
 # cl_until SECONDS CMD...: until CMD succeeds (polling every 20 ms); 1 on timeout.
@@ -429,6 +444,7 @@ cl_up_servers() {
 	CL_CG_KIND=$(cl_cg_kind)
 	CL_SECRET=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
 	cl_save_env
+	CL_HAVE_ENV=1
 	( set -e; cl_net_up ) || { cl_die "failed to create the namespaces"; return 1; }
 	for i in 1 2 3; do
 		[ -z "$CL_CG_KIND" ] || mkdir -p "$(cl_cg "$i")" || return 1
@@ -452,6 +468,7 @@ cl_up() {
 	if [ -f "$CL_DIR/cluster.env" ] || ip netns list | grep -q "^$CL_NS_CTL\b"; then
 		if cl_alive controller && cl_healthy; then
 			cl_log "already up in $CL_DIR"
+			CL_ALREADY=1
 			return 0
 		fi
 		cl_log "leftovers of an earlier run: tearing them down first"
@@ -497,7 +514,11 @@ cl_down() {
 	done
 	for i in 1 2 3; do
 		node=$(cl_node "$i")
-		rm -rf "/sys/fs/bpf/flatline/$node" "/run/flatline/agent-$node.lock"
+		# Pins and lock of our agents only: node ids known from DIR, lock not held.
+		if [ -n "$CL_HAVE_ENV" ] && { [ ! -e "/run/flatline/agent-$node.lock" ] ||
+			flock -n "/run/flatline/agent-$node.lock" true; }; then
+			rm -rf "/sys/fs/bpf/flatline/$node" "/run/flatline/agent-$node.lock"
+		fi
 		cg=$(cl_cg "$i")
 		if [ -n "$cg" ] && [ -d "$cg" ]; then
 			while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$cg/cgroup.procs"
@@ -565,7 +586,7 @@ cl_main() {
 			return 1
 		fi
 		trap - INT TERM
-		cl_log "up in $((SECONDS - t0)) s: ${CL_NODES[*]} on $CL_NET.1-3, controller and named on $CL_CTL_IP ($CL_DIR)"
+		[ -n "${CL_ALREADY:-}" ] || cl_log "up in $((SECONDS - t0)) s: ${CL_NODES[*]} on $CL_NET.1-3, controller and named on $CL_CTL_IP ($CL_DIR)"
 		;;
 	down) cl_down ;;
 	status) cl_status ;;

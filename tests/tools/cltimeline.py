@@ -211,9 +211,11 @@ def main():
                 if e == "+sdown" and not rest.startswith("master"):
                     continue
                 rows.append((t, "%s: %s %s" % (name, e, rest)))
-                if e == "+odown" and res["detect_ms"] is None:
+                # the first of any sentinel (logs are read one after the other)
+                if e == "+odown" and (res["detect_ms"] is None or ms(t) < res["detect_ms"]):
                     res["detect_ms"] = ms(t)
-                if e == "+promoted-slave" and res["promoted_ms"] is None:
+                if e == "+promoted-slave" and (res["promoted_ms"] is None or
+                                               ms(t) < res["promoted_ms"]):
                     res["promoted_ms"] = ms(t)
                 if e == "+switch-master":
                     res["failovers"] += 1
