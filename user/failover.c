@@ -756,6 +756,8 @@ int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
 	}
 	p = &c->nodes[s->primary];
 	v = fo_judge(c, p, now_ms(c));
+	if (s->flags & FO_S_EMPTY_RESTART)
+		v = FO_V_PROC_DOWN; /* its data died with it: as if it were still down */
 	if (planned && (p->flags & FO_N_SDOWN))
 		planned = false; /* nothing to pause: a failover, not a switchover */
 	if (!fo_may_failover(c, s, v, planned, why, whylen))
@@ -970,7 +972,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	s->epoch++;
 	f->epoch = s->epoch;
 	s->primary_replid[0] = '\0';
-	s->flags &= ~(FO_S_ODOWN | FO_S_NO_GOOD_REPLICA);
+	s->flags &= ~(FO_S_ODOWN | FO_S_NO_GOOD_REPLICA | FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART);
 	ev_begin(&r, "promoted", s);
 	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "from", c->nodes[from].id);
@@ -1194,6 +1196,33 @@ static void repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const
 /* ------------------------------------------------------------------------- */
 /* Evaluation */
 
+/* The primary returned without a failover in between. If its replication history is
+ * not the one its replicas carry, and shorter (a restart without persistence, or from
+ * an old file), following it would wipe them: returns the replica that has more. */
+static struct fo_node *restarted_empty(struct fo_cluster *c, struct fo_shard *s)
+{
+	struct fo_node *p = &c->nodes[s->primary], *best = NULL;
+	const struct info_repl *pr = latest(p);
+	long long best_off = -1;
+
+	if (!pr || pr->role != INFO_ROLE_MASTER || pr->offset < 0 || !pr->master_replid[0])
+		return NULL;
+	for (int i = 0; i < s->nnodes; i++) {
+		struct fo_node *n = &c->nodes[s->nodes[i]];
+		const struct info_repl *r = latest(n);
+
+		if (n == p || !r || (n->flags & FO_N_SDOWN) || r->role != INFO_ROLE_SLAVE ||
+		    !r->master_replid[0] || !strcmp(r->master_replid, pr->master_replid) ||
+		    r->offset <= pr->offset)
+			continue;
+		if (r->offset > best_off) {
+			best = n;
+			best_off = r->offset;
+		}
+	}
+	return best;
+}
+
 static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 {
 	struct fo_node *p;
@@ -1210,10 +1239,37 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 			master_str(c, s, s->primary, m, sizeof(m));
 			publish(c, "-odown", "%s", m);
 		}
+		if (s->flags & FO_S_PRIMARY_DIED) {
+			const struct info_repl *pr = latest(p);
+			struct fo_node *b = restarted_empty(c, s);
+
+			if (c->tilt || c->starting)
+				return; /* observe only; and no repair before this is settled */
+			if (b && !(s->flags & FO_S_NO_GOOD_REPLICA)) {
+				struct evrec r;
+
+				ev_begin(&r, "primary_restarted_empty", s);
+				evrec_str(&r, "instance", p->id);
+				evrec_int(&r, "offset", pr->offset);
+				evrec_str(&r, "replid", pr->master_replid);
+				evrec_str(&r, "replica", b->id);
+				evrec_int(&r, "replica_offset", latest(b)->offset);
+				evrec_str(&r, "reason", "another, shorter history than its replicas: "
+							"following it would wipe them");
+				emit(c, &r);
+				s->flags |= FO_S_EMPTY_RESTART;
+				fo_start(c, s, false, -1, "primary_restarted_empty", why, sizeof(why));
+				return;
+			}
+			if (pr && pr->role == INFO_ROLE_MASTER && pr->offset >= 0 &&
+			    pr->master_replid[0])
+				s->flags &= ~(FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART); /* its history holds */
+		}
 		if (!c->tilt && !c->starting)
 			repair_shard(c, s, now);
 		return;
 	}
+	s->flags |= FO_S_PRIMARY_DIED;
 	if (!(s->flags & FO_S_ODOWN)) {
 		s->flags |= FO_S_ODOWN;
 		master_str(c, s, s->primary, m, sizeof(m));
@@ -1272,7 +1328,8 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 
 		if (rep->repl.link_up == 1 && follows(&rep->repl, p))
 			n->link_up_ms = now;
-		if (n == p && rep->repl.role == INFO_ROLE_MASTER && rep->repl.master_replid[0])
+		if (n == p && rep->repl.role == INFO_ROLE_MASTER && rep->repl.master_replid[0] &&
+		    !(s->flags & FO_S_PRIMARY_DIED)) /* keep the history it had before dying */
 			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
 				 rep->repl.master_replid);
 	}
@@ -1306,7 +1363,7 @@ void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct i
 		n->info_ok = 1;
 		n->info_ms = now_ms(c);
 		if (s && s->primary == n->idx && info->role == INFO_ROLE_MASTER &&
-		    info->master_replid[0])
+		    info->master_replid[0] && !(s->flags & FO_S_PRIMARY_DIED))
 			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
 				 info->master_replid);
 		if (s && s->primary >= 0 && info->link_up == 1 &&

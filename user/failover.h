@@ -119,6 +119,9 @@ struct fo_failover {
 
 #define FO_S_NO_GOOD_REPLICA (1u << 0) /* the last attempt found none: retry when a report changes */
 #define FO_S_ODOWN (1u << 1)           /* the primary is judged failed (published +odown) */
+#define FO_S_PRIMARY_DIED (1u << 2)    /* the primary was down, no failover since: its history is
+					* checked when it returns */
+#define FO_S_EMPTY_RESTART (1u << 3)   /* it returned with another, shorter history: failing over */
 
 struct fo_shard {
 	const char *name;

@@ -746,6 +746,61 @@ static void test_planned_offset_timeout_unpauses(void **state)
 	assert_int_equal(fo_start(&C, s, true, N("n4")->idx, "x", why, sizeof(why)), -EINVAL);
 }
 
+/* ---- a primary back without a failover in between ---- */
+
+static void restart_without_failover(const char *replid, long long off)
+{
+	struct fo_report r;
+
+	healthy();
+	C.tilt = true; /* no failover possible while it is down */
+	C.tilt_until_ms = R.mono + 100000;
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_false(evented("failover_start"));
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, off);
+	snprintf(r.repl.master_replid, sizeof(r.repl.master_replid), "%s", replid);
+	fo_on_report(&C, N("n1"), &r);
+	assert_false(evented("failover_start")); /* TILT: observe only */
+	assert_false(called("replicaof n2 n1"));
+	C.tilt = false;
+	fo_evaluate(&C);
+}
+
+static void test_restarted_empty_primary(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct info_repl i2 = slave_info("n1", 0, 990), i3 = slave_info("n1", 0, 1000),
+			 i4 = slave_info("n1", 0, 995);
+
+	(void)state;
+	/* Back with a new history at offset 0: its replicas must not follow it. */
+	restart_without_failover("replid-new", 0);
+	assert_true(evented("primary_restarted_empty"));
+	assert_true(evented("failover_start"));
+	assert_true(s->flags & FO_S_EMPTY_RESTART);
+	fo_on_info(&C, N("n2"), true, &i2, NULL);
+	fo_on_info(&C, N("n3"), true, &i3, NULL);
+	fo_on_info(&C, N("n4"), true, &i4, NULL);
+	assert_true(called("promote n3"));
+	fo_on_promote(&C, N("n3"), true, NULL);
+	/* The restarted one answers: demoted in the same round. */
+	assert_true(called("replicaof n1 n3"));
+	assert_false(s->flags & (FO_S_EMPTY_RESTART | FO_S_PRIMARY_DIED));
+}
+
+static void test_restarted_with_its_data(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	/* Back with its own history (persistence): followed again, no failover. */
+	restart_without_failover("replid-a", 1000);
+	assert_false(evented("primary_restarted_empty"));
+	assert_false(evented("failover_start"));
+	assert_false(s->flags & FO_S_PRIMARY_DIED);
+	assert_int_equal(s->primary, N("n1")->idx);
+}
+
 /* ---- discovery at start ---- */
 
 static void test_discover(void **state)
@@ -900,6 +955,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_planned_switchover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_planned_offset_timeout_unpauses, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_restarted_empty_primary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restarted_with_its_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_corruption, setup, teardown),
