@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <event2/event.h>
@@ -23,6 +22,7 @@
 #include "exit_code.h"
 #include "log.h"
 #include "config.h"
+#include "daemon.h"
 #include "fence.h"
 #include "prober.h"
 #include "proc_watch.h"
@@ -30,7 +30,6 @@
 #include "srvmon.h"
 
 #define AGENT_MAX_WATCH 64
-#define AGENT_LOCK_DIR "/run/flatline"
 #define AGENT_SYNC_MS 1000
 
 struct agent {
@@ -87,16 +86,6 @@ static const char agent_usage[] =
 	"  --probe-interval-ms MS, --peer-down-after-ms MS\n"
 	"                       override the cluster file's [agent] values\n"
 	"  -v, --verbose        more messages; twice for libbpf's own\n";
-
-/* libbpf's own messages: warnings with -v, its debug output with -vv. */
-static int libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
-{
-	int need = lvl == LIBBPF_DEBUG ? LOG_LVL_DEBUG + 1 : LOG_LVL_DEBUG;
-
-	if (log_verbosity < need)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
 
 static void agent_log(struct agent *a, struct evrec *r)
 {
@@ -630,39 +619,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	evlog_sync(a->log);
 }
 
-/* One agent per node: an flock held for the agent's life (released by the
- * kernel however the agent dies, so a SIGKILLed agent never blocks the next). */
-static int take_lock(struct agent *a)
-{
-	char path[PATH_MAX], buf[32];
-	int fd, n;
-
-	if (mkdir(AGENT_LOCK_DIR, 0755) && errno != EEXIST) {
-		pr_warn("failed to create %s: %s\n", AGENT_LOCK_DIR, strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), "%s/agent-%s.lock", AGENT_LOCK_DIR, a->node);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		pr_warn("failed to open lock %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-		buf[n > 0 ? n : 0] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		pr_warn("failed to lock node %s: another agent (pid %s) is running for it\n",
-			a->node, n > 0 ? buf : "?");
-		close(fd);
-		return -EBUSY;
-	}
-	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (ftruncate(fd, 0) || pwrite(fd, buf, n, 0) != n)
-		pr_warn("failed to write lock %s: %s\n", path, strerror(errno));
-	a->lock_fd = fd;
-	return 0;
-}
-
 static int parse_pid(const char *s, pid_t *pid)
 {
 	char *end;
@@ -739,18 +695,14 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			break;
 		}
 		case 'I':
-		case 'D': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || end == optarg || v <= 0 || v > 86400000) {
-				pr_warn("--%s %s: not a number of milliseconds\n",
-					c == 'I' ? "probe-interval-ms" : "peer-down-after-ms", optarg);
+			if (dmn_parse_ms("--probe-interval-ms", optarg, 3600000, &a->probe_interval_ms))
 				return 2;
-			}
-			*(c == 'I' ? &a->probe_interval_ms : &a->peer_down_after_ms) = v;
 			break;
-		}
+		case 'D':
+			if (dmn_parse_ms("--peer-down-after-ms", optarg, 3600000,
+					 &a->peer_down_after_ms))
+				return 2;
+			break;
 		case 'v':
 			log_verbosity++;
 			break;
@@ -927,7 +879,7 @@ int cmd_agent(int argc, char **argv)
 	err = parse_args(&a, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
-	libbpf_set_print(libbpf_print);
+	dmn_libbpf_messages();
 	/* From here on every failure goes through cleanup: a.cfg may be loaded. */
 	err = a.config ? load_config(&a) : 0;
 	if (err)
@@ -946,9 +898,11 @@ int cmd_agent(int argc, char **argv)
 		pr_warn("failed to open event log %s: %s\n", a.event_log, strerror(-err));
 		goto cleanup;
 	}
-	err = take_lock(&a);
-	if (err)
+	a.lock_fd = dmn_lock_node(a.node);
+	if (a.lock_fd < 0) {
+		err = a.lock_fd;
 		goto cleanup;
+	}
 	po.node = a.node;
 	po.cgroups = a.ncgroups > 0;
 	err = pw_open(&a.pw, &po);

@@ -12,17 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <event2/event.h>
 #include <bpf/libbpf.h>
 #include "cmds.h"
+#include "daemon.h"
 #include "event_log.h"
 #include "log.h"
 #include "proc_watch.h"
 #include "prober.h"
 
-#define PROBE_LOCK_DIR "/run/flatline" /* the agent's: one of them per node */
 #define PROBE_SYNC_MS 1000
 
 struct probe_cmd {
@@ -31,7 +29,7 @@ struct probe_cmd {
 	const char *rtt_log;
 	char *peers[PROBE_MAX_PEERS]; /* "ID=IP" as given */
 	int npeers;
-	uint32_t interval_ms, down_after_ms, duration_ms;
+	int interval_ms, down_after_ms, duration_ms;
 	enum iw_tc_mode tc_mode;
 
 	struct event_base *base;
@@ -61,15 +59,6 @@ static const char probe_usage[] =
 	"                            'peer seq user_rtt_ns kernel_rtt_ns' (measurements)\n"
 	"  --duration-ms N           stop after N ms (default: until SIGTERM/SIGINT)\n"
 	"  -v, --verbose             more messages; twice for libbpf's own\n";
-
-static int libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
-{
-	int need = lvl == LIBBPF_DEBUG ? LOG_LVL_DEBUG + 1 : LOG_LVL_DEBUG;
-
-	if (log_verbosity < need)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
 
 static void log_event(struct probe_cmd *c, struct evrec *r)
 {
@@ -127,46 +116,6 @@ static void on_duration(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(c->base);
 }
 
-/* The agent's lock for the node (see user/agent.c): held for the process's life. */
-static int take_lock(struct probe_cmd *c)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if (mkdir(PROBE_LOCK_DIR, 0755) && errno != EEXIST) {
-		pr_warn("failed to create %s: %s\n", PROBE_LOCK_DIR, strerror(errno));
-		return -errno;
-	}
-	snprintf(path, sizeof(path), "%s/agent-%s.lock", PROBE_LOCK_DIR, c->node);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		pr_warn("failed to open lock %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		pr_warn("failed to lock node %s: an agent or prober is running for it\n", c->node);
-		close(fd);
-		return -EBUSY;
-	}
-	c->lock_fd = fd;
-	return 0;
-}
-
-static int parse_ms(const char *opt, const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v == 0 || v > 3600000) {
-		pr_warn("%s %s: not a number of milliseconds (1-3600000)\n", opt, s);
-		return -EINVAL;
-	}
-	*out = v;
-	return 0;
-}
-
 static int parse_args(struct probe_cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -205,15 +154,15 @@ static int parse_args(struct probe_cmd *c, int argc, char **argv)
 			c->event_log = optarg;
 			break;
 		case 'i':
-			if (parse_ms("--probe-interval-ms", optarg, &c->interval_ms))
+			if (dmn_parse_ms("--probe-interval-ms", optarg, 3600000, &c->interval_ms))
 				return 2;
 			break;
 		case 'd':
-			if (parse_ms("--peer-down-after-ms", optarg, &c->down_after_ms))
+			if (dmn_parse_ms("--peer-down-after-ms", optarg, 3600000, &c->down_after_ms))
 				return 2;
 			break;
 		case 'D':
-			if (parse_ms("--duration-ms", optarg, &c->duration_ms))
+			if (dmn_parse_ms("--duration-ms", optarg, 3600000, &c->duration_ms))
 				return 2;
 			break;
 		case 't':
@@ -247,7 +196,7 @@ static int parse_args(struct probe_cmd *c, int argc, char **argv)
 		return 2;
 	}
 	if (!c->node || fl_valid_node_id(c->node)) {
-		pr_warn("--node: a node id of 1-64 letters, digits, '-', '_' or '.' is needed\n");
+		pr_warn("--node: a node id of 1-64 letters, digits, '-' or '_' is needed\n");
 		return 2;
 	}
 	if (!c->npeers) {
@@ -311,7 +260,7 @@ static int run(struct probe_cmd *c)
 		pr_warn("failed to start probing: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	pr_info("probing %d peer(s) every %u ms (%s), pins in %s\n", probe_npeers(c->pr),
+	pr_info("probing %d peer(s) every %d ms (%s), pins in %s\n", probe_npeers(c->pr),
 		c->interval_ms ?: PROBE_DEFAULT_INTERVAL_MS, iw_mode_name(probe_tc_mode(c->pr)),
 		probe_pin_dir(c->pr));
 	err = event_base_dispatch(c->base) < 0 ? -EIO : 0;
@@ -339,7 +288,7 @@ int cmd_probe(int argc, char **argv)
 	err = parse_args(&c, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
-	libbpf_set_print(libbpf_print);
+	dmn_libbpf_messages();
 	if (geteuid() != 0) {
 		pr_warn("probe must run as root: it loads BPF programs and opens a raw socket\n");
 		return 1;
@@ -359,7 +308,8 @@ int cmd_probe(int argc, char **argv)
 		}
 		po.on_reply = on_reply;
 	}
-	err = take_lock(&c);
+	c.lock_fd = dmn_lock_node(c.node);
+	err = c.lock_fd < 0 ? c.lock_fd : 0;
 	if (err)
 		goto cleanup;
 	c.base = event_base_new();

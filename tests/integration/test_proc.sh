@@ -216,7 +216,7 @@ test_second_agent_refused() {
 	rc=$?
 	set -e
 	[ $rc -ne 0 ] || fail "second agent for the same node started"
-	grep -q "another agent (pid $AGENT_PID) is running" "$T/err" || fail "unclear message: $(cat "$T/err")"
+	grep -q "another agent or prober (pid $AGENT_PID) is running" "$T/err" || fail "unclear message: $(cat "$T/err")"
 }
 
 # Bad input: one readable line and a non-zero status each.
