@@ -4,6 +4,9 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/integration/lib.sh
 PY=/usr/bin/python3
+# Node ids of this run: another run of the tests (or a cluster) may hold n1's lock.
+N1=a1-$$
+N2=a2-$$
 
 # cluster_file OUT CTL_PORT NODE=PORT...: a cluster file with one shard.
 cluster_file() {
@@ -45,14 +48,14 @@ test_reports_replication() {
 	p1=$(free_port); start_redis "$p1"
 	p2=$(free_port); start_redis "$p2" --replicaof 127.0.0.1 "$p1"
 	ctl=$(free_port); start_peer "$ctl"
-	cluster_file "$T/c.conf" "$ctl" n1="$p1" n2="$p2"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1" "$N2=$p2"
+	start_agent "$N1" -c "$T/c.conf"
 	LOG1=$LOG
-	start_agent n2 -c "$T/c.conf"
+	start_agent "$N2" -c "$T/c.conf"
 	redis-cli -p "$p1" set k v >/dev/null
 	replid=$(redis-cli -p "$p1" info replication | sed -n 's/^master_replid:\(.*\)\r$/\1/p')
 	[ -n "$replid" ] || fail "no master_replid from the primary"
-	wait_event "$REC" '.cmd == "HELLO" and .argv[2] == "n1"' >/dev/null || fail "no HELLO from n1"
+	wait_event "$REC" ".cmd == \"HELLO\" and .argv[2] == \"$N1\"" >/dev/null || fail "no HELLO from $N1"
 	r=$(wait_report ".args.role == \"master\" and .args.master_replid == \"$replid\" and (.args.repl_offset | tonumber) > 0") ||
 		fail "no report of the primary with replid and offset"
 	r=$(wait_report ".args.role == \"slave\" and .args.master_port == \"$p1\" and .args.master_link_status == \"up\" and .args.master_replid == \"$replid\" and (.args.repl_offset | tonumber) > 0") ||
@@ -74,8 +77,8 @@ test_sigstop_hung_and_back() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
 	ctl=$(free_port); start_peer "$ctl"
-	cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.proc == "up"' >/dev/null || fail "no proc up report"
 	t0=$(date +%s%N)
 	kill -STOP "$REDIS_PID"
@@ -95,8 +98,8 @@ test_short_sleep_and_busy_script_not_hung() {
 	need_root
 	p1=$(free_port); start_redis "$p1" --enable-debug-command yes --lua-time-limit 100
 	ctl=$(free_port); start_peer "$ctl"
-	cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.proc == "up"' >/dev/null || fail "no proc up report"
 	# Shorter than the 500 ms threshold: slow, not hung.
 	redis-cli -p "$p1" debug sleep 0.3 >/dev/null
@@ -117,8 +120,8 @@ test_sigkill_reported_at_once_and_restart_followed() {
 	p1=$(free_port); start_redis "$p1"
 	first=$REDIS_PID
 	ctl=$(free_port); start_peer "$ctl"
-	cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	wait_report ".args.proc == \"up\" and .args.pid == \"$first\"" >/dev/null || fail "no report with pid $first"
 	t0=$($PY -c 'import time; print(time.time())')
 	kill -KILL "$first"
@@ -142,8 +145,8 @@ test_server_unreachable_at_start() {
 	need_root
 	p1=$(free_port)
 	ctl=$(free_port); start_peer "$ctl"
-	cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.proc == "down"' >/dev/null || fail "no report of a server that is not running"
 	start_redis "$p1"
 	wait_report '.args.proc == "up"' >/dev/null || fail "server started later not found"
@@ -154,11 +157,11 @@ test_wrong_password_once() {
 	need_root
 	p1=$(free_port); start_redis "$p1" --requirepass right
 	ctl=$(free_port); start_peer "$ctl"
-	PASSWORD=wrong cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	PASSWORD=wrong cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.auth_error != null' >/dev/null || fail "no auth_error in the report"
 	sleep 1.5
-	n=$(grep -c "failed to authenticate" "$T/agent-n1.err")
+	n=$(grep -c "failed to authenticate" "$T/agent-$N1.err")
 	expect_eq "authentication errors logged in 1.5 s" "$n" 1
 	wait_report '.args.proc == "up"' >/dev/null || fail "a server refusing our password is still alive"
 }
@@ -167,12 +170,12 @@ test_controller_rejects_or_misbehaves() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
 	ctl=$(free_port); start_peer "$ctl" --secret other
-	cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	wait_event "$LOG" '.kind == "controller_rejected"' >/dev/null || fail "no controller_rejected"
 	sleep 2
 	expect_eq "controller_rejected events" "$(count_events "$LOG" '.kind == "controller_rejected"')" 1
-	n=$(grep -c "rejected HELLO" "$T/agent-n1.err")
+	n=$(grep -c "rejected HELLO" "$T/agent-$N1.err")
 	expect_eq "rejections on stderr" "$n" 1
 	# Monitoring goes on without a controller.
 	kill -KILL "$REDIS_PID"
@@ -186,8 +189,8 @@ test_garbage_from_controller_and_server() {
 	ctl=$(free_port)
 	$PY tests/tools/recpeer.py "$ctl" "$T/ctl.jsonl" --garbage &
 	on_exit "kill $!"
-	cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	wait_event "$LOG" '.kind == "controller_lost"' >/dev/null || fail "no controller_lost on garbage"
 	sleep 2
 	kill -0 "$AGENT_PID" || fail "agent died on garbage"
@@ -199,8 +202,8 @@ test_silent_controller_dropped() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
 	ctl=$(free_port); start_peer "$ctl" --silent
-	cluster_file "$T/c.conf" "$ctl" n1="$p1"
-	start_agent n1 -c "$T/c.conf"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
 	ev=$(wait_event "$LOG" '.kind == "controller_lost"') || fail "silent controller not dropped"
 	grep -q "stopped answering" <<<"$ev" || fail "unclear reason: $ev"
 	wait_event "$REC" '.cmd == "HELLO" and .conn == 2' >/dev/null || fail "no reconnect"
