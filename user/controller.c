@@ -83,6 +83,7 @@ struct ctl_conn {
 #define CTL_C_WAITING (1u << 4) /* a FLATLINE FAILOVER answer is deferred */
 	int node;
 	long long seq;
+	struct event *resume; /* reads on after a deferred answer */
 	char *subs[CTL_MAX_SUBS];
 	int nsubs;
 	char *psubs[CTL_MAX_SUBS];
@@ -641,6 +642,7 @@ static void op_promoted(void *ctx, int shard)
 
 static void print_timeline(struct evbuffer *b, const struct fo_shard *s, const struct fo_failover *f,
 			   const struct fo_cluster *fo);
+static void on_conn_resume(evutil_socket_t fd, short what, void *arg);
 
 static void op_done(void *ctx, int shard, const char *result)
 {
@@ -653,6 +655,14 @@ static void op_done(void *ctx, int shard, const char *result)
 		return;
 	c->waiter[shard] = NULL;
 	w->flags &= ~CTL_C_WAITING;
+	bufferevent_enable(w->bev, EV_READ);
+	if (resp_pending(w->rd)) {
+		/* Commands that came behind it: from the loop, not from inside the failover. */
+		if (!w->resume)
+			w->resume = evtimer_new(c->base, on_conn_resume, w);
+		if (w->resume)
+			event_active(w->resume, EV_TIMEOUT, 0);
+	}
 	if (!strcmp(result, "ok")) {
 		struct evbuffer *t = evbuffer_new();
 
@@ -668,6 +678,17 @@ static void op_done(void *ctx, int shard, const char *result)
 		snprintf(e, sizeof(e), "ERR failover aborted: %s", result);
 		resp_error_reply(bufferevent_get_output(w->bev), e);
 	}
+}
+
+static void on_conn_read(struct bufferevent *bev, void *arg);
+
+static void on_conn_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_conn *k = arg;
+
+	(void)fd;
+	(void)what;
+	on_conn_read(k->bev, k);
 }
 
 static const struct fo_ops ctl_ops = {
@@ -780,6 +801,8 @@ static void conn_free(struct ctl_conn *k)
 		c->conns = k->next;
 	if (k->next)
 		k->next->prev = k->prev;
+	if (k->resume)
+		event_free(k->resume);
 	for (int i = 0; i < k->nsubs; i++)
 		free(k->subs[i]);
 	for (int i = 0; i < k->npsubs; i++)
@@ -1605,17 +1628,11 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 	char e[200];
 	int rc;
 
-	while (evbuffer_get_length(in) && !(k->flags & CTL_C_CLOSING)) {
+	for (;;) {
 		struct evbuffer_iovec v;
 
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
-			break;
-		if (resp_feed(k->rd, v.iov_base, v.iov_len)) {
-			conn_fatal(k, "ERR out of memory");
-			break;
-		}
-		evbuffer_drain(in, v.iov_len);
-		while (!(k->flags & CTL_C_CLOSING)) {
+		/* Every whole command buffered, in order; a deferred answer holds the rest. */
+		while (!(k->flags & (CTL_C_CLOSING | CTL_C_WAITING))) {
 			rc = resp_next(k->rd, &cmd);
 			if (rc == 0)
 				break;
@@ -1625,15 +1642,22 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 				conn_fatal(k, e);
 				break;
 			}
-			if (k->flags & CTL_C_WAITING) {
-				/* One deferred answer at a time: commands after it wait. */
-				resp_error_reply(bufferevent_get_output(bev),
-						 "ERR a FLATLINE FAILOVER answer is pending");
-			} else {
-				dispatch(k, &cmd);
-			}
+			dispatch(k, &cmd);
 			resp_cmd_free(&cmd);
 		}
+		if (k->flags & CTL_C_WAITING) {
+			bufferevent_disable(bev, EV_READ); /* op_done() reads on */
+			return;
+		}
+		if (!evbuffer_get_length(in) || (k->flags & CTL_C_CLOSING))
+			break;
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			break;
+		if (resp_feed(k->rd, v.iov_base, v.iov_len)) {
+			conn_fatal(k, "ERR out of memory");
+			break;
+		}
+		evbuffer_drain(in, v.iov_len);
 	}
 	if ((k->flags & CTL_C_CLOSING) && !evbuffer_get_length(bufferevent_get_output(bev)))
 		conn_free(k);

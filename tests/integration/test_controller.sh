@@ -387,6 +387,17 @@ test_host_down() {
 	wait_linked "$P1" "$(port_of "$new")" || fail "ct1 does not follow $new"
 }
 
-TESTS=(test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
+# FLATLINE FAILOVER answers when the switchover is over; commands pipelined behind it
+# are answered after it, in order. SENTINEL failover needs AUTH.
+test_pipelined_failover() {
+	setup_cluster
+	r=$(printf 'AUTH s3cret\r\nFLATLINE FAILOVER s ct3\r\nPING\r\n' |
+		timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CTL_PORT; cat >&3; timeout 5 cat <&3" |
+		tr -d '\r' | grep -E '^\+|^-|failover of s')
+	expect_eq "answers in order" "$(cut -c1-16 <<<"$r" | tr '\n' '|')" "+OK|failover of s at|+PONG|"
+	expect_eq primary "$(primary)" "$P3"
+}
+
+TESTS=(test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
 	test_state_file_restart test_bad_input test_pubsub_switch_master)
 run_tests

@@ -82,7 +82,7 @@ def stop_writers():
             w.kill()
 
 
-times, lost, acked_n = [], [], []
+times, lost, acked_n, gaps = [], [], [], []
 for run in range(runs):
     wait(healthy, what="a healthy shard before run %d" % run)
     old = primary_port()
@@ -119,6 +119,7 @@ for run in range(runs):
     w.send_signal(signal.SIGTERM)
     out, _ = w.communicate()
     summary = json.loads(out)
+    gaps.append(summary["max_gap_ms"])
     rc = redis.Redis(port=new)
     present = set(int(x) for x in rc.lrange(key, 0, -1))
     acked = [int(x) for x in open(acked_file)]
@@ -127,8 +128,9 @@ for run in range(runs):
     start_redis(old)
     wait(lambda: (info(old) or {}).get("role") == "slave" and
          (info(old) or {}).get("master_port") == new, what="the old primary demoted")
-    print("run %2d: %s -> %s  write accepted after %7.2f ms  acked %5d  lost %d" %
-          (run + 1, old, new, times[-1], len(acked), lost[-1]), file=sys.stderr)
+    print("run %2d: %s -> %s  write accepted after %7.2f ms  acked %5d  lost %d  "
+          "writer's longest gap %.1f ms" % (run + 1, old, new, times[-1], len(acked), lost[-1],
+                                            gaps[-1]), file=sys.stderr)
 
 
 def pct(v, p):
@@ -148,6 +150,10 @@ print("acknowledged writes lost per failover, writer at %d writes/s through the 
 print("  %-8s %-8s %-8s %-8s %-10s" % ("min", "p50", "max", "mean", "acked/run"))
 print("  %-8d %-8d %-8d %-8.2f %-10d" % (min(lost), pct(lost, 50), max(lost),
                                          statistics.mean(lost), statistics.mean(acked_n)))
-print(json.dumps({"runs": runs, "failover_ms": {"p50": pct(times, 50), "p99": pct(times, 99),
+print()
+print("the writer's longest time without an acknowledged write (Sentinel client, ms)")
+print("  %-8s %-8s %-8s %-8s" % ("min", "p50", "p99", "max"))
+print("  %-8.1f %-8.1f %-8.1f %-8.1f" % (min(gaps), pct(gaps, 50), pct(gaps, 99), max(gaps)))
+print(json.dumps({"runs": runs, "writer_gap_ms": {"p50": pct(gaps, 50), "max": max(gaps)}, "failover_ms": {"p50": pct(times, 50), "p99": pct(times, 99),
                                                  "max": max(times)},
                   "lost_per_failover": {"mean": statistics.mean(lost), "max": max(lost)}}))
