@@ -398,6 +398,29 @@ test_pipelined_failover() {
 	expect_eq primary "$(primary)" "$P3"
 }
 
-TESTS=(test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
+# A controller that died between the promotion and the state file: on restart it
+# adopts the promoted replica (epoch bumped), repairs the others, never promotes again.
+test_restart_mid_failover() {
+	setup_cluster
+	fill "$P1" 100
+	kill -TERM "$CTL_PID"
+	wait "$CTL_PID" || true
+	kill -KILL "$PID_1"
+	redis-cli -p "$P2" replicaof no one >/dev/null
+	t0=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
+	start_controller "$t0"
+	has_event ".kind == \"primary_discovered\" and .instance == \"ct2\" and .epoch == 1 and .ts > \"$t0\"" ||
+		{ diag; fail "ct2 not adopted"; }
+	wait_linked "$P3" "$P2" || { diag; fail "ct3 not repointed to ct2"; }
+	sleep 0.5
+	! has_event ".kind == \"failover_start\" and .ts > \"$t0\"" || { diag; fail "a second promotion"; }
+	keys_eq "$P3" 100
+	grep -q "^shard s epoch 1 primary ct2$" "$STATE" || fail "state: $(cat "$STATE")"
+	start_node 1 "$P1"
+	wait_linked "$P1" "$P2" || { diag; fail "the restarted ct1 does not follow ct2"; }
+	keys_eq "$P1" 100
+}
+
+TESTS=(test_restart_mid_failover test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
 	test_state_file_restart test_bad_input test_pubsub_switch_master)
 run_tests
