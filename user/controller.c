@@ -37,6 +37,7 @@
 #include "resp.h"
 
 #define CTL_TICK_MS 100         /* TILT check */
+#define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
 #define CTL_DISCOVER_MS 1000    /* the first INFO round at start */
 #define CTL_RETRY_MIN_MS 100    /* reconnecting to a server */
 #define CTL_RETRY_MAX_MS 1000
@@ -112,6 +113,17 @@ struct ctl {
 	struct event *discover_timer;
 	char reject_last[FO_MAX_NODES + 1][160]; /* last rejection logged per node (+unknown) */
 	struct dns_updater *dns;
+	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
+	struct event *dns_check;  /* the drift check, every [dns] check_ms */
+};
+
+/* The DNS record of one shard as the controller knows it. */
+struct ctl_dns {
+	int agrees;               /* the record is exactly the primary: 1, 0, -1 unknown */
+	bool repair;              /* the queued update is a repair (dns_repaired) */
+	char seen[DNS_ADDR_MAX];  /* what the last query found ("" none) */
+	long long cfg_err_ms;     /* last configuration error (REFUSED, BADKEY …) */
+	char cfg_err[DNS_ERR_MAX]; /* its text, printed once per change */
 };
 
 static long long mono_ms(void)
@@ -708,22 +720,102 @@ static const struct fo_ops ctl_ops = {
 /* ------------------------------------------------------------------------- */
 /* DNS: the one place it is driven from */
 
+static int dns_shard(const struct ctl *c, const char *name)
+{
+	for (int i = 0; i < c->cfg->nshards; i++)
+		if (!strcasecmp(c->cfg->shards[i].dns_name, name))
+			return i;
+	return -1;
+}
+
+/* A configuration error (REFUSED, NOTAUTH, BADKEY …) is printed once per change
+ * and holds back repairs for a while: no retry storm against a server that will
+ * keep saying no. */
+#define CTL_DNS_CFG_HOLD_MS 60000
+
+static bool dns_held(const struct ctl *c, const struct ctl_dns *d)
+{
+	long long hold = c->cfg->dns.check_ms > CTL_DNS_CFG_HOLD_MS ? c->cfg->dns.check_ms
+								   : CTL_DNS_CFG_HOLD_MS;
+
+	return d->cfg_err_ms && mono_ms() - d->cfg_err_ms < hold;
+}
+
 static void on_dns_done(const struct dns_result *res, void *ctx)
 {
 	struct ctl *c = ctx;
+	int i = dns_shard(c, res->name);
+	struct ctl_dns *d = i >= 0 ? &c->dnss[i] : NULL;
+	struct fo_shard *s = i >= 0 ? &c->fo.shards[i] : NULL;
+	const char *want = s && s->primary >= 0 ? c->fo.nodes[s->primary].host : NULL;
 	struct evrec r;
 
-	if (res->op != DNS_OP_UPDATE)
+	if (!d || res->status == DNS_SUPERSEDED)
 		return;
-	evrec_begin(&r, NULL, "controller", res->status == DNS_OK ? "dns_updated" : "dns_failed");
+	if (res->config_error) {
+		if (strcmp(d->cfg_err, res->error))
+			pr_warn("DNS %s of %s: %s\n", res->op == DNS_OP_UPDATE ? "update" : "query",
+				res->name, res->error);
+		snprintf(d->cfg_err, sizeof(d->cfg_err), "%s", res->error);
+		d->cfg_err_ms = mono_ms();
+	} else if (res->status == DNS_OK && res->op == DNS_OP_UPDATE) {
+		/* Only a successful update shows the server takes our updates again. */
+		d->cfg_err[0] = '\0';
+		d->cfg_err_ms = 0;
+	}
+	if (res->op == DNS_OP_QUERY) {
+		d->agrees = res->status != DNS_OK ? -1 : res->match;
+		snprintf(d->seen, sizeof(d->seen), "%s", res->naddrs ? res->addrs[0] : "");
+		/* Drifted (or missing): point it at the primary, unless the server
+		 * refuses us anyway or an update is on its way. */
+		if (res->status == DNS_OK && !res->match && want && !strcmp(res->addr, want) &&
+		    !dns_held(c, d) && !dns_update_pending(c->dns, res->name)) {
+			d->repair = true;
+			if (dns_update(c->dns, res->name, want))
+				d->repair = false;
+		}
+		return;
+	}
+	d->agrees = res->status == DNS_OK ? (want && !strcmp(res->addr, want)) : -1;
+	if (d->agrees == 1)
+		snprintf(d->seen, sizeof(d->seen), "%s", res->addr);
+	evrec_begin(&r, NULL, "controller",
+		    res->status != DNS_OK ? "dns_failed" : d->repair ? "dns_repaired" : "dns_updated");
+	evrec_str(&r, "shard", s->name);
+	evrec_uint(&r, "epoch", s->epoch);
 	evrec_str(&r, "name", res->name);
 	evrec_str(&r, "addr", res->addr);
 	evrec_str(&r, "rcode", res->rcode_name);
 	evrec_uint(&r, "attempts", res->attempts);
 	evrec_double(&r, "elapsed_ms", res->elapsed_ms, 3);
-	if (res->status != DNS_OK)
+	if (res->status != DNS_OK) {
 		evrec_str(&r, "reason", res->error);
+		evrec_bool(&r, "config_error", res->config_error);
+	}
 	op_event(c, &r);
+	d->repair = false;
+}
+
+/* At start and every [dns] check_ms: does each name point at its primary? */
+static void on_dns_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl *c = arg;
+	struct timeval tv = tv_ms(c->cfg->dns.check_ms);
+
+	(void)fd;
+	(void)what;
+	for (int i = 0; i < c->fo.nshards; i++) {
+		struct fo_shard *s = &c->fo.shards[i];
+		const char *name = c->cfg->shards[i].dns_name;
+
+		if (!name[0] || s->primary < 0 || c->fo.starting ||
+		    dns_update_pending(c->dns, name))
+			continue;
+		if (dns_query(c->dns, name, c->fo.nodes[s->primary].host))
+			c->dnss[i].agrees = -1;
+	}
+	if (c->cfg->dns.check_ms > 0)
+		event_add(c->dns_check, &tv);
 }
 
 static int dns_start(struct ctl *c)
@@ -750,10 +842,31 @@ static int dns_start(struct ctl *c)
 		pr_warn("failed to configure DNS: %s\n", err);
 		return -EINVAL;
 	}
+	for (int i = 0; i < cf->nshards; i++) {
+		if (cf->shards[i].dns_name[0] &&
+		    dns_name_validate(&d, cf->shards[i].dns_name, err, sizeof(err))) {
+			pr_warn("failed to configure DNS for shard %s: %s\n", cf->shards[i].name, err);
+			return -EINVAL;
+		}
+	}
+	c->dnss = calloc(cf->nshards, sizeof(*c->dnss));
+	c->dns_check = evtimer_new(c->base, on_dns_check, c);
+	if (!c->dnss || !c->dns_check)
+		return -ENOMEM;
+	for (int i = 0; i < cf->nshards; i++)
+		c->dnss[i].agrees = -1;
 	rc = dns_updater_new(&c->dns, c->base, &d, on_dns_done, c);
-	if (rc)
+	if (rc) {
 		pr_warn("failed to start the DNS updater: %s\n", strerror(-rc));
-	return rc;
+		return rc;
+	}
+	/* The first check once the start-up INFO round has named the primaries. */
+	{
+		struct timeval first = tv_ms(CTL_DNS_FIRST_CHECK_MS);
+
+		event_add(c->dns_check, &first);
+	}
+	return 0;
 }
 
 void ctl_dns_promoted(struct ctl *c, int shard, const char *host)
@@ -763,6 +876,9 @@ void ctl_dns_promoted(struct ctl *c, int shard, const char *host)
 
 	if (!c->dns || !cs->dns_name[0])
 		return;
+	c->dnss[shard].repair = false;
+	c->dnss[shard].agrees = -1;
+	/* A failover is a reason to try again even after a configuration error. */
 	rc = dns_update(c->dns, cs->dns_name, host);
 	if (rc)
 		pr_warn("failed to queue the DNS update of %s: %s\n", cs->dns_name, strerror(-rc));
@@ -1401,6 +1517,20 @@ static void status_json(struct ctl *c, struct evbuffer *b)
 		evbuffer_add_printf(b, ",\"epoch\":%llu,\"failover\":\"%s\",\"dns_name\":", s->epoch,
 				    fo_state_name(s->fo.state));
 		json_str(b, c->cfg->shards[i].dns_name);
+		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
+			const struct ctl_dns *d = &c->dnss[i];
+
+			evbuffer_add_printf(b, ",\"dns_want\":");
+			json_str(b, s->primary >= 0 ? c->fo.nodes[s->primary].host : "");
+			evbuffer_add_printf(b, ",\"dns_seen\":");
+			json_str(b, d->seen);
+			evbuffer_add_printf(b, ",\"dns_agrees\":%s",
+					    d->agrees < 0 ? "null" : d->agrees ? "true" : "false");
+			if (d->cfg_err[0]) {
+				evbuffer_add_printf(b, ",\"dns_error\":");
+				json_str(b, d->cfg_err);
+			}
+		}
 		evbuffer_add_printf(b, ",\"nodes\":[");
 		for (int j = 0; j < s->nnodes; j++) {
 			struct fo_node *n = &c->fo.nodes[s->nodes[j]];
@@ -1470,6 +1600,19 @@ static void status_text(struct ctl *c, struct evbuffer *b)
 				    p ? p->id : "unknown", p ? c->cfg->nodes[p->idx].redis_str : "-",
 				    s->epoch, s->fo.state != FO_ST_NONE ? "  failover: " : "",
 				    s->fo.state != FO_ST_NONE ? fo_state_name(s->fo.state) : "");
+		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
+			const struct ctl_dns *d = &c->dnss[i];
+
+			evbuffer_add_printf(b, "  dns %s -> %s: %s%s%s\n", c->cfg->shards[i].dns_name,
+					    p ? p->host : "?",
+					    d->agrees < 0 ? "not checked yet"
+					    : d->agrees ? "agrees"
+							: "DIFFERS",
+					    d->agrees == 0 ? (d->seen[0] ? ", has " : ", no record") : "",
+					    d->agrees == 0 ? d->seen : "");
+			if (d->cfg_err[0])
+				evbuffer_add_printf(b, "  dns error: %s\n", d->cfg_err);
+		}
 		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %s\n", "node",
 				    "role", "server", "health", "agent", "heartbeat", "srv_role",
 				    "offset", "link");
@@ -2008,6 +2151,9 @@ void ctl_free(struct ctl *c)
 	free(c->shard_timer);
 	free(c->waiter);
 	dns_updater_free(c->dns);
+	if (c->dns_check)
+		event_free(c->dns_check);
+	free(c->dnss);
 	if (c->lis)
 		evconnlistener_free(c->lis);
 	if (c->tick)
