@@ -745,13 +745,16 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 {
 	struct ctl *c = ctx;
 	int i = dns_shard(c, res->name);
-	struct ctl_dns *d = i >= 0 ? &c->dnss[i] : NULL;
-	struct fo_shard *s = i >= 0 ? &c->fo.shards[i] : NULL;
-	const char *want = s && s->primary >= 0 ? c->fo.nodes[s->primary].host : NULL;
+	struct ctl_dns *d;
+	struct fo_shard *s;
+	const char *want;
 	struct evrec r;
 
-	if (!d || res->status == DNS_SUPERSEDED)
+	if (i < 0 || res->status == DNS_SUPERSEDED)
 		return;
+	d = &c->dnss[i];
+	s = &c->fo.shards[i];
+	want = s->primary >= 0 ? c->fo.nodes[s->primary].host : NULL;
 	if (res->config_error) {
 		if (strcmp(d->cfg_err, res->error))
 			pr_warn("DNS %s of %s: %s\n", res->op == DNS_OP_UPDATE ? "update" : "query",
