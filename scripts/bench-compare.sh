@@ -21,17 +21,21 @@
 # of each trial (and on exit); the script checks that none is left.
 #
 # usage: scripts/bench-compare.sh [-n TRIALS] [-k FLATLINE_SIGKILL_TRIALS]
-#                                 [-s SYSTEMS] [-f FAULTS]        (root)
+#                                 [-s SYSTEMS] [-f FAULTS] [-r RESULTS]   (root)
 #   defaults: -n 5 -k 20 -s flatline,sentinel-1s,sentinel-default -f sigkill,sigstop,host
 #   (sentinel-default takes about 35 s per trial: ~10 minutes of the ~15 in all)
+#   -r RESULTS: no trials, only the tables from a results file of earlier runs (the
+#   per-trial JSON lines a run leaves with KEEP=1; several runs' files concatenated)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 N=5
 NK=20
 SYSTEMS=flatline,sentinel-1s,sentinel-default
 FAULTS=sigkill,sigstop,host
-while getopts n:k:s:f: o; do
+REPORT=
+while getopts n:k:s:f:r: o; do
 	case $o in
+	r) REPORT=$OPTARG ;;
 	n) N=$OPTARG ;;
 	k) NK=$OPTARG ;;
 	s) SYSTEMS=$OPTARG ;;
@@ -39,15 +43,24 @@ while getopts n:k:s:f: o; do
 	*) sed -n '/^# usage/,/^#   (sentinel/p' "$0" >&2; exit 2 ;;
 	esac
 done
-[ "$(id -u)" -eq 0 ] || { echo "bench-compare: run as root (namespaces, BPF)" >&2; exit 1; }
-command -v redis-sentinel >/dev/null || { echo "bench-compare: needs redis-sentinel (scripts/install-deps.sh)" >&2; exit 1; }
-[ -n "${FL:-}" ] || make -s all
 # shellcheck source=scripts/cluster.sh
 . scripts/cluster.sh
-export FL_NODE_PREFIX=cmp$$n
-work=$(mktemp -d /tmp/flatline-bench-compare.XXXXXX)
-results=$work/results.jsonl
-NAME=flcmp$$
+
+setup() {
+	[ "$(id -u)" -eq 0 ] || { echo "bench-compare: run as root (namespaces, BPF)" >&2; exit 1; }
+	command -v redis-sentinel >/dev/null ||
+		{ echo "bench-compare: needs redis-sentinel (scripts/install-deps.sh)" >&2; exit 1; }
+	if [ "$FL" = "$CL_ROOT/build/flatline" ]; then make -s all; fi
+	export FL_NODE_PREFIX=cmp$$n
+	work=$(mktemp -d /tmp/flatline-bench-compare.XXXXXX)
+	results=$work/results.jsonl
+	NAME=flcmp$$
+	# Our own copy of the binary: a rebuild in the tree during the run must not break it.
+	cp "$FL" "$work/flatline"
+	FL=$work/flatline
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM
+}
 
 sentinels_left() { pgrep -f "redis-sentinel.*$work" || true; }
 cleanup() {
@@ -56,8 +69,6 @@ cleanup() {
 	for p in $(sentinels_left); do kill -KILL "$p" 2>/dev/null; done
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # sentinels DOWN_AFTER_MS: one redis-sentinel per host namespace, on HOST_IP:26379.
 start_sentinels() {
@@ -154,19 +165,23 @@ trial() {
 	[ -z "$(sentinels_left)" ] || { echo "bench-compare: sentinels left after a trial: $(sentinels_left)" >&2; return 1; }
 }
 
-IFS=, read -ra faults <<<"$FAULTS"
-IFS=, read -ra systems <<<"$SYSTEMS"
-for f in "${faults[@]}"; do
-	for s in "${systems[@]}"; do
-		n=$N
-		[ "$s/$f" = flatline/sigkill ] && n=$NK
-		echo "bench-compare: $s, $f, $n trials" >&2
-		for ((i = 1; i <= n; i++)); do
-			trial "$s" "$f" "$i" || { echo "bench-compare: trial failed ($s $f $i)" >&2; cl_down; }
+if [ -n "$REPORT" ]; then
+	results=$REPORT
+else
+	setup
+	IFS=, read -ra faults <<<"$FAULTS"
+	IFS=, read -ra systems <<<"$SYSTEMS"
+	for f in "${faults[@]}"; do
+		for s in "${systems[@]}"; do
+			n=$N
+			[ "$s/$f" = flatline/sigkill ] && n=$NK
+			echo "bench-compare: $s, $f, $n trials" >&2
+			for ((i = 1; i <= n; i++)); do
+				trial "$s" "$f" "$i" || { echo "bench-compare: trial failed ($s $f $i)" >&2; cl_down; }
+			done
 		done
 	done
-done
-
+fi
 echo
 echo "flatline vs Redis Sentinel: three namespace hosts, redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), writer at 1,000 RPUSH/s; $(nproc) CPUs, kernel $(uname -r)"
 echo "flatline: defaults of the cluster file (PING 100 ms x 5, probes 100 ms, peer down 1 s, node down 1 s); writer follows DNS (TTL 1 s, re-resolved on reconnect)"

@@ -201,6 +201,8 @@ def main():
                 res["promoted_ms"] = ms(t)
             if k == "dns_updated" and ev.get("addr") != old_host and res["dns_ms"] is None:
                 res["dns_ms"] = ms(t)
+                res["dns_attempts"] = ev.get("attempts")
+                res["dns_elapsed_ms"] = ev.get("elapsed_ms")  # UPDATE sent -> answer
     for path in a.sentinel_log:
         name = path.rsplit("/", 1)[-1]
         for t, e, rest in read_sentinel(path):
