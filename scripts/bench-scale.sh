@@ -36,6 +36,8 @@ done
 FL=${FL:-$PWD/build/flatline}
 PY=/usr/bin/python3
 dir=$(mktemp -d /tmp/flatline-bench-scale.XXXXXX)
+cp "$FL" "$dir/flatline" # a rebuild in the tree during the run must not break it
+FL=$dir/flatline
 pfx=sc$$
 pids=()
 agent_pids=()
