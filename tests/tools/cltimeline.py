@@ -30,7 +30,7 @@ WATCH_AGENT = {"proc_exit", "oom_kill", "proc_hung", "proc_up", "proc_down", "pe
                "role_change", "self_fenced", "self_fence_lifted"}
 WATCH_CTL = {"node_down", "agent_lost", "failover_start", "replica_selected", "promoted",
              "promote_failed", "switch_master", "replicas_repointed", "failover_end",
-             "failover_abort", "dns_updated", "dns_failed", "old_primary_demoted",
+             "failover_abort", "dns_updated", "dns_repaired", "dns_failed", "old_primary_demoted",
              "node_up", "tilt_start", "controller_start", "controller_ready",
              "primary_discovered", "repoint_failed", "failover_blocked"}
 
@@ -131,6 +131,9 @@ def describe(ev, dns_name):
     if k == "dns_updated":
         return "%s -> %s (DNS UPDATE %s, %s ms)" % (
             (g("name") or dns_name).rstrip("."), g("addr"), g("rcode"), g("elapsed_ms"))
+    if k == "dns_repaired":
+        return "%s -> %s (DNS repaired: it named another server; %s ms)" % (
+            (g("name") or dns_name).rstrip("."), g("addr"), g("elapsed_ms"))
     if k == "dns_failed":
         return "DNS UPDATE of %s failed: %s" % (g("name"), g("reason"))
     if k == "old_primary_demoted":
@@ -199,7 +202,8 @@ def main():
                 res["detect_ms"] = ms(t)
             if k == "promoted" and res["promoted_ms"] is None:
                 res["promoted_ms"] = ms(t)
-            if k == "dns_updated" and ev.get("addr") != old_host and res["dns_ms"] is None:
+            if k in ("dns_updated", "dns_repaired") and ev.get("addr") != old_host and \
+                    res["dns_ms"] is None:
                 res["dns_ms"] = ms(t)
                 res["dns_attempts"] = ev.get("attempts")
                 res["dns_elapsed_ms"] = ev.get("elapsed_ms")  # UPDATE sent -> answer
