@@ -332,8 +332,12 @@ two_probers() {
 		[ "$(jq -r .replied <<<"$row")" -ge 10 ] || fail "$n's programs saw too few replies: $row"
 	done
 	expect_eq "peer_down events" "$(cat "$l1" "$l2" | jq -c 'select(.kind == "peer_down")' | wc -l)" 0
-	kill -TERM $p1
+	# The second one first: then the first, which made the clsact qdisc, finds no
+	# other filter on it and removes it (stopped the other way round, the qdisc stays:
+	# its maker saw a filter that was not its own, and the other did not make it).
 	stop_probe
+	kill -TERM $p1
+	wait $p1 || fail "first prober exited with status $?"
 }
 
 test_chain_tcx() {
