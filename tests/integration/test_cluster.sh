@@ -53,11 +53,9 @@ has_peers() {
 	return 1
 }
 need_peers() {
-	has_peers || skip "needs the ICMP peer reports in flatline agent (issue 7: the prober is not wired into the agent yet)"
+	has_peers || fail "the agents log no peer_up: no ICMP peer reports (issue 7)"
 }
 
-# dns_wired: the controller drives DNS (it logs dns_updated or dns_failed).
-dns_wired() { cl_has_event "$CL_CLOG" '.kind == "dns_updated" or .kind == "dns_failed"'; }
 
 ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
 wait_ctl() { # JQ-FILTER [SECONDS]
@@ -81,15 +79,7 @@ check_primary() {
 	NEW=$m
 	[ "$NEW" != "$OLD" ] || fail "the old primary is still the primary"
 	cl_until 5 api_is "$NEW" || fail "Sentinel API names $(cl_api_primary), not $(cl_ip "$NEW")"
-	if dns_wired; then
-		if ! cl_until "${DNS_WAIT_S:-5}" dns_is "$NEW"; then
-			[ -n "${DNS_DEFER:-}" ] || fail "DNS names $(cl_dns), not $(cl_ip "$NEW")"
-			DEFERRED_SKIP="needs $DNS_DEFER"
-			echo "    DNS names $(cl_dns), not $(cl_ip "$NEW"): $DEFERRED_SKIP" >&2
-		fi
-	else
-		echo "    DNS not checked: the controller does not drive DNS yet" >&2
-	fi
+	cl_until "${DNS_WAIT_S:-5}" dns_is "$NEW" || fail "DNS names $(cl_dns), not $(cl_ip "$NEW")"
 	for i in 1 2 3; do
 		[ "$i" = "$NEW" ] || [ "$i" = "$OLD" ] && continue
 		cl_until 5 cl_linked "$i" "$NEW" || fail "$(cl_node "$i") does not follow $(cl_node "$NEW")"
@@ -288,11 +278,6 @@ test_fast_restart() {
 	record "  (restarted, empty, $(((t1 - T0) / 1000000)) ms after the kill; a replica again $(((t2 - t1) / 1000000)) ms later, as seen by polling)"
 }
 
-# A check that needs a piece not landed yet fails its test with SKIP (not PASS) once
-# every other check has passed: deferred_skip at the end of the test.
-DEFERRED_SKIP=
-deferred_skip() { [ -z "$DEFERRED_SKIP" ] || skip "$DEFERRED_SKIP"; }
-
 # The controller is throttled (cpu cgroup, 1 % of a core: the kernel's smallest quota, 1 ms per 100 ms) so that a failover takes long
 # enough to be interrupted, killed with SIGKILL after failover_start, and started again
 # unthrottled: it must converge with one promotion.
@@ -301,7 +286,6 @@ test_controller_restart() {
 	# promotion and its DNS UPDATE (issue 6: start-up and drift check, check_ms).
 	FL_DNS_CONF="check_ms = 1000" cluster
 	DNS_WAIT_S=4
-	DNS_DEFER="DNS repaired by a restarted controller (issue 6, start-up and drift check: the first controller died after promoting, before its DNS UPDATE, and the record still names the old primary)"
 	local cg='' pid last i n=0 lines=()
 	if [ -d /sys/fs/cgroup/cpu ] && [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
 		cg=/sys/fs/cgroup/cpu/$CL_NAME-ctl
@@ -343,7 +327,6 @@ test_controller_restart() {
 	old_back_as_replica
 	finish "SIGKILL, controller killed mid-failover"
 	record "  (first controller killed after '$last')"
-	deferred_skip
 }
 not_running() { ! cl_running "$1"; }
 status_epoch() { cl_status_json | jq '.shards[0].epoch'; }
