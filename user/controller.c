@@ -2018,7 +2018,11 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		 opts && opts->state_file ? opts->state_file : cfg->controller.state_file);
 	make_myid(c);
 	rc = fo_cluster_init(&c->fo, cfg, &ctl_ops, c);
-	if (rc) {
+	if (rc == -E2BIG) {
+		pr_warn("failed to set up the cluster: %d nodes in %s, at most %d\n", cfg->nnodes,
+			cfg->path, FO_MAX_NODES);
+		goto fail;
+	} else if (rc) {
 		pr_warn("failed to set up the cluster: %s\n", strerror(-rc));
 		goto fail;
 	}

@@ -14,7 +14,7 @@
 #include "event_log.h"
 #include "info.h"
 
-#define FO_MAX_NODES 64
+#define FO_MAX_NODES 512 /* nodes in one cluster file the controller takes */
 #define FO_TIMELINE_MAX 24
 #define FO_TILT_TRIGGER_MS 2000 /* a loop stall or clock jump larger than this enters TILT */
 

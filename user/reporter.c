@@ -175,6 +175,15 @@ static void on_down(void *ctx, const char *why, int err)
 	}
 }
 
+#define REP_UNANSWERED_MIN_MS 1500
+
+static long unanswered_limit_ms(const struct reporter *r)
+{
+	long ms = 2L * r->o.heartbeat_ms;
+
+	return ms < REP_UNANSWERED_MIN_MS ? REP_UNANSWERED_MIN_MS : ms;
+}
+
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
 	struct reporter *r = arg;
@@ -183,8 +192,10 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (r->state == REP_DOWN)
 		return;
-	/* A controller that leaves a request unanswered for two heartbeats is gone. */
-	if (rl_oldest_ms(r->link) > 2L * r->o.heartbeat_ms) {
+	/* A controller that leaves a request unanswered for two heartbeats (and at
+	 * least REP_UNANSWERED_MIN_MS: on a lossy link TCP's retransmissions alone
+	 * take 200 ms and more) is gone. */
+	if (rl_oldest_ms(r->link) > unanswered_limit_ms(r)) {
 		rl_drop(r->link, "controller stopped answering");
 		return;
 	}

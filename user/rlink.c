@@ -157,6 +157,13 @@ struct rlink *rl_new(struct event_base *base, const struct cfg_endpoint *ep, con
 	return l;
 }
 
+void rl_set_backoff(struct rlink *l, int base_ms, int max_ms)
+{
+	l->bo.base_ms = base_ms;
+	l->bo.max_ms = max_ms;
+	backoff_reset(&l->bo);
+}
+
 void rl_start(struct rlink *l)
 {
 	if (!l->ac && !evtimer_pending(l->retry, NULL))

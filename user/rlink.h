@@ -30,6 +30,8 @@ typedef void (*rl_reply_fn)(void *ctx, redisReply *reply, void *priv);
 
 struct rlink *rl_new(struct event_base *base, const struct cfg_endpoint *ep, const char *name,
 		     int timeout_ms, const struct rlink_ops *ops, void *ctx);
+/* Reconnect delays: from base_ms doubling to max_ms (default 100 ms to 5 s). */
+void rl_set_backoff(struct rlink *l, int base_ms, int max_ms);
 /* Connect now; after a loss, reconnect by itself with backoff. */
 void rl_start(struct rlink *l);
 /* -ENOTCONN when not connected, -ENOBUFS past 64 requests in flight. */

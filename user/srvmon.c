@@ -367,6 +367,11 @@ struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 	m->hung = (struct hung_sm){ .interval_ms = o->ping_interval_ms, .hung_after = o->hung_after };
 	/* Connect timeout: a PING interval, like the PING timeout. */
 	m->link = rl_new(base, &o->ep, "server", o->ping_interval_ms, &lops, m);
+	/* The server is local and cheap to dial: look for a restarted one at least
+	 * every 5 PING intervals (500 ms at the defaults), not every 5 s. */
+	if (m->link)
+		rl_set_backoff(m->link, o->ping_interval_ms / 2 > 0 ? o->ping_interval_ms / 2 : 1,
+			       5 * o->ping_interval_ms);
 	m->ping_ev = event_new(base, -1, EV_PERSIST, on_ping_tick, m);
 	m->info_ev = event_new(base, -1, EV_PERSIST, on_info_tick, m);
 	if (!m->link || !m->ping_ev || !m->info_ev) {
