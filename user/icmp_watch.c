@@ -50,15 +50,10 @@ struct icmp_watch {
 };
 
 #define IW_NPINS 2
-static struct bpf_map *pinned_map(struct fl_icmp *skel, int i)
+static void pinned_maps(struct fl_icmp *skel, struct bpf_map **maps)
 {
-	struct bpf_map *maps[IW_NPINS] = { skel->maps.fl_peers, skel->maps.fl_icmp_cnt };
-	return maps[i];
-}
-
-static void pin_path(const struct icmp_watch *iw, int i, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%s", iw->pin_dir, bpf_map__name(pinned_map(iw->skel, i)));
+	maps[0] = skel->maps.fl_peers;
+	maps[1] = skel->maps.fl_icmp_cnt;
 }
 
 /* FNV-1a of the node id, folded into the low 24 bits. */
@@ -410,44 +405,21 @@ enum iw_tc_mode iw_mode(const struct icmp_watch *iw)
 
 /* ---- pins, open, close ---- */
 
-static void unpin_all(struct icmp_watch *iw)
-{
-	char path[PATH_MAX];
-
-	for (int i = 0; i < IW_NPINS; i++) {
-		pin_path(iw, i, path, sizeof(path));
-		if (unlink(path) && errno != ENOENT)
-			pr_warn("failed to remove pin %s: %s\n", path, strerror(errno));
-	}
-	/* Other loaders of the same node may still pin here. */
-	if (rmdir(iw->pin_dir) && errno != ENOENT && errno != ENOTEMPTY)
-		pr_warn("failed to remove %s: %s\n", iw->pin_dir, strerror(errno));
-	rmdir(FL_PIN_ROOT);
-}
-
+/* Pinned beside the process maps (user/proc_watch.c): same directory, same rules. */
 static int pin_all(struct icmp_watch *iw)
 {
-	char path[PATH_MAX];
-	int err;
+	struct bpf_map *maps[IW_NPINS];
 
-	if ((mkdir(FL_PIN_ROOT, 0700) && errno != EEXIST) ||
-	    (mkdir(iw->pin_dir, 0700) && errno != EEXIST)) {
-		err = -errno;
-		pr_warn("failed to create pin directory %s: %s\n", iw->pin_dir, strerror(errno));
-		return err;
-	}
-	for (int i = 0; i < IW_NPINS; i++) {
-		pin_path(iw, i, path, sizeof(path));
-		/* Left by an agent that was killed: we hold the node lock, so it is stale. */
-		if (!unlink(path))
-			pr_info("removed stale pin %s\n", path);
-		err = bpf_map__pin(pinned_map(iw->skel, i), path);
-		if (err) {
-			pr_warn("failed to pin map %s: %s\n", path, strerror(-err));
-			return err;
-		}
-	}
-	return 0;
+	pinned_maps(iw->skel, maps);
+	return fl_pin_maps(iw->pin_dir, maps, IW_NPINS);
+}
+
+static void unpin_all(struct icmp_watch *iw)
+{
+	struct bpf_map *maps[IW_NPINS];
+
+	pinned_maps(iw->skel, maps);
+	fl_unpin_maps(iw->pin_dir, maps, IW_NPINS);
 }
 
 static enum iw_tc_mode mode_from_env(enum iw_tc_mode asked)

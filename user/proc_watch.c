@@ -27,16 +27,11 @@ struct proc_watch {
 
 /* The maps a person inspects with `bpftool map dump pinned …`. */
 #define PW_NPINS 3
-static struct bpf_map *pinned_map(struct fl_proc *skel, int i)
+static void pinned_maps(struct fl_proc *skel, struct bpf_map **maps)
 {
-	struct bpf_map *maps[PW_NPINS] = { skel->maps.fl_watch_pids, skel->maps.fl_watch_cgrps,
-					   skel->maps.fl_drops };
-	return maps[i];
-}
-
-static void pin_path(const struct proc_watch *pw, int i, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%s", pw->pin_dir, bpf_map__name(pinned_map(pw->skel, i)));
+	maps[0] = skel->maps.fl_watch_pids;
+	maps[1] = skel->maps.fl_watch_cgrps;
+	maps[2] = skel->maps.fl_drops;
 }
 
 int fl_valid_node_id(const char *id)
@@ -179,38 +174,23 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void unpin_all(struct proc_watch *pw)
-{
-	char path[PATH_MAX];
-
-	for (int i = 0; i < PW_NPINS; i++) {
-		pin_path(pw, i, path, sizeof(path));
-		if (unlink(path) && errno != ENOENT)
-			pr_warn("failed to remove pin %s: %s\n", path, strerror(errno));
-	}
-	if (rmdir(pw->pin_dir) && errno != ENOENT && errno != ENOTEMPTY)
-		pr_warn("failed to remove %s: %s\n", pw->pin_dir, strerror(errno));
-	/* The root stays if other nodes' agents still pin under it. */
-	rmdir(FL_PIN_ROOT);
-}
-
-static int pin_all(struct proc_watch *pw)
+/* Pins maps under dir (created if missing), replacing stale pins a killed
+ * loader left: the caller holds the node's lock. */
+int fl_pin_maps(const char *dir, struct bpf_map **maps, int n)
 {
 	char path[PATH_MAX];
 	int err;
 
-	if ((mkdir(FL_PIN_ROOT, 0700) && errno != EEXIST) ||
-	    (mkdir(pw->pin_dir, 0700) && errno != EEXIST)) {
+	if ((mkdir(FL_PIN_ROOT, 0700) && errno != EEXIST) || (mkdir(dir, 0700) && errno != EEXIST)) {
 		err = -errno;
-		pr_warn("failed to create pin directory %s: %s\n", pw->pin_dir, strerror(errno));
+		pr_warn("failed to create pin directory %s: %s\n", dir, strerror(errno));
 		return err;
 	}
-	for (int i = 0; i < PW_NPINS; i++) {
-		pin_path(pw, i, path, sizeof(path));
-		/* Left by an agent that was killed: we hold the node lock, so it is stale. */
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(maps[i]));
 		if (!unlink(path))
 			pr_info("removed stale pin %s\n", path);
-		err = bpf_map__pin(pinned_map(pw->skel, i), path);
+		err = bpf_map__pin(maps[i], path);
 		if (err) {
 			pr_warn("failed to pin map %s: %s\n", path, strerror(-err));
 			return err;
@@ -219,8 +199,24 @@ static int pin_all(struct proc_watch *pw)
 	return 0;
 }
 
+/* Removes the pins, then dir and FL_PIN_ROOT if nobody else pins there. */
+void fl_unpin_maps(const char *dir, struct bpf_map **maps, int n)
+{
+	char path[PATH_MAX];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, bpf_map__name(maps[i]));
+		if (unlink(path) && errno != ENOENT)
+			pr_warn("failed to remove pin %s: %s\n", path, strerror(errno));
+	}
+	if (rmdir(dir) && errno != ENOENT && errno != ENOTEMPTY)
+		pr_warn("failed to remove %s: %s\n", dir, strerror(errno));
+	rmdir(FL_PIN_ROOT);
+}
+
 int pw_open(struct proc_watch **out, const struct pw_opts *opts)
 {
+	struct bpf_map *maps[PW_NPINS];
 	struct proc_watch *pw;
 	int err;
 
@@ -258,7 +254,8 @@ int pw_open(struct proc_watch **out, const struct pw_opts *opts)
 		pr_warn("failed to attach BPF programs: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	err = pin_all(pw);
+	pinned_maps(pw->skel, maps);
+	err = fl_pin_maps(pw->pin_dir, maps, PW_NPINS);
 	if (err)
 		goto cleanup;
 	pw->rb = ring_buffer__new(bpf_map__fd(pw->skel->maps.fl_events), handle_event, pw, NULL);
@@ -370,8 +367,12 @@ void pw_close(struct proc_watch *pw)
 	if (!pw)
 		return;
 	ring_buffer__free(pw->rb);
-	if (pw->skel)
-		unpin_all(pw);
+	if (pw->skel) {
+		struct bpf_map *maps[PW_NPINS];
+
+		pinned_maps(pw->skel, maps);
+		fl_unpin_maps(pw->pin_dir, maps, PW_NPINS);
+	}
 	fl_proc__destroy(pw->skel);
 	free(pw);
 }

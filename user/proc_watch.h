@@ -45,6 +45,9 @@ int fl_check_kernel(void);
 int fl_mount_bpffs(void);
 int fl_mount_tracefs(void);
 int fl_cgroup_id(const char *path, uint64_t *cgid);
+struct bpf_map;
+int fl_pin_maps(const char *dir, struct bpf_map **maps, int n);
+void fl_unpin_maps(const char *dir, struct bpf_map **maps, int n);
 int fl_valid_node_id(const char *id);
 /* The process exists and some thread of it has not exited (1), else 0. */
 int fl_pid_alive(pid_t pid);

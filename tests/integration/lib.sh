@@ -114,3 +114,29 @@ free_port() {
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
 	done
 }
+
+# make_hosts PREFIX NET: namespaces PREFIX-br (a bridge) and PREFIX-a, PREFIX-b, each
+# joined to the bridge by a veth pair (eth0), with NET.1 and NET.2 (/24). Only these
+# namespaces have the addresses: no packet leaves them. Removed on exit. Sets NA and NB
+# (nsenter prefixes: not `ip netns exec`, which remounts /sys and hides bpffs).
+make_hosts() {
+	local pfx=$1 net=$2 h
+	need_root
+	need_cmd ip nsenter
+	ip netns add "$pfx-br"
+	on_exit "ip netns del $pfx-br"
+	ip -n "$pfx-br" link add br0 type bridge
+	ip -n "$pfx-br" link set br0 up
+	for h in a b; do
+		ip netns add "$pfx-$h"
+		on_exit "ip netns del $pfx-$h"
+		ip -n "$pfx-br" link add "v$h" type veth peer name eth0 netns "$pfx-$h"
+		ip -n "$pfx-br" link set "v$h" master br0 up
+		ip -n "$pfx-$h" link set lo up
+		ip -n "$pfx-$h" link set eth0 up
+	done
+	ip -n "$pfx-a" addr add "$net.1/24" dev eth0
+	ip -n "$pfx-b" addr add "$net.2/24" dev eth0
+	NA="nsenter --net=/run/netns/$pfx-a"
+	NB="nsenter --net=/run/netns/$pfx-b"
+}

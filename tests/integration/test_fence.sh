@@ -9,32 +9,12 @@ PY=/usr/bin/python3
 A_IP=198.18.1.1
 B_IP=198.18.1.2
 
-make_hosts() {
-	need_root
-	need_cmd ip nsenter nft redis-server redis-cli
-	P=flf$BASHPID
-	ip netns add "$P-br"
-	on_exit "ip netns del $P-br"
-	ip -n "$P-br" link add br0 type bridge
-	ip -n "$P-br" link set br0 up
-	for h in a b; do
-		ip netns add "$P-$h"
-		on_exit "ip netns del $P-$h"
-		ip -n "$P-br" link add "v$h" type veth peer name eth0 netns "$P-$h"
-		ip -n "$P-br" link set "v$h" master br0 up
-		ip -n "$P-$h" link set lo up
-		ip -n "$P-$h" link set eth0 up
-	done
-	ip -n "$P-a" addr add $A_IP/24 dev eth0
-	ip -n "$P-b" addr add $B_IP/24 dev eth0
-	NA="nsenter --net=/run/netns/$P-a"
-	NB="nsenter --net=/run/netns/$P-b"
-}
-
 # setup PRIMARY: redis + agent in a, recording controller in b whose answers name
 # PRIMARY as the shard's primary ("self": the agent's own node).
 setup() {
-	make_hosts
+	need_cmd nft redis-server redis-cli
+	P=flf$BASHPID
+	make_hosts "$P" 198.18.1
 	NODE=f1$P
 	RPORT=$(free_port)
 	$NA redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T" \
@@ -116,9 +96,10 @@ test_lifted_only_on_controllers_word() {
 	isolate_a
 	wait_event "$LOG" '.kind == "self_fenced"' >/dev/null || fail "no self_fenced"
 	heal_a
-	wait_event "$LOG" '.kind == "controller_connected"' 15 >/dev/null
-	wait_event "$REC" '.cmd == "REPORT" and .args.fenced == "1" and .conn >= 2' 15 >/dev/null ||
-		fail "the agent did not report again after the heal"
+	healed=$(date +%s.%N)
+	# The same TCP connection may have survived the short cut, or a new one is made.
+	wait_event "$REC" ".cmd == \"REPORT\" and .args.fenced == \"1\" and .t > $healed" 15 >/dev/null ||
+		fail "the agent did not report to the controller after the heal"
 	sleep 1
 	write_held || fail "writes allowed though the controller names another primary"
 	expect_eq "self_fence_lifted before the demotion" "$(count_events "$LOG" '.kind == "self_fence_lifted"')" 0

@@ -15,25 +15,9 @@ B_IP=198.18.0.2
 
 # make_topo: namespaces $P-br, $P-a, $P-b; sets P, NA, NB (nsenter prefixes).
 make_topo() {
-	need_root
-	need_cmd ip nsenter nft jq ping
+	need_cmd nft jq ping
 	P=flp$BASHPID
-	ip netns add "$P-br"
-	on_exit "ip netns del $P-br"
-	ip -n "$P-br" link add br0 type bridge
-	ip -n "$P-br" link set br0 up
-	for h in a b; do
-		ip netns add "$P-$h"
-		on_exit "ip netns del $P-$h"
-		ip -n "$P-br" link add "v$h" type veth peer name eth0 netns "$P-$h"
-		ip -n "$P-br" link set "v$h" master br0 up
-		ip -n "$P-$h" link set lo up
-		ip -n "$P-$h" link set eth0 up
-	done
-	ip -n "$P-a" addr add $A_IP/24 dev eth0
-	ip -n "$P-b" addr add $B_IP/24 dev eth0
-	NA="nsenter --net=/run/netns/$P-a"
-	NB="nsenter --net=/run/netns/$P-b"
+	make_hosts "$P" 198.18.0
 }
 
 # start_probe NAME ARGS...: flatline probe in namespace a, peer b; waits for
