@@ -157,6 +157,8 @@ fuzz-build: $(FUZZ_BINS)
 # corpus in build-fuzz/corpus/<name>/ that grows across local runs. A crash, a leak, a
 # sanitizer report or one input taking longer than 10 s fails; the input that did it is
 # kept in build-fuzz/artifacts/<name>/ (replay: build-fuzz/fuzz_<name> FILE).
+# fast_unwind_on_malloc=0: allocation stacks through libraries built without frame
+# pointers (libldns) are whole, so tests/lsan.supp can name the library function.
 fuzz: $(patsubst $(FUZZ_BUILD)/fuzz_%,fuzz-run-%,$(FUZZ_BINS))
 
 fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
@@ -164,7 +166,8 @@ fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 	$(Q)mkdir -p $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/artifacts/$*
 	$(call msg,FUZZ,fuzz_$* for $(FUZZ_SECONDS) s)
 	$(Q)UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 \
+	ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:fast_unwind_on_malloc=0 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	$< -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_BUILD)/artifacts/$*/ \
 		$$(cat tests/fuzz/$*.options 2>/dev/null) \

@@ -578,10 +578,9 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Server and hint wording shared by the error messages. */
-static void describe_answer(const struct dns_updater *u, const struct dns_job *j,
+static void describe_answer(const struct dns_cfg *c, const struct dns_job *j,
 			    struct dns_result *r, bool verified)
 {
-	const struct dns_cfg *c = &u->cfg;
 	const char *type = addr_family(j->addr) == AF_INET6 ? "AAAA" : "A";
 	const char *what = j->op == DNS_OP_UPDATE ? "update" : "query";
 	char head[DNS_NAME_MAX + 128];
@@ -639,6 +638,79 @@ static void describe_answer(const struct dns_updater *u, const struct dns_job *j
 		hint = "unexpected answer";
 	snprintf(r->error, sizeof(r->error), "%.384s: %.200s (key %.128s, %s, zone %.200s)", head,
 		 hint, c->tsig_name, c->tsig_algorithm, c->zone);
+}
+
+/* What an answer says to the job that asked: rcode, TSIG error, status, and for a
+ * query the addresses. verified: ldns_send() checked the answer's TSIG. This reads
+ * what the server sent: fuzzed (tests/fuzz/fuzz_dns.c, through dns_parse_answer). */
+static void read_answer(const struct dns_cfg *c, const struct dns_job *j, const ldns_pkt *a,
+			uint16_t id, bool verified, struct dns_result *r)
+{
+	int fam = addr_family(j->addr);
+
+	if (ldns_pkt_id(a) != id) {
+		r->status = DNS_TRANSIENT;
+		snprintf(r->error, sizeof(r->error),
+			 "answer from %s port %d has id %u, not %u: ignored", c->server, c->port,
+			 ldns_pkt_id(a), id);
+		return;
+	}
+	r->rcode = ldns_pkt_get_rcode(a);
+	if (ldns_pkt_tsig(a) && ldns_rr_rd_count(ldns_pkt_tsig(a)) > 5)
+		r->tsig_error = ldns_rdf2native_int16(ldns_rr_rdf(ldns_pkt_tsig(a), 5));
+	snprintf(r->rcode_name, sizeof(r->rcode_name), "%s",
+		 dns_rcode_name(r->rcode, r->tsig_error));
+	r->status = dns_classify(r->rcode, r->tsig_error, verified);
+	if (j->op == DNS_OP_QUERY && r->rcode == LDNS_RCODE_NXDOMAIN && verified)
+		r->status = DNS_OK; /* the name has no records at all */
+	if (r->status != DNS_OK) {
+		describe_answer(c, j, r, verified);
+		return;
+	}
+	if (j->op == DNS_OP_QUERY) {
+		ldns_rr_list *ans = ldns_pkt_answer(a);
+		ldns_rr_type want = fam == AF_INET6 ? LDNS_RR_TYPE_AAAA : LDNS_RR_TYPE_A;
+		unsigned char wbuf[16], gbuf[16];
+		int same = 0;
+
+		inet_pton(fam, j->addr, wbuf);
+		for (size_t i = 0; i < ldns_rr_list_rr_count(ans); i++) {
+			ldns_rr *rr = ldns_rr_list_rr(ans, i);
+			ldns_rdf *rd = ldns_rr_rdf(rr, 0);
+			char *s;
+
+			if (ldns_rr_get_type(rr) != want || !rd)
+				continue;
+			if (ldns_rdf_size(rd) == (fam == AF_INET6 ? 16u : 4u)) {
+				memcpy(gbuf, ldns_rdf_data(rd), ldns_rdf_size(rd));
+				same += !memcmp(gbuf, wbuf, ldns_rdf_size(rd));
+			}
+			if (r->naddrs < DNS_QUERY_MAX_ADDRS) {
+				s = ldns_rdf2str(rd);
+				snprintf(r->addrs[r->naddrs], DNS_ADDR_MAX, "%s", s ? s : "?");
+				free(s);
+			}
+			r->naddrs++;
+		}
+		r->match = r->naddrs == 1 && same == 1;
+	}
+}
+
+int dns_parse_answer(const struct dns_cfg *c, enum dns_op op, const char *name, const char *addr,
+		     const uint8_t *wire, size_t len, bool verified, struct dns_result *r)
+{
+	struct dns_job j = { .op = op };
+	ldns_pkt *a = NULL;
+
+	if (ldns_wire2pkt(&a, wire, len) != LDNS_STATUS_OK)
+		return -EINVAL;
+	snprintf(j.name, sizeof(j.name), "%s", name);
+	snprintf(j.addr, sizeof(j.addr), "%s", addr);
+	memset(r, 0, sizeof(*r));
+	r->rcode = -1;
+	read_answer(c, &j, a, ldns_pkt_id(a), verified, r);
+	ldns_pkt_free(a);
+	return 0;
 }
 
 /* One exchange with a fresh resolver. Fills r: status, rcode, error, answer addresses. */
@@ -720,52 +792,7 @@ static void attempt(struct dns_updater *u, const struct dns_job *j, struct dns_r
 			 c->udp ? "UDP" : "TCP", why, r->last_rtt_ms);
 		goto cleanup;
 	}
-	if (ldns_pkt_id(a) != id) {
-		r->status = DNS_TRANSIENT;
-		snprintf(r->error, sizeof(r->error),
-			 "answer from %s port %d has id %u, not %u: ignored", c->server, c->port,
-			 ldns_pkt_id(a), id);
-		goto cleanup;
-	}
-	r->rcode = ldns_pkt_get_rcode(a);
-	if (ldns_pkt_tsig(a) && ldns_rr_rd_count(ldns_pkt_tsig(a)) > 5)
-		r->tsig_error = ldns_rdf2native_int16(ldns_rr_rdf(ldns_pkt_tsig(a), 5));
-	snprintf(r->rcode_name, sizeof(r->rcode_name), "%s",
-		 dns_rcode_name(r->rcode, r->tsig_error));
-	r->status = dns_classify(r->rcode, r->tsig_error, st == LDNS_STATUS_OK);
-	if (j->op == DNS_OP_QUERY && r->rcode == LDNS_RCODE_NXDOMAIN && st == LDNS_STATUS_OK)
-		r->status = DNS_OK; /* the name has no records at all */
-	if (r->status != DNS_OK) {
-		describe_answer(u, j, r, st == LDNS_STATUS_OK);
-		goto cleanup;
-	}
-	if (j->op == DNS_OP_QUERY) {
-		ldns_rr_list *ans = ldns_pkt_answer(a);
-		ldns_rr_type want = fam == AF_INET6 ? LDNS_RR_TYPE_AAAA : LDNS_RR_TYPE_A;
-		unsigned char wbuf[16], gbuf[16];
-		int same = 0;
-
-		inet_pton(fam, j->addr, wbuf);
-		for (size_t i = 0; i < ldns_rr_list_rr_count(ans); i++) {
-			ldns_rr *rr = ldns_rr_list_rr(ans, i);
-			ldns_rdf *rd = ldns_rr_rdf(rr, 0);
-			char *s;
-
-			if (ldns_rr_get_type(rr) != want || !rd)
-				continue;
-			if (ldns_rdf_size(rd) == (fam == AF_INET6 ? 16u : 4u)) {
-				memcpy(gbuf, ldns_rdf_data(rd), ldns_rdf_size(rd));
-				same += !memcmp(gbuf, wbuf, ldns_rdf_size(rd));
-			}
-			if (r->naddrs < DNS_QUERY_MAX_ADDRS) {
-				s = ldns_rdf2str(rd);
-				snprintf(r->addrs[r->naddrs], DNS_ADDR_MAX, "%s", s ? s : "?");
-				free(s);
-			}
-			r->naddrs++;
-		}
-		r->match = r->naddrs == 1 && same == 1;
-	}
+	read_answer(c, j, a, id, st == LDNS_STATUS_OK, r);
 cleanup:
 	ldns_pkt_free(a);
 	ldns_pkt_free(q);

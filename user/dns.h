@@ -113,6 +113,10 @@ int dns_update(struct dns_updater *u, const char *name, const char *addr);
 int dns_query(struct dns_updater *u, const char *name, const char *want_addr);
 /* An update of NAME is queued, backing off, or being sent. */
 bool dns_update_pending(struct dns_updater *u, const char *name);
+/* Reads an answer in wire format as an exchange would (tests, fuzzing): -EINVAL if
+ * ldns cannot parse it, else 0 with r filled. */
+int dns_parse_answer(const struct dns_cfg *c, enum dns_op op, const char *name, const char *addr,
+		     const uint8_t *wire, size_t len, bool verified, struct dns_result *r);
 /* Stops the worker (waiting for an exchange in flight: at most cfg.timeout_ms twice
  * over TCP), drops queued work and undelivered results without callbacks. Not from
  * inside the callback. NULL is fine. */

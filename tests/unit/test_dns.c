@@ -451,6 +451,70 @@ static void test_updater_lifecycle(void **state)
 	event_base_free(base);
 }
 
+/* Answers read back from wire bytes, as the worker reads the server's (the fuzz
+ * harness's seeds, tests/fuzz/corpus/dns/, minus their first flag byte). */
+static void read_seed(const char *name, uint8_t *buf, size_t *len)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "tests/fuzz/corpus/dns/%s", name);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	*len = fread(buf, 1, 512, f);
+	fclose(f);
+	assert_true(*len > 1);
+}
+
+static void test_parse_answer(void **state)
+{
+	struct dns_cfg c;
+	struct dns_result r;
+	uint8_t buf[512];
+	size_t len;
+
+	(void)state;
+	good_cfg(&c);
+	read_seed("query-match", buf, &len);
+	assert_int_equal(dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2",
+					  buf + 1, len - 1, true, &r),
+			 0);
+	assert_int_equal(r.status, DNS_OK);
+	assert_int_equal(r.naddrs, 1);
+	assert_string_equal(r.addrs[0], "10.77.0.2");
+	assert_true(r.match);
+	/* The same answer for another wanted address: no match. */
+	assert_int_equal(dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.3",
+					  buf + 1, len - 1, true, &r),
+			 0);
+	assert_false(r.match);
+	read_seed("query-two", buf, &len);
+	dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1,
+			 true, &r);
+	assert_int_equal(r.naddrs, 2);
+	assert_false(r.match); /* the RRset must be exactly the primary */
+	read_seed("query-nxdomain", buf, &len);
+	dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1,
+			 true, &r);
+	assert_int_equal(r.status, DNS_OK);
+	assert_int_equal(r.naddrs, 0);
+	read_seed("update-refused", buf, &len);
+	dns_parse_answer(&c, DNS_OP_UPDATE, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1,
+			 true, &r);
+	assert_int_equal(r.status, DNS_CONFIG_ERROR);
+	assert_string_equal(r.rcode_name, "REFUSED");
+	assert_non_null(strstr(r.error, "update-policy"));
+	read_seed("update-badsig", buf, &len);
+	dns_parse_answer(&c, DNS_OP_UPDATE, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1,
+			 false, &r);
+	assert_int_equal(r.status, DNS_CONFIG_ERROR);
+	assert_string_equal(r.rcode_name, "BADSIG");
+	read_seed("truncated", buf, &len);
+	assert_int_equal(dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2",
+					  buf + 1, len - 1, true, &r),
+			 -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -464,6 +528,7 @@ int main(void)
 	    cmocka_unit_test(test_classify),
 	    cmocka_unit_test(test_backoff),
 	    cmocka_unit_test(test_updater_lifecycle),
+	    cmocka_unit_test(test_parse_answer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
