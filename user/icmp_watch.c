@@ -541,18 +541,7 @@ int iw_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl
 
 uint64_t iw_counter(const struct icmp_watch *iw, enum fl_icmp_counter c)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t sum = 0;
-	__u32 key = c;
-
-	if (ncpu <= 0)
-		return 0;
-	__u64 vals[ncpu];
-	if (bpf_map_lookup_elem(bpf_map__fd(iw->skel->maps.fl_icmp_cnt), &key, vals))
-		return 0;
-	for (int i = 0; i < ncpu; i++)
-		sum += vals[i];
-	return sum;
+	return fl_percpu_sum(bpf_map__fd(iw->skel->maps.fl_icmp_cnt), c);
 }
 
 const char *iw_pin_dir(const struct icmp_watch *iw)

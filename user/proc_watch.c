@@ -341,20 +341,24 @@ int pw_consume(struct proc_watch *pw)
 	return ring_buffer__consume(pw->rb);
 }
 
-uint64_t pw_drops(const struct proc_watch *pw)
+uint64_t fl_percpu_sum(int map_fd, __u32 key)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t sum = 0;
-	__u32 zero = 0;
 
 	if (ncpu <= 0)
 		return 0;
 	__u64 vals[ncpu];
-	if (bpf_map_lookup_elem(bpf_map__fd(pw->skel->maps.fl_drops), &zero, vals))
+	if (bpf_map_lookup_elem(map_fd, &key, vals))
 		return 0;
 	for (int i = 0; i < ncpu; i++)
 		sum += vals[i];
 	return sum;
+}
+
+uint64_t pw_drops(const struct proc_watch *pw)
+{
+	return fl_percpu_sum(bpf_map__fd(pw->skel->maps.fl_drops), 0);
 }
 
 const char *pw_pin_dir(const struct proc_watch *pw)

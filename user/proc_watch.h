@@ -48,6 +48,8 @@ int fl_cgroup_id(const char *path, uint64_t *cgid);
 struct bpf_map;
 int fl_pin_maps(const char *dir, struct bpf_map **maps, int n);
 void fl_unpin_maps(const char *dir, struct bpf_map **maps, int n);
+/* A per-CPU array's __u64 slot summed over the possible CPUs (0 on error). */
+uint64_t fl_percpu_sum(int map_fd, __u32 key);
 int fl_valid_node_id(const char *id);
 /* The process exists and some thread of it has not exited (1), else 0. */
 int fl_pid_alive(pid_t pid);
