@@ -34,7 +34,7 @@ endif
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 LIB_OBJS  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -66,9 +66,9 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 
 # Every userspace object depends on every skeleton (there are few, and
 # compiler-generated dependencies below keep header changes honest).
-$(BUILD)/user/%.o: user/%.c $(SKELS) | $(BUILD)/user
+$(BUILD)/user/%.o: user/%.c $(SKELS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libflatline.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
@@ -89,15 +89,15 @@ $(BUILD)/itests/%: tests/integration/%.c $(BUILD)/libflatline.a $(SKELS)
 	$(call msg,CC-TEST,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -lcmocka -o $@
 
-# Benchmark helpers (scripts/bench-*.sh).
-TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(wildcard tests/tools/*.c))
-$(BUILD)/tools/%: tests/tools/%.c
+# Benchmark helpers (bench/*.c) and tools the tests share (tests/lib/*.c).
+TOOLS := $(patsubst bench/%.c,$(BUILD)/tools/%,$(wildcard bench/*.c)) $(BUILD)/tools/dnsupdate
+$(BUILD)/tools/%: bench/%.c
 	$(call msg,CC-TOOL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
 tools: $(TOOLS)
 
 # Tools that drive the library itself (tests/integration/test_dns.sh) link it too.
-$(BUILD)/tools/dnsupdate: tests/tools/dnsupdate.c $(BUILD)/libflatline.a
+$(BUILD)/tools/dnsupdate: tests/lib/dnsupdate.c $(BUILD)/libflatline.a
 	$(call msg,CC-TOOL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -o $@
 integration test: $(BUILD)/tools/dnsupdate
@@ -117,7 +117,7 @@ install: $(BUILD)/flatline
 	$(Q)install -D -m 0755 $(BUILD)/flatline $(DESTDIR)$(PREFIX)/sbin/flatline
 
 format:
-	$(Q)clang-format -i $(wildcard user/*.c user/*.h include/*.h bpf/*.c tests/unit/*.c)
+	$(Q)clang-format -i $(wildcard user/*.c user/*.h user/*/*.c user/*/*.h include/*.h bpf/*.c tests/unit/*.c)
 
 clean:
 	$(call msg,CLEAN,build build-asan build-fuzz)
@@ -126,4 +126,4 @@ clean:
 # Quality gates (make check, make fuzz): mk/check.mk.
 -include mk/check.mk
 
--include $(wildcard $(BUILD)/user/*.d $(BUILD)/tests/*.d $(BUILD)/itests/*.d)
+-include $(wildcard $(BUILD)/user/*.d $(BUILD)/user/*/*.d $(BUILD)/tests/*.d $(BUILD)/itests/*.d)

@@ -110,7 +110,7 @@ check-tidy: $(TIDY_STAMPS)
 
 # One stamp per file: `make -j` runs them in parallel, and a clean file is not re-checked
 # until it, a header or the configuration changes.
-$(BUILD)/tidy/%.ok: user/%.c .clang-tidy mk/analyzer-libbpf.h $(wildcard user/*.h include/*.h) \
+$(BUILD)/tidy/%.ok: user/%.c .clang-tidy mk/analyzer-libbpf.h $(wildcard user/*.h user/*/*.h include/*.h) \
 		    $(SKELS)
 	$(call msg,TIDY,$<)
 	$(Q)mkdir -p $(@D); out=$$($(CLANG_TIDY) --quiet $< -- $(TIDY_FLAGS) 2>&1); rc=$$?; \
@@ -180,4 +180,4 @@ fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 		END { printf "  %-9s fuzz_$*: %s inputs, %s new in the corpus, no crash\n", "FUZZ-OK", runs, new }' \
 		$(FUZZ_BUILD)/fuzz_$*.log
 
--include $(wildcard $(FUZZ_BUILD)/user/*.d $(FUZZ_BUILD)/*.d)
+-include $(wildcard $(FUZZ_BUILD)/user/*.d $(FUZZ_BUILD)/user/*/*.d $(FUZZ_BUILD)/*.d)

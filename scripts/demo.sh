@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: a three-host cluster on this machine (scripts/cluster.sh: network
+# make demo: a three-host cluster on this machine (tests/lib/cluster.sh: network
 # namespaces, redis-server x3, flatline agent x3, flatline controller, BIND9 named), a
 # client that finds the primary only through DNS and writes 1,000 times a second, a
 # SIGKILL of the primary, and the failover as a timeline read from the event logs.
@@ -10,8 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "demo: run as root (namespaces, BPF): sudo make demo" >&2; exit 1; }
-# shellcheck source=scripts/cluster.sh
-. scripts/cluster.sh
+# shellcheck source=tests/lib/cluster.sh
+. tests/lib/cluster.sh
 [ -x "$FL" ] || make -s all
 
 # Node ids n1..n3 unless another cluster's agents hold them (their pins and locks are
@@ -80,7 +80,7 @@ say "the failover, from the agents' and the controller's event logs and the writ
 agents=()
 for i in 1 2 3; do agents+=(--agent "$CL_DIR/events-$(cl_node "$i").jsonl"); done
 until_ms=$(((t_restart - t0) / 1000000 + 1000))
-"$CL_PY" tests/tools/cltimeline.py --fault-ns "$t0" --fault "primary $oldn killed (SIGKILL)" \
+"$CL_PY" tests/lib/cltimeline.py --fault-ns "$t0" --fault "primary $oldn killed (SIGKILL)" \
 	--old "$(cl_ip $old)" --controller "$CL_CLOG" "${agents[@]}" --writer "$CL_DIR/writer.out" \
 	--final "$CL_DIR/final" --dns-name "$CL_DNS_NAME" --until-ms "$until_ms" |
 	sed -e "s/^T\( *\)+\([0-9]\)/T+\1\2/" -e 's/^/   /'

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "config.h"
+#include "common/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

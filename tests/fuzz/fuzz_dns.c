@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dns.h"
+#include "controller/dns.h"
 
 static struct dns_cfg cfg;
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "event_log.h"
+#include "common/event_log.h"
 
 static void check_in_buf(const struct evline *ev, const char *s)
 {

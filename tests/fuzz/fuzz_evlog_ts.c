@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "event_log.h"
+#include "common/event_log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "event_log.h"
+#include "common/event_log.h"
 
 #define MAX_VALS 8
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "info.h"
+#include "common/info.h"
 
 #define TERMINATED(a) (memchr((a), '\0', sizeof(a)) != NULL)
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "failover.h"
-#include "resp.h"
+#include "controller/failover.h"
+#include "common/resp.h"
 
 /* A three-node cluster for REPORT's peer.<id> keys; built once, never freed. */
 static struct fo_cluster *cluster(void)

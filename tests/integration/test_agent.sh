@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The agent with a cluster file (issue 4): real redis-server, a recording
-# controller peer (tests/tools/recpeer.py), real BPF.
+# controller peer (tests/lib/recpeer.py), real BPF.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
+. tests/lib/testlib.sh
 PY=/usr/bin/python3
 # Node ids of this run: another run of the tests (or a cluster) may hold n1's lock.
 N1=a1-$$
@@ -30,7 +30,7 @@ start_peer() {
 	local port=$1; shift
 	REC=$T/rec-$port.jsonl
 	: >"$REC"
-	$PY tests/tools/recpeer.py "$port" "$REC" "$@" &
+	$PY tests/lib/recpeer.py "$port" "$REC" "$@" &
 	on_exit "kill $!"
 	local end=$((SECONDS + FL_WAIT_S))
 	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
@@ -128,7 +128,7 @@ test_sigkill_reported_at_once_and_restart_followed() {
 	r=$(wait_report '.args.proc == "down"') || fail "no report of the death"
 	expect_eq exit "$(jq -r .args.exit <<<"$r")" SIGKILL
 	lat=$($PY -c "print(int(($(jq -r .t <<<"$r") - $t0) * 1000))")
-	# Milliseconds in practice (scripts/bench-detect.sh); far below the 500 ms
+	# Milliseconds in practice (bench/detect.sh); far below the 500 ms
 	# that missed pings would take. Bounded at 400 ms for a noisy machine.
 	[ "$lat" -lt 400 ] || fail "death reached the controller after $lat ms"
 	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $first and .signal == \"SIGKILL\"" >/dev/null || fail "no proc_exit"
@@ -187,7 +187,7 @@ test_garbage_from_controller_and_server() {
 	need_root
 	p1=$(free_port); start_peer "$p1" --garbage # a "server" that answers garbage
 	ctl=$(free_port)
-	$PY tests/tools/recpeer.py "$ctl" "$T/ctl.jsonl" --garbage &
+	$PY tests/lib/recpeer.py "$ctl" "$T/ctl.jsonl" --garbage &
 	on_exit "kill $!"
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"

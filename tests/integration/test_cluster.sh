@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The failure suite (issue 8): every failure from DESIGN.md against a whole cluster
-# (scripts/cluster.sh: three namespace hosts with redis-server and flatline agent, the
+# (tests/lib/cluster.sh: three namespace hosts with redis-server and flatline agent, the
 # controller and BIND9 named in a fourth), with the DNS-following writer running. After
 # each fault the invariants are checked:
 #   - exactly one primary in the shard, and it is not the failed server;
@@ -17,9 +17,9 @@
 # whole file then takes about 2.5 minutes here; the other tests need ~40 s together).
 # CLUSTER_TESTS="test_a test_b" runs only those.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
-# shellcheck source=scripts/cluster.sh
-. scripts/cluster.sh
+. tests/lib/testlib.sh
+# shellcheck source=tests/lib/cluster.sh
+. tests/lib/cluster.sh
 
 LOSS_S=${FL_CLUSTER_LOSS_S:-120}
 RESULTS=$(mktemp /tmp/flatline-cluster-results.XXXXXX)
@@ -108,8 +108,8 @@ finish() {
 	tl=(--fault-ns "$T0" --fault "$what" --old "$(cl_ip "$OLD")" --controller "$CL_CLOG"
 		"${agents[@]}" --writer "$CL_DIR/writer.out" --final "$CL_DIR/final"
 		--dns-name "$CL_DNS_NAME")
-	"$PY" tests/tools/cltimeline.py "${tl[@]}" >&2 || true
-	j=$("$PY" tests/tools/cltimeline.py "${tl[@]}" --json)
+	"$PY" tests/lib/cltimeline.py "${tl[@]}" >&2 || true
+	j=$("$PY" tests/lib/cltimeline.py "${tl[@]}" --json)
 	echo "    $j" >&2
 	n=$(wc -l <"$CL_DIR/final")
 	for i in 1 2 3; do # every server has the same list (none synced from an empty one)

@@ -4,7 +4,7 @@
 # switchover without losing an acknowledged write, a Sentinel client following,
 # state file and bad input.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
+. tests/lib/testlib.sh
 PY=/usr/bin/python3
 
 # setup_cluster: three servers (ct1 primary, ct2 ct3 replicas), the cluster file $CONF,
@@ -218,7 +218,7 @@ check_no_loss() {
 test_planned_switchover() {
 	BLOCK_MS=30000 setup_cluster
 	need_cmd "$PY"
-	$PY tests/tools/flwriter.py --sentinel "$CTL_PORT" --service s --key w --rate 1000 \
+	$PY tests/lib/flwriter.py --sentinel "$CTL_PORT" --service s --key w --rate 1000 \
 		--out "$T/acked" >"$T/writer.out" 2>"$T/writer.err" &
 	wpid=$!
 	on_exit "kill $wpid"
@@ -242,7 +242,7 @@ test_planned_switchover() {
 test_sentinel_client_follows() {
 	setup_cluster
 	need_cmd "$PY"
-	$PY tests/tools/flwriter.py --sentinel "$CTL_PORT" --service s --key w --rate 500 \
+	$PY tests/lib/flwriter.py --sentinel "$CTL_PORT" --service s --key w --rate 500 \
 		--out "$T/acked" >"$T/writer.out" 2>"$T/writer.err" &
 	wpid=$!
 	on_exit "kill $wpid"

@@ -3,8 +3,8 @@
 # real redis-server x3 on three loopback addresses (127.0.0.21-23, so each primary
 # has its own address), real agents and controller.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
-. tests/integration/named.sh
+. tests/lib/testlib.sh
+. tests/lib/named.sh
 
 H1=127.0.0.21 H2=127.0.0.22 H3=127.0.0.23
 

@@ -2,8 +2,8 @@
 # DNS UPDATE with TSIG against a real BIND9 named (issue 6), through user/dns.c driven by
 # build/tools/dnsupdate on a libevent loop. Traffic goes to 127.0.0.1 only.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
-. tests/integration/named.sh
+. tests/lib/testlib.sh
+. tests/lib/named.sh
 
 DNSUPDATE=${DNSUPDATE:-$PWD/${BUILD:-build}/tools/dnsupdate}
 

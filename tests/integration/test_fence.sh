@@ -4,7 +4,7 @@
 # host a (redis primary + agent n1), host b (peer n2 + the recording controller),
 # addresses in 198.18.1.0/24 that exist only inside them; all removed on exit.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
+. tests/lib/testlib.sh
 PY=/usr/bin/python3
 A_IP=198.18.1.1
 B_IP=198.18.1.2
@@ -29,7 +29,7 @@ setup() {
 	REC=$T/rec.jsonl
 	local primary=$1
 	[ "$primary" != self ] || primary=$NODE
-	$NB $PY tests/tools/recpeer.py "$CPORT" "$REC" --bind $B_IP --primary "$primary" &
+	$NB $PY tests/lib/recpeer.py "$CPORT" "$REC" --bind $B_IP --primary "$primary" &
 	on_exit "kill $!"
 	cat >"$T/c.conf" <<-EOC
 		[cluster]

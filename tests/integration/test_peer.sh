@@ -5,7 +5,7 @@
 # 198.18.0.0/24 (RFC 2544's benchmarking range) that exist only inside them. No
 # packet leaves these namespaces; all are removed by the cleanup trap.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
+. tests/lib/testlib.sh
 
 ITEST=${ITEST:-$PWD/${BUILD:-build}/itests}
 PEER_LOSS_S=${PEER_LOSS_S:-20} # the issue asks 60 s; FL_LONG=1 runs that, at 1000 ms too

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Process-death detection in the kernel (issue 2): real BPF, real processes.
 cd "$(dirname "$0")/../.." || exit 1
-. tests/integration/lib.sh
+. tests/lib/testlib.sh
 
 # spawn CMD...: a watched victim in the background, in its own session. Sets VPID.
 spawn() {

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "backoff.h"
-#include "srvmon.h"
+#include "common/backoff.h"
+#include "agent/srvmon.h"
 
 /* Ticks every 100 ms; PING never answered from t=0: hung after 5 intervals. */
 static void test_hung_after_n_intervals(void **state)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "config.h"
+#include "common/config.h"
 
 static const char good[] = "[cluster]\n"
 			   "name = demo\n"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <event2/event.h>
-#include "dns.h"
+#include "controller/dns.h"
 
 #define SECRET "KQqAW9MrA7fHDMEIGVkEGZVnAvLfqjCpEfqJwNOmZNE="
 

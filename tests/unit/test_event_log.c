@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <cmocka.h>
-#include "event_log.h"
+#include "common/event_log.h"
 
 /* 2026-11-30T10:00:00.123456Z */
 static const struct timespec ts0 = { 1796032800, 123456789 };

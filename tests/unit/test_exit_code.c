@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "exit_code.h"
+#include "agent/exit_code.h"
 
 static void test_decode_table(void **state)
 {
@@ -27,7 +27,7 @@ static void test_decode_table(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct exit_cause c;
 
-		ec_decode(cases[i].code, &c);
+		exit_code_decode(cases[i].code, &c);
 		assert_int_equal(c.signal, cases[i].signal);
 		assert_int_equal(c.core_dumped, cases[i].core);
 		assert_int_equal(c.status, cases[i].status);
@@ -39,16 +39,16 @@ static void test_signal_names(void **state)
 	char buf[16];
 
 	(void)state;
-	assert_string_equal(ec_signame(9, buf, sizeof(buf)), "SIGKILL");
-	assert_string_equal(ec_signame(11, buf, sizeof(buf)), "SIGSEGV");
-	assert_string_equal(ec_signame(6, buf, sizeof(buf)), "SIGABRT");
-	assert_string_equal(ec_signame(1, buf, sizeof(buf)), "SIGHUP");
-	assert_string_equal(ec_signame(31, buf, sizeof(buf)), "SIGSYS");
-	assert_string_equal(ec_signame(32, buf, sizeof(buf)), "SIGRTMIN");
-	assert_string_equal(ec_signame(35, buf, sizeof(buf)), "SIGRTMIN+3");
-	assert_null(ec_signame(0, buf, sizeof(buf)));
-	assert_null(ec_signame(65, buf, sizeof(buf)));
-	assert_null(ec_signame(-1, buf, sizeof(buf)));
+	assert_string_equal(exit_code_signame(9, buf, sizeof(buf)), "SIGKILL");
+	assert_string_equal(exit_code_signame(11, buf, sizeof(buf)), "SIGSEGV");
+	assert_string_equal(exit_code_signame(6, buf, sizeof(buf)), "SIGABRT");
+	assert_string_equal(exit_code_signame(1, buf, sizeof(buf)), "SIGHUP");
+	assert_string_equal(exit_code_signame(31, buf, sizeof(buf)), "SIGSYS");
+	assert_string_equal(exit_code_signame(32, buf, sizeof(buf)), "SIGRTMIN");
+	assert_string_equal(exit_code_signame(35, buf, sizeof(buf)), "SIGRTMIN+3");
+	assert_null(exit_code_signame(0, buf, sizeof(buf)));
+	assert_null(exit_code_signame(65, buf, sizeof(buf)));
+	assert_null(exit_code_signame(-1, buf, sizeof(buf)));
 }
 
 int main(void)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <zlib.h>
-#include "failover.h"
+#include "controller/failover.h"
 
 static const char cluster_text[] = "[cluster]\nname = t\nsecret = s\n"
 				   "[controller]\nnode_down_after_ms = 1000\n"

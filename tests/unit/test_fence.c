@@ -4,7 +4,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include "fence.h"
+#include "agent/fence.h"
 
 static struct fence_in base(int64_t now)
 {

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include <cmocka.h>
-#include "info.h"
+#include "common/info.h"
 
 /* redis-server 7.0.15, as `INFO server` + `INFO replication` print them. */
 static const char redis_primary[] =

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include "peer_verdict.h"
+#include "agent/peer_verdict.h"
 
 #define MS(x) ((uint64_t)(x) * 1000000ull)
 
@@ -20,9 +20,9 @@ enum {
 };
 
 struct sim {
-	struct pv_config c;
-	struct pv_peer p;
-	struct pv_obs o;
+	struct verdict_config c;
+	struct verdict_peer p;
+	struct verdict_obs o;
 	int changes;
 };
 
@@ -30,7 +30,7 @@ static void sim_init(struct sim *s, uint64_t interval, uint64_t down_after)
 {
 	*s = (struct sim){ .c = { .interval_ns = interval, .down_after_ns = down_after } };
 	s->o.now_ns = MS(1000000); /* any clock, far from zero */
-	assert_int_equal(pv_init(&s->p, &s->c), 0);
+	assert_int_equal(verdict_init(&s->p, &s->c), 0);
 }
 
 /* One round dt after the previous; true when the state changed. */
@@ -52,7 +52,7 @@ static bool step(struct sim *s, uint64_t dt, unsigned int what)
 	}
 	if (what & PKT)
 		s->o.last_rx_ns = s->o.now_ns - MS(1);
-	changed = pv_round(&s->p, &s->c, &s->o);
+	changed = verdict_round(&s->p, &s->c, &s->o);
 	s->changes += changed;
 	return changed;
 }
@@ -71,21 +71,21 @@ static int steps(struct sim *s, int n, unsigned int what)
 static void sim_up(struct sim *s)
 {
 	steps(s, 20, LEFT | REPLY);
-	assert_int_equal(s->p.state, PV_UP);
+	assert_int_equal(s->p.state, VERDICT_UP);
 }
 
 static void test_config(void **state)
 {
-	struct pv_config c = { .interval_ns = MS(100), .down_after_ns = MS(299) };
+	struct verdict_config c = { .interval_ns = MS(100), .down_after_ns = MS(299) };
 
 	(void)state;
-	assert_int_equal(pv_check_config(&c), -EINVAL);
+	assert_int_equal(verdict_check_config(&c), -EINVAL);
 	c.down_after_ns = MS(300);
-	assert_int_equal(pv_check_config(&c), 0);
+	assert_int_equal(verdict_check_config(&c), 0);
 	c.interval_ns = 0;
-	assert_int_equal(pv_check_config(&c), -EINVAL);
-	assert_int_equal(pv_default_stall(MS(10)), MS(60));
-	assert_int_equal(pv_default_stall(MS(1000)), MS(2000));
+	assert_int_equal(verdict_check_config(&c), -EINVAL);
+	assert_int_equal(verdict_default_stall(MS(10)), MS(60));
+	assert_int_equal(verdict_default_stall(MS(1000)), MS(2000));
 }
 
 static void test_up_at_first_reply(void **state)
@@ -95,14 +95,14 @@ static void test_up_at_first_reply(void **state)
 	(void)state;
 	sim_init(&s, MS(100), MS(1000));
 	assert_int_equal(steps(&s, 3, LEFT), -1);
-	assert_int_equal(s.p.state, PV_UNKNOWN);
-	assert_int_equal(s.p.ev.reply_age_ns, PV_NEVER);
+	assert_int_equal(s.p.state, VERDICT_UNKNOWN);
+	assert_int_equal(s.p.ev.reply_age_ns, VERDICT_NEVER);
 	assert_true(step(&s, MS(100), LEFT | REPLY));
-	assert_int_equal(s.p.ev.state, PV_UP);
-	assert_int_equal(s.p.ev.prev, PV_UNKNOWN);
+	assert_int_equal(s.p.ev.state, VERDICT_UP);
+	assert_int_equal(s.p.ev.prev, VERDICT_UNKNOWN);
 	assert_int_equal(s.p.ev.reply_age_ns, MS(1));
 	assert_int_equal(s.p.ev.since_ns, s.o.now_ns);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 }
 
 /* Silent from the last reply: down at the first round down_after after it. */
@@ -117,10 +117,10 @@ static void test_down_after_threshold(void **state)
 	last_reply = s.o.last_reply_ns;
 	/* The reply came 1 ms before the round: 9 silent rounds later it is 901 ms old. */
 	assert_int_equal(steps(&s, 9, LEFT), -1);
-	assert_int_equal(s.p.state, PV_UP);
+	assert_int_equal(s.p.state, VERDICT_UP);
 	assert_true(step(&s, MS(100), LEFT));
-	assert_int_equal(s.p.ev.state, PV_DOWN);
-	assert_int_equal(s.p.ev.prev, PV_UP);
+	assert_int_equal(s.p.ev.state, VERDICT_DOWN);
+	assert_int_equal(s.p.ev.prev, VERDICT_UP);
 	assert_int_equal(s.p.ev.reply_age_ns, s.o.now_ns - last_reply);
 	assert_int_equal(s.p.ev.packet_age_ns, MS(1001));
 	assert_int_equal(s.p.ev.probes_in_window, 10);
@@ -131,7 +131,7 @@ static void test_down_after_threshold(void **state)
 	assert_true(s.p.ev.judged);
 	/* It stays down, with no further change. */
 	assert_int_equal(steps(&s, 50, LEFT), -1);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 }
 
 /* The agent stopped for 3 s (SIGSTOP): the peer's silence while we were not
@@ -149,7 +149,7 @@ static void test_no_down_while_stalled(void **state)
 	assert_false(s.p.ev.judged);
 	/* Probing again, the peer answers: never down. */
 	assert_int_equal(steps(&s, 30, LEFT | REPLY), -1);
-	assert_int_equal(s.p.state, PV_UP);
+	assert_int_equal(s.p.state, VERDICT_UP);
 	assert_int_equal(s.changes, 1);
 
 	/* Now a stop while the peer really dies: down only after a whole window of
@@ -158,9 +158,9 @@ static void test_no_down_while_stalled(void **state)
 	assert_int_equal(steps(&s, 9, LEFT), -1);
 	assert_false(s.p.ev.judged);
 	assert_true(step(&s, MS(100), LEFT));
-	assert_int_equal(s.p.ev.state, PV_DOWN);
+	assert_int_equal(s.p.ev.state, VERDICT_DOWN);
 	assert_int_equal(s.p.ev.probes_in_window, 10);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 }
 
 /* A starved loop: rounds late by more than the stall limit now and then. */
@@ -176,8 +176,8 @@ static void test_no_down_while_starved(void **state)
 		assert_false(step(&s, MS(100), LEFT));
 		assert_false(step(&s, MS(500), LEFT)); /* a 500 ms hiccup every third round */
 	}
-	assert_int_equal(s.p.state, PV_UP);
-	pv_free(&s.p);
+	assert_int_equal(s.p.state, VERDICT_UP);
+	verdict_free(&s.p);
 }
 
 /* Fewer than three probes in the window: no verdict, however long the silence. */
@@ -193,16 +193,16 @@ static void test_no_down_with_few_probes(void **state)
 		assert_false(step(&s, MS(100), LEFT));
 		assert_int_equal(steps(&s, 4, NOPROBE), -1);
 	}
-	assert_int_equal(s.p.state, PV_UP);
+	assert_int_equal(s.p.state, VERDICT_UP);
 	assert_int_equal(s.p.ev.probes_in_window, 2);
 	assert_false(s.p.ev.judged);
 	/* Probing every round again: down once three probes are in the window. */
 	assert_false(step(&s, MS(100), LEFT));
 	assert_int_equal(s.p.ev.probes_in_window, 2);
 	assert_true(step(&s, MS(100), LEFT));
-	assert_int_equal(s.p.ev.state, PV_DOWN);
-	assert_int_equal(s.p.ev.probes_in_window, PV_MIN_PROBES);
-	pv_free(&s.p);
+	assert_int_equal(s.p.ev.state, VERDICT_DOWN);
+	assert_int_equal(s.p.ev.probes_in_window, VERDICT_MIN_PROBES);
+	verdict_free(&s.p);
 }
 
 static void test_local_fault(void **state)
@@ -214,12 +214,12 @@ static void test_local_fault(void **state)
 	sim_init(&s, MS(100), MS(1000));
 	sim_up(&s);
 	assert_int_equal(steps(&s, 10, 0), 9);
-	assert_int_equal(s.p.state, PV_DOWN);
+	assert_int_equal(s.p.state, VERDICT_DOWN);
 	assert_true(s.p.ev.local_fault);
 	assert_int_equal(s.p.ev.left_in_window, 0);
 	assert_int_equal(s.p.ev.probes_in_window, 10);
 	assert_true(s.p.ev.loss_ratio == 0);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 
 	/* They left (tc egress saw them) but the interface has no carrier. */
 	sim_init(&s, MS(100), MS(1000));
@@ -228,14 +228,14 @@ static void test_local_fault(void **state)
 	assert_int_equal(steps(&s, 10, LEFT), 9);
 	assert_true(s.p.ev.local_fault);
 	assert_int_equal(s.p.ev.left_in_window, 10);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 
 	/* Some left, carrier fine: the peer's fault. */
 	sim_init(&s, MS(100), MS(1000));
 	sim_up(&s);
 	assert_int_equal(steps(&s, 10, LEFT), 9);
 	assert_false(s.p.ev.local_fault);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 }
 
 /* Replies stop, replication-like traffic goes on: passive, never down; when the
@@ -248,20 +248,20 @@ static void test_passive_keeps_up(void **state)
 	sim_init(&s, MS(100), MS(1000));
 	sim_up(&s);
 	assert_int_equal(steps(&s, 10, LEFT | PKT), 9);
-	assert_int_equal(s.p.ev.state, PV_PASSIVE);
-	assert_int_equal(s.p.ev.prev, PV_UP);
+	assert_int_equal(s.p.ev.state, VERDICT_PASSIVE);
+	assert_int_equal(s.p.ev.prev, VERDICT_UP);
 	assert_int_equal(s.p.ev.packet_age_ns, MS(1));
 	assert_true(s.p.ev.reply_age_ns >= MS(1000));
 	assert_int_equal(steps(&s, 100, LEFT | PKT), -1);
 	assert_int_equal(steps(&s, 10, LEFT), 9);
-	assert_int_equal(s.p.ev.state, PV_DOWN);
-	assert_int_equal(s.p.ev.prev, PV_PASSIVE);
+	assert_int_equal(s.p.ev.state, VERDICT_DOWN);
+	assert_int_equal(s.p.ev.prev, VERDICT_PASSIVE);
 	assert_true(step(&s, MS(100), LEFT | PKT));
-	assert_int_equal(s.p.ev.state, PV_PASSIVE);
-	assert_int_equal(s.p.ev.prev, PV_DOWN);
+	assert_int_equal(s.p.ev.state, VERDICT_PASSIVE);
+	assert_int_equal(s.p.ev.prev, VERDICT_DOWN);
 	assert_true(step(&s, MS(100), LEFT | REPLY));
-	assert_int_equal(s.p.ev.state, PV_UP);
-	pv_free(&s.p);
+	assert_int_equal(s.p.ev.state, VERDICT_UP);
+	verdict_free(&s.p);
 }
 
 /* Passive only after a judged window: not right after a stall. */
@@ -273,11 +273,11 @@ static void test_no_passive_after_stall(void **state)
 	sim_init(&s, MS(100), MS(1000));
 	sim_up(&s);
 	assert_false(step(&s, MS(3000), LEFT | PKT));
-	assert_int_equal(s.p.state, PV_UP);
+	assert_int_equal(s.p.state, VERDICT_UP);
 	assert_int_equal(steps(&s, 9, LEFT | PKT), -1);
 	assert_true(step(&s, MS(100), LEFT | PKT));
-	assert_int_equal(s.p.ev.state, PV_PASSIVE);
-	pv_free(&s.p);
+	assert_int_equal(s.p.ev.state, VERDICT_PASSIVE);
+	verdict_free(&s.p);
 }
 
 static void test_down_then_up_at_first_reply(void **state)
@@ -290,11 +290,11 @@ static void test_down_then_up_at_first_reply(void **state)
 	assert_int_equal(steps(&s, 10, LEFT), 9);
 	assert_int_equal(steps(&s, 30, LEFT), -1);
 	assert_true(step(&s, MS(100), LEFT | REPLY));
-	assert_int_equal(s.p.ev.state, PV_UP);
-	assert_int_equal(s.p.ev.prev, PV_DOWN);
+	assert_int_equal(s.p.ev.state, VERDICT_UP);
+	assert_int_equal(s.p.ev.prev, VERDICT_DOWN);
 	assert_int_equal(s.p.ev.reply_age_ns, MS(1));
 	assert_int_equal(s.changes, 3);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 }
 
 /* A peer that is dead when the agent starts: down after the first whole window. */
@@ -305,11 +305,11 @@ static void test_dead_from_start(void **state)
 	(void)state;
 	sim_init(&s, MS(100), MS(1000));
 	assert_int_equal(steps(&s, 11, LEFT), 10);
-	assert_int_equal(s.p.ev.state, PV_DOWN);
-	assert_int_equal(s.p.ev.prev, PV_UNKNOWN);
-	assert_int_equal(s.p.ev.reply_age_ns, PV_NEVER);
-	assert_int_equal(s.p.ev.packet_age_ns, PV_NEVER);
-	pv_free(&s.p);
+	assert_int_equal(s.p.ev.state, VERDICT_DOWN);
+	assert_int_equal(s.p.ev.prev, VERDICT_UNKNOWN);
+	assert_int_equal(s.p.ev.reply_age_ns, VERDICT_NEVER);
+	assert_int_equal(s.p.ev.packet_age_ns, VERDICT_NEVER);
+	verdict_free(&s.p);
 }
 
 /* Random loss of 30 % at 10 probes per window: no down over a long run. */
@@ -324,10 +324,10 @@ static void test_loss_no_down(void **state)
 	for (int i = 0; i < 6000; i++) {
 		x = x * 1103515245 + 12345;
 		step(&s, MS(100), LEFT | ((x >> 16) % 100 < 30 ? 0 : REPLY));
-		assert_int_not_equal(s.p.state, PV_DOWN);
+		assert_int_not_equal(s.p.state, VERDICT_DOWN);
 	}
 	assert_true(s.p.ev.loss_ratio < 0.9);
-	pv_free(&s.p);
+	verdict_free(&s.p);
 }
 
 int main(void)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <event2/buffer.h>
-#include "resp.h"
+#include "common/resp.h"
 
 static struct resp_reader *R;
 

@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""The cluster writer (tests/lib/cluster.sh, make demo, tests/integration/test_cluster.sh,
+bench/compare.sh): a real client (Debian's python3-redis) that finds the primary
+either through DNS, as an application that only knows `cache.ha.test` does, or through
+Sentinel's protocol, as a Sentinel-aware client does (redis-py's own discover_master:
+the first sentinel that names a master that is not s_down/o_down).
+
+  --dns NAME --dns-server IP[:PORT]   ask that server for NAME's A record (directly, as
+                                      a resolver does when the record's TTL of 1 s ran
+                                      out) each time it (re)connects
+  --sentinel HOST:PORT[,HOST:PORT]    ask these sentinels (or flatline's controller)
+  --service NAME
+
+It RPUSHes 0, 1, 2, ... to KEY at RATE per second (0: as fast as it can), one command
+at a time. Every outcome is a line in OUT, flushed, wall-clock nanoseconds:
+
+  A <value> <t_ns> <addr>            acknowledged by the server at addr
+  E <value> <t_ns> <addr> <error>    failed or timed out (may or may not have been applied)
+  R <t_ns> <addr>                    the primary's address changed (or was first learnt)
+
+On any error the connection is dropped, the primary looked up again, and the value is
+never reused. On SIGTERM prints a JSON summary (acked, errors, max_gap_ms) on stdout.
+"""
+import argparse
+import json
+import random
+import signal
+import socket
+import struct
+import sys
+import time
+
+import redis
+from redis.sentinel import Sentinel, MasterNotFoundError
+
+stop = False
+
+
+def on_term(signum, frame):
+    global stop
+    stop = True
+
+
+def dns_a(name, server, port, timeout):
+    """The A record of NAME from SERVER (one UDP query), or None."""
+    qid = random.getrandbits(16)
+    q = struct.pack(">HHHHHH", qid, 0, 1, 0, 0, 0)  # no RD: ask the authority itself
+    for label in name.rstrip(".").split("."):
+        q += bytes([len(label)]) + label.encode()
+    q += b"\0" + struct.pack(">HH", 1, 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    try:
+        s.sendto(q, (server, port))
+        while True:
+            data = s.recv(1500)
+            if len(data) >= 12 and struct.unpack(">H", data[:2])[0] == qid:
+                break
+    except OSError:
+        return None
+    finally:
+        s.close()
+    _, flags, qd, an, _, _ = struct.unpack(">HHHHHH", data[:12])
+    if flags & 0xF:
+        return None  # rcode
+
+    def skip_name(off):
+        while True:
+            n = data[off]
+            if n & 0xC0 == 0xC0:
+                return off + 2
+            if n == 0:
+                return off + 1
+            off += n + 1
+
+    off = 12
+    for _ in range(qd):
+        off = skip_name(off) + 4
+    for _ in range(an):
+        off = skip_name(off)
+        typ, cls, _, rdlen = struct.unpack(">HHIH", data[off:off + 10])
+        off += 10
+        if typ == 1 and cls == 1 and rdlen == 4:
+            return socket.inet_ntoa(data[off:off + 4])
+        off += rdlen
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dns")
+    ap.add_argument("--dns-server")
+    ap.add_argument("--port", type=int, default=6379, help="the servers' port (with --dns)")
+    ap.add_argument("--sentinel", help="HOST:PORT[,HOST:PORT...]")
+    ap.add_argument("--service", default="cache")
+    ap.add_argument("--key", default="w")
+    ap.add_argument("--rate", type=float, default=1000.0)
+    ap.add_argument("--timeout-ms", type=float, default=100.0)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    if bool(a.dns) == bool(a.sentinel):
+        ap.error("give --dns NAME --dns-server IP[:PORT], or --sentinel HOST:PORT[,...]")
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    tmo = a.timeout_ms / 1000.0
+
+    if a.dns:
+        host, _, port = a.dns_server.partition(":")
+        dport = int(port or 53)
+
+        def lookup():
+            ip = dns_a(a.dns, host, dport, tmo)
+            return (ip, a.port) if ip else None
+    else:
+        sents = []
+        for hp in a.sentinel.split(","):
+            h, _, p = hp.rpartition(":")
+            sents.append((h, int(p)))
+        sentinel = Sentinel(sents, socket_timeout=tmo, socket_connect_timeout=tmo)
+
+        def lookup():
+            try:
+                return sentinel.discover_master(a.service)
+            except (MasterNotFoundError, redis.exceptions.RedisError, OSError):
+                return None
+
+    out = open(a.out, "w", buffering=1)
+    period = 1.0 / a.rate if a.rate > 0 else 0
+    i = acked = errors = 0
+    conn = addr = None
+    last_addr = None
+    last_ack = time.monotonic()
+    max_gap = 0.0
+    nxt = time.monotonic()
+    while not stop:
+        if conn is None:
+            where = lookup()
+            if where is None:
+                time.sleep(0.001)
+                continue
+            addr = "%s:%d" % where
+            if addr != last_addr:
+                out.write("R %d %s\n" % (time.time_ns(), addr))
+                last_addr = addr
+        try:
+            if conn is None:
+                conn = redis.Redis(host=where[0], port=where[1], socket_timeout=tmo,
+                                   socket_connect_timeout=tmo, single_connection_client=True)
+            conn.rpush(a.key, i)
+            out.write("A %d %d %s\n" % (i, time.time_ns(), addr))
+            now = time.monotonic()
+            max_gap = max(max_gap, now - last_ack)
+            last_ack = now
+            acked += 1
+        except (redis.exceptions.RedisError, OSError) as e:
+            out.write("E %d %d %s %s\n" % (i, time.time_ns(), addr, type(e).__name__))
+            errors += 1
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+            conn = None
+            i += 1  # the value may or may not have been applied: never reused
+            time.sleep(0.001)
+            continue
+        i += 1
+        if period:
+            nxt += period
+            d = nxt - time.monotonic()
+            if d > 0:
+                time.sleep(d)
+            else:
+                nxt = time.monotonic()
+    max_gap = max(max_gap, time.monotonic() - last_ack)
+    print(json.dumps({"acked": acked, "errors": errors, "max_gap_ms": round(max_gap * 1000, 1)}))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

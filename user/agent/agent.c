@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* flatline agent: loads the process BPF programs, watches the local server by
+ * PID and cgroup, and writes what the kernel reports to the event log. One
+ * libevent loop: the ring buffer's epoll fd, signals and timers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <event2/event.h>
+#include <bpf/libbpf.h>
+#include "common/clock.h"
+#include "cmds.h"
+#include "common/event_log.h"
+#include "agent/exit_code.h"
+#include "common/log.h"
+#include "common/config.h"
+#include "common/daemon.h"
+#include "agent/fence.h"
+#include "agent/prober.h"
+#include "kern/proc_watch.h"
+#include "agent/reporter.h"
+#include "agent/srvmon.h"
+
+#define AGENT_MAX_WATCH 64
+#define AGENT_SYNC_MS 1000
+
+struct agent {
+	const char *node;
+	const char *event_log;
+	pid_t pids[AGENT_MAX_WATCH];
+	int npids;
+	const char *cgroups[AGENT_MAX_WATCH];
+	uint64_t cgroup_ids[AGENT_MAX_WATCH];
+	int ncgroups;
+
+	const char *config;      /* -c FILE */
+	bool event_log_flag;     /* --event-log given: it wins over the file */
+	struct cfg *cfg;
+	struct cfg_node *me;     /* this node in cfg */
+
+	struct event_base *base;
+	struct proc_watch *pw;
+	struct evlog *log;
+	const char *peer_ids[AGENT_MAX_WATCH]; /* --peer ID=IP */
+	const char *peer_addrs[AGENT_MAX_WATCH];
+	int npeers;
+	int probe_interval_ms;   /* --probe-interval-ms, else the file's, else default */
+	int peer_down_after_ms;  /* --peer-down-after-ms, likewise */
+	struct prober *probe;    /* with peers: ICMP probing timed in the kernel */
+
+	struct srvmon *srv;      /* with a cluster file: the local server */
+	struct reporter *rep;    /* with a cluster file: the controller link */
+	pid_t srv_pid;           /* the server's pid as watched in the kernel */
+	/* Self-fencing (user/fence.h): what the controller last said, and the pause. */
+	struct fence_sm fence;
+	struct event *fence_ev;
+	int64_t ctl_answer_ms;   /* last answer (agent start until the first) */
+	long long ctl_epoch;
+	char ctl_primary[CFG_ID_MAX + 1];
+	int lock_fd;
+	uint64_t drops_seen; /* ring buffer drops already logged */
+};
+
+static const char agent_usage[] =
+	"usage: flatline agent [-c FILE] [--node ID] [--watch-pid PID]... [--watch-cgroup PATH]...\n"
+	"                      [--event-log PATH] [-v]\n"
+	"\n"
+	"  -c, --config FILE    the cluster file: watch, ping and report this node's server\n"
+	"                       to the controller (without it: only the kernel watch)\n"
+	"  --node ID            this node's id (default: the host name); pins go under\n"
+	"                       " FL_PIN_ROOT "/ID/\n"
+	"  --watch-pid PID      watch this process (repeatable)\n"
+	"  --watch-cgroup PATH  watch every process in this cgroup v2 directory and below,\n"
+	"                       including ones started later (repeatable)\n"
+	"  --event-log PATH     event log (default " EVLOG_DEFAULT_PATH ")\n"
+	"  --peer ID=IP         probe this peer with ICMP (repeatable; with -c, the other\n"
+	"                       nodes of this node's shard are peers already)\n"
+	"  --probe-interval-ms MS, --peer-down-after-ms MS\n"
+	"                       override the cluster file's [agent] values\n"
+	"  -v, --verbose        more messages; twice for libbpf's own\n";
+
+static void agent_log(struct agent *a, struct evrec *r)
+{
+	int err = evlog_write(a->log, r);
+
+	if (err)
+		pr_warn("failed to write event log %s: %s\n", a->event_log, strerror(-err));
+}
+
+static const char *watched_cgroup(const struct agent *a, uint64_t cgid)
+{
+	for (int i = 0; i < a->ncgroups; i++)
+		if (a->cgroup_ids[i] == cgid)
+			return a->cgroups[i];
+	return NULL;
+}
+
+static void add_cause(struct evrec *r, uint32_t exit_code)
+{
+	struct exit_cause c;
+	char buf[16];
+	const char *name;
+
+	exit_code_decode(exit_code, &c);
+	if (c.signal) {
+		name = exit_code_signame(c.signal, buf, sizeof(buf));
+		if (name)
+			evrec_str(r, "signal", name);
+		else
+			evrec_int(r, "signal_number", c.signal);
+		evrec_bool(r, "core_dumped", c.core_dumped);
+	} else {
+		evrec_int(r, "exit_status", c.status);
+	}
+}
+
+static void add_oom(struct evrec *r, const struct fl_oom_info *o)
+{
+	/* Before Linux 6.8 mark_victim carried only the pid: no figures then. */
+	if (!o->total_vm_kb && !o->anon_rss_kb && !o->file_rss_kb)
+		return;
+	evrec_uint(r, "total_vm_kb", o->total_vm_kb);
+	evrec_uint(r, "anon_rss_kb", o->anon_rss_kb);
+	evrec_uint(r, "file_rss_kb", o->file_rss_kb);
+	evrec_uint(r, "shmem_rss_kb", o->shmem_rss_kb);
+	evrec_uint(r, "pgtables_kb", o->pgtables_kb);
+	evrec_int(r, "oom_score_adj", o->oom_score_adj);
+}
+
+static void on_proc_event(void *ctx, const struct fl_proc_event *e)
+{
+	struct agent *a = ctx;
+	uint64_t now = fl_clock_ns(CLOCK_MONOTONIC);
+	char comm[FL_COMM_LEN + 1];
+	const char *kind, *cg;
+	struct evrec r;
+
+	switch (e->kind) {
+	case FL_EV_PROC_EXIT:
+		kind = "proc_exit";
+		break;
+	case FL_EV_OOM_VICTIM:
+		kind = "oom_kill";
+		break;
+	case FL_EV_PROC_START:
+		kind = "proc_start";
+		break;
+	default:
+		pr_warn("ignoring BPF event of unknown kind %u\n", e->kind);
+		return;
+	}
+	memcpy(comm, e->comm, FL_COMM_LEN);
+	comm[FL_COMM_LEN] = '\0';
+
+	evrec_begin(&r, NULL, a->node, kind);
+	evrec_int(&r, "pid", e->pid);
+	if (e->kind != FL_EV_OOM_VICTIM) {
+		evrec_int(&r, "ppid", e->ppid);
+		evrec_str(&r, "comm", comm);
+	}
+	if (e->kind == FL_EV_PROC_EXIT) {
+		add_cause(&r, e->exit_code);
+		evrec_bool(&r, "oom", e->oom);
+	}
+	if (e->oom)
+		add_oom(&r, &e->oom_info);
+	if (e->watch & FL_WATCH_CGROUP) {
+		cg = watched_cgroup(a, e->cgroup_id);
+		if (cg)
+			evrec_str(&r, "cgroup", cg);
+		evrec_uint(&r, "cgroup_id", e->cgroup_id);
+	}
+	/* From the kernel's event to this line: the detection delay in userspace. */
+	evrec_uint(&r, "delay_us", now > e->ts_ns ? (now - e->ts_ns) / 1000 : 0);
+	agent_log(a, &r);
+	if (e->kind == FL_EV_PROC_EXIT && a->srv && e->pid == (__u32)a->srv_pid) {
+		struct exit_cause c;
+		char cause[32], sig[16];
+		const char *name;
+
+		exit_code_decode(e->exit_code, &c);
+		name = c.signal ? exit_code_signame(c.signal, sig, sizeof(sig)) : NULL;
+		if (c.signal)
+			snprintf(cause, sizeof(cause), "%s", name ? name : "signal");
+		else
+			snprintf(cause, sizeof(cause), "status:%d", c.status);
+		a->srv_pid = 0; /* the kernel dropped it from the watched set */
+		srvmon_exited(a->srv, e->pid, cause, c.core_dumped, e->oom);
+	}
+}
+
+/* The server's pid changed (found, or restarted): watch the new one. */
+static void follow_pid(struct agent *a, pid_t pid)
+{
+	int err;
+
+	if (pid == a->srv_pid)
+		return;
+	if (a->srv_pid)
+		proc_watch_unwatch_pid(a->pw, a->srv_pid);
+	a->srv_pid = 0;
+	if (!pid)
+		return;
+	err = proc_watch_watch_pid(a->pw, pid, FL_WATCH_PID);
+	if (err) {
+		pr_warn("failed to watch server pid %d: %s\n", (int)pid, strerror(-err));
+		return;
+	}
+	a->srv_pid = pid;
+	/* It may have died before the map update: then no event will come. */
+	if (!fl_pid_alive(pid)) {
+		proc_watch_unwatch_pid(a->pw, pid);
+		a->srv_pid = 0;
+		srvmon_exited(a->srv, pid, "unknown", false, false);
+	}
+}
+
+static void log_srv_change(struct agent *a, const struct srv_state *prev,
+			   const struct srv_state *cur, unsigned what)
+{
+	const struct info_repl *i = &cur->info;
+	struct evrec r;
+
+	if (what & SRV_CH_PROC && prev->proc != cur->proc) {
+		const char *kind = NULL;
+
+		switch (cur->proc) {
+		case SRV_HUNG:
+			kind = "proc_hung";
+			break;
+		case SRV_UP:
+			kind = "proc_up";
+			break;
+		case SRV_BUSY:
+			kind = "proc_busy";
+			break;
+		case SRV_LOADING:
+			kind = "proc_loading";
+			break;
+		case SRV_DOWN:
+			/* A death seen by BPF is logged as proc_exit already. */
+			kind = cur->exit_cause[0] ? NULL : "proc_down";
+			break;
+		case SRV_UNKNOWN:
+			break;
+		}
+		if (kind) {
+			evrec_begin(&r, NULL, a->node, kind);
+			evrec_int(&r, "pid", cur->pid);
+			evrec_str(&r, "was", srv_proc_name(prev->proc));
+			evrec_str(&r, "server", a->me->redis_str);
+			if (cur->proc == SRV_HUNG)
+				evrec_int(&r, "silent_ms",
+					  (long long)a->cfg->agent.hung_after *
+						  a->cfg->agent.ping_interval_ms);
+			agent_log(a, &r);
+		}
+	}
+	if (what & SRV_CH_ROLE && cur->have_info && i->role != INFO_ROLE_UNKNOWN &&
+	    (prev->info.role != i->role || i->role == INFO_ROLE_SLAVE)) {
+		evrec_begin(&r, NULL, a->node, "role_change");
+		evrec_str(&r, "role", info_role_name(i->role));
+		evrec_str(&r, "was", info_role_name(prev->info.role));
+		if (i->role == INFO_ROLE_SLAVE) {
+			evrec_str(&r, "master_host", i->master_host);
+			evrec_int(&r, "master_port", i->master_port);
+		}
+		agent_log(a, &r);
+	}
+}
+
+static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
+			   unsigned what)
+{
+	struct agent *a = ctx;
+
+	if (cur->pid != a->srv_pid && cur->proc != SRV_DOWN)
+		follow_pid(a, cur->pid);
+	log_srv_change(a, prev, cur, what);
+	/* Offsets alone ride on the next heartbeat; everything else goes now. */
+	if (what & ~SRV_CH_INFO)
+		reporter_kick(a->rep);
+}
+
+static void report_peers(struct agent *a, struct rep_msg *m);
+
+static void build_report(void *ctx, struct rep_msg *m)
+{
+	struct agent *a = ctx;
+	const struct srv_state *st = srvmon_state(a->srv);
+	const struct info_repl *i = &st->info;
+
+	report_peers(a, m);
+	rep_add(m, "proc", "%s", srv_proc_name(st->proc));
+	rep_add(m, "pid", "%d", (int)st->pid);
+	rep_add(m, "proc_change_ms", "%lld", (long long)st->proc_change_ms);
+	if (st->proc == SRV_DOWN && st->exit_cause[0]) {
+		rep_add(m, "exit", "%s", st->oom ? "oom" : st->exit_cause);
+		rep_add(m, "core_dumped", "%d", st->core_dumped);
+	}
+	if (st->auth_error[0])
+		rep_add(m, "auth_error", "%s", st->auth_error);
+	if (!st->have_info)
+		return;
+	if (i->server != INFO_SRV_UNKNOWN)
+		rep_add(m, "server", "%s", info_server_name(i->server));
+	if (i->version[0])
+		rep_add(m, "version", "%s", i->version);
+	rep_add(m, "role", "%s", info_role_name(i->role));
+	if (i->role == INFO_ROLE_SLAVE) {
+		rep_add(m, "master_host", "%s", i->master_host);
+		rep_add(m, "master_port", "%d", i->master_port);
+		rep_add(m, "master_link_status", "%s", i->link_up > 0 ? "up" : "down");
+		rep_add(m, "master_last_io_seconds_ago", "%lld", i->last_io_s);
+		rep_add(m, "master_sync_in_progress", "%d", i->sync_in_progress);
+	}
+	if (i->master_replid[0])
+		rep_add(m, "master_replid", "%s", i->master_replid);
+	if (i->offset >= 0)
+		rep_add(m, "repl_offset", "%lld", i->offset);
+	rep_add(m, "slave_priority", "%d", i->slave_priority);
+	rep_add(m, "connected_slaves", "%d", i->connected_slaves);
+	if (i->run_id[0])
+		rep_add(m, "run_id", "%s", i->run_id);
+	if (a->fence.fenced)
+		rep_add(m, "fenced", "1");
+}
+
+static void on_rep_event(void *ctx, const char *kind, const char *detail)
+{
+	struct agent *a = ctx;
+	struct evrec r;
+
+	evrec_begin(&r, NULL, a->node, kind);
+	evrec_str(&r, "detail", detail);
+	agent_log(a, &r);
+}
+
+static void fence_eval_now(struct agent *a);
+
+static void on_rep_answer(void *ctx, long long epoch, const char *primary)
+{
+	struct agent *a = ctx;
+
+	a->ctl_answer_ms = fl_mono_ms();
+	a->ctl_epoch = epoch;
+	snprintf(a->ctl_primary, sizeof(a->ctl_primary), "%s", primary);
+	if (a->fence.fenced)
+		fence_eval_now(a);
+}
+
+/* --- ICMP peers ------------------------------------------------------- */
+
+static void on_peer_change(void *ctx, const struct probe_peer_info *peer)
+{
+	struct agent *a = ctx;
+	struct evrec r;
+
+	probe_evrec(&r, a->node, peer);
+	agent_log(a, &r);
+	if (a->rep)
+		reporter_kick(a->rep);
+	if (a->srv)
+		fence_eval_now(a);
+}
+
+static void report_peers(struct agent *a, struct rep_msg *m)
+{
+	char key[CFG_ID_MAX + 32];
+
+	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++) {
+		const struct probe_peer_info *pi = probe_peer(a->probe, i);
+
+		snprintf(key, sizeof(key), "peer.%s", pi->id);
+		rep_add(m, key, "%s", probe_report_state(pi->ev.state));
+		if (pi->st.replied) {
+			snprintf(key, sizeof(key), "peer.%s.rtt_us", pi->id);
+			rep_add(m, key, "%llu", (unsigned long long)(pi->st.rtt_last_ns / 1000));
+		}
+		if (pi->ev.reply_age_ns != VERDICT_NEVER) {
+			snprintf(key, sizeof(key), "peer.%s.reply_age_ms", pi->id);
+			rep_add(m, key, "%llu", (unsigned long long)(pi->ev.reply_age_ns / 1000000));
+		}
+		if (pi->ev.packet_age_ns != VERDICT_NEVER) {
+			snprintf(key, sizeof(key), "peer.%s.packet_age_ms", pi->id);
+			rep_add(m, key, "%llu", (unsigned long long)(pi->ev.packet_age_ns / 1000000));
+		}
+	}
+}
+
+/* Peers: --peer flags, and with a cluster file the other nodes of our shard. */
+static int start_probe(struct agent *a)
+{
+	struct probe_opts po = { .base = a->base, .node = a->node, .on_change = on_peer_change,
+				 .ctx = a };
+	int err;
+
+	if (a->cfg) {
+		po.interval_ms = a->cfg->agent.probe_interval_ms;
+		po.down_after_ms = a->cfg->agent.peer_down_after_ms;
+	}
+	if (a->probe_interval_ms)
+		po.interval_ms = a->probe_interval_ms;
+	if (a->peer_down_after_ms)
+		po.down_after_ms = a->peer_down_after_ms;
+	err = probe_open(&a->probe, &po);
+	if (err)
+		return err;
+	for (int i = 0; i < a->npeers; i++) {
+		err = probe_add_peer(a->probe, a->peer_ids[i], a->peer_addrs[i]);
+		if (err) {
+			pr_warn("failed to add peer %s=%s: %s\n", a->peer_ids[i], a->peer_addrs[i],
+				strerror(-err));
+			return err;
+		}
+	}
+	if (a->cfg && a->me->shard >= 0) {
+		const struct cfg_shard *s = &a->cfg->shards[a->me->shard];
+
+		for (int i = 0; i < s->nnodes; i++) {
+			const struct cfg_node *n = &a->cfg->nodes[s->nodes[i]];
+
+			if (n == a->me || !strchr(n->address, '.'))
+				continue; /* ourselves; IPv6 peers are not probed yet */
+			err = probe_add_peer(a->probe, n->id, n->address);
+			if (err && err != -EEXIST) {
+				pr_warn("failed to add peer %s=%s: %s\n", n->id, n->address,
+					strerror(-err));
+				return err;
+			}
+		}
+	}
+	return probe_start(a->probe);
+}
+
+static bool wants_probe(const struct agent *a)
+{
+	return a->npeers > 0 || (a->cfg && a->me->shard >= 0 &&
+				 a->cfg->shards[a->me->shard].nnodes > 1);
+}
+
+/* --- self-fencing --------------------------------------------------------- */
+
+static int fence_pause_ms(const struct agent *a)
+{
+	int ms = 3 * a->cfg->agent.heartbeat_ms;
+
+	return ms < 1000 ? 1000 : ms;
+}
+
+static void on_fence_reply(void *ctx, redisReply *r, void *priv)
+{
+	struct agent *a = ctx;
+
+	if (r && r->type == REDIS_REPLY_ERROR)
+		pr_warn("failed to %s writes on the server: %s\n", priv ? "pause" : "unpause",
+			r->str);
+	(void)a;
+}
+
+static void fence_send(struct agent *a, bool pause)
+{
+	char ms[16];
+	const char *p[] = { "CLIENT", "PAUSE", ms, "WRITE" }, *u[] = { "CLIENT", "UNPAUSE" };
+	int err;
+
+	snprintf(ms, sizeof(ms), "%d", fence_pause_ms(a));
+	err = pause ? srvmon_send(a->srv, 4, p, on_fence_reply, a)
+		    : srvmon_send(a->srv, 2, u, on_fence_reply, NULL);
+	if (err && err != -ENOTCONN)
+		pr_warn("failed to send CLIENT %s: %s\n", pause ? "PAUSE" : "UNPAUSE",
+			strerror(-err));
+}
+
+static void fence_eval_now(struct agent *a)
+{
+	const struct srv_state *st = srvmon_state(a->srv);
+	struct fence_in in = {
+		.now_ms = fl_mono_ms(),
+		.after_ms = a->cfg->agent.self_fence_after_ms,
+		.is_primary = st->have_info && st->info.role == INFO_ROLE_MASTER,
+		.is_replica = st->have_info && st->info.role == INFO_ROLE_SLAVE,
+		.have_peers = a->probe && probe_npeers(a->probe) > 0,
+		.ctl_answer_ms = a->ctl_answer_ms,
+		.ctl_epoch = a->ctl_epoch,
+		.ctl_primary = a->ctl_primary,
+		.me = a->node,
+	};
+	struct evrec r;
+	int down = 0;
+
+	if (!a->cfg->agent.self_fence)
+		return;
+	for (int i = 0; in.have_peers && i < probe_npeers(a->probe); i++)
+		if (probe_peer(a->probe, i)->ev.state == VERDICT_DOWN)
+			down++;
+	in.any_peer_reachable = in.have_peers && down < probe_npeers(a->probe);
+	switch (fence_eval(&a->fence, &in)) {
+	case FENCE_NONE:
+		return;
+	case FENCE_HOLD:
+		fence_send(a, true); /* renewed before it lapses */
+		return;
+	case FENCE_NOW:
+		fence_send(a, true);
+		evrec_begin(&r, NULL, a->node, "self_fenced");
+		evrec_int(&r, "controller_silent_ms", in.now_ms - a->ctl_answer_ms);
+		evrec_int(&r, "peers_down", down);
+		evrec_int(&r, "epoch", a->ctl_epoch);
+		evrec_int(&r, "pause_ms", fence_pause_ms(a));
+		agent_log(a, &r);
+		pr_warn("isolated primary: writes paused until the controller is reached\n");
+		break;
+	case FENCE_LIFT_CONFIRMED:
+	case FENCE_LIFT_DEMOTED:
+		fence_send(a, false);
+		evrec_begin(&r, NULL, a->node, "self_fence_lifted");
+		evrec_str(&r, "reason", in.is_replica ? "demoted: the server is a replica now"
+						      : "the controller confirmed this node as primary");
+		evrec_int(&r, "epoch", a->ctl_epoch);
+		evrec_str(&r, "primary", a->ctl_primary);
+		agent_log(a, &r);
+		break;
+	}
+	reporter_kick(a->rep);
+}
+
+static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	fence_eval_now(arg);
+}
+
+/* With a cluster file: the server monitor and the controller link. */
+static int start_cluster(struct agent *a)
+{
+	static const struct srvmon_ops sops = { .changed = on_srv_changed };
+	static const struct reporter_ops rops = { .build = build_report,
+						  .event = on_rep_event,
+						  .answer = on_rep_answer };
+	const struct cfg *c = a->cfg;
+	struct srvmon_opts so = {
+		.ep = a->me->redis,
+		.user = c->redis.user,
+		.password = c->redis.password,
+		.pidfile = a->me->pidfile,
+		.ping_interval_ms = c->agent.ping_interval_ms,
+		.hung_after = c->agent.hung_after,
+		.info_interval_ms = c->agent.heartbeat_ms,
+	};
+	struct reporter_opts ro = {
+		.ep = c->controller.listen,
+		.node = a->node,
+		.secret = c->secret,
+		.heartbeat_ms = c->agent.heartbeat_ms,
+	};
+
+	struct timeval tick = fl_ms_tv(c->agent.heartbeat_ms);
+
+	a->srv = srvmon_new(a->base, &so, &sops, a);
+	a->rep = reporter_new(a->base, &ro, &rops, a);
+	a->fence_ev = event_new(a->base, -1, EV_PERSIST, on_fence_tick, a);
+	if (!a->srv || !a->rep || !a->fence_ev)
+		return -ENOMEM;
+	a->ctl_answer_ms = fl_mono_ms(); /* isolation is counted from start at the earliest */
+	srvmon_start(a->srv);
+	reporter_start(a->rep);
+	return event_add(a->fence_ev, &tick);
+}
+
+static void on_ringbuf(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	int n;
+
+	(void)fd;
+	(void)what;
+	n = proc_watch_consume(a->pw);
+	if (n < 0)
+		pr_warn("failed to read ring buffer: %s\n", strerror(-n));
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)what;
+	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	event_base_loopbreak(a->base);
+}
+
+/* Once a second: flush the log to disk and report new ring buffer drops. */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	uint64_t drops = proc_watch_drops(a->pw);
+	struct evrec r;
+
+	(void)fd;
+	(void)what;
+	if (drops != a->drops_seen) {
+		evrec_begin(&r, NULL, a->node, "events_dropped");
+		evrec_uint(&r, "dropped", drops - a->drops_seen);
+		evrec_uint(&r, "total", drops);
+		agent_log(a, &r);
+		pr_warn("ring buffer full: %llu events lost\n",
+			(unsigned long long)(drops - a->drops_seen));
+		a->drops_seen = drops;
+	}
+	evlog_sync(a->log);
+}
+
+static int parse_pid(const char *s, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*pid = v;
+	return 0;
+}
+
+static int parse_args(struct agent *a, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "watch-pid", required_argument, NULL, 'p' },
+		{ "watch-cgroup", required_argument, NULL, 'g' },
+		{ "event-log", required_argument, NULL, 'l' },
+		{ "peer", required_argument, NULL, 'P' },
+		{ "probe-interval-ms", required_argument, NULL, 'I' },
+		{ "peer-down-after-ms", required_argument, NULL, 'D' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	static char host[HOST_NAME_MAX + 1];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 'n':
+			a->node = optarg;
+			break;
+		case 'p':
+			if (a->npids == AGENT_MAX_WATCH) {
+				pr_warn("too many --watch-pid (at most %d)\n", AGENT_MAX_WATCH);
+				return 2;
+			}
+			if (parse_pid(optarg, &a->pids[a->npids])) {
+				pr_warn("--watch-pid %s: not a process id\n", optarg);
+				return 2;
+			}
+			a->npids++;
+			break;
+		case 'g':
+			if (a->ncgroups == AGENT_MAX_WATCH) {
+				pr_warn("too many --watch-cgroup (at most %d)\n", AGENT_MAX_WATCH);
+				return 2;
+			}
+			a->cgroups[a->ncgroups++] = optarg;
+			break;
+		case 'l':
+			a->event_log = optarg;
+			a->event_log_flag = true;
+			break;
+		case 'P': {
+			char *eq = strchr(optarg, '=');
+
+			if (a->npeers == AGENT_MAX_WATCH || !eq || eq == optarg || !eq[1]) {
+				pr_warn("--peer %s: want ID=IPV4 (at most %d)\n", optarg,
+					AGENT_MAX_WATCH);
+				return 2;
+			}
+			*eq = '\0';
+			a->peer_ids[a->npeers] = optarg;
+			a->peer_addrs[a->npeers++] = eq + 1;
+			break;
+		}
+		case 'I':
+			if (daemon_parse_ms("--probe-interval-ms", optarg, 3600000, &a->probe_interval_ms))
+				return 2;
+			break;
+		case 'D':
+			if (daemon_parse_ms("--peer-down-after-ms", optarg, 3600000,
+					 &a->peer_down_after_ms))
+				return 2;
+			break;
+		case 'v':
+			log_verbosity++;
+			break;
+		case 'h':
+			fputs(agent_usage, stdout);
+			return -1;
+		default:
+			fputs(agent_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		pr_warn("unexpected argument '%s'\n", argv[optind]);
+		fputs(agent_usage, stderr);
+		return 2;
+	}
+	if (!a->node) {
+		if (gethostname(host, sizeof(host)))
+			snprintf(host, sizeof(host), "localhost");
+		host[strcspn(host, ".")] = '\0';
+		a->node = host;
+	}
+	if (fl_valid_node_id(a->node)) {
+		pr_warn("--node %s: a node id is 1-64 letters, digits, '-' or '_'\n", a->node);
+		return 2;
+	}
+	return 0;
+}
+
+static int load_config(struct agent *a)
+{
+	char err[512];
+
+	if (cfg_load(a->config, &a->cfg, err, sizeof(err))) {
+		pr_warn("%s\n", err);
+		return -EINVAL;
+	}
+	a->me = cfg_find_node(a->cfg, a->node);
+	if (!a->me) {
+		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node\n",
+			a->node, a->config);
+		return -ENOENT;
+	}
+	if (!a->event_log_flag)
+		a->event_log = a->cfg->agent.event_log;
+	return 0;
+}
+
+/* What the agent watches, checked before anything is loaded. */
+static int check_targets(struct agent *a)
+{
+	for (int i = 0; i < a->npids; i++) {
+		if (!fl_pid_alive(a->pids[i])) {
+			pr_warn("failed to watch pid %d: no such process\n", (int)a->pids[i]);
+			return -ESRCH;
+		}
+	}
+	for (int i = 0; i < a->ncgroups; i++) {
+		int err = fl_cgroup_id(a->cgroups[i], &a->cgroup_ids[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int arm_watches(struct agent *a)
+{
+	struct evrec r;
+	int err;
+
+	for (int i = 0; i < a->ncgroups; i++) {
+		err = proc_watch_watch_cgroup(a->pw, a->cgroups[i], &a->cgroup_ids[i]);
+		if (err) {
+			pr_warn("failed to watch cgroup %s: %s\n", a->cgroups[i], strerror(-err));
+			return err;
+		}
+	}
+	for (int i = 0; i < a->npids; i++) {
+		err = proc_watch_watch_pid(a->pw, a->pids[i], FL_WATCH_PID);
+		if (err) {
+			pr_warn("failed to watch pid %d: %s\n", (int)a->pids[i], strerror(-err));
+			return err;
+		}
+		/* It may have died between the check and the map update, unseen. */
+		if (!fl_pid_alive(a->pids[i])) {
+			proc_watch_unwatch_pid(a->pw, a->pids[i]);
+			evrec_begin(&r, NULL, a->node, "proc_exit");
+			evrec_int(&r, "pid", a->pids[i]);
+			evrec_str(&r, "cause", "unknown: exited while the watch was being set up");
+			agent_log(a, &r);
+		}
+	}
+	return 0;
+}
+
+static void log_agent_start(struct agent *a)
+{
+	struct utsname u;
+	struct evrec r;
+
+	uname(&u);
+	evrec_begin(&r, NULL, a->node, "agent_start");
+	evrec_int(&r, "agent_pid", getpid());
+	evrec_str(&r, "kernel", u.release);
+	evrec_int(&r, "watch_pids", a->npids);
+	evrec_int(&r, "watch_cgroups", a->ncgroups);
+	evrec_str(&r, "pins", proc_watch_pin_dir(a->pw));
+	agent_log(a, &r);
+	evlog_sync(a->log);
+}
+
+static int agent_run(struct agent *a)
+{
+	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL;
+	struct timeval tick = fl_ms_tv(AGENT_SYNC_MS);
+	int err = -ENOMEM;
+
+	a->base = event_base_new();
+	if (!a->base)
+		return -ENOMEM;
+	ev_rb = event_new(a->base, proc_watch_epoll_fd(a->pw), EV_READ | EV_PERSIST, on_ringbuf, a);
+	ev_term = evsignal_new(a->base, SIGTERM, on_signal, a);
+	ev_int = evsignal_new(a->base, SIGINT, on_signal, a);
+	ev_tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
+	if (!ev_rb || !ev_term || !ev_int || !ev_tick || event_add(ev_rb, NULL) ||
+	    event_add(ev_term, NULL) || event_add(ev_int, NULL) || event_add(ev_tick, &tick)) {
+		pr_warn("failed to set up the event loop\n");
+		goto cleanup;
+	}
+	if (wants_probe(a)) {
+		err = start_probe(a);
+		if (err)
+			goto cleanup;
+	}
+	if (a->cfg && start_cluster(a)) {
+		pr_warn("failed to start the server monitor\n");
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	log_agent_start(a);
+	pr_info("agent for node %s ready: %d pid(s), %d cgroup(s), pins in %s\n", a->node,
+		a->npids, a->ncgroups, proc_watch_pin_dir(a->pw));
+	/* Events that arrived before the loop started. */
+	proc_watch_consume(a->pw);
+	err = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+cleanup:
+	if (ev_rb)
+		event_free(ev_rb);
+	if (ev_term)
+		event_free(ev_term);
+	if (ev_int)
+		event_free(ev_int);
+	if (ev_tick)
+		event_free(ev_tick);
+	if (a->fence_ev)
+		event_free(a->fence_ev);
+	srvmon_free(a->srv);
+	reporter_free(a->rep);
+	probe_close(a->probe);
+	event_base_free(a->base);
+	return err;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent a = { .event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1 };
+	struct evlog_opts lo = { .max_bytes = EVLOG_DEFAULT_MAX_BYTES,
+				 .max_segments = EVLOG_DEFAULT_SEGMENTS };
+	struct proc_watch_opts po = { .cb = on_proc_event, .ctx = &a };
+	struct evrec r;
+	int err;
+
+	err = parse_args(&a, argc, argv);
+	if (err)
+		return err < 0 ? 0 : err;
+	daemon_libbpf_messages();
+	/* From here on every failure goes through cleanup: a.cfg may be loaded. */
+	err = a.config ? load_config(&a) : 0;
+	if (err)
+		goto cleanup;
+	if (geteuid() != 0) {
+		pr_warn("agent must run as root: it loads BPF programs and pins maps\n");
+		err = -EPERM;
+		goto cleanup;
+	}
+	err = check_targets(&a);
+	if (err)
+		goto cleanup;
+	lo.path = a.event_log;
+	err = evlog_open(&a.log, &lo);
+	if (err) {
+		pr_warn("failed to open event log %s: %s\n", a.event_log, strerror(-err));
+		goto cleanup;
+	}
+	a.lock_fd = daemon_lock_node(a.node);
+	if (a.lock_fd < 0) {
+		err = a.lock_fd;
+		goto cleanup;
+	}
+	po.node = a.node;
+	po.cgroups = a.ncgroups > 0;
+	err = proc_watch_open(&a.pw, &po);
+	if (err)
+		goto cleanup;
+	err = arm_watches(&a);
+	if (err)
+		goto cleanup;
+	err = agent_run(&a);
+	evrec_begin(&r, NULL, a.node, "agent_stop");
+	evrec_str(&r, "reason", err ? "error" : "signal");
+	agent_log(&a, &r);
+cleanup:
+	proc_watch_close(a.pw);
+	evlog_close(a.log);
+	if (a.lock_fd >= 0)
+		close(a.lock_fd);
+	cfg_free(a.cfg);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <event2/event.h>
+#include "common/clock.h"
+#include "common/log.h"
+#include "agent/reporter.h"
+#include "common/redis_link.h"
+
+enum rep_state {
+	REP_DOWN,  /* not connected */
+	REP_HELLO, /* HELLO sent, no answer yet */
+	REP_READY, /* accepted: reports flow */
+};
+
+struct reporter {
+	struct reporter_opts o;
+	char node[CFG_ID_MAX + 1], secret[256], where[300];
+	struct reporter_ops ops;
+	void *ctx;
+	struct redis_link *link;
+	struct event *hb_ev;
+	enum rep_state state;
+	unsigned long long seq;
+	long long last_sent_ms, last_answer_ms;
+	char last_problem[640]; /* the last problem printed: once per change */
+	bool lost_logged;       /* controller_lost written since the last connect */
+};
+
+void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
+{
+	size_t room = sizeof(m->buf) - m->used, klen = strlen(key) + 1;
+	char *k = m->buf + m->used, *v;
+	va_list ap;
+	int n;
+
+	if (m->overflow || m->argc + 2 > REP_MAX_ARGS || klen >= room) {
+		m->overflow = true;
+		return;
+	}
+	memcpy(k, key, klen);
+	v = k + klen;
+	va_start(ap, fmt);
+	n = vsnprintf(v, room - klen, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room - klen) {
+		m->overflow = true;
+		return;
+	}
+	m->used += klen + n + 1;
+	m->argv[m->argc++] = k;
+	m->argv[m->argc++] = v;
+}
+
+/* Log a problem or a recovery once per change. */
+static void note(struct reporter *r, const char *kind, const char *detail)
+{
+	if (!strcmp(r->last_problem, detail))
+		return;
+	snprintf(r->last_problem, sizeof(r->last_problem), "%s", detail);
+	if (r->ops.event)
+		r->ops.event(r->ctx, kind, detail);
+}
+
+static void on_report_reply(void *ctx, redisReply *rep, void *priv)
+{
+	struct reporter *r = ctx;
+
+	(void)priv;
+	if (!rep)
+		return;
+	if (rep->type == REDIS_REPLY_ERROR) {
+		pr_warn("controller %s refused a report: %s\n", r->where, rep->str);
+		redis_link_drop(r->link, "report refused");
+		return;
+	}
+	r->last_answer_ms = fl_wall_ms();
+	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
+	    rep->element[1]->type == REDIS_REPLY_INTEGER &&
+	    (rep->element[2]->type == REDIS_REPLY_STRING ||
+	     rep->element[2]->type == REDIS_REPLY_STATUS) &&
+	    r->ops.answer)
+		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str);
+}
+
+static void send_report(struct reporter *r)
+{
+	struct rep_msg *m = calloc(1, sizeof(*m));
+	char seq[24];
+	int err;
+
+	if (!m)
+		return;
+	snprintf(seq, sizeof(seq), "%llu", ++r->seq);
+	m->argv[m->argc++] = "REPORT";
+	m->argv[m->argc++] = seq;
+	r->ops.build(r->ctx, m);
+	if (m->overflow)
+		pr_warn("report too large: some keys left out\n");
+	err = redis_link_command(r->link, on_report_reply, NULL, m->argc, m->argv, NULL);
+	free(m);
+	if (err) {
+		pr_debug("failed to send report: %s\n", strerror(-err));
+		if (err == -ENOBUFS)
+			redis_link_drop(r->link, "controller not reading reports");
+		return;
+	}
+	r->last_sent_ms = fl_wall_ms();
+}
+
+static void on_hello(void *ctx, redisReply *rep, void *priv)
+{
+	struct reporter *r = ctx;
+	char detail[640];
+
+	(void)priv;
+	if (!rep)
+		return;
+	if (rep->type == REDIS_REPLY_ERROR) {
+		snprintf(detail, sizeof(detail), "controller %s rejected HELLO: %s", r->where,
+			 rep->str);
+		if (strcmp(r->last_problem, detail))
+			pr_warn("%s\n", detail);
+		note(r, "controller_rejected", detail);
+		redis_link_drop(r->link, "rejected");
+		return;
+	}
+	if (rep->type != REDIS_REPLY_STATUS || strncmp(rep->str, "OK", 2)) {
+		redis_link_drop(r->link, "unexpected answer to HELLO");
+		return;
+	}
+	r->state = REP_READY;
+	r->last_answer_ms = fl_wall_ms();
+	r->lost_logged = false;
+	snprintf(detail, sizeof(detail), "connected to controller %s", r->where);
+	note(r, "controller_connected", detail);
+	/* Only the latest state, never a backlog. */
+	send_report(r);
+}
+
+static void on_up(void *ctx)
+{
+	struct reporter *r = ctx;
+	const char *argv[] = { "HELLO", "flatline", REP_PROTO_VERSION, r->node, r->secret };
+
+	r->seq = 0;
+	if (!redis_link_command(r->link, on_hello, NULL, 5, argv, NULL))
+		r->state = REP_HELLO;
+}
+
+static void on_down(void *ctx, const char *why, int err)
+{
+	struct reporter *r = ctx;
+	char detail[640];
+
+	(void)err;
+	r->state = REP_DOWN;
+	if (!strcmp(why, "rejected"))
+		return; /* already logged as controller_rejected */
+	snprintf(detail, sizeof(detail), "controller %s: %s", r->where, why);
+	if (strcmp(r->last_problem, detail))
+		pr_warn("%s\n", detail);
+	/* One controller_lost per loss, whatever the reasons of the retries. */
+	if (!r->lost_logged) {
+		r->lost_logged = true;
+		snprintf(r->last_problem, sizeof(r->last_problem), "%s", detail);
+		if (r->ops.event)
+			r->ops.event(r->ctx, "controller_lost", detail);
+	} else {
+		snprintf(r->last_problem, sizeof(r->last_problem), "%s", detail);
+	}
+}
+
+#define REP_UNANSWERED_MIN_MS 1500
+
+static long unanswered_limit_ms(const struct reporter *r)
+{
+	long ms = 2L * r->o.heartbeat_ms;
+
+	return ms < REP_UNANSWERED_MIN_MS ? REP_UNANSWERED_MIN_MS : ms;
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+	struct reporter *r = arg;
+
+	(void)fd;
+	(void)what;
+	if (r->state == REP_DOWN)
+		return;
+	/* A controller that leaves a request unanswered for two heartbeats (and at
+	 * least REP_UNANSWERED_MIN_MS: on a lossy link TCP's retransmissions alone
+	 * take 200 ms and more) is gone. */
+	if (redis_link_oldest_ms(r->link) > unanswered_limit_ms(r)) {
+		redis_link_drop(r->link, "controller stopped answering");
+		return;
+	}
+	if (r->state == REP_READY && fl_wall_ms() - r->last_sent_ms >= r->o.heartbeat_ms - 1)
+		send_report(r);
+}
+
+struct reporter *reporter_new(struct event_base *base, const struct reporter_opts *o,
+			      const struct reporter_ops *ops, void *ctx)
+{
+	static const struct redis_link_ops lops = { .on_up = on_up, .on_down = on_down };
+	struct reporter *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->o = *o;
+	snprintf(r->node, sizeof(r->node), "%s", o->node);
+	snprintf(r->secret, sizeof(r->secret), "%s", o->secret ? o->secret : "");
+	if (o->ep.unix_path[0])
+		snprintf(r->where, sizeof(r->where), "unix:%s", o->ep.unix_path);
+	else
+		snprintf(r->where, sizeof(r->where), "%s:%d", o->ep.host, o->ep.port);
+	r->ops = *ops;
+	r->ctx = ctx;
+	r->link = redis_link_new(base, &o->ep, "controller", 1000, &lops, r);
+	r->hb_ev = event_new(base, -1, EV_PERSIST, on_heartbeat, r);
+	if (!r->link || !r->hb_ev) {
+		reporter_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void reporter_start(struct reporter *r)
+{
+	struct timeval tv = fl_ms_tv(r->o.heartbeat_ms);
+
+	event_add(r->hb_ev, &tv);
+	redis_link_start(r->link);
+}
+
+void reporter_kick(struct reporter *r)
+{
+	if (r->state == REP_READY)
+		send_report(r);
+}
+
+bool reporter_ready(const struct reporter *r)
+{
+	return r->state == REP_READY;
+}
+
+long long reporter_last_answer_ms(const struct reporter *r)
+{
+	return r->last_answer_ms;
+}
+
+void reporter_free(struct reporter *r)
+{
+	if (!r)
+		return;
+	redis_link_free(r->link);
+	if (r->hb_ev)
+		event_free(r->hb_ev);
+	free(r);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The agent's link to the controller (docs/protocol.md): HELLO, then a REPORT
+ * at once on every change and at least every heartbeat_ms. */
+#ifndef FL_REPORTER_H
+#define FL_REPORTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "common/config.h"
+
+struct event_base;
+
+#define REP_PROTO_VERSION "1"
+#define REP_MAX_ARGS 512
+
+/* One REPORT being built: key/value pairs after "REPORT <seq>". */
+struct rep_msg {
+	int argc;
+	const char *argv[REP_MAX_ARGS];
+	char buf[16384];
+	size_t used;
+	bool overflow;
+};
+void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+struct reporter_ops {
+	/* Fill m with the agent's whole current state. */
+	void (*build)(void *ctx, struct rep_msg *m);
+	/* controller_connected / controller_lost / controller_rejected, once per
+	 * change; detail is readable. */
+	void (*event)(void *ctx, const char *kind, const char *detail);
+	/* The controller's answer to a REPORT: the shard's epoch and primary. */
+	void (*answer)(void *ctx, long long epoch, const char *primary);
+};
+
+struct reporter_opts {
+	struct cfg_endpoint ep;
+	const char *node;
+	const char *secret;
+	int heartbeat_ms;
+};
+
+struct reporter;
+struct reporter *reporter_new(struct event_base *base, const struct reporter_opts *o,
+			      const struct reporter_ops *ops, void *ctx);
+void reporter_start(struct reporter *r);
+/* Something changed: report now (if connected; else the state goes out on
+ * reconnect). */
+void reporter_kick(struct reporter *r);
+bool reporter_ready(const struct reporter *r);
+/* Wall-clock ms of the last reply from the controller, 0 if never. */
+long long reporter_last_answer_ms(const struct reporter *r);
+void reporter_free(struct reporter *r);
+
+#endif

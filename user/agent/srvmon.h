@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The local server as the agent sees it: responsiveness (PING), replication
+ * state (INFO), its pid, and the hung state machine. */
+#ifndef FL_SRVMON_H
+#define FL_SRVMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "common/config.h"
+#include "common/info.h"
+#include "common/redis_link.h"
+
+struct event_base;
+
+enum srv_proc {
+	SRV_UNKNOWN = 0, /* not reached yet, or unreachable for a reason other than refusal */
+	SRV_UP,          /* answered PING */
+	SRV_DOWN,        /* process gone (BPF), or nothing listening */
+	SRV_HUNG,        /* process there, no answer for hung_after x ping_interval_ms */
+	SRV_BUSY,        /* answered -BUSY: a long script; alive */
+	SRV_LOADING,     /* answered -LOADING: loading its dataset; alive */
+};
+const char *srv_proc_name(enum srv_proc p);
+
+struct srv_state {
+	enum srv_proc proc;
+	int64_t proc_change_ms; /* wall clock, ms since the epoch */
+	pid_t pid;              /* 0 if unknown */
+	char exit_cause[32];    /* with SRV_DOWN from BPF: "SIGKILL", "status:3" */
+	bool core_dumped;
+	bool oom;
+	bool have_info;         /* info holds a parsed INFO */
+	struct info_repl info;
+	char auth_error[160];   /* the server's error for our AUTH, "" if none */
+};
+
+/* Hung detection as a pure state machine, time injected (unit tested). */
+struct hung_sm {
+	int interval_ms;
+	int hung_after;
+	bool waiting;      /* a PING is out */
+	bool hung;
+	int64_t sent_ms;   /* when the PING went out (or the window restarted) */
+	int64_t last_tick_ms;
+};
+enum hung_act { HUNG_SEND, HUNG_WAIT, HUNG_NOW_HUNG };
+/* Called every interval_ms. A tick more than two intervals late means this
+ * process itself stalled: the window restarts rather than judging the server. */
+enum hung_act hung_tick(struct hung_sm *sm, int64_t now_ms);
+void hung_sent(struct hung_sm *sm, int64_t now_ms);
+/* A reply came: returns true if the server had been judged hung. */
+bool hung_reply(struct hung_sm *sm);
+void hung_reset(struct hung_sm *sm);
+
+/* What changed, for srvmon_ops.changed. */
+enum {
+	SRV_CH_PROC = 1,  /* proc, pid */
+	SRV_CH_ROLE = 2,  /* role, primary address */
+	SRV_CH_REPL = 4,  /* link status, replid, priority, sync */
+	SRV_CH_AUTH = 8,  /* auth_error */
+	SRV_CH_INFO = 16, /* offsets and other figures only */
+};
+
+struct srvmon_ops {
+	/* prev is the state before the change. */
+	void (*changed)(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
+			unsigned what);
+};
+
+struct srvmon_opts {
+	struct cfg_endpoint ep;
+	const char *user, *password; /* "" or NULL: no AUTH */
+	const char *pidfile;         /* optional */
+	int ping_interval_ms;
+	int hung_after;
+	int info_interval_ms;
+};
+
+struct srvmon;
+struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
+			  const struct srvmon_ops *ops, void *ctx);
+void srvmon_start(struct srvmon *m);
+/* The BPF path saw the server's process exit. */
+void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dumped, bool oom);
+const struct srv_state *srvmon_state(const struct srvmon *m);
+/* Sends a command on the monitor's connection; -ENOTCONN while it is down. */
+int srvmon_send(struct srvmon *m, int argc, const char **argv, redis_link_reply_fn fn, void *priv);
+void srvmon_free(struct srvmon *m);
+
+#endif

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* `flatline status` and `flatline failover`: ask the running controller, on its
+ * listen address, with FLATLINE STATUS and (authenticated) FLATLINE FAILOVER. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <hiredis/hiredis.h>
+#include "cmds.h"
+#include "common/config.h"
+#include "common/log.h"
+
+#define STATUS_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
+
+static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms)
+{
+	const struct cfg_endpoint *ep = &cfg->controller.listen;
+	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
+	redisContext *rc;
+
+	if (ep->unix_path[0])
+		rc = redisConnectUnixWithTimeout(ep->unix_path, tv);
+	else
+		rc = redisConnectWithTimeout(ep->host, ep->port, tv);
+	if (!rc || rc->err) {
+		pr_warn("failed to connect to the controller at %s:%d: %s\n",
+			ep->unix_path[0] ? ep->unix_path : ep->host, ep->port,
+			rc ? rc->errstr : "out of memory");
+		if (rc)
+			redisFree(rc);
+		return NULL;
+	}
+	return rc;
+}
+
+static struct cfg *load(const char *path)
+{
+	struct cfg *cfg;
+	char err[512];
+
+	if (cfg_load(path, &cfg, err, sizeof(err))) {
+		pr_warn("%s\n", err);
+		return NULL;
+	}
+	return cfg;
+}
+
+static const char status_usage[] =
+	"usage: flatline status [-c FILE] [--json]\n"
+	"\n"
+	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG "): where the\n"
+	"                     controller listens\n"
+	"  --json             one JSON object instead of the table\n";
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *path = STATUS_DEFAULT_CONFIG;
+	bool json = false;
+	struct cfg *cfg;
+	redisContext *rc;
+	redisReply *rep;
+	int opt, ret = 1;
+
+	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(status_usage, stdout);
+			return 0;
+		default:
+			fputs(status_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fputs(status_usage, stderr);
+		return 2;
+	}
+	cfg = load(path);
+	if (!cfg)
+		return 1;
+	rc = connect_controller(cfg, 2000);
+	if (!rc)
+		goto cleanup;
+	rep = redisCommand(rc, "FLATLINE STATUS %s", json ? "JSON" : "TEXT");
+	if (!rep) {
+		pr_warn("failed to read the controller's status: %s\n", rc->errstr);
+	} else if (rep->type == REDIS_REPLY_STRING) {
+		fwrite(rep->str, 1, rep->len, stdout);
+		ret = 0;
+	} else {
+		pr_warn("failed to read the controller's status: %s\n",
+			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+	}
+	if (rep)
+		freeReplyObject(rep);
+	redisFree(rc);
+cleanup:
+	cfg_free(cfg);
+	return ret;
+}
+
+static const char failover_usage[] =
+	"usage: flatline failover SHARD [--to NODE] [-c FILE]\n"
+	"\n"
+	"Planned switchover: writes paused on the primary (CLIENT PAUSE WRITE), the target\n"
+	"waited for until it has every write, promoted, the others repointed, writes\n"
+	"resumed. No acknowledged write is lost. Prints the timeline.\n"
+	"\n"
+	"  --to NODE          the replica to promote (default: the best one)\n"
+	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n";
+
+int cmd_failover(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "to", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *path = STATUS_DEFAULT_CONFIG, *to = NULL, *shard;
+	struct cfg *cfg;
+	redisContext *rc;
+	redisReply *rep;
+	int opt, ret = 1;
+
+	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 't':
+			to = optarg;
+			break;
+		case 'h':
+			fputs(failover_usage, stdout);
+			return 0;
+		default:
+			fputs(failover_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fputs(failover_usage, stderr);
+		return 2;
+	}
+	shard = argv[optind];
+	cfg = load(path);
+	if (!cfg)
+		return 1;
+	rc = connect_controller(cfg, 2000);
+	if (!rc)
+		goto cleanup;
+	{
+		struct timeval tv = { 60, 0 }; /* the switchover is bounded well below this */
+
+		redisSetTimeout(rc, tv);
+	}
+	rep = redisCommand(rc, "AUTH %s", cfg->secret);
+	if (!rep || rep->type == REDIS_REPLY_ERROR) {
+		pr_warn("failed to authenticate to the controller: %s\n",
+			rep ? rep->str : rc->errstr);
+		if (rep)
+			freeReplyObject(rep);
+		redisFree(rc);
+		goto cleanup;
+	}
+	freeReplyObject(rep);
+	if (to)
+		rep = redisCommand(rc, "FLATLINE FAILOVER %s %s", shard, to);
+	else
+		rep = redisCommand(rc, "FLATLINE FAILOVER %s", shard);
+	if (!rep) {
+		pr_warn("failed to fail over %s: %s\n", shard, rc->errstr);
+	} else if (rep->type == REDIS_REPLY_STRING) {
+		fwrite(rep->str, 1, rep->len, stdout);
+		ret = 0;
+	} else {
+		pr_warn("failed to fail over %s: %s\n", shard,
+			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+	}
+	if (rep)
+		freeReplyObject(rep);
+	redisFree(rc);
+cleanup:
+	cfg_free(cfg);
+	return ret;
+}

@@ -1,0 +1,727 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The cluster file, read with inih through our own line reader so that every
+ * message carries the line number and section headers are seen even when a
+ * section has no keys. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ini.h>
+#include "common/config.h"
+
+#define CFG_MAX_LINE 1024
+#define CFG_MAX_NODES 4096
+#define CFG_MAX_SHARDS 2048
+
+enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_NODE, S_SHARD };
+
+struct parser {
+	struct cfg *c;
+	const char *name; /* file name for messages */
+	/* input: a FILE or a string */
+	FILE *f;
+	const char *s;
+	int line;
+	enum sect sect;
+	char sect_text[CFG_ID_MAX + 32]; /* as written, for messages */
+	int cur;                         /* node or shard index */
+	int dns_line;                    /* line of the [dns] header */
+	char **shard_nodes;              /* per shard: "nodes" as written */
+	int *shard_nodes_line;
+	char *err;
+	size_t errlen;
+	bool failed;
+};
+
+static void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (p->failed)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (key)
+		snprintf(p->err, p->errlen, "%s:%d: [%s] %s: %s", p->name, line, p->sect_text, key,
+			 msg);
+	else
+		snprintf(p->err, p->errlen, "%s:%d: %s", p->name, line, msg);
+	p->failed = true;
+}
+
+static bool valid_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > CFG_ID_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+			return false;
+	return true;
+}
+
+/* [node "n1"] / [shard "cache"] / [cluster] … Returns false on error. */
+static bool parse_header(struct parser *p, const char *text)
+{
+	static const struct {
+		const char *name;
+		enum sect s;
+	} plain[] = { { "cluster", S_CLUSTER }, { "agent", S_AGENT }, { "controller", S_CONTROLLER },
+		      { "redis", S_REDIS },	{ "dns", S_DNS } };
+	char kind[16], id[CFG_ID_MAX + 2];
+	const char *end = strchr(text, ']');
+	size_t n;
+	struct cfg *c = p->c;
+
+	if (!end) {
+		perr(p, p->line, NULL, "section header without ']'");
+		return false;
+	}
+	n = end - text - 1;
+	snprintf(p->sect_text, sizeof(p->sect_text), "%.*s", (int)(n < 90 ? n : 90), text + 1);
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+		if (!strcmp(p->sect_text, plain[i].name)) {
+			p->sect = plain[i].s;
+			if (p->sect == S_DNS) {
+				c->dns.enabled = true;
+				p->dns_line = p->line;
+			}
+			return true;
+		}
+	}
+	if (sscanf(p->sect_text, "%15s \"%65[^\"]\"", kind, id) != 2 ||
+	    strlen(p->sect_text) != strlen(kind) + strlen(id) + 3) {
+		perr(p, p->line, NULL, "unknown section [%s]", p->sect_text);
+		return false;
+	}
+	if (!valid_id(id)) {
+		perr(p, p->line, NULL,
+		     "[%s]: a name is 1-%d letters, digits, '-', '_' or '.' (not first)",
+		     p->sect_text, CFG_ID_MAX);
+		return false;
+	}
+	if (!strcmp(kind, "node")) {
+		if (strchr(id, '.')) {
+			perr(p, p->line, NULL, "[%s]: a node id cannot contain '.' (bpffs refuses it)",
+			     p->sect_text);
+			return false;
+		}
+		if (cfg_find_node(c, id)) {
+			perr(p, p->line, NULL, "[%s]: node defined twice", p->sect_text);
+			return false;
+		}
+		if (c->nnodes == CFG_MAX_NODES) {
+			perr(p, p->line, NULL, "more than %d nodes", CFG_MAX_NODES);
+			return false;
+		}
+		struct cfg_node *nodes = realloc(c->nodes, (c->nnodes + 1) * sizeof(*nodes));
+		if (!nodes)
+			return false;
+		c->nodes = nodes;
+		p->cur = c->nnodes++;
+		memset(&nodes[p->cur], 0, sizeof(nodes[0]));
+		snprintf(nodes[p->cur].id, sizeof(nodes[0].id), "%s", id);
+		nodes[p->cur].priority = 100;
+		nodes[p->cur].shard = -1;
+		nodes[p->cur].line = p->line;
+		p->sect = S_NODE;
+		return true;
+	}
+	if (!strcmp(kind, "shard")) {
+		if (cfg_find_shard(c, id)) {
+			perr(p, p->line, NULL, "[%s]: shard defined twice", p->sect_text);
+			return false;
+		}
+		if (c->nshards == CFG_MAX_SHARDS) {
+			perr(p, p->line, NULL, "more than %d shards", CFG_MAX_SHARDS);
+			return false;
+		}
+		struct cfg_shard *shards = realloc(c->shards, (c->nshards + 1) * sizeof(*shards));
+		char **sn = realloc(p->shard_nodes, (c->nshards + 1) * sizeof(*sn));
+		int *snl = realloc(p->shard_nodes_line, (c->nshards + 1) * sizeof(*snl));
+		if (shards)
+			c->shards = shards;
+		if (sn)
+			p->shard_nodes = sn;
+		if (snl)
+			p->shard_nodes_line = snl;
+		if (!shards || !sn || !snl)
+			return false;
+		p->cur = c->nshards++;
+		memset(&shards[p->cur], 0, sizeof(shards[0]));
+		snprintf(shards[p->cur].name, sizeof(shards[0].name), "%s", id);
+		shards[p->cur].line = p->line;
+		sn[p->cur] = NULL;
+		snl[p->cur] = 0;
+		p->sect = S_SHARD;
+		return true;
+	}
+	perr(p, p->line, NULL, "unknown section [%s]", p->sect_text);
+	return false;
+}
+
+/* inih's reader: one line at a time, counting lines and catching headers. */
+static char *read_line(char *buf, int num, void *stream)
+{
+	struct parser *p = stream;
+	char line[CFG_MAX_LINE + 2];
+	const char *t;
+	size_t n;
+
+	if (p->failed)
+		return NULL;
+	if (p->f) {
+		if (!fgets(line, sizeof(line), p->f))
+			return NULL;
+	} else {
+		if (!*p->s)
+			return NULL;
+		n = strcspn(p->s, "\n");
+		if (n >= sizeof(line) - 1)
+			n = sizeof(line) - 1;
+		memcpy(line, p->s, n);
+		p->s += n;
+		if (*p->s == '\n' && n < sizeof(line) - 1) {
+			line[n++] = '\n';
+			p->s++;
+		}
+		line[n] = '\0';
+	}
+	p->line++;
+	n = strlen(line);
+	if (n != strnlen(line, sizeof(line)) || memchr(line, '\0', n) != NULL) {
+		perr(p, p->line, NULL, "NUL byte in line");
+		return NULL;
+	}
+	/* inih's own buffer (num) is the real limit: 200 bytes in Debian's build. */
+	if ((n == sizeof(line) - 1 && line[n - 1] != '\n') || n + 2 >= (size_t)num) {
+		perr(p, p->line, NULL, "line longer than %d characters",
+		     (num < CFG_MAX_LINE ? num : CFG_MAX_LINE) - 3);
+		return NULL;
+	}
+	for (t = line; *t == ' ' || *t == '\t'; t++)
+		;
+	if (*t == '[' && !parse_header(p, t))
+		return NULL;
+	memcpy(buf, line, n + 1);
+	return buf;
+}
+
+static bool set_int(struct parser *p, const char *key, const char *v, int lo, int hi, int *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (!*v || *end || errno) {
+		perr(p, p->line, key, "not a number: '%s'", v);
+		return false;
+	}
+	if (x < lo || x > hi) {
+		perr(p, p->line, key, "%ld is out of range (%d to %d)", x, lo, hi);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+static bool set_bool(struct parser *p, const char *key, const char *v, bool *out)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false",
+										     "off", "0" };
+	for (int i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return (*out = true);
+		if (!strcasecmp(v, no[i]))
+			return !(*out = false);
+	}
+	perr(p, p->line, key, "not a boolean (yes/no): '%s'", v);
+	return false;
+}
+
+static bool set_str(struct parser *p, const char *key, const char *v, char *out, size_t len)
+{
+	if (strlen(v) >= len) {
+		perr(p, p->line, key, "longer than %zu characters", len - 1);
+		return false;
+	}
+	memcpy(out, v, strlen(v) + 1);
+	return true;
+}
+
+static bool set_path(struct parser *p, const char *key, const char *v, char *out, size_t len)
+{
+	if (v[0] != '/') {
+		perr(p, p->line, key, "not an absolute path: '%s'", v);
+		return false;
+	}
+	return set_str(p, key, v, out, len);
+}
+
+static bool set_endpoint(struct parser *p, const char *key, const char *v,
+			 struct cfg_endpoint *ep, int default_port)
+{
+	if (cfg_parse_endpoint(v, ep, default_port)) {
+		perr(p, p->line, key, "not host:port, [v6]:port or unix:/path: '%s'", v);
+		return false;
+	}
+	return true;
+}
+
+static bool set_ip(struct parser *p, const char *key, const char *v, char *out, size_t len)
+{
+	unsigned char buf[16];
+
+	if (inet_pton(AF_INET, v, buf) != 1 && inet_pton(AF_INET6, v, buf) != 1) {
+		perr(p, p->line, key, "not an IPv4 or IPv6 address: '%s'", v);
+		return false;
+	}
+	return set_str(p, key, v, out, len);
+}
+
+static bool set_dns_name(struct parser *p, const char *key, const char *v, char *out, size_t len)
+{
+	size_t n = strlen(v);
+
+	if (n < 2 || v[n - 1] != '.' || strstr(v, "..") || v[0] == '.') {
+		perr(p, p->line, key, "not an absolute domain name ending in '.': '%s'", v);
+		return false;
+	}
+	for (const char *s = v; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '.' && *s != '_') {
+			perr(p, p->line, key, "invalid character in domain name: '%s'", v);
+			return false;
+		}
+	return set_str(p, key, v, out, len);
+}
+
+#define KEY(k) (!strcmp(name, (k)))
+#define MS_MAX 86400000
+
+static bool key_cluster(struct parser *p, const char *name, const char *v)
+{
+	struct cfg *c = p->c;
+
+	if (KEY("name"))
+		return set_str(p, name, v, c->name, sizeof(c->name));
+	if (KEY("secret"))
+		return set_str(p, name, v, c->secret, sizeof(c->secret));
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_agent(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->agent) *a = &p->c->agent;
+
+	if (KEY("ping_interval_ms"))
+		return set_int(p, name, v, 1, MS_MAX, &a->ping_interval_ms);
+	if (KEY("hung_after"))
+		return set_int(p, name, v, 1, 1000, &a->hung_after);
+	if (KEY("probe_interval_ms"))
+		return set_int(p, name, v, 1, MS_MAX, &a->probe_interval_ms);
+	if (KEY("peer_down_after_ms"))
+		return set_int(p, name, v, 1, MS_MAX, &a->peer_down_after_ms);
+	if (KEY("heartbeat_ms"))
+		return set_int(p, name, v, 1, MS_MAX, &a->heartbeat_ms);
+	if (KEY("event_log"))
+		return set_path(p, name, v, a->event_log, sizeof(a->event_log));
+	if (KEY("self_fence"))
+		return set_bool(p, name, v, &a->self_fence);
+	if (KEY("self_fence_after_ms"))
+		return set_int(p, name, v, 1, MS_MAX, &a->self_fence_after_ms);
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_controller(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->controller) *k = &p->c->controller;
+
+	if (KEY("listen"))
+		return set_endpoint(p, name, v, &k->listen, 26379);
+	if (KEY("node_down_after_ms"))
+		return set_int(p, name, v, 1, MS_MAX, &k->node_down_after_ms);
+	if (KEY("state_file"))
+		return set_path(p, name, v, k->state_file, sizeof(k->state_file));
+	if (KEY("event_log"))
+		return set_path(p, name, v, k->event_log, sizeof(k->event_log));
+	if (KEY("failover_block_ms"))
+		return set_int(p, name, v, 0, MS_MAX, &k->failover_block_ms);
+	if (KEY("tilt_ms"))
+		return set_int(p, name, v, 0, MS_MAX, &k->tilt_ms);
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_redis(struct parser *p, const char *name, const char *v)
+{
+	if (KEY("user"))
+		return set_str(p, name, v, p->c->redis.user, sizeof(p->c->redis.user));
+	if (KEY("password"))
+		return set_str(p, name, v, p->c->redis.password, sizeof(p->c->redis.password));
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool valid_base64(const char *s)
+{
+	size_t n = strlen(s), pad = 0;
+
+	if (n == 0 || n % 4)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '=') {
+			if (++pad > 2 || i < n - 2)
+				return false;
+		} else if (pad || !(isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '/')) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool key_dns(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->dns) *d = &p->c->dns;
+
+	if (KEY("server"))
+		return set_endpoint(p, name, v, &d->server, 53);
+	if (KEY("zone"))
+		return set_dns_name(p, name, v, d->zone, sizeof(d->zone));
+	if (KEY("tsig_name")) {
+		if (!valid_id(v)) {
+			perr(p, p->line, name, "not a key name (letters, digits, '-', '_', '.'): '%s'",
+			     v);
+			return false;
+		}
+		return set_str(p, name, v, d->tsig_name, sizeof(d->tsig_name));
+	}
+	if (KEY("tsig_algorithm")) {
+		if (!strcmp(v, "hmac-sha384")) {
+			perr(p, p->line, name,
+			     "hmac-sha384 is not supported: ldns 1.8.3 cannot sign with it; use "
+			     "hmac-sha256 or hmac-sha512");
+			return false;
+		}
+		if (strcmp(v, "hmac-sha256") && strcmp(v, "hmac-sha512") && strcmp(v, "hmac-sha1")) {
+			perr(p, p->line, name,
+			     "unknown algorithm '%s' (hmac-sha256, hmac-sha512 or hmac-sha1)", v);
+			return false;
+		}
+		return set_str(p, name, v, d->tsig_algorithm, sizeof(d->tsig_algorithm));
+	}
+	if (KEY("tsig_secret")) {
+		if (!valid_base64(v)) {
+			perr(p, p->line, name, "not base64 (as tsig-keygen prints it)");
+			return false;
+		}
+		return set_str(p, name, v, d->tsig_secret, sizeof(d->tsig_secret));
+	}
+	if (KEY("ttl"))
+		return set_int(p, name, v, 0, 86400, &d->ttl);
+	if (KEY("check_ms") || KEY("dns_check_ms"))
+		return set_int(p, name, v, 0, MS_MAX, &d->check_ms);
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_node(struct parser *p, const char *name, const char *v)
+{
+	struct cfg_node *n = &p->c->nodes[p->cur];
+
+	if (KEY("address"))
+		return set_ip(p, name, v, n->address, sizeof(n->address));
+	if (KEY("redis"))
+		return set_endpoint(p, name, v, &n->redis, 6379) &&
+		       set_str(p, name, v, n->redis_str, sizeof(n->redis_str));
+	if (KEY("priority"))
+		return set_int(p, name, v, 0, 1000000, &n->priority);
+	if (KEY("pidfile"))
+		return set_path(p, name, v, n->pidfile, sizeof(n->pidfile));
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_shard(struct parser *p, const char *name, const char *v)
+{
+	struct cfg_shard *s = &p->c->shards[p->cur];
+
+	if (KEY("nodes")) {
+		free(p->shard_nodes[p->cur]);
+		p->shard_nodes[p->cur] = strdup(v);
+		p->shard_nodes_line[p->cur] = p->line;
+		return p->shard_nodes[p->cur] != NULL;
+	}
+	if (KEY("dns_name"))
+		return set_dns_name(p, name, v, s->dns_name, sizeof(s->dns_name));
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct parser *p = user;
+
+	(void)section; /* parse_header() has seen it, with its line */
+	if (p->failed)
+		return 0;
+	switch (p->sect) {
+	case S_CLUSTER:
+		return key_cluster(p, name, value);
+	case S_AGENT:
+		return key_agent(p, name, value);
+	case S_CONTROLLER:
+		return key_controller(p, name, value);
+	case S_REDIS:
+		return key_redis(p, name, value);
+	case S_DNS:
+		return key_dns(p, name, value);
+	case S_NODE:
+		return key_node(p, name, value);
+	case S_SHARD:
+		return key_shard(p, name, value);
+	case S_NONE:
+		break;
+	}
+	perr(p, p->line, NULL, "key '%s' outside any section", name);
+	return 0;
+}
+
+static void set_defaults(struct cfg *c)
+{
+	c->agent.ping_interval_ms = 100;
+	c->agent.hung_after = 5;
+	c->agent.probe_interval_ms = 100;
+	c->agent.peer_down_after_ms = 1000;
+	c->agent.heartbeat_ms = 100;
+	c->agent.self_fence = true;
+	snprintf(c->agent.event_log, sizeof(c->agent.event_log), "/var/log/flatline/events.jsonl");
+	cfg_parse_endpoint("127.0.0.1:26379", &c->controller.listen, 26379);
+	c->controller.node_down_after_ms = 1000;
+	c->controller.failover_block_ms = 10000;
+	c->controller.tilt_ms = 30000;
+	snprintf(c->controller.state_file, sizeof(c->controller.state_file),
+		 "/var/lib/flatline/state");
+	snprintf(c->controller.event_log, sizeof(c->controller.event_log),
+		 "/var/log/flatline/controller.jsonl");
+	cfg_parse_endpoint("127.0.0.1:53", &c->dns.server, 53);
+	snprintf(c->dns.tsig_algorithm, sizeof(c->dns.tsig_algorithm), "hmac-sha256");
+	c->dns.ttl = 1;
+	c->dns.check_ms = 10000;
+}
+
+/* Cross-section checks, once everything is read. */
+static void validate(struct parser *p)
+{
+	struct cfg *c = p->c;
+
+	for (int i = 0; i < c->nnodes && !p->failed; i++) {
+		struct cfg_node *n = &c->nodes[i];
+
+		snprintf(p->sect_text, sizeof(p->sect_text), "node \"%s\"", n->id);
+		if (!n->redis_str[0])
+			perr(p, n->line, "redis", "missing (host:port or unix:/path of its server)");
+		else if (!n->address[0])
+			perr(p, n->line, "address", "missing (the host's IP address)");
+	}
+	for (int i = 0; i < c->nshards && !p->failed; i++) {
+		struct cfg_shard *s = &c->shards[i];
+		char *list = p->shard_nodes[i], *tok, *save = NULL;
+		int line = p->shard_nodes_line[i];
+
+		snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"", s->name);
+		if (!list) {
+			perr(p, s->line, "nodes", "missing (the ids of its nodes)");
+			break;
+		}
+		for (tok = strtok_r(list, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+			struct cfg_node *n = cfg_find_node(c, tok);
+			int *nodes;
+
+			if (!n) {
+				perr(p, line, "nodes", "no [node \"%s\"] in this file", tok);
+				return;
+			}
+			if (n->shard >= 0) {
+				perr(p, line, "nodes", "node %s is already in shard %s", tok,
+				     c->shards[n->shard].name);
+				return;
+			}
+			nodes = realloc(s->nodes, (s->nnodes + 1) * sizeof(*nodes));
+			if (!nodes)
+				return;
+			s->nodes = nodes;
+			n->shard = i;
+			s->nodes[s->nnodes++] = n - c->nodes;
+		}
+		if (s->nnodes == 0)
+			perr(p, line, "nodes", "empty");
+	}
+	if (p->failed)
+		return;
+	if (c->dns.enabled) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "dns");
+		if (!c->dns.zone[0])
+			perr(p, p->dns_line, "zone", "missing");
+		else if (!c->dns.tsig_name[0])
+			perr(p, p->dns_line, "tsig_name", "missing (the TSIG key's name, e.g. flatline)");
+		else if (!c->dns.tsig_secret[0])
+			perr(p, p->dns_line, "tsig_secret", "missing (the key's base64 secret)");
+		for (int i = 0; i < c->nshards && !p->failed; i++) {
+			const char *dn = c->shards[i].dns_name, *z = c->dns.zone;
+			size_t ln = strlen(dn), lz = strlen(z);
+
+			if (dn[0] && !(ln > lz && !strcasecmp(dn + ln - lz, z) && dn[ln - lz - 1] == '.')) {
+				snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"",
+					 c->shards[i].name);
+				perr(p, c->shards[i].line, "dns_name", "%s is not inside zone %s", dn, z);
+			}
+		}
+	}
+	if (!c->agent.self_fence_after_ms)
+		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
+}
+
+static int load(struct parser *p, struct cfg **out)
+{
+	struct cfg *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	p->c = c;
+	snprintf(c->path, sizeof(c->path), "%s", p->name);
+	set_defaults(c);
+	ini_allow_multiline = false; /* a continuation line would hide a typo */
+	rc = ini_parse_stream(read_line, p, on_key, p);
+	if (!p->failed && rc > 0)
+		perr(p, rc, NULL, "not a 'key = value' line or a [section] header");
+	else if (!p->failed && rc < 0)
+		perr(p, 0, NULL, "failed to read: out of memory");
+	if (!p->failed)
+		validate(p);
+	for (int i = 0; i < c->nshards; i++)
+		free(p->shard_nodes[i]);
+	free(p->shard_nodes);
+	free(p->shard_nodes_line);
+	if (p->failed) {
+		cfg_free(c);
+		return -EINVAL;
+	}
+	*out = c;
+	return 0;
+}
+
+int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
+{
+	struct parser p = { .name = path, .err = err, .errlen = errlen };
+	int rc;
+
+	p.f = fopen(path, "r");
+	if (!p.f) {
+		rc = -errno;
+		snprintf(err, errlen, "failed to open cluster file %s: %s", path, strerror(errno));
+		return rc;
+	}
+	rc = load(&p, out);
+	fclose(p.f);
+	return rc;
+}
+
+int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err,
+		    size_t errlen)
+{
+	struct parser p = { .name = name, .s = text, .err = err, .errlen = errlen };
+
+	return load(&p, out);
+}
+
+void cfg_free(struct cfg *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->nshards; i++)
+		free(c->shards[i].nodes);
+	free(c->shards);
+	free(c->nodes);
+	free(c);
+}
+
+struct cfg_node *cfg_find_node(const struct cfg *c, const char *id)
+{
+	for (int i = 0; i < c->nnodes; i++)
+		if (!strcmp(c->nodes[i].id, id))
+			return &c->nodes[i];
+	return NULL;
+}
+
+struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name)
+{
+	for (int i = 0; i < c->nshards; i++)
+		if (!strcmp(c->shards[i].name, name))
+			return &c->shards[i];
+	return NULL;
+}
+
+int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port)
+{
+	const char *colon, *host = s;
+	size_t hlen;
+	char *end;
+	long port;
+	unsigned char buf[16];
+
+	memset(ep, 0, sizeof(*ep));
+	if (!strncmp(s, "unix:", 5)) {
+		if (s[5] != '/' || strlen(s + 5) >= sizeof(ep->unix_path))
+			return -EINVAL;
+		memcpy(ep->unix_path, s + 5, strlen(s + 5) + 1);
+		return 0;
+	}
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb)
+			return -EINVAL;
+		host = s + 1;
+		hlen = rb - host;
+		colon = rb[1] == ':' ? rb + 1 : NULL;
+		if (rb[1] && !colon)
+			return -EINVAL;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon && strchr(s, ':') != colon)
+			return -EINVAL; /* bare IPv6 needs brackets */
+		hlen = colon ? (size_t)(colon - s) : strlen(s);
+	}
+	if (hlen == 0 || hlen >= sizeof(ep->host))
+		return -EINVAL;
+	memcpy(ep->host, host, hlen);
+	ep->host[hlen] = '\0';
+	for (const char *h = ep->host; *h; h++)
+		if (!isalnum((unsigned char)*h) && !strchr(".-_:", *h))
+			return -EINVAL;
+	if (s[0] == '[' && inet_pton(AF_INET6, ep->host, buf) != 1)
+		return -EINVAL;
+	ep->port = default_port;
+	if (colon) {
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || errno || port <= 0 || port > 65535)
+			return -EINVAL;
+		ep->port = port;
+	}
+	return 0;
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <bpf/libbpf.h>
+#include "common/daemon.h"
+#include "common/log.h"
+
+static int libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	int need = lvl == LIBBPF_DEBUG ? LOG_LVL_DEBUG + 1 : LOG_LVL_DEBUG;
+
+	if (log_verbosity < need)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void daemon_libbpf_messages(void)
+{
+	libbpf_set_print(libbpf_print);
+}
+
+int daemon_lock_node(const char *node)
+{
+	char path[PATH_MAX], buf[32];
+	int fd, n, err;
+
+	if (mkdir(DAEMON_LOCK_DIR, 0755) && errno != EEXIST) {
+		err = -errno;
+		pr_warn("failed to create %s: %s\n", DAEMON_LOCK_DIR, strerror(errno));
+		return err;
+	}
+	snprintf(path, sizeof(path), "%s/agent-%s.lock", DAEMON_LOCK_DIR, node);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = -errno;
+		pr_warn("failed to open lock %s: %s\n", path, strerror(errno));
+		return err;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		pr_warn("failed to lock node %s: another agent or prober (pid %s) is running for it\n",
+			node, n > 0 ? buf : "?");
+		close(fd);
+		return -EBUSY;
+	}
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) || pwrite(fd, buf, n, 0) != n)
+		pr_warn("failed to write lock %s: %s\n", path, strerror(errno));
+	return fd;
+}
+
+int daemon_parse_ms(const char *opt, const char *s, int max_ms, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > max_ms) {
+		pr_warn("%s %s: not a number of milliseconds (1-%d)\n", opt, s, max_ms);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What the root daemons (agent, probe) share: libbpf's messages, the node lock,
+ * millisecond and peer options. */
+#ifndef FL_DAEMON_H
+#define FL_DAEMON_H
+
+#define DAEMON_LOCK_DIR "/run/flatline"
+
+/* libbpf's own messages: warnings with -v, its debug output with -vv. */
+void daemon_libbpf_messages(void);
+
+/* One agent or prober per node: an flock on DAEMON_LOCK_DIR/agent-<node>.lock held for
+ * the process's life (the kernel releases it however the process dies, so a
+ * SIGKILLed one never blocks the next). Returns the fd, or -errno with a message
+ * naming the holder's pid. */
+int daemon_lock_node(const char *node);
+
+/* "--opt S": milliseconds in [1, max_ms]; -EINVAL with a message. */
+int daemon_parse_ms(const char *opt, const char *s, int max_ms, int *out);
+
+#endif

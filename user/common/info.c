@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/info.h"
+
+static int parse_ll(const char *v, size_t n, long long *out)
+{
+	char buf[32], *end;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	errno = 0;
+	*out = strtoll(buf, &end, 10);
+	return (*end || errno) ? -EINVAL : 0;
+}
+
+static void copy(char *dst, size_t size, const char *v, size_t n)
+{
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+#define IS(k) (klen == strlen(k) && !memcmp(key, (k), klen))
+
+static int field(struct info_repl *r, const char *key, size_t klen, const char *v, size_t n)
+{
+	long long x;
+
+	if (IS("role")) {
+		if (n == 6 && !memcmp(v, "master", 6))
+			r->role = INFO_ROLE_MASTER;
+		else if ((n == 5 && !memcmp(v, "slave", 5)) || (n == 7 && !memcmp(v, "replica", 7)))
+			r->role = INFO_ROLE_SLAVE;
+		else
+			r->role = INFO_ROLE_UNKNOWN;
+		return 0;
+	}
+	if (IS("redis_version")) {
+		copy(r->version, sizeof(r->version), v, n);
+		if (r->server == INFO_SRV_UNKNOWN)
+			r->server = INFO_SRV_REDIS;
+		return 0;
+	}
+	if (IS("valkey_version")) {
+		copy(r->version, sizeof(r->version), v, n);
+		r->server = INFO_SRV_VALKEY;
+		return 0;
+	}
+	if (IS("server_name") || IS("dragonfly_version")) {
+		/* Valkey 8 says server_name:valkey; Dragonfly has dragonfly_version. */
+		if (IS("dragonfly_version") || (n == 9 && !memcmp(v, "dragonfly", 9))) {
+			r->server = INFO_SRV_DRAGONFLY;
+			if (IS("dragonfly_version"))
+				copy(r->version, sizeof(r->version), v, n);
+		} else if (n == 6 && !memcmp(v, "valkey", 6)) {
+			r->server = INFO_SRV_VALKEY;
+		}
+		return 0;
+	}
+	if (IS("run_id")) {
+		copy(r->run_id, sizeof(r->run_id), v, n);
+		return 0;
+	}
+	if (IS("master_host")) {
+		copy(r->master_host, sizeof(r->master_host), v, n);
+		return 0;
+	}
+	if (IS("master_link_status")) {
+		r->link_up = n == 2 && !memcmp(v, "up", 2);
+		return 0;
+	}
+	if (IS("master_replid")) {
+		copy(r->master_replid, sizeof(r->master_replid), v, n);
+		return 0;
+	}
+	if (IS("process_id") || IS("tcp_port") || IS("master_port") ||
+	    IS("master_last_io_seconds_ago") || IS("master_sync_in_progress") ||
+	    IS("master_repl_offset") || IS("slave_repl_offset") || IS("slave_priority") ||
+	    IS("replica_priority") || IS("connected_slaves") || IS("loading")) {
+		if (parse_ll(v, n, &x))
+			return -EINVAL;
+		if (IS("process_id"))
+			r->pid = x;
+		else if (IS("tcp_port"))
+			r->tcp_port = x;
+		else if (IS("master_port"))
+			r->master_port = x;
+		else if (IS("master_last_io_seconds_ago"))
+			r->last_io_s = x;
+		else if (IS("master_sync_in_progress"))
+			r->sync_in_progress = x != 0;
+		else if (IS("slave_priority") || IS("replica_priority"))
+			r->slave_priority = x;
+		else if (IS("connected_slaves"))
+			r->connected_slaves = x;
+		else if (IS("loading"))
+			r->loading = x != 0;
+		/* A replica's own position is slave_repl_offset; master_repl_offset
+		 * on a replica is what it has received, which Redis keeps equal. */
+		else if (IS("slave_repl_offset") || r->offset < 0)
+			r->offset = x;
+	}
+	return 0;
+}
+
+int info_parse(const char *text, size_t len, struct info_repl *r)
+{
+	const char *p = text, *end = text + len;
+
+	memset(r, 0, sizeof(*r));
+	r->link_up = -1;
+	r->last_io_s = -1;
+	r->offset = -1;
+	r->slave_priority = 100;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *colon;
+		size_t n = (nl ? nl : end) - p;
+
+		if (n && p[n - 1] == '\r')
+			n--;
+		if (n && p[0] != '#') {
+			colon = memchr(p, ':', n);
+			if (!colon)
+				return -EINVAL;
+			if (field(r, p, colon - p, colon + 1, n - (colon - p) - 1))
+				return -EINVAL;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	/* Dragonfly reports no offset on a primary until a replica connects. */
+	return 0;
+}
+
+const char *info_server_name(enum info_server s)
+{
+	static const char *const names[] = { "unknown", "redis", "valkey", "dragonfly" };
+
+	return (unsigned)s < 4 ? names[s] : "unknown";
+}
+
+const char *info_role_name(enum info_role r)
+{
+	static const char *const names[] = { "unknown", "master", "slave" };
+
+	return (unsigned)r < 3 ? names[r] : "unknown";
+}

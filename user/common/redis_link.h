@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* A hiredis async connection on a libevent base that keeps itself up: connect
+ * timeout, reconnect with capped backoff, per-request deadline, and a bound on
+ * reply size. Nothing here blocks the loop. */
+#ifndef FL_REDIS_LINK_H
+#define FL_REDIS_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include "common/backoff.h"
+#include "common/config.h"
+
+struct event_base;
+struct redis_link;
+
+#define REDIS_LINK_MAX_REPLY (4u << 20) /* larger replies are treated as a protocol error */
+
+struct redis_link_ops {
+	/* Connected (TCP/unix connect done). Send the handshake from here. */
+	void (*on_up)(void *ctx);
+	/* Lost or failed to connect; why is readable. err is the errno when known
+	 * (ECONNREFUSED, ENOENT for a missing unix socket, ETIMEDOUT …), else 0. */
+	void (*on_down)(void *ctx, const char *why, int err);
+};
+
+/* reply is NULL when the connection went away or the request timed out. */
+typedef void (*redis_link_reply_fn)(void *ctx, redisReply *reply, void *priv);
+
+struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endpoint *ep, const char *name,
+		     int timeout_ms, const struct redis_link_ops *ops, void *ctx);
+/* Reconnect delays: from base_ms doubling to max_ms (default 100 ms to 5 s). */
+void redis_link_set_backoff(struct redis_link *l, int base_ms, int max_ms);
+/* Connect now; after a loss, reconnect by itself with backoff. */
+void redis_link_start(struct redis_link *l);
+/* -ENOTCONN when not connected, -ENOBUFS past 64 requests in flight. */
+int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv, int argc, const char **argv,
+	       const size_t *lens);
+/* Drop the connection (protocol error, garbage …) and reconnect after backoff. */
+void redis_link_drop(struct redis_link *l, const char *why);
+bool redis_link_connected(const struct redis_link *l);
+int redis_link_in_flight(const struct redis_link *l);
+/* Oldest request still unanswered: its age in ms, or 0. */
+long redis_link_oldest_ms(const struct redis_link *l);
+void redis_link_free(struct redis_link *l);
+
+#endif

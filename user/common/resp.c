@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* RESP command reader (hiredis's reader behind a length guard) and reply writers. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/buffer.h>
+#include <hiredis/hiredis.h>
+#include "common/resp.h"
+
+#define RESP_HDR_MAX 24 /* "*1024\r\n", "$1048576\r\n" and then some */
+
+struct resp_reader {
+	char *buf;
+	size_t len, cap;
+	/* The guard's progress through the frame at buf[0]. */
+	int in_frame;
+	size_t pos;       /* next header to check */
+	long remaining;   /* bulk strings still to see */
+	long nargs;
+	redisReader *hr;
+	char err[160];
+};
+
+struct resp_reader *resp_reader_new(void)
+{
+	struct resp_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->hr = redisReaderCreate();
+	if (!r->hr) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void resp_reader_free(struct resp_reader *r)
+{
+	if (!r)
+		return;
+	redisReaderFree(r->hr);
+	free(r->buf);
+	free(r);
+}
+
+int resp_feed(struct resp_reader *r, const char *buf, size_t len)
+{
+	if (r->len + len > r->cap) {
+		size_t cap = r->cap ? r->cap : 4096;
+		char *nb;
+
+		while (cap < r->len + len)
+			cap *= 2;
+		nb = realloc(r->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		r->buf = nb;
+		r->cap = cap;
+	}
+	memcpy(r->buf + r->len, buf, len);
+	r->len += len;
+	return 0;
+}
+
+const char *resp_error(const struct resp_reader *r)
+{
+	return r->err;
+}
+
+size_t resp_pending(const struct resp_reader *r)
+{
+	return r->len;
+}
+
+void resp_cmd_free(struct resp_cmd *cmd)
+{
+	for (int i = 0; i < cmd->argc; i++)
+		free(cmd->argv[i]);
+	free(cmd->argv);
+	free(cmd->lens);
+	memset(cmd, 0, sizeof(*cmd));
+}
+
+static void consume(struct resp_reader *r, size_t n)
+{
+	memmove(r->buf, r->buf + n, r->len - n);
+	r->len -= n;
+	r->in_frame = 0;
+	r->pos = 0;
+}
+
+static int fail(struct resp_reader *r, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(struct resp_reader *r, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* A header line "<c><digits>\r\n" at buf[at]: 1 with *v and *end set, 0 incomplete,
+ * -EPROTO malformed. */
+static int header(struct resp_reader *r, size_t at, long long *v, size_t *end)
+{
+	size_t i = at + 1, lim = r->len < at + RESP_HDR_MAX ? r->len : at + RESP_HDR_MAX;
+	long long n = 0;
+	int neg = 0, digits = 0;
+
+	if (i < lim && r->buf[i] == '-')
+		neg = 1, i++;
+	for (; i < lim && r->buf[i] >= '0' && r->buf[i] <= '9'; i++, digits++) {
+		if (digits >= 12)
+			return -EPROTO;
+		n = n * 10 + (r->buf[i] - '0');
+	}
+	if (i + 1 >= lim)
+		return lim == at + RESP_HDR_MAX ? -EPROTO : 0;
+	if (!digits || r->buf[i] != '\r' || r->buf[i + 1] != '\n')
+		return -EPROTO;
+	*v = neg ? -n : n;
+	*end = i + 2;
+	return 1;
+}
+
+static int inline_cmd(struct resp_reader *r, struct resp_cmd *cmd)
+{
+	char *nl = memchr(r->buf, '\n', r->len), *p, *e;
+	size_t linelen;
+	int n = 0;
+
+	if (!nl) {
+		if (r->len > RESP_MAX_INLINE)
+			return fail(r, -EMSGSIZE, "Protocol error: too big inline request");
+		return 0;
+	}
+	linelen = nl - r->buf + 1;
+	if (linelen > RESP_MAX_INLINE)
+		return fail(r, -EMSGSIZE, "Protocol error: too big inline request");
+	e = nl > r->buf && nl[-1] == '\r' ? nl - 1 : nl;
+	memset(cmd, 0, sizeof(*cmd));
+	for (p = r->buf; p < e;) {
+		char *w;
+
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p == e)
+			break;
+		for (w = p; p < e && *p != ' ' && *p != '\t'; p++)
+			;
+		if (n >= RESP_MAX_ARGS) {
+			resp_cmd_free(cmd);
+			return fail(r, -EMSGSIZE, "Protocol error: too many arguments (max %d)",
+				    RESP_MAX_ARGS);
+		}
+		if (n % 16 == 0) {
+			char **av = realloc(cmd->argv, (n + 16) * sizeof(*av));
+			size_t *lv = realloc(cmd->lens, (n + 16) * sizeof(*lv));
+
+			if (av)
+				cmd->argv = av;
+			if (lv)
+				cmd->lens = lv;
+			if (!av || !lv) {
+				resp_cmd_free(cmd);
+				return fail(r, -ENOMEM, "out of memory");
+			}
+		}
+		cmd->argv[n] = malloc(p - w + 1);
+		if (!cmd->argv[n]) {
+			resp_cmd_free(cmd);
+			return fail(r, -ENOMEM, "out of memory");
+		}
+		memcpy(cmd->argv[n], w, p - w);
+		cmd->argv[n][p - w] = '\0';
+		cmd->lens[n] = p - w;
+		cmd->argc = ++n;
+	}
+	consume(r, linelen);
+	return 1;
+}
+
+/* The frame at buf[0..end) is complete and within limits: hiredis reads it. */
+static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
+{
+	redisReply *rep = NULL;
+	int rc = 1;
+
+	memset(cmd, 0, sizeof(*cmd));
+	if (redisReaderFeed(r->hr, r->buf, end) != REDIS_OK ||
+	    redisReaderGetReply(r->hr, (void **)&rep) != REDIS_OK || !rep) {
+		rc = fail(r, -EPROTO, "Protocol error: %s", r->hr->errstr[0] ? r->hr->errstr :
+							    "incomplete frame");
+		goto cleanup;
+	}
+	if (rep->type != REDIS_REPLY_ARRAY) {
+		rc = fail(r, -EPROTO, "Protocol error: expected an array");
+		goto cleanup;
+	}
+	cmd->argv = calloc(rep->elements ? rep->elements : 1, sizeof(*cmd->argv));
+	cmd->lens = calloc(rep->elements ? rep->elements : 1, sizeof(*cmd->lens));
+	if (!cmd->argv || !cmd->lens) {
+		rc = fail(r, -ENOMEM, "out of memory");
+		goto cleanup;
+	}
+	for (size_t i = 0; i < rep->elements; i++) {
+		redisReply *e = rep->element[i];
+
+		if (e->type != REDIS_REPLY_STRING) {
+			rc = fail(r, -EPROTO, "Protocol error: expected '$'");
+			goto cleanup;
+		}
+		cmd->argv[i] = malloc(e->len + 1);
+		if (!cmd->argv[i]) {
+			rc = fail(r, -ENOMEM, "out of memory");
+			goto cleanup;
+		}
+		memcpy(cmd->argv[i], e->str, e->len);
+		cmd->argv[i][e->len] = '\0';
+		cmd->lens[i] = e->len;
+		cmd->argc = i + 1;
+	}
+cleanup:
+	if (rep)
+		freeReplyObject(rep);
+	if (rc < 0)
+		resp_cmd_free(cmd);
+	else
+		consume(r, end);
+	return rc;
+}
+
+int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
+{
+	long long v;
+	size_t end;
+	int rc;
+
+	for (;;) {
+		if (!r->in_frame) {
+			if (!r->len)
+				return 0;
+			if (r->buf[0] != '*') {
+				rc = inline_cmd(r, cmd);
+				if (rc == 1 && cmd->argc == 0) {
+					resp_cmd_free(cmd);
+					continue; /* an empty line */
+				}
+				return rc;
+			}
+			rc = header(r, 0, &v, &end);
+			if (rc <= 0)
+				return rc ? fail(r, -EPROTO,
+						 "Protocol error: invalid multibulk length") :
+					    0;
+			if (v > RESP_MAX_ARGS)
+				return fail(r, -EMSGSIZE,
+					    "Protocol error: too many arguments (%lld, max %d)", v,
+					    RESP_MAX_ARGS);
+			if (v <= 0) { /* *0 and *-1: nothing to run, as Redis does */
+				consume(r, end);
+				continue;
+			}
+			r->in_frame = 1;
+			r->nargs = r->remaining = v;
+			r->pos = end;
+		}
+		while (r->remaining > 0) {
+			if (r->pos >= r->len)
+				return 0;
+			if (r->buf[r->pos] != '$')
+				return fail(r, -EPROTO, "Protocol error: expected '$', got '%c'",
+					    r->buf[r->pos] >= ' ' && r->buf[r->pos] < 127 ?
+						    r->buf[r->pos] :
+						    '?');
+			rc = header(r, r->pos, &v, &end);
+			if (rc < 0 || (rc > 0 && v < 0))
+				return fail(r, -EPROTO, "Protocol error: invalid bulk length");
+			if (rc == 0)
+				return 0;
+			if ((unsigned long long)v > RESP_MAX_FRAME ||
+			    end + (size_t)v + 2 > RESP_MAX_FRAME)
+				return fail(r, -EMSGSIZE,
+					    "Protocol error: frame larger than %u bytes",
+					    RESP_MAX_FRAME);
+			if (r->len < end + v + 2)
+				return 0;
+			if (r->buf[end + v] != '\r' || r->buf[end + v + 1] != '\n')
+				return fail(r, -EPROTO, "Protocol error: bulk string not followed "
+							"by CRLF");
+			r->pos = end + v + 2;
+			r->remaining--;
+		}
+		return parse_frame(r, r->pos, cmd);
+	}
+}
+
+/* ---- replies ---- */
+
+void resp_status(struct evbuffer *b, const char *s)
+{
+	evbuffer_add_printf(b, "+%s\r\n", s);
+}
+
+void resp_error_reply(struct evbuffer *b, const char *s)
+{
+	/* One line: an error must not carry CR or LF. */
+	evbuffer_add(b, "-", 1);
+	for (const char *p = s; *p; p++)
+		evbuffer_add(b, (*p == '\r' || *p == '\n') ? " " : p, 1);
+	evbuffer_add(b, "\r\n", 2);
+}
+
+void resp_int(struct evbuffer *b, long long v)
+{
+	evbuffer_add_printf(b, ":%lld\r\n", v);
+}
+
+void resp_bulk(struct evbuffer *b, const char *s, size_t len)
+{
+	evbuffer_add_printf(b, "$%zu\r\n", len);
+	evbuffer_add(b, s, len);
+	evbuffer_add(b, "\r\n", 2);
+}
+
+void resp_str(struct evbuffer *b, const char *s)
+{
+	resp_bulk(b, s, strlen(s));
+}
+
+void resp_nil(struct evbuffer *b)
+{
+	evbuffer_add(b, "$-1\r\n", 5);
+}
+
+void resp_array(struct evbuffer *b, long n)
+{
+	evbuffer_add_printf(b, "*%ld\r\n", n);
+}
+
+void resp_null_array(struct evbuffer *b)
+{
+	evbuffer_add(b, "*-1\r\n", 5);
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Failure rules, replica ranking and the failover state machine of the
+ * controller (DESIGN.md, "Replica selection"; issue 5). Pure logic: every I/O
+ * (INFO, CLIENT PAUSE, promotion, REPLICAOF, timers, events) goes through
+ * struct fo_ops, and time through an injected clock, so the unit tests drive it
+ * without sockets. The controller (controller.c) implements the ops and feeds
+ * the replies back with fo_on_*(). */
+#ifndef FL_FAILOVER_H
+#define FL_FAILOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "common/config.h"
+#include "common/event_log.h"
+#include "common/info.h"
+
+#define FO_MAX_NODES 512 /* nodes in one cluster file the controller takes */
+#define FO_TIMELINE_MAX 24
+#define FO_TILT_TRIGGER_MS 2000 /* a loop stall or clock jump larger than this enters TILT */
+
+/* What an agent says about its server's process (protocol.md, key `proc`). */
+enum fo_proc { FO_PROC_UNKNOWN = 0, FO_PROC_UP, FO_PROC_DOWN, FO_PROC_HUNG, FO_PROC_BUSY,
+	       FO_PROC_LOADING };
+/* An agent's ICMP verdict on a peer (key `peer.<id>`). */
+enum fo_peer { FO_PEER_UNKNOWN = 0, FO_PEER_UP, FO_PEER_DOWN };
+
+/* An agent's latest REPORT: its whole state, never a delta. */
+struct fo_report {
+	enum fo_proc proc;
+	long pid;
+	long long proc_change_ms; /* wall clock */
+	char exit[32];            /* "SIGKILL", "status:N", "oom"; "" if none */
+	int core_dumped;
+	int fenced;
+	char auth_error[128];
+	struct info_repl repl; /* role, master, link, replid, offset, priority, server */
+	unsigned char peer[FO_MAX_NODES]; /* enum fo_peer, indexed like fo_cluster.nodes */
+};
+
+/* The verdict of the failure rules on one node (fo_judge). */
+enum fo_verdict {
+	FO_V_UNKNOWN = 0, /* no report yet: nothing to judge */
+	FO_V_OK,
+	FO_V_PROC_DOWN,  /* process path: its agent saw the process exit / OOM-killed */
+	FO_V_PROC_HUNG,  /* process path: alive, not answering PING */
+	FO_V_HOST_DOWN,  /* host path: stale heartbeat, a peer says down, none says up */
+	FO_V_AGENT_LOST, /* stale heartbeat not confirmed by peers: alert only */
+};
+
+/* Node flags, as sentinel.c keeps them: each condition has a bit and a timestamp. */
+#define FO_N_REPORTED (1u << 0)   /* at least one REPORT received */
+#define FO_N_AGENT (1u << 1)      /* an authenticated agent connection is open */
+#define FO_N_PROC_DOWN (1u << 2)  /* FO_V_PROC_DOWN: down_since_ms */
+#define FO_N_PROC_HUNG (1u << 3)  /* FO_V_PROC_HUNG: hung_since_ms */
+#define FO_N_HOST_DOWN (1u << 4)  /* FO_V_HOST_DOWN: host_down_since_ms */
+#define FO_N_AGENT_LOST (1u << 5) /* FO_V_AGENT_LOST: agent_lost_since_ms */
+#define FO_N_SDOWN (1u << 6)      /* any of PROC_DOWN, PROC_HUNG, HOST_DOWN: sdown_since_ms */
+#define FO_N_UNREACH (1u << 7)    /* the controller's own PING/INFO fails: unreach_since_ms */
+#define FO_N_FIXING (1u << 8)     /* a REPLICAOF to repair this node is in flight */
+
+struct fo_node {
+	const char *id;
+	int idx;
+	int shard;    /* index in fo_cluster.shards, -1 if in none */
+	int priority; /* cluster file; 0 = never promote */
+	char host[256];
+	int port;
+	unsigned flags;
+	long long last_report_ms; /* monotonic; the heartbeat */
+	long long down_since_ms, hung_since_ms, host_down_since_ms, agent_lost_since_ms;
+	long long sdown_since_ms, unreach_since_ms;
+	long long link_up_ms; /* last report with the link up to the shard's primary */
+	long long ping_ms;    /* last PING of our own while the agent is lost */
+	long long fix_ms;     /* last repair (REPLICAOF) sent */
+	int fix_kind;         /* 1 demoting a master, 2 repointing a stray replica */
+	int fix_ok;           /* REPOINT: this node answered OK */
+	struct fo_report rep;
+	/* From the controller's own INFO (start, selection, planned switchover). */
+	struct info_repl info;
+	int info_ok;
+	long long info_ms;
+};
+
+enum fo_state {
+	FO_ST_NONE = 0,
+	FO_ST_SELECT,       /* fresh INFO replication asked from candidates, in parallel */
+	FO_ST_PAUSE,        /* planned: CLIENT PAUSE WRITE sent to the primary */
+	FO_ST_WAIT_OFFSET,  /* planned: waiting for the target to reach the paused offset */
+	FO_ST_PROMOTE,      /* MULTI; REPLICAOF NO ONE; CONFIG REWRITE; CLIENT KILL…; EXEC */
+	FO_ST_REPOINT,      /* REPLICAOF <new> sent to every other node */
+};
+
+struct fo_step {
+	long long at_ms; /* since the failover started */
+	char text[160];
+};
+
+/* One failover, in progress or the last one of the shard. */
+struct fo_failover {
+	enum fo_state state;
+	bool planned;
+	long long start_ms, state_since_ms; /* monotonic */
+	long long start_wall_ms, end_wall_ms;
+	int from;   /* the primary failed over from */
+	int to;     /* the node promoted, -1 until promoted */
+	int target; /* planned: the operator's choice, -1 = best */
+	int cand[FO_MAX_NODES], ncand, cand_next; /* ranked candidates */
+	int pending;                              /* replies outstanding in this state */
+	unsigned char asked[FO_MAX_NODES];        /* SELECT: INFO asked of this node */
+	int repointed, repoint_failed;
+	long long pause_offset; /* planned: the primary's offset once paused */
+	bool paused;
+	unsigned long long epoch; /* after promotion */
+	char reason[96];
+	char result[96]; /* "" while running; "ok" or why it aborted */
+	struct fo_step steps[FO_TIMELINE_MAX];
+	int nsteps;
+};
+
+#define FO_S_NO_GOOD_REPLICA (1u << 0) /* the last attempt found none: retry when a report changes */
+#define FO_S_ODOWN (1u << 1)           /* the primary is judged failed (published +odown) */
+#define FO_S_PRIMARY_DIED (1u << 2)    /* the primary was down, no failover since: its history is
+					* checked when it returns */
+#define FO_S_EMPTY_RESTART (1u << 3)   /* it returned with another, shorter history: failing over */
+
+struct fo_shard {
+	const char *name;
+	int idx;
+	int *nodes;
+	int nnodes;
+	int primary; /* node index, -1 unknown */
+	unsigned long long epoch;
+	unsigned flags;
+	long long last_failover_end_ms; /* monotonic, 0 = never */
+	char primary_replid[48];        /* the primary's replication id, as last seen */
+	struct fo_failover fo;          /* in progress (state != NONE) */
+	struct fo_failover last;        /* the last finished or aborted one */
+	bool have_last;
+	char blocked_why[160]; /* last "failover_blocked" reason logged */
+};
+
+struct fo_ops {
+	/* PING of our own (agent lost); answer with fo_on_reach(). */
+	void (*ping)(void *ctx, int node, int timeout_ms);
+	/* Asks INFO replication of node; answer with fo_on_info(). */
+	void (*info)(void *ctx, int node, int timeout_ms);
+	/* CLIENT PAUSE pause_ms WRITE; answer with fo_on_pause(). */
+	void (*pause)(void *ctx, int node, int pause_ms, int timeout_ms);
+	/* CLIENT UNPAUSE; no answer expected. */
+	void (*unpause)(void *ctx, int node);
+	/* The promotion transaction; answer with fo_on_promote(). */
+	void (*promote)(void *ctx, int node, int timeout_ms);
+	/* REPLICAOF host port of master; answer with fo_on_replicaof(). */
+	void (*replicaof)(void *ctx, int node, int master, int timeout_ms);
+	/* Calls fo_on_timer(shard) after ms (replaces the shard's previous timer); ms < 0 cancels. */
+	void (*timer)(void *ctx, int shard, int ms);
+	/* An event for the log and the flatline.<kind> channel. */
+	void (*event)(void *ctx, struct evrec *r);
+	/* A Sentinel-format message on channel. */
+	void (*publish)(void *ctx, const char *channel, const char *msg);
+	/* The shard has a new primary (promotion accepted): persist the state, update DNS. */
+	void (*promoted)(void *ctx, int shard);
+	/* A failover ended (ok or aborted); r is "ok" or the reason. */
+	void (*done)(void *ctx, int shard, const char *result);
+};
+
+struct fo_cluster {
+	struct fo_node nodes[FO_MAX_NODES];
+	int nnodes;
+	struct fo_shard *shards;
+	int nshards;
+	const struct cfg *cfg;
+	/* Settings (from the cluster file, or tests). */
+	int node_down_after_ms;
+	int failover_block_ms;
+	int tilt_ms;
+	int info_timeout_ms;     /* fresh INFO during selection */
+	int promote_timeout_ms;  /* one candidate's promotion */
+	int repoint_timeout_ms;  /* REPLICAOF on the others */
+	int offset_wait_ms;      /* planned: how long the target may take to catch up */
+	int offset_poll_ms;      /* planned: INFO of the target this often while waiting */
+	bool starting; /* topology not learned yet: observe only (set by the controller) */
+	/* TILT */
+	bool tilt;
+	long long tilt_since_ms, tilt_until_ms;
+	long long last_tick_mono_ms, last_tick_wall_ms;
+	/* The injected clocks (monotonic and wall, ms). */
+	long long (*now_ms)(void *ctx);
+	long long (*wall_ms)(void *ctx);
+	const struct fo_ops *ops;
+	void *ctx;
+};
+
+/* Builds nodes and shards from a loaded cluster file. */
+int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo_ops *ops,
+		    void *ctx);
+void fo_cluster_free(struct fo_cluster *c);
+struct fo_node *fo_find_node(struct fo_cluster *c, const char *id);
+struct fo_shard *fo_find_shard(struct fo_cluster *c, const char *name);
+/* The node whose replication address is host:port, or NULL. */
+struct fo_node *fo_node_by_addr(struct fo_cluster *c, const char *host, int port);
+
+/* Protocol words. */
+enum fo_proc fo_proc_parse(const char *s);
+const char *fo_proc_name(enum fo_proc p);
+const char *fo_verdict_name(enum fo_verdict v);
+const char *fo_state_name(enum fo_state s);
+
+/* Fills *rep from a REPORT's key/value arguments (argv[i] key, argv[i+1] value).
+ * Unknown keys are ignored; -EINVAL (and a reason) for a malformed value. */
+int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const char **argv,
+		    const size_t *lens, char *why, size_t whylen);
+
+/* The failure rules (issue 5, "Failure rules"). */
+enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now_ms);
+
+/* A new REPORT from node's agent: stores it, re-judges every node, starts a
+ * failover or repairs a stray node where the rules say so. */
+void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep);
+/* The agent connection of node opened (1) or closed (0). */
+void fo_on_agent(struct fo_cluster *c, struct fo_node *n, bool connected);
+/* Re-judges every node and shard (heartbeat deadlines, end of TILT). */
+void fo_evaluate(struct fo_cluster *c);
+/* The controller's own reachability check of node (PING/INFO) succeeded or failed. */
+void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok);
+
+/* Replica ranking: fills out[] with the eligible candidates of shard s (old
+ * primary `from` excluded), best first; returns how many. Uses n->info when
+ * n->info_ok, else the agent's report. ref_replid: the failed primary's
+ * replication id ("" unknown). since_ms: a link up at or after this counts as
+ * "still connected to the failed primary". */
+int fo_rank(const struct fo_cluster *c, const struct fo_shard *s, int from, const char *ref_replid,
+	    long long since_ms, int *out, int max);
+
+/* TILT: called every 100 ms or so with both clocks; a stall or jump larger than
+ * FO_TILT_TRIGGER_MS enters TILT for tilt_ms. Returns true while in TILT. */
+bool fo_tilt_tick(struct fo_cluster *c);
+/* May shard s start a failover now for verdict v (block window, TILT, one at a time)?
+ * why says why not. */
+bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum fo_verdict v,
+		     bool planned, char *why, size_t whylen);
+
+/* Starts a failover of shard s. planned: a switchover (pause writes, wait for the
+ * target's offset); target -1 = the best replica. -EBUSY, -EAGAIN (blocked/TILT),
+ * -ENOENT (no primary known), -EINVAL (target not in shard / priority 0). */
+int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
+	     const char *reason, char *why, size_t whylen);
+
+/* Replies from the I/O layer. ok false: error or timeout, err says which. */
+void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct info_repl *info,
+		const char *err);
+void fo_on_pause(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
+void fo_on_promote(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
+void fo_on_replicaof(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
+void fo_on_timer(struct fo_cluster *c, struct fo_shard *s);
+
+/* At start, once INFO of the shard's nodes is in (n->info_ok): decides the
+ * primary from the state file's and the servers' word; repairs follow. */
+void fo_discover(struct fo_cluster *c, struct fo_shard *s);
+
+/* The state file: "shard <name> epoch <n> primary <id>" lines, a checksum, written
+ * with write, fsync, rename, fsync of the directory. */
+int fo_state_save(const struct fo_cluster *c, const char *path, char *err, size_t errlen);
+/* Reads it into the shards (primary, epoch). -ENOENT if absent (a first start),
+ * -EINVAL with a clear message when damaged. Shards or nodes no longer in the
+ * cluster file are skipped with a warning in err (return 0, err non-empty). */
+int fo_state_load(struct fo_cluster *c, const char *path, char *err, size_t errlen);
+/* The same from a string (tests, fuzzing). */
+int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const char *name, char *err,
+		   size_t errlen);
+
+/* Sentinel's instance format: "<type> <name> <ip> <port> @ <master> <mip> <mport>". */
+void fo_instance_str(const struct fo_cluster *c, const struct fo_node *n, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Loader for bpf/icmp.bpf.c: the peer table in the kernel, and the tc programs on
+ * the interfaces the peers are reached through. */
+#ifndef FL_ICMP_WATCH_H
+#define FL_ICMP_WATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <linux/types.h>
+#include "icmp_event.h"
+
+#define ICMP_WATCH_MAX_IFACES 16
+/* The clsact filters' priority, and their handle: ICMP_WATCH_TC_HANDLE_BASE | a hash of the
+ * node id, so that agents of different nodes sharing an interface (test setups)
+ * keep apart, and a later agent of the same node recognises its own stale filters
+ * (with the program names fl_icmp_ingress / fl_icmp_egress). */
+#define ICMP_WATCH_TC_HANDLE_BASE 0xf1000000u
+#define ICMP_WATCH_TC_PRIO 1
+/* FLATLINE_TC=clsact (or tcx) in the environment overrides ICMP_WATCH_TC_AUTO. */
+#define ICMP_WATCH_TC_ENV "FLATLINE_TC"
+
+enum icmp_watch_tc_mode {
+	ICMP_WATCH_TC_AUTO = 0,   /* tcx links where the kernel has them (6.6+), else clsact */
+	ICMP_WATCH_TC_TCX = 1,    /* tcx links only */
+	ICMP_WATCH_TC_CLSACT = 2, /* clsact qdisc + direct-action filters */
+};
+
+struct icmp_watch_opts {
+	const char *node;     /* pins go under FL_PIN_ROOT/<node>/ */
+	__u16 echo_id;        /* ICMP echo id of this agent's probes, not 0 */
+	enum icmp_watch_tc_mode mode;
+};
+
+struct icmp_watch;
+
+/* Checks the kernel, mounts bpffs if needed, loads and pins fl_peers and
+ * fl_icmp_cnt (stale pins of a dead agent for the node are replaced: hold the
+ * node's lock). Attaches nothing yet. -errno, with a message. */
+int icmp_watch_open(struct icmp_watch **out, const struct icmp_watch_opts *opts);
+/* Attaches both programs to the interface (once per ifindex). A stale clsact
+ * filter of a killed agent on it is replaced. -errno, with a message. */
+int icmp_watch_attach(struct icmp_watch *iw, int ifindex);
+/* How the programs are attached: ICMP_WATCH_TC_TCX or ICMP_WATCH_TC_CLSACT (AUTO before any). */
+enum icmp_watch_tc_mode icmp_watch_mode(const struct icmp_watch *iw);
+int icmp_watch_add_peer(struct icmp_watch *iw, struct in_addr addr);
+int icmp_watch_del_peer(struct icmp_watch *iw, struct in_addr addr);
+int icmp_watch_peer_stats(const struct icmp_watch *iw, struct in_addr addr, struct fl_peer_stats *st);
+/* Every peer's entry at once (one BPF_MAP_LOOKUP_BATCH where the kernel has it):
+ * up to max of them into keys[] and vals[], their number in *n. -errno. */
+int icmp_watch_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl_peer_stats *vals,
+		uint32_t max, uint32_t *n);
+/* Ignored packets by enum fl_icmp_counter, summed over CPUs. */
+uint64_t icmp_watch_counter(const struct icmp_watch *iw, enum fl_icmp_counter c);
+const char *icmp_watch_pin_dir(const struct icmp_watch *iw);
+/* Detaches (removing a clsact qdisc only if this agent created it and no other
+ * filter is on it), removes the pins. NULL is fine. */
+void icmp_watch_close(struct icmp_watch *iw);
+
+/* The interface the kernel routes dst through (RTM_GETROUTE); -errno (-ENETUNREACH
+ * when there is no route). */
+int icmp_watch_route_ifindex(struct in_addr dst, int *ifindex);
+/* 1 when the interface is up with carrier (IFF_UP and IFF_RUNNING), 0 if not,
+ * -errno if it cannot be told. */
+int icmp_watch_if_carrier(int ifindex);
+const char *icmp_watch_mode_name(enum icmp_watch_tc_mode m);
+__u32 icmp_watch_tc_handle(const char *node);
+
+#endif
