@@ -8,10 +8,12 @@ PKGS=(
 	make clang llvm gcc pkg-config
 	libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
 	libhiredis-dev libevent-dev libldns-dev libinih-dev
+	libcurl4-openssl-dev libjson-c-dev libssl-dev
 	# tests and quality gates
 	libcmocka-dev cppcheck clang-tidy clang-format libclang-rt-14-dev
 	# real peers the tests run
 	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils
+	etcd-server etcd-client
 	python3 python3-redis jq
 	# network namespaces, packet filtering, process tools
 	iproute2 nftables iputils-ping procps psmisc util-linux
@@ -36,7 +38,7 @@ echo "install-deps: installing ${missing[*]}"
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's packages start services on install; the tests start their own instances.
-for svc in redis-server redis-sentinel named bind9; do
+for svc in redis-server redis-sentinel named bind9 etcd; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
 		systemctl stop "$svc" || true
 	fi

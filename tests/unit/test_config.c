@@ -136,7 +136,50 @@ static const struct {
 	{ "[controller]\nlisten = 1.2.3.4:x\n", "t.conf:2: [controller] listen: not host:port" },
 	{ "[agent]\nping_interval_ms = 100\n  continued\n",
 	  "t.conf:3: not a 'key = value' line or a [section] header" },
+	{ "[etcd]\nendpoints = 127.0.0.1:2379\n",
+	  "t.conf:2: [etcd] endpoints: '127.0.0.1:2379' is not an http:// or https:// URL" },
+	{ "[etcd]\nendpoints = ,\n", "t.conf:2: [etcd] endpoints: empty" },
+	{ "[etcd]\nlease_ms = 500\n", "t.conf:2: [etcd] lease_ms: " },
+	{ "[etcd]\nprefix = flatline\n", "t.conf:2: [etcd] prefix: a key prefix starts and ends" },
+	{ "[etcd]\nendpoints = http://a:1\n", "t.conf:1: [etcd]: no [controller \"ID\"] section" },
+	{ "[etcd]\n", "t.conf:1: [etcd] endpoints: missing" },
+	{ "[etcd]\nendpoints = http://a:1\ncert = /c.pem\n[controller \"c1\"]\nlisten = 1.2.3.4:1\n",
+	  "t.conf:1: [etcd] key: missing" },
+	{ "[controller \"c1\"]\nlisten = 1.2.3.4:1\n",
+	  "t.conf:1: [controller \"c1\"]: several controllers need an [etcd] section" },
+	{ "[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\n",
+	  "t.conf:3: [controller \"c1\"] listen: missing" },
+	{ "[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nlisten = a:1\n[controller \"c1\"]\n",
+	  "t.conf:5: [controller \"c1\"]: controller defined twice" },
+	{ "[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nport = 1\n",
+	  "t.conf:4: [controller \"c1\"] port: unknown key" },
 };
+
+static void test_etcd(void **state)
+{
+	static const char text[] = "[cluster]\nname = prod\n"
+				   "[etcd]\nendpoints = http://10.0.0.1:2379, http://10.0.0.2:2379\n"
+				   "lease_ms = 3000\n"
+				   "[controller \"c1\"]\nlisten = 10.0.0.1:26379\n"
+				   "[controller \"c2\"]\nlisten = [fd00::2]:26380\n";
+	struct cfg *c = NULL;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_true(c->etcd.enabled);
+	assert_int_equal(c->etcd.nendpoints, 2);
+	assert_string_equal(c->etcd.endpoints[1], "http://10.0.0.2:2379");
+	assert_string_equal(c->etcd.prefix, "/flatline/prod/");
+	assert_int_equal(c->etcd.lease_ms, 3000);
+	assert_int_equal(c->etcd.timeout_ms, 500);
+	assert_int_equal(c->nctls, 2);
+	assert_non_null(cfg_find_ctl(c, "c2"));
+	assert_int_equal(cfg_find_ctl(c, "c2")->listen.port, 26380);
+	assert_string_equal(cfg_find_ctl(c, "c2")->listen.host, "fd00::2");
+	assert_null(cfg_find_ctl(c, "c3"));
+	cfg_free(c);
+}
 
 static void test_bad_files(void **state)
 {
@@ -197,6 +240,7 @@ int main(void)
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_long_line_and_missing_file),
 		cmocka_unit_test(test_endpoints),
+		cmocka_unit_test(test_etcd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

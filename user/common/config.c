@@ -17,7 +17,7 @@
 #define CFG_MAX_NODES 4096
 #define CFG_MAX_SHARDS 2048
 
-enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_NODE, S_SHARD };
+enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_NODE, S_SHARD, S_CTL };
 
 struct parser {
 	struct cfg *c;
@@ -30,6 +30,7 @@ struct parser {
 	char sect_text[CFG_ID_MAX + 32]; /* as written, for messages */
 	int cur;                         /* node or shard index */
 	int dns_line;                    /* line of the [dns] header */
+	int etcd_line;                   /* line of the [etcd] header */
 	char **shard_nodes;              /* per shard: "nodes" as written */
 	int *shard_nodes_line;
 	char *err;
@@ -77,7 +78,7 @@ static bool parse_header(struct parser *p, const char *text)
 		const char *name;
 		enum sect s;
 	} plain[] = { { "cluster", S_CLUSTER }, { "agent", S_AGENT }, { "controller", S_CONTROLLER },
-		      { "redis", S_REDIS },	{ "dns", S_DNS } };
+		      { "redis", S_REDIS },	{ "dns", S_DNS }, { "etcd", S_ETCD } };
 	char kind[16], id[CFG_ID_MAX + 2];
 	const char *end = strchr(text, ']');
 	size_t n;
@@ -95,6 +96,10 @@ static bool parse_header(struct parser *p, const char *text)
 			if (p->sect == S_DNS) {
 				c->dns.enabled = true;
 				p->dns_line = p->line;
+			}
+			if (p->sect == S_ETCD) {
+				c->etcd.enabled = true;
+				p->etcd_line = p->line;
 			}
 			return true;
 		}
@@ -135,6 +140,28 @@ static bool parse_header(struct parser *p, const char *text)
 		nodes[p->cur].shard = -1;
 		nodes[p->cur].line = p->line;
 		p->sect = S_NODE;
+		return true;
+	}
+	if (!strcmp(kind, "controller")) {
+		struct cfg_ctl *ctls;
+
+		if (cfg_find_ctl(c, id)) {
+			perr(p, p->line, NULL, "[%s]: controller defined twice", p->sect_text);
+			return false;
+		}
+		if (c->nctls == CFG_MAX_CTLS) {
+			perr(p, p->line, NULL, "more than %d controllers", CFG_MAX_CTLS);
+			return false;
+		}
+		ctls = realloc(c->ctls, (c->nctls + 1) * sizeof(*ctls));
+		if (!ctls)
+			return false;
+		c->ctls = ctls;
+		p->cur = c->nctls++;
+		memset(&ctls[p->cur], 0, sizeof(ctls[0]));
+		snprintf(ctls[p->cur].id, sizeof(ctls[0].id), "%s", id);
+		ctls[p->cur].line = p->line;
+		p->sect = S_CTL;
 		return true;
 	}
 	if (!strcmp(kind, "shard")) {
@@ -437,6 +464,69 @@ static bool key_dns(struct parser *p, const char *name, const char *v)
 	return false;
 }
 
+static bool key_etcd(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->etcd) *e = &p->c->etcd;
+
+	if (KEY("endpoints")) {
+		char buf[CFG_MAX_LINE + 1], *tok, *save = NULL;
+
+		snprintf(buf, sizeof(buf), "%s", v);
+		e->nendpoints = 0;
+		for (tok = strtok_r(buf, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+			if (strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
+				perr(p, p->line, name, "'%s' is not an http:// or https:// URL", tok);
+				return false;
+			}
+			if (strlen(tok) >= sizeof(e->endpoints[0]) || e->nendpoints == CFG_MAX_ETCD) {
+				perr(p, p->line, name, "at most %d endpoints of at most %zu characters",
+				     CFG_MAX_ETCD, sizeof(e->endpoints[0]) - 1);
+				return false;
+			}
+			snprintf(e->endpoints[e->nendpoints++], sizeof(e->endpoints[0]), "%s", tok);
+		}
+		if (!e->nendpoints) {
+			perr(p, p->line, name, "empty (http://IP:2379,...)");
+			return false;
+		}
+		return true;
+	}
+	if (KEY("prefix")) {
+		if (v[0] != '/' || v[strlen(v) - 1] != '/') {
+			perr(p, p->line, name, "a key prefix starts and ends with '/': '%s'", v);
+			return false;
+		}
+		return set_str(p, name, v, e->prefix, sizeof(e->prefix));
+	}
+	if (KEY("lease_ms"))
+		return set_int(p, name, v, 1000, 60000, &e->lease_ms);
+	if (KEY("timeout_ms"))
+		return set_int(p, name, v, 10, 60000, &e->timeout_ms);
+	if (KEY("user"))
+		return set_str(p, name, v, e->user, sizeof(e->user));
+	if (KEY("password"))
+		return set_str(p, name, v, e->password, sizeof(e->password));
+	if (KEY("cacert"))
+		return set_path(p, name, v, e->cacert, sizeof(e->cacert));
+	if (KEY("cert"))
+		return set_path(p, name, v, e->cert, sizeof(e->cert));
+	if (KEY("key"))
+		return set_path(p, name, v, e->key, sizeof(e->key));
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_ctl(struct parser *p, const char *name, const char *v)
+{
+	struct cfg_ctl *k = &p->c->ctls[p->cur];
+
+	if (KEY("listen"))
+		return set_endpoint(p, name, v, &k->listen, 26379) &&
+		       set_str(p, name, v, k->listen_str, sizeof(k->listen_str));
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
 static bool key_node(struct parser *p, const char *name, const char *v)
 {
 	struct cfg_node *n = &p->c->nodes[p->cur];
@@ -488,6 +578,10 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return key_redis(p, name, value);
 	case S_DNS:
 		return key_dns(p, name, value);
+	case S_ETCD:
+		return key_etcd(p, name, value);
+	case S_CTL:
+		return key_ctl(p, name, value);
 	case S_NODE:
 		return key_node(p, name, value);
 	case S_SHARD:
@@ -520,6 +614,8 @@ static void set_defaults(struct cfg *c)
 	snprintf(c->dns.tsig_algorithm, sizeof(c->dns.tsig_algorithm), "hmac-sha256");
 	c->dns.ttl = 1;
 	c->dns.check_ms = 10000;
+	c->etcd.lease_ms = 2000;
+	c->etcd.timeout_ms = 500;
 }
 
 /* Cross-section checks, once everything is read. */
@@ -590,6 +686,30 @@ static void validate(struct parser *p)
 			}
 		}
 	}
+	for (int i = 0; i < c->nctls && !p->failed; i++) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", c->ctls[i].id);
+		if (!c->ctls[i].listen_str[0])
+			perr(p, c->ctls[i].line, "listen", "missing (host:port of this controller)");
+		else if (!c->etcd.enabled)
+			perr(p, c->ctls[i].line, NULL,
+			     "[%s]: several controllers need an [etcd] section (one leader, the state in "
+			     "etcd)", p->sect_text);
+	}
+	if (c->etcd.enabled && !p->failed) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "etcd");
+		if (!c->etcd.nendpoints)
+			perr(p, p->etcd_line, "endpoints", "missing (http://IP:2379,...)");
+		else if (!c->nctls)
+			perr(p, p->etcd_line, NULL,
+			     "[etcd]: no [controller \"ID\"] section: name each controller and its listen "
+			     "address");
+		else if ((c->etcd.cert[0] != 0) != (c->etcd.key[0] != 0))
+			perr(p, p->etcd_line, c->etcd.cert[0] ? "key" : "cert",
+			     "missing (a client certificate needs its key and the key its certificate)");
+		if (!c->etcd.prefix[0])
+			snprintf(c->etcd.prefix, sizeof(c->etcd.prefix), "/flatline/%s/",
+				 c->name[0] ? c->name : "default");
+	}
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
 }
@@ -656,6 +776,7 @@ void cfg_free(struct cfg *c)
 		free(c->shards[i].nodes);
 	free(c->shards);
 	free(c->nodes);
+	free(c->ctls);
 	free(c);
 }
 
@@ -672,6 +793,14 @@ struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name)
 	for (int i = 0; i < c->nshards; i++)
 		if (!strcmp(c->shards[i].name, name))
 			return &c->shards[i];
+	return NULL;
+}
+
+struct cfg_ctl *cfg_find_ctl(const struct cfg *c, const char *id)
+{
+	for (int i = 0; i < c->nctls; i++)
+		if (!strcmp(c->ctls[i].id, id))
+			return &c->ctls[i];
 	return NULL;
 }
 

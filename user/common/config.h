@@ -27,6 +27,17 @@ struct cfg_node {
 	int line;                  /* line of its section header */
 };
 
+/* [controller "c1"]: one of several controllers (HA mode, with [etcd]). */
+struct cfg_ctl {
+	char id[CFG_ID_MAX + 1];
+	struct cfg_endpoint listen; /* its client and agent address */
+	char listen_str[300];       /* as written */
+	int line;
+};
+
+#define CFG_MAX_ETCD 16
+#define CFG_MAX_CTLS 16
+
 struct cfg_shard {
 	char name[CFG_ID_MAX + 1];
 	int *nodes; /* indexes in cfg.nodes */
@@ -71,6 +82,21 @@ struct cfg {
 		int ttl;
 		int check_ms;
 	} dns;
+	struct {
+		bool enabled; /* an [etcd] section is present: HA mode */
+		char endpoints[CFG_MAX_ETCD][256]; /* http://IP:2379 or https://... */
+		int nendpoints;
+		char prefix[128];  /* default /flatline/<cluster name>/ */
+		int lease_ms;      /* leader lease TTL asked of etcd; default 2000 */
+		int timeout_ms;    /* one etcd request; default 500 */
+		char user[128];    /* etcd authentication, optional */
+		char password[256];
+		char cacert[256];  /* TLS to etcd, optional */
+		char cert[256];
+		char key[256];
+	} etcd;
+	struct cfg_ctl *ctls; /* [controller "id"] sections */
+	int nctls;
 	struct cfg_node *nodes;
 	int nnodes;
 	struct cfg_shard *shards;
@@ -86,6 +112,7 @@ int cfg_load_string(const char *name, const char *text, struct cfg **out, char *
 void cfg_free(struct cfg *c);
 struct cfg_node *cfg_find_node(const struct cfg *c, const char *id);
 struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name);
+struct cfg_ctl *cfg_find_ctl(const struct cfg *c, const char *id);
 /* Parses "host:port", "[v6]:port" or "unix:/path"; -EINVAL if malformed. */
 int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port);
 

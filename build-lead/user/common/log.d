@@ -1,0 +1,2 @@
+build-lead/user/common/log.o: user/common/log.c user/common/log.h
+user/common/log.h:
