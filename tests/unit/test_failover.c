@@ -87,13 +87,16 @@ static void op_timer(void *ctx, int s, int ms)
 	(void)ctx, (void)s;
 	R.timer_ms = ms;
 }
-static void op_event(void *ctx, struct evrec *r)
+static void op_event(void *ctx, const char *kind, struct evrec *r)
 {
-	const char *k = strstr(r->buf, "\"kind\":\"");
+	char want[64];
 
 	(void)ctx;
-	if (k && R.nevents < 64)
-		sscanf(k + 8, "%31[^\"]", R.events[R.nevents++]);
+	/* The kind passed is the one the record carries. */
+	snprintf(want, sizeof(want), "\"kind\":\"%s\"", kind);
+	assert_non_null(strstr(r->buf, want));
+	if (R.nevents < 64)
+		snprintf(R.events[R.nevents++], sizeof(R.events[0]), "%s", kind);
 }
 static void op_publish(void *ctx, const char *ch, const char *msg)
 {

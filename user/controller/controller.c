@@ -611,11 +611,10 @@ static void op_timer(void *ctx, int shard, int ms)
 		evtimer_add(c->shard_timer[shard], &tv);
 }
 
-static void op_event(void *ctx, struct evrec *r)
+static void op_event(void *ctx, const char *kind, struct evrec *r)
 {
 	struct ctl *c = ctx;
-	const char *k = strstr(r->buf, "\"kind\":\"");
-	char chan[64] = "flatline.", line[EVREC_MAX];
+	char chan[64], line[EVREC_MAX];
 	size_t n;
 
 	evrec_end(r);
@@ -626,12 +625,8 @@ static void op_event(void *ctx, struct evrec *r)
 	if (log_verbosity >= LOG_LVL_DEBUG)
 		pr_debug("event %s\n", line);
 	ctl_log(c, r);
-	if (k) {
-		size_t kl = strcspn(k + 8, "\"");
-
-		snprintf(chan + 9, sizeof(chan) - 9, "%.*s", (int)(kl > 50 ? 50 : kl), k + 8);
-		publish(c, chan, line);
-	}
+	snprintf(chan, sizeof(chan), "flatline.%.50s", kind);
+	publish(c, chan, line);
 }
 
 static void op_publish(void *ctx, const char *channel, const char *msg)
@@ -747,7 +742,7 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 	int i = dns_shard(c, res->name);
 	struct ctl_dns *d;
 	struct fo_shard *s;
-	const char *want;
+	const char *want, *kind;
 	struct evrec r;
 
 	if (i < 0 || res->status == DNS_SUPERSEDED)
@@ -782,8 +777,8 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 	d->agrees = res->status == DNS_OK ? (want && !strcmp(res->addr, want)) : -1;
 	if (d->agrees == 1)
 		snprintf(d->seen, sizeof(d->seen), "%s", res->addr);
-	evrec_begin(&r, NULL, "controller",
-		    res->status != DNS_OK ? "dns_failed" : d->repair ? "dns_repaired" : "dns_updated");
+	kind = res->status != DNS_OK ? "dns_failed" : d->repair ? "dns_repaired" : "dns_updated";
+	evrec_begin(&r, NULL, "controller", kind);
 	evrec_str(&r, "shard", s->name);
 	evrec_uint(&r, "epoch", s->epoch);
 	evrec_str(&r, "name", res->name);
@@ -795,7 +790,7 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 		evrec_str(&r, "reason", res->error);
 		evrec_bool(&r, "config_error", res->config_error);
 	}
-	op_event(c, &r);
+	op_event(c, kind, &r);
 	d->repair = false;
 }
 

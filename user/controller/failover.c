@@ -284,10 +284,10 @@ static void ev_begin(struct evrec *r, const char *kind, const struct fo_shard *s
 	}
 }
 
-static void emit(struct fo_cluster *c, struct evrec *r)
+static void emit(struct fo_cluster *c, const char *kind, struct evrec *r)
 {
 	if (c->ops && c->ops->event)
-		c->ops->event(c->ctx, r);
+		c->ops->event(c->ctx, kind, r);
 }
 
 static void publish(struct fo_cluster *c, const char *channel, const char *fmt, ...)
@@ -459,13 +459,13 @@ static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
 		evrec_str(&r, "peers_up", peers);
 		evrec_str(&r, "reason", peers[0] ? "stale heartbeat, peers still reach the host" :
 						    "stale heartbeat, no peer confirms");
-		emit(c, &r);
+		emit(c, "agent_lost", &r);
 		publish(c, "flatline.agent_lost", "%s", inst);
 	} else if (!(nf & FO_N_AGENT_LOST) && (old & FO_N_AGENT_LOST)) {
 		ev_begin(&r, "agent_back", s);
 		evrec_str(&r, "instance", n->id);
 		evrec_int(&r, "lost_ms", now - n->agent_lost_since_ms);
-		emit(c, &r);
+		emit(c, "agent_back", &r);
 	}
 	if ((nf & FO_N_SDOWN) && !(old & FO_N_SDOWN)) {
 		n->sdown_since_ms = now;
@@ -481,13 +481,13 @@ static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
 			evrec_str(&r, "peers_down", peers);
 			evrec_int(&r, "heartbeat_age_ms", now - n->last_report_ms);
 		}
-		emit(c, &r);
+		emit(c, "node_down", &r);
 		publish(c, "+sdown", "%s", inst);
 	} else if (!(nf & FO_N_SDOWN) && (old & FO_N_SDOWN)) {
 		ev_begin(&r, "node_up", s);
 		evrec_str(&r, "instance", n->id);
 		evrec_int(&r, "down_ms", now - n->sdown_since_ms);
-		emit(c, &r);
+		emit(c, "node_up", &r);
 		publish(c, "-sdown", "%s", inst);
 	}
 ping:
@@ -517,7 +517,7 @@ void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok)
 	evrec_str(&r, "by", "controller");
 	if (ok)
 		evrec_int(&r, "unreachable_ms", now - n->unreach_since_ms);
-	emit(c, &r);
+	emit(c, ok ? "node_reachable" : "node_unreachable", &r);
 }
 
 /* The freshest replication view of n: the agent's report or our own INFO. */
@@ -634,7 +634,7 @@ bool fo_tilt_tick(struct fo_cluster *c)
 		evrec_int(&r, "stall_ms", dm);
 		evrec_int(&r, "clock_jump_ms", dw - dm);
 		evrec_int(&r, "tilt_ms", c->tilt_ms);
-		emit(c, &r);
+		emit(c, "tilt_start", &r);
 		if (!c->tilt) {
 			c->tilt_since_ms = mono;
 			publish(c, "+tilt", "#tilt mode entered");
@@ -647,7 +647,7 @@ bool fo_tilt_tick(struct fo_cluster *c)
 		c->tilt = false;
 		ev_begin(&r, "tilt_end", NULL);
 		evrec_int(&r, "tilt_ms", mono - c->tilt_since_ms);
-		emit(c, &r);
+		emit(c, "tilt_end", &r);
 		publish(c, "-tilt", "#tilt mode exited");
 		fo_evaluate(c);
 	}
@@ -723,7 +723,7 @@ static void abort_failover(struct fo_cluster *c, struct fo_shard *s, const char 
 	evrec_str(&r, "state", fo_state_name(f->state));
 	evrec_str(&r, "reason", reason);
 	evrec_bool(&r, "planned", f->planned);
-	emit(c, &r);
+	emit(c, "failover_abort", &r);
 	step(c, s, "failover_abort in %s: %s", fo_state_name(f->state), reason);
 	master_str(c, s, f->from, m, sizeof(m));
 	if (!strcmp(reason, "no_good_replica")) {
@@ -791,7 +791,7 @@ int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
 	evrec_bool(&r, "planned", planned);
 	if (target >= 0)
 		evrec_str(&r, "target", c->nodes[target].id);
-	emit(c, &r);
+	emit(c, "failover_start", &r);
 	step(c, s, "failover_start %s: %s%s", p->id, reason, planned ? " (planned)" : "");
 	master_str(c, s, f->from, m, sizeof(m));
 	publish(c, "+try-failover", "%s", m);
@@ -865,7 +865,7 @@ static void select_done(struct fo_cluster *c, struct fo_shard *s)
 	evrec_str(&r, "candidates", list);
 	evrec_str(&r, "reason", f->target >= 0 ? "operator's choice" :
 			       "ranked: connected, offset, priority, id");
-	emit(c, &r);
+	emit(c, "replica_selected", &r);
 	step(c, s, "replica_selected %s (offset %lld; candidates %s)", best->id, best->info.offset,
 	     list);
 	fo_instance_str(c, best, inst, sizeof(inst));
@@ -962,7 +962,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		ev_begin(&r, "promote_failed", s);
 		evrec_str(&r, "instance", n->id);
 		evrec_str(&r, "reason", err ? err : "?");
-		emit(c, &r);
+		emit(c, "promote_failed", &r);
 		step(c, s, "promote_failed %s: %s", n->id, err ? err : "?");
 		f->to = -1;
 		st_promote(c, s);
@@ -978,7 +978,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	evrec_str(&r, "from", c->nodes[from].id);
 	evrec_str(&r, "reason", f->reason);
 	evrec_int(&r, "elapsed_ms", now_ms(c) - f->start_ms);
-	emit(c, &r);
+	emit(c, "promoted", &r);
 	step(c, s, "promoted %s (epoch %llu)", n->id, s->epoch);
 	if (c->ops->promoted)
 		c->ops->promoted(c->ctx, s->idx);
@@ -995,7 +995,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	evrec_int(&r, "old_port", c->nodes[from].port);
 	evrec_str(&r, "new_addr", n->host);
 	evrec_int(&r, "new_port", n->port);
-	emit(c, &r);
+	emit(c, "switch_master", &r);
 	step(c, s, "switch_master %s:%d -> %s:%d", c->nodes[from].host, c->nodes[from].port,
 	     n->host, n->port);
 	st_repoint(c, s);
@@ -1061,7 +1061,7 @@ static void st_repoint_done(struct fo_cluster *c, struct fo_shard *s)
 	evrec_str(&r, "nodes", ok);
 	if (bad[0] || f->repoint_failed)
 		evrec_str(&r, "failed", bad);
-	emit(c, &r);
+	emit(c, "replicas_repointed", &r);
 	step(c, s, "replicas_repointed to %s: %s%s%s", to->id, ok[0] ? ok : "(none)",
 	     bad[0] ? "; failed: " : "", bad);
 	master_str(c, s, f->to, m, sizeof(m));
@@ -1071,7 +1071,7 @@ static void st_repoint_done(struct fo_cluster *c, struct fo_shard *s)
 	evrec_str(&r, "to", to->id);
 	evrec_bool(&r, "planned", f->planned);
 	evrec_int(&r, "elapsed_ms", now_ms(c) - f->start_ms);
-	emit(c, &r);
+	emit(c, "failover_end", &r);
 	step(c, s, "failover_end");
 	s->last_failover_end_ms = now_ms(c);
 	finish(c, s, "ok");
@@ -1099,7 +1099,7 @@ static void repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 			evrec_str(&r, "primary", c->nodes[f->to].id);
 			evrec_str(&r, "reason", f->planned ? "planned switchover" :
 							    "still answering after failover");
-			emit(c, &r);
+			emit(c, "old_primary_demoted", &r);
 			step(c, s, "old_primary_demoted %s", n->id);
 		}
 	} else {
@@ -1107,7 +1107,7 @@ static void repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		ev_begin(&r, "repoint_failed", s);
 		evrec_str(&r, "instance", n->id);
 		evrec_str(&r, "reason", err ? err : "?");
-		emit(c, &r);
+		emit(c, "repoint_failed", &r);
 		step(c, s, "repoint_failed %s: %s", n->id, err ? err : "?");
 	}
 	if (--f->pending <= 0)
@@ -1162,7 +1162,7 @@ static void repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const
 		ev_begin(&r, "repair_failed", s);
 		evrec_str(&r, "instance", n->id);
 		evrec_str(&r, "reason", err ? err : "?");
-		emit(c, &r);
+		emit(c, "repair_failed", &r);
 		return;
 	}
 	ev_begin(&r, n->fix_kind == 1 ? "old_primary_demoted" : "replica_repointed", s);
@@ -1170,7 +1170,7 @@ static void repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const
 	evrec_str(&r, "primary", p ? p->id : "");
 	evrec_str(&r, "reason", n->fix_kind == 1 ? "reported as a master, not the shard's primary" :
 						     "replicating from another server");
-	emit(c, &r);
+	emit(c, n->fix_kind == 1 ? "old_primary_demoted" : "replica_repointed", &r);
 	if (n->fix_kind == 1 && p) {
 		char inst[400];
 
@@ -1256,7 +1256,7 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 				evrec_int(&r, "replica_offset", latest(b)->offset);
 				evrec_str(&r, "reason", "another, shorter history than its replicas: "
 							"following it would wipe them");
-				emit(c, &r);
+				emit(c, "primary_restarted_empty", &r);
 				s->flags |= FO_S_EMPTY_RESTART;
 				fo_start(c, s, false, -1, "primary_restarted_empty", why, sizeof(why));
 				return;
@@ -1285,7 +1285,7 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 			ev_begin(&r, "failover_blocked", s);
 			evrec_str(&r, "from", p->id);
 			evrec_str(&r, "reason", why);
-			emit(c, &r);
+			emit(c, "failover_blocked", &r);
 		}
 		return;
 	}
@@ -1520,7 +1520,7 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 			evrec_int(&r, "masters", nm);
 			evrec_str(&r, "reason", nm > 1 ? "several masters, none preferable" :
 							 "no node answered");
-			emit(c, &r);
+			emit(c, "primary_unknown", &r);
 		}
 		return;
 	}
@@ -1534,7 +1534,7 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 	evrec_str(&r, "instance", c->nodes[pick].id);
 	evrec_str(&r, "state_file_primary", spi >= 0 ? c->nodes[spi].id : "");
 	evrec_str(&r, "reason", why);
-	emit(c, &r);
+	emit(c, "primary_discovered", &r);
 	if (c->ops->promoted)
 		c->ops->promoted(c->ctx, s->idx);
 }

@@ -154,8 +154,8 @@ struct fo_ops {
 	void (*replicaof)(void *ctx, int node, int master, int timeout_ms);
 	/* Calls fo_on_timer(shard) after ms (replaces the shard's previous timer); ms < 0 cancels. */
 	void (*timer)(void *ctx, int shard, int ms);
-	/* An event for the log and the flatline.<kind> channel. */
-	void (*event)(void *ctx, struct evrec *r);
+	/* An event for the log and the flatline.<kind> channel; kind is the one r was begun with. */
+	void (*event)(void *ctx, const char *kind, struct evrec *r);
 	/* A Sentinel-format message on channel. */
 	void (*publish)(void *ctx, const char *channel, const char *msg);
 	/* The shard has a new primary (promotion accepted): persist the state, update DNS. */
