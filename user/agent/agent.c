@@ -299,39 +299,39 @@ static void build_report(void *ctx, struct rep_msg *m)
 	const struct info_repl *i = &st->info;
 
 	report_peers(a, m);
-	rep_add(m, "proc", "%s", srv_proc_name(st->proc));
-	rep_add(m, "pid", "%d", (int)st->pid);
-	rep_add(m, "proc_change_ms", "%lld", (long long)st->proc_change_ms);
+	rep_add_key(m, RK_PROC, NULL, "%s", srv_proc_name(st->proc));
+	rep_add_key(m, RK_PID, NULL, "%d", (int)st->pid);
+	rep_add_key(m, RK_PROC_CHANGE_MS, NULL, "%lld", (long long)st->proc_change_ms);
 	if (st->proc == SRV_DOWN && st->exit_cause[0]) {
-		rep_add(m, "exit", "%s", st->oom ? "oom" : st->exit_cause);
-		rep_add(m, "core_dumped", "%d", st->core_dumped);
+		rep_add_key(m, RK_EXIT, NULL, "%s", st->oom ? "oom" : st->exit_cause);
+		rep_add_key(m, RK_CORE_DUMPED, NULL, "%d", st->core_dumped);
 	}
 	if (st->auth_error[0])
-		rep_add(m, "auth_error", "%s", st->auth_error);
+		rep_add_key(m, RK_AUTH_ERROR, NULL, "%s", st->auth_error);
 	if (!st->have_info)
 		return;
 	if (i->server != INFO_SRV_UNKNOWN)
-		rep_add(m, "server", "%s", info_server_name(i->server));
+		rep_add_key(m, RK_SERVER, NULL, "%s", info_server_name(i->server));
 	if (i->version[0])
-		rep_add(m, "version", "%s", i->version);
-	rep_add(m, "role", "%s", info_role_name(i->role));
+		rep_add_key(m, RK_VERSION, NULL, "%s", i->version);
+	rep_add_key(m, RK_ROLE, NULL, "%s", info_role_name(i->role));
 	if (i->role == INFO_ROLE_SLAVE) {
-		rep_add(m, "master_host", "%s", i->master_host);
-		rep_add(m, "master_port", "%d", i->master_port);
-		rep_add(m, "master_link_status", "%s", i->link_up > 0 ? "up" : "down");
-		rep_add(m, "master_last_io_seconds_ago", "%lld", i->last_io_s);
-		rep_add(m, "master_sync_in_progress", "%d", i->sync_in_progress);
+		rep_add_key(m, RK_MASTER_HOST, NULL, "%s", i->master_host);
+		rep_add_key(m, RK_MASTER_PORT, NULL, "%d", i->master_port);
+		rep_add_key(m, RK_MASTER_LINK_STATUS, NULL, "%s", i->link_up > 0 ? "up" : "down");
+		rep_add_key(m, RK_MASTER_LAST_IO_S, NULL, "%lld", i->last_io_s);
+		rep_add_key(m, RK_MASTER_SYNC_IN_PROGRESS, NULL, "%d", i->sync_in_progress);
 	}
 	if (i->master_replid[0])
-		rep_add(m, "master_replid", "%s", i->master_replid);
+		rep_add_key(m, RK_MASTER_REPLID, NULL, "%s", i->master_replid);
 	if (i->offset >= 0)
-		rep_add(m, "repl_offset", "%lld", i->offset);
-	rep_add(m, "slave_priority", "%d", i->slave_priority);
-	rep_add(m, "connected_slaves", "%d", i->connected_slaves);
+		rep_add_key(m, RK_REPL_OFFSET, NULL, "%lld", i->offset);
+	rep_add_key(m, RK_SLAVE_PRIORITY, NULL, "%d", i->slave_priority);
+	rep_add_key(m, RK_CONNECTED_SLAVES, NULL, "%d", i->connected_slaves);
 	if (i->run_id[0])
-		rep_add(m, "run_id", "%s", i->run_id);
+		rep_add_key(m, RK_RUN_ID, NULL, "%s", i->run_id);
 	if (a->fence.fenced)
-		rep_add(m, "fenced", "1");
+		rep_add_key(m, RK_FENCED, NULL, "1");
 }
 
 static void on_rep_event(void *ctx, const char *kind, const char *detail)
@@ -374,25 +374,19 @@ static void on_peer_change(void *ctx, const struct probe_peer_info *peer)
 
 static void report_peers(struct agent *a, struct rep_msg *m)
 {
-	char key[CFG_ID_MAX + 32];
-
 	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++) {
 		const struct probe_peer_info *pi = probe_peer(a->probe, i);
 
-		snprintf(key, sizeof(key), "peer.%s", pi->id);
-		rep_add(m, key, "%s", probe_report_state(pi->ev.state));
-		if (pi->st.replied) {
-			snprintf(key, sizeof(key), "peer.%s.rtt_us", pi->id);
-			rep_add(m, key, "%llu", (unsigned long long)(pi->st.rtt_last_ns / 1000));
-		}
-		if (pi->ev.reply_age_ns != VERDICT_NEVER) {
-			snprintf(key, sizeof(key), "peer.%s.reply_age_ms", pi->id);
-			rep_add(m, key, "%llu", (unsigned long long)(pi->ev.reply_age_ns / 1000000));
-		}
-		if (pi->ev.packet_age_ns != VERDICT_NEVER) {
-			snprintf(key, sizeof(key), "peer.%s.packet_age_ms", pi->id);
-			rep_add(m, key, "%llu", (unsigned long long)(pi->ev.packet_age_ns / 1000000));
-		}
+		rep_add_key(m, RK_PEER, pi->id, "%s", probe_report_state(pi->ev.state));
+		if (pi->st.replied)
+			rep_add_key(m, RK_PEER_RTT_US, pi->id, "%llu",
+				    (unsigned long long)(pi->st.rtt_last_ns / 1000));
+		if (pi->ev.reply_age_ns != VERDICT_NEVER)
+			rep_add_key(m, RK_PEER_REPLY_AGE_MS, pi->id, "%llu",
+				    (unsigned long long)(pi->ev.reply_age_ns / 1000000));
+		if (pi->ev.packet_age_ns != VERDICT_NEVER)
+			rep_add_key(m, RK_PEER_PACKET_AGE_MS, pi->id, "%llu",
+				    (unsigned long long)(pi->ev.packet_age_ns / 1000000));
 	}
 }
 

@@ -31,11 +31,10 @@ struct reporter {
 	bool lost_logged;       /* controller_lost written since the last connect */
 };
 
-void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
+static void rep_vadd(struct rep_msg *m, const char *key, const char *fmt, va_list ap)
 {
 	size_t room = sizeof(m->buf) - m->used, klen = strlen(key) + 1;
 	char *k = m->buf + m->used, *v;
-	va_list ap;
 	int n;
 
 	if (m->overflow || m->argc + 2 > REP_MAX_ARGS || klen >= room) {
@@ -44,9 +43,7 @@ void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
 	}
 	memcpy(k, key, klen);
 	v = k + klen;
-	va_start(ap, fmt);
 	n = vsnprintf(v, room - klen, fmt, ap);
-	va_end(ap);
 	if (n < 0 || (size_t)n >= room - klen) {
 		m->overflow = true;
 		return;
@@ -54,6 +51,25 @@ void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
 	m->used += klen + n + 1;
 	m->argv[m->argc++] = k;
 	m->argv[m->argc++] = v;
+}
+
+void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	rep_vadd(m, key, fmt, ap);
+	va_end(ap);
+}
+
+void rep_add_key(struct rep_msg *m, enum report_key k, const char *peer, const char *fmt, ...)
+{
+	char key[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	rep_vadd(m, report_key_str(k, peer, key, sizeof(key)), fmt, ap);
+	va_end(ap);
 }
 
 /* Log a problem or a recovery once per change. */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "common/config.h"
+#include "common/report_keys.h"
 
 struct event_base;
 
@@ -23,6 +24,10 @@ struct rep_msg {
 };
 void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same for a key of the table (common/report_keys.h); peer: the node id of a
+ * per-peer key, NULL otherwise. */
+void rep_add_key(struct rep_msg *m, enum report_key k, const char *peer, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 struct reporter_ops {
 	/* Fill m with the agent's whole current state. */

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/report_keys.h"
 #include "kern/proc_watch.h"
 #include "common/redis_link.h"
 #include "agent/srvmon.h"
@@ -32,9 +33,7 @@ struct srvmon {
 
 const char *srv_proc_name(enum srv_proc p)
 {
-	static const char *const names[] = { "unknown", "up", "down", "hung", "busy", "loading" };
-
-	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "unknown";
+	return report_proc_word(p);
 }
 
 enum hung_act hung_tick(struct hung_sm *sm, int64_t now)

@@ -13,6 +13,7 @@
 
 struct event_base;
 
+/* In the order of report_proc_words (common/report_keys.h), the words of REPORT key proc. */
 enum srv_proc {
 	SRV_UNKNOWN = 0, /* not reached yet, or unreachable for a reason other than refusal */
 	SRV_UP,          /* answered PING */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Failure rules, replica ranking and the failover state machine of the
- * controller (DESIGN.md, "Replica selection"; issue 5). Pure logic: every I/O
+ * controller (DESIGN.md, "Replica selection"; issue 5), in the fo_*.c modules
+ * that fo_internal.h lists. Pure logic: every I/O
  * (INFO, CLIENT PAUSE, promotion, REPLICAOF, timers, events) goes through
  * struct fo_ops, and time through an injected clock, so the unit tests drive it
  * without sockets. The controller (controller.c) implements the ops and feeds
@@ -58,6 +59,13 @@ enum fo_verdict {
 #define FO_N_UNREACH (1u << 7)    /* the controller's own PING/INFO fails: unreach_since_ms */
 #define FO_N_FIXING (1u << 8)     /* a REPLICAOF to repair this node is in flight */
 
+/* A repair outside a failover (REPLICAOF <primary> of a node). */
+enum fo_fix {
+	FO_FIX_NONE = 0,
+	FO_FIX_DEMOTE,  /* a master that is not the shard's primary */
+	FO_FIX_REPOINT, /* a replica following another server */
+};
+
 struct fo_node {
 	const char *id;
 	int idx;
@@ -72,7 +80,7 @@ struct fo_node {
 	long long link_up_ms; /* last report with the link up to the shard's primary */
 	long long ping_ms;    /* last PING of our own while the agent is lost */
 	long long fix_ms;     /* last repair (REPLICAOF) sent */
-	int fix_kind;         /* 1 demoting a master, 2 repointing a stray replica */
+	enum fo_fix fix_kind; /* what the repair in flight (FO_N_FIXING) does */
 	int fix_ok;           /* REPOINT: this node answered OK */
 	struct fo_report rep;
 	/* From the controller's own INFO (start, selection, planned switchover). */
@@ -88,6 +96,7 @@ enum fo_state {
 	FO_ST_WAIT_OFFSET,  /* planned: waiting for the target to reach the paused offset */
 	FO_ST_PROMOTE,      /* MULTI; REPLICAOF NO ONE; CONFIG REWRITE; CLIENT KILL…; EXEC */
 	FO_ST_REPOINT,      /* REPLICAOF <new> sent to every other node */
+	FO_ST_COUNT
 };
 
 struct fo_step {
@@ -253,6 +262,17 @@ void fo_on_pause(struct fo_cluster *c, struct fo_node *n, bool ok, const char *e
 void fo_on_promote(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
 void fo_on_replicaof(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
 void fo_on_timer(struct fo_cluster *c, struct fo_shard *s);
+
+/* The state machine (fo_machine.c; docs/controller.md, "Failover state machine").
+ * Is from -> to a transition of the table? */
+bool fo_transition_allowed(enum fo_state from, enum fo_state to);
+/* The one place a shard's failover changes state: enters `to` (its timeout
+ * armed; NONE: the failover recorded as s->last with result, ops->done called).
+ * -EINVAL, nothing changed, for a transition not in the table. */
+int fo_transition(struct fo_cluster *c, struct fo_shard *s, enum fo_state to, const char *result);
+/* The one place a shard's primary and epoch change: accepted only in state
+ * PROMOTE (the promotion) and NONE (discovery, the state file); -EINVAL else. */
+int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch);
 
 /* At start, once INFO of the shard's nodes is in (n->info_ok): decides the
  * primary from the state file's and the servers' word; repairs follow. */

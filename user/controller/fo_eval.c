@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Applying the failure rules: each node's flags from its verdict (said only
+ * when they change), each shard's primary checked in state NONE (ODOWN, a
+ * failover started through the state machine), and repairs outside a failover
+ * (an old primary back as a master, stray replicas). */
+#include <stdio.h>
+#include <string.h>
+#include "controller/fo_internal.h"
+
+/* Applies the verdict to n's flags; says only the changes. */
+static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
+{
+	enum fo_verdict v = fo_judge(c, n, now);
+	unsigned old = n->flags, nf = old & ~(FO_N_PROC_DOWN | FO_N_PROC_HUNG | FO_N_HOST_DOWN |
+					     FO_N_AGENT_LOST | FO_N_SDOWN);
+
+	switch (v) {
+	case FO_V_PROC_DOWN:
+		nf |= FO_N_PROC_DOWN | FO_N_SDOWN;
+		break;
+	case FO_V_PROC_HUNG:
+		nf |= FO_N_PROC_HUNG | FO_N_SDOWN;
+		break;
+	case FO_V_HOST_DOWN:
+		nf |= FO_N_HOST_DOWN | FO_N_SDOWN;
+		break;
+	case FO_V_AGENT_LOST:
+		nf |= FO_N_AGENT_LOST;
+		break;
+	default:
+		break;
+	}
+	if (nf == old)
+		goto ping;
+	n->flags = nf;
+	if ((nf & FO_N_PROC_DOWN) && !(old & FO_N_PROC_DOWN))
+		n->down_since_ms = now;
+	if ((nf & FO_N_PROC_HUNG) && !(old & FO_N_PROC_HUNG))
+		n->hung_since_ms = now;
+	if ((nf & FO_N_HOST_DOWN) && !(old & FO_N_HOST_DOWN))
+		n->host_down_since_ms = now;
+	if ((nf & FO_N_AGENT_LOST) && !(old & FO_N_AGENT_LOST)) {
+		n->agent_lost_since_ms = now;
+		n->ping_ms = 0;
+		fo_say_agent_lost(c, n, now);
+	} else if (!(nf & FO_N_AGENT_LOST) && (old & FO_N_AGENT_LOST)) {
+		fo_say_agent_back(c, n, now);
+	}
+	if ((nf & FO_N_SDOWN) && !(old & FO_N_SDOWN)) {
+		n->sdown_since_ms = now;
+		fo_say_node_down(c, n, v, now);
+	} else if (!(nf & FO_N_SDOWN) && (old & FO_N_SDOWN)) {
+		fo_say_node_up(c, n, now);
+	}
+ping:
+	/* The agent is lost but peers reach the host: see for ourselves. */
+	if ((n->flags & FO_N_AGENT_LOST) && c->ops && c->ops->ping &&
+	    (!n->ping_ms || now - n->ping_ms >= FO_PING_EVERY_MS)) {
+		n->ping_ms = now;
+		c->ops->ping(c->ctx, n->idx, c->info_timeout_ms);
+	}
+}
+
+void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok)
+{
+	long long now = fo_now(c);
+
+	if (ok == !(n->flags & FO_N_UNREACH))
+		return;
+	if (!ok) {
+		n->flags |= FO_N_UNREACH;
+		n->unreach_since_ms = now;
+	} else {
+		n->flags &= ~FO_N_UNREACH;
+	}
+	fo_say_reach(c, n, ok, now);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Repairs outside a failover */
+
+static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
+{
+	struct fo_node *p = &c->nodes[s->primary];
+
+	if (p->flags & FO_N_SDOWN)
+		return;
+	for (int i = 0; i < s->nnodes; i++) {
+		struct fo_node *n = &c->nodes[s->nodes[i]];
+		const struct info_repl *r = fo_latest(n);
+		bool report = r == &n->rep.repl;
+		enum fo_fix kind;
+
+		if (n == p || !r || (n->flags & (FO_N_FIXING | FO_N_SDOWN)))
+			continue;
+		if (report && (!fo_fresh(c, n, now) || n->rep.proc != FO_PROC_UP))
+			continue;
+		if (r->role == INFO_ROLE_MASTER)
+			kind = FO_FIX_DEMOTE; /* before anything else: it may have restarted empty */
+		else if (r->role == INFO_ROLE_SLAVE && !fo_follows(r, p))
+			kind = FO_FIX_REPOINT;
+		else
+			continue;
+		if (n->fix_ms && now - n->fix_ms < FO_FIX_COOLDOWN_MS)
+			continue;
+		n->flags |= FO_N_FIXING;
+		n->fix_kind = kind;
+		n->fix_ms = now;
+		c->ops->replicaof(c->ctx, n->idx, p->idx, c->repoint_timeout_ms);
+	}
+}
+
+void fo_repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err)
+{
+	struct fo_shard *s = fo_shard_of(c, n);
+	struct fo_node *p = s && s->primary >= 0 ? &c->nodes[s->primary] : NULL;
+	struct info_repl *ri = &n->info;
+
+	if (!(n->flags & FO_N_FIXING))
+		return;
+	n->flags &= ~FO_N_FIXING;
+	n->fix_ms = fo_now(c);
+	fo_say_repair(c, s, n, p, ok, err);
+	/* Until its next report says otherwise, it follows p. */
+	if (!ok || !p || (!n->info_ok && !(n->flags & FO_N_REPORTED)))
+		return;
+	if (!n->info_ok)
+		*ri = n->rep.repl;
+	ri->role = INFO_ROLE_SLAVE;
+	snprintf(ri->master_host, sizeof(ri->master_host), "%s", p->host);
+	ri->master_port = p->port;
+	n->info_ok = 1;
+	n->info_ms = fo_now(c);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Evaluation */
+
+/* The primary is up: ODOWN lifted, a return without a failover checked, repairs. */
+static void primary_up(struct fo_cluster *c, struct fo_shard *s, long long now)
+{
+	struct fo_node *p = &c->nodes[s->primary];
+	char why[160];
+
+	if (s->flags & FO_S_ODOWN) {
+		s->flags &= ~FO_S_ODOWN;
+		fo_say_odown(c, s, false);
+	}
+	if (s->flags & FO_S_PRIMARY_DIED) {
+		const struct info_repl *pr = fo_latest(p);
+		struct fo_node *b = fo_restarted_empty(c, s);
+
+		if (c->tilt || c->starting)
+			return; /* observe only; and no repair before this is settled */
+		if (b && !(s->flags & FO_S_NO_GOOD_REPLICA)) {
+			fo_say_restarted_empty(c, s, b);
+			s->flags |= FO_S_EMPTY_RESTART;
+			fo_start(c, s, false, -1, "primary_restarted_empty", why, sizeof(why));
+			return;
+		}
+		if (pr && pr->role == INFO_ROLE_MASTER && pr->offset >= 0 && pr->master_replid[0])
+			s->flags &= ~(FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART); /* its history holds */
+	}
+	if (!c->tilt && !c->starting)
+		repair_shard(c, s, now);
+}
+
+void fo_check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
+{
+	struct fo_node *p;
+	enum fo_verdict v;
+	char why[160], reason[64];
+
+	if (s->primary < 0 || s->fo.state != FO_ST_NONE)
+		return;
+	p = &c->nodes[s->primary];
+	v = fo_judge(c, p, now);
+	if (!(p->flags & FO_N_SDOWN)) {
+		primary_up(c, s, now);
+		return;
+	}
+	s->flags |= FO_S_PRIMARY_DIED;
+	if (!(s->flags & FO_S_ODOWN)) {
+		s->flags |= FO_S_ODOWN;
+		fo_say_odown(c, s, true);
+	}
+	if (s->flags & FO_S_NO_GOOD_REPLICA || c->starting)
+		return; /* retried when a report changes; nothing before the topology is known */
+	if (!fo_may_failover(c, s, v, false, why, sizeof(why))) {
+		if (strcmp(why, s->blocked_why)) {
+			snprintf(s->blocked_why, sizeof(s->blocked_why), "%s", why);
+			fo_say_failover_blocked(c, s, why);
+		}
+		return;
+	}
+	s->blocked_why[0] = '\0';
+	fo_start(c, s, false, -1, fo_down_reason(p, v, reason, sizeof(reason)), why, sizeof(why));
+}
+
+void fo_evaluate(struct fo_cluster *c)
+{
+	long long now = fo_now(c);
+
+	for (int i = 0; i < c->nnodes; i++)
+		update_node(c, &c->nodes[i], now);
+	for (int i = 0; i < c->nshards; i++)
+		fo_check_shard(c, &c->shards[i], now);
+}
+
+void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep)
+{
+	struct fo_shard *s = fo_shard_of(c, n);
+	long long now = fo_now(c);
+	bool changed = !(n->flags & FO_N_REPORTED) || fo_report_changed(&n->rep, rep);
+
+	n->rep = *rep;
+	n->last_report_ms = now;
+	n->flags |= FO_N_REPORTED;
+	if (s && s->primary >= 0) {
+		struct fo_node *p = &c->nodes[s->primary];
+
+		if (rep->repl.link_up == 1 && fo_follows(&rep->repl, p))
+			n->link_up_ms = now;
+		if (n == p && rep->repl.role == INFO_ROLE_MASTER && rep->repl.master_replid[0] &&
+		    !(s->flags & FO_S_PRIMARY_DIED)) /* keep the history it had before dying */
+			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
+				 rep->repl.master_replid);
+	}
+	if (changed && c->shards) {
+		for (int i = 0; i < c->nshards; i++)
+			c->shards[i].flags &= ~FO_S_NO_GOOD_REPLICA;
+	}
+	fo_evaluate(c);
+}
+
+void fo_on_agent(struct fo_cluster *c, struct fo_node *n, bool connected)
+{
+	if (connected)
+		n->flags |= FO_N_AGENT;
+	else
+		n->flags &= ~FO_N_AGENT;
+	fo_evaluate(c);
+}

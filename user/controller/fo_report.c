@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* REPORT parsing: an agent's key/value arguments (docs/protocol.md, keys from
+ * the table in common/report_keys.c, which the agent's builder uses too) into
+ * struct fo_report. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/report_keys.h"
+#include "controller/fo_internal.h"
+
+static int parse_ll(const char *s, long long *v)
+{
+	char *end;
+
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	*v = strtoll(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+static long long clamp(long long v, long long lo, long long hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* One key/value pair of the table into rep. */
+static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k, const char *v,
+		  long long n, const char *peer)
+{
+	struct info_repl *r = &rep->repl;
+	struct fo_node *p;
+
+	switch (k) {
+	case RK_PROC:
+		rep->proc = fo_proc_parse(v);
+		break;
+	case RK_PID:
+		rep->pid = n;
+		break;
+	case RK_PROC_CHANGE_MS:
+		rep->proc_change_ms = n;
+		break;
+	case RK_EXIT:
+		snprintf(rep->exit, sizeof(rep->exit), "%s", v);
+		break;
+	case RK_CORE_DUMPED:
+		rep->core_dumped = !!n;
+		break;
+	case RK_FENCED:
+		rep->fenced = !!n;
+		break;
+	case RK_AUTH_ERROR:
+		snprintf(rep->auth_error, sizeof(rep->auth_error), "%s", v);
+		break;
+	case RK_SERVER:
+		r->server = !strcmp(v, "redis")	    ? INFO_SRV_REDIS :
+			    !strcmp(v, "valkey")    ? INFO_SRV_VALKEY :
+			    !strcmp(v, "dragonfly") ? INFO_SRV_DRAGONFLY :
+						      INFO_SRV_UNKNOWN;
+		break;
+	case RK_VERSION:
+		snprintf(r->version, sizeof(r->version), "%s", v);
+		break;
+	case RK_ROLE:
+		r->role = !strcmp(v, "master")				  ? INFO_ROLE_MASTER :
+			  (!strcmp(v, "slave") || !strcmp(v, "replica")) ? INFO_ROLE_SLAVE :
+									   INFO_ROLE_UNKNOWN;
+		break;
+	case RK_MASTER_HOST:
+		snprintf(r->master_host, sizeof(r->master_host), "%s", v);
+		break;
+	case RK_MASTER_PORT:
+		r->master_port = (n >= 0 && n <= 65535) ? (int)n : 0;
+		break;
+	case RK_MASTER_LINK_STATUS:
+		r->link_up = !strcmp(v, "up") ? 1 : !strcmp(v, "down") ? 0 : -1;
+		break;
+	case RK_MASTER_LAST_IO_S:
+		r->last_io_s = n;
+		break;
+	case RK_MASTER_SYNC_IN_PROGRESS:
+		r->sync_in_progress = !!n;
+		break;
+	case RK_MASTER_REPLID:
+		snprintf(r->master_replid, sizeof(r->master_replid), "%s", v);
+		break;
+	case RK_REPL_OFFSET:
+		r->offset = n;
+		break;
+	case RK_SLAVE_PRIORITY:
+		r->slave_priority = (int)clamp(n, 0, 1000000);
+		break;
+	case RK_CONNECTED_SLAVES:
+		r->connected_slaves = (int)clamp(n, 0, 100000);
+		break;
+	case RK_RUN_ID:
+		snprintf(r->run_id, sizeof(r->run_id), "%s", v);
+		break;
+	case RK_PEER:
+		p = fo_find_node(c, peer);
+		if (p)
+			rep->peer[p->idx] = !strcmp(v, "up")   ? FO_PEER_UP :
+					    !strcmp(v, "down") ? FO_PEER_DOWN :
+								 FO_PEER_UNKNOWN;
+		break;
+	default: /* peer.X.rtt_us …: informational */
+		break;
+	}
+}
+
+int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const char **argv,
+		    const size_t *lens, char *why, size_t whylen)
+{
+	struct info_repl *r = &rep->repl;
+
+	memset(rep, 0, sizeof(*rep));
+	r->link_up = -1;
+	r->last_io_s = -1;
+	r->offset = -1;
+	r->slave_priority = 100;
+	if (argc % 2) {
+		snprintf(why, whylen, "odd number of key/value arguments");
+		return -EINVAL;
+	}
+	for (int i = 0; i < argc; i += 2) {
+		const char *key = argv[i], *v = argv[i + 1], *peer = NULL;
+		size_t peer_len = 0;
+		long long n = 0;
+		int k;
+
+		if (strlen(key) != lens[i] || strlen(v) != lens[i + 1]) {
+			snprintf(why, whylen, "NUL byte in argument %d", i + 1);
+			return -EINVAL;
+		}
+		k = report_key_lookup(key, &peer, &peer_len);
+		if (k < 0 || (report_keys[k].suffix && k != RK_PEER))
+			continue; /* unknown (a newer agent), or informational (peer.X.rtt_us …) */
+		if (report_keys[k].type == RT_INT && parse_ll(v, &n)) {
+			snprintf(why, whylen, "%s: not a number: '%.32s'", key, v);
+			return -EINVAL;
+		}
+		apply(c, rep, k, v, n, peer);
+	}
+	if (rep->proc == FO_PROC_LOADING)
+		r->loading = 1;
+	return 0;
+}

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The failure rules (docs/controller.md, "When it fails over"): pure judgements
+ * on the model, no I/O. fo_judge (a node's verdict), the block window and TILT,
+ * the restarted-empty check, and discovery's choice of a primary at start. */
+#include <stdio.h>
+#include <string.h>
+#include "controller/fo_internal.h"
+
+bool fo_fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
+{
+	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= c->node_down_after_ms;
+}
+
+enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now)
+{
+	int ups = 0, downs = 0;
+
+	if (!(n->flags & FO_N_REPORTED))
+		return FO_V_UNKNOWN;
+	/* The process path: the kernel saw it die. Stands even if the agent went
+	 * silent afterwards (the host may have followed its server). */
+	if (n->rep.proc == FO_PROC_DOWN)
+		return FO_V_PROC_DOWN;
+	if (fo_fresh(c, n, now))
+		return n->rep.proc == FO_PROC_HUNG ? FO_V_PROC_HUNG : FO_V_OK;
+	/* The host path: only peers whose own heartbeat is fresh have a say. */
+	for (int i = 0; i < c->nnodes; i++) {
+		const struct fo_node *p = &c->nodes[i];
+
+		if (p == n || !fo_fresh(c, p, now))
+			continue;
+		if (p->rep.peer[n->idx] == FO_PEER_DOWN)
+			downs++;
+		else if (p->rep.peer[n->idx] == FO_PEER_UP)
+			ups++;
+	}
+	return downs > 0 && ups == 0 ? FO_V_HOST_DOWN : FO_V_AGENT_LOST;
+}
+
+/* Fields whose change may turn "no good replica" into a good one. */
+bool fo_report_changed(const struct fo_report *a, const struct fo_report *b)
+{
+	return a->proc != b->proc || a->repl.role != b->repl.role ||
+	       a->repl.link_up != b->repl.link_up || a->repl.master_port != b->repl.master_port ||
+	       strcmp(a->repl.master_host, b->repl.master_host) ||
+	       a->repl.slave_priority != b->repl.slave_priority ||
+	       a->repl.sync_in_progress != b->repl.sync_in_progress ||
+	       a->repl.loading != b->repl.loading || memcmp(a->peer, b->peer, sizeof(a->peer));
+}
+
+/* ------------------------------------------------------------------------- */
+/* TILT and the block window */
+
+bool fo_tilt_tick(struct fo_cluster *c)
+{
+	long long mono = c->now_ms(c->ctx), wall = c->wall_ms(c->ctx);
+	long long dm = mono - c->last_tick_mono_ms, dw = wall - c->last_tick_wall_ms;
+	bool first = !c->last_tick_mono_ms && !c->last_tick_wall_ms;
+
+	c->last_tick_mono_ms = mono;
+	c->last_tick_wall_ms = wall;
+	if (!first && c->tilt_ms > 0 &&
+	    (dm > FO_TILT_TRIGGER_MS || dw - dm > FO_TILT_TRIGGER_MS ||
+	     dm - dw > FO_TILT_TRIGGER_MS)) {
+		if (!c->tilt)
+			c->tilt_since_ms = mono;
+		fo_say_tilt_start(c, dm, dw - dm, !c->tilt);
+		c->tilt = true;
+		c->tilt_until_ms = mono + c->tilt_ms;
+		return true;
+	}
+	if (c->tilt && mono >= c->tilt_until_ms) {
+		c->tilt = false;
+		fo_say_tilt_end(c, mono - c->tilt_since_ms);
+		fo_evaluate(c);
+	}
+	return c->tilt;
+}
+
+bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum fo_verdict v,
+		     bool planned, char *why, size_t whylen)
+{
+	long long now = c->now_ms(c->ctx), since;
+
+	if (c->tilt) {
+		snprintf(why, whylen, "TILT: observing only for %lld ms more",
+			 c->tilt_until_ms - now);
+		return false;
+	}
+	if (s->fo.state != FO_ST_NONE) {
+		snprintf(why, whylen, "a failover of %s is in progress (%s)", s->name,
+			 fo_state_name(s->fo.state));
+		return false;
+	}
+	since = now - s->last_failover_end_ms;
+	if (s->last_failover_end_ms && since < c->failover_block_ms) {
+		/* Unless the new primary also dies: the process or the host is gone. */
+		if (!planned && (v == FO_V_PROC_DOWN || v == FO_V_HOST_DOWN))
+			return true;
+		snprintf(why, whylen, "failover_block_ms: the last failover of %s ended %lld ms ago",
+			 s->name, since);
+		return false;
+	}
+	return true;
+}
+
+
+/* The primary returned without a failover in between. If its replication history is
+ * not the one its replicas carry, and shorter (a restart without persistence, or from
+ * an old file), following it would wipe them: returns the replica that has more. */
+struct fo_node *fo_restarted_empty(struct fo_cluster *c, struct fo_shard *s)
+{
+	struct fo_node *p = &c->nodes[s->primary], *best = NULL;
+	const struct info_repl *pr = fo_latest(p);
+	long long best_off = -1;
+
+	if (!pr || pr->role != INFO_ROLE_MASTER || pr->offset < 0 || !pr->master_replid[0])
+		return NULL;
+	for (int i = 0; i < s->nnodes; i++) {
+		struct fo_node *n = &c->nodes[s->nodes[i]];
+		const struct info_repl *r = fo_latest(n);
+
+		if (n == p || !r || (n->flags & FO_N_SDOWN) || r->role != INFO_ROLE_SLAVE ||
+		    !r->master_replid[0] || !strcmp(r->master_replid, pr->master_replid) ||
+		    r->offset <= pr->offset)
+			continue;
+		if (r->offset > best_off) {
+			best = n;
+			best_off = r->offset;
+		}
+	}
+	return best;
+}
+
+
+/* ------------------------------------------------------------------------- */
+/* Discovery's choice at start */
+
+int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, size_t whylen,
+		     int *nmasters)
+{
+	int masters[FO_MAX_NODES], nm = 0, pick = -1;
+	const int spi = s->primary; /* the state file's word, -1 if none */
+
+	why[0] = '\0';
+	for (int i = 0; i < s->nnodes; i++) {
+		struct fo_node *n = &c->nodes[s->nodes[i]];
+
+		if (n->info_ok && n->info.role == INFO_ROLE_MASTER)
+			masters[nm++] = n->idx;
+	}
+	*nmasters = nm;
+	if (spi >= 0 && c->nodes[spi].info_ok && c->nodes[spi].info.role == INFO_ROLE_MASTER) {
+		pick = spi; /* the state file and the server agree */
+	} else if (nm == 1) {
+		pick = masters[0];
+		snprintf(why, whylen, "the only master among the reachable nodes");
+	} else if (nm > 1) {
+		/* Most replicas connected, then the highest offset; a tie is left to the operator. */
+		int best = -1, tie = 0;
+
+		for (int i = 0; i < nm; i++) {
+			struct fo_node *n = &c->nodes[masters[i]];
+			struct fo_node *b = best >= 0 ? &c->nodes[best] : NULL;
+
+			if (!b || n->info.connected_slaves > b->info.connected_slaves ||
+			    (n->info.connected_slaves == b->info.connected_slaves &&
+			     n->info.offset > b->info.offset)) {
+				best = n->idx;
+				tie = 0;
+			} else if (n->info.connected_slaves == b->info.connected_slaves &&
+				   n->info.offset == b->info.offset) {
+				tie = 1;
+			}
+		}
+		if (!tie) {
+			pick = best;
+			snprintf(why, whylen, "most replicas and highest offset of %d masters", nm);
+		}
+	} else if (spi < 0) {
+		/* No master answers: the one the replicas follow. */
+		for (int i = 0; i < s->nnodes && pick < 0; i++) {
+			struct fo_node *n = &c->nodes[s->nodes[i]], *m;
+
+			if (!n->info_ok || n->info.role != INFO_ROLE_SLAVE)
+				continue;
+			m = fo_node_by_addr(c, n->info.master_host, n->info.master_port);
+			if (m && m->shard == s->idx)
+				pick = m->idx;
+		}
+		if (pick >= 0)
+			snprintf(why, whylen, "followed by the replicas (not reachable)");
+	}
+	return pick;
+}

@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The failover's wording: protocol words, event records (docs/controller.md),
+ * Sentinel's pub/sub messages and the failover timeline's steps. The decisions
+ * (fo_rules.c, fo_eval.c, fo_machine.c) call these once a state has changed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "common/report_keys.h"
+#include "controller/fo_internal.h"
+
+/* ------------------------------------------------------------------------- */
+/* Protocol words */
+
+enum fo_proc fo_proc_parse(const char *s)
+{
+	return (enum fo_proc)report_proc_parse(s);
+}
+
+const char *fo_proc_name(enum fo_proc p)
+{
+	return report_proc_word(p);
+}
+
+const char *fo_verdict_name(enum fo_verdict v)
+{
+	static const char *const names[] = { "unknown", "ok", "proc_down", "proc_hung",
+					     "host_down", "agent_lost" };
+
+	return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";
+}
+
+const char *fo_state_name(enum fo_state s)
+{
+	static const char *const names[FO_ST_COUNT] = { "none", "select_replica", "pause_writes",
+							"wait_offset", "promote", "repoint" };
+
+	return (unsigned)s < FO_ST_COUNT ? names[s] : "?";
+}
+
+void fo_instance_str(const struct fo_cluster *c, const struct fo_node *n, char *buf, size_t len)
+{
+	const struct fo_shard *s = n->shard >= 0 ? &c->shards[n->shard] : NULL;
+	const struct fo_node *m = s && s->primary >= 0 ? &c->nodes[s->primary] : NULL;
+
+	if (!s)
+		snprintf(buf, len, "node %s %s %d", n->id, n->host, n->port);
+	else if (m == n || !m)
+		snprintf(buf, len, "master %s %s %d", s->name, n->host, n->port);
+	else
+		snprintf(buf, len, "slave %s:%d %s %d @ %s %s %d", n->host, n->port, n->host,
+			 n->port, s->name, m->host, m->port);
+}
+
+void fo_master_str(const struct fo_cluster *c, const struct fo_shard *s, int node, char *buf,
+		   size_t len)
+{
+	const struct fo_node *m = node >= 0 ? &c->nodes[node] : NULL;
+
+	snprintf(buf, len, "master %s %s %d", s->name, m ? m->host : "?", m ? m->port : 0);
+}
+
+const char *fo_down_reason(const struct fo_node *n, enum fo_verdict v, char *buf, size_t len)
+{
+	switch (v) {
+	case FO_V_PROC_DOWN:
+		if (!strcmp(n->rep.exit, "oom"))
+			snprintf(buf, len, "oom_kill");
+		else
+			snprintf(buf, len, "proc_exit%s%s", n->rep.exit[0] ? " " : "", n->rep.exit);
+		break;
+	case FO_V_PROC_HUNG:
+		snprintf(buf, len, "proc_hung");
+		break;
+	case FO_V_HOST_DOWN:
+		snprintf(buf, len, "host_down");
+		break;
+	default:
+		snprintf(buf, len, "%s", fo_verdict_name(v));
+	}
+	return buf;
+}
+
+void fo_list_add(char *buf, size_t len, size_t *off, const char *id)
+{
+	if (*off < len)
+		*off += snprintf(buf + *off, len - *off, "%s%s", *off ? " " : "", id);
+}
+
+static void peers_saying(const struct fo_cluster *c, const struct fo_node *n, enum fo_peer what,
+			 char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < c->nnodes; i++) {
+		const struct fo_node *p = &c->nodes[i];
+
+		if (p != n && (p->flags & FO_N_REPORTED) && p->rep.peer[n->idx] == what)
+			fo_list_add(buf, len, &off, p->id);
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* Events, messages, steps */
+
+void fo_ev_begin(struct fo_event *e, const char *kind, const struct fo_shard *s)
+{
+	e->kind = kind;
+	evrec_begin(&e->r, NULL, "controller", kind);
+	if (s) {
+		evrec_str(&e->r, "shard", s->name);
+		evrec_uint(&e->r, "epoch", s->epoch);
+	}
+}
+
+void fo_emit(struct fo_cluster *c, struct fo_event *e)
+{
+	if (c->ops && c->ops->event)
+		c->ops->event(c->ctx, e->kind, &e->r);
+}
+
+void fo_publish(struct fo_cluster *c, const char *channel, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!c->ops || !c->ops->publish)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	c->ops->publish(c->ctx, channel, msg);
+}
+
+void fo_step(struct fo_cluster *c, struct fo_shard *s, const char *fmt, ...)
+{
+	struct fo_failover *f = &s->fo;
+	struct fo_step *st;
+	va_list ap;
+
+	if (f->nsteps >= FO_TIMELINE_MAX)
+		return;
+	st = &f->steps[f->nsteps++];
+	st->at_ms = fo_now(c) - f->start_ms;
+	va_start(ap, fmt);
+	vsnprintf(st->text, sizeof(st->text), fmt, ap);
+	va_end(ap);
+}
+
+/* An event about one node: kind, shard, epoch, instance. */
+static void node_event(struct fo_event *e, struct fo_cluster *c, const char *kind,
+		       const struct fo_node *n)
+{
+	fo_ev_begin(e, kind, fo_shard_of(c, n));
+	evrec_str(&e->r, "instance", n->id);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Node conditions */
+
+void fo_say_agent_lost(struct fo_cluster *c, struct fo_node *n, long long now)
+{
+	char inst[400], peers[256];
+	struct fo_event e;
+
+	peers_saying(c, n, FO_PEER_UP, peers, sizeof(peers));
+	node_event(&e, c, "agent_lost", n);
+	evrec_int(&e.r, "heartbeat_age_ms", now - n->last_report_ms);
+	evrec_str(&e.r, "peers_up", peers);
+	evrec_str(&e.r, "reason", peers[0] ? "stale heartbeat, peers still reach the host" :
+					      "stale heartbeat, no peer confirms");
+	fo_emit(c, &e);
+	fo_instance_str(c, n, inst, sizeof(inst));
+	fo_publish(c, "flatline.agent_lost", "%s", inst);
+}
+
+void fo_say_agent_back(struct fo_cluster *c, struct fo_node *n, long long now)
+{
+	struct fo_event e;
+
+	node_event(&e, c, "agent_back", n);
+	evrec_int(&e.r, "lost_ms", now - n->agent_lost_since_ms);
+	fo_emit(c, &e);
+}
+
+void fo_say_node_down(struct fo_cluster *c, struct fo_node *n, enum fo_verdict v, long long now)
+{
+	struct fo_shard *s = fo_shard_of(c, n);
+	char inst[400], why[64], peers[256];
+	struct fo_event e;
+
+	node_event(&e, c, "node_down", n);
+	evrec_str(&e.r, "role", s && s->primary == n->idx ? "primary" : "replica");
+	evrec_str(&e.r, "reason", fo_down_reason(n, v, why, sizeof(why)));
+	if (v == FO_V_PROC_DOWN && n->rep.exit[0])
+		evrec_str(&e.r, "exit", n->rep.exit);
+	if (v == FO_V_HOST_DOWN) {
+		peers_saying(c, n, FO_PEER_DOWN, peers, sizeof(peers));
+		evrec_str(&e.r, "peers_down", peers);
+		evrec_int(&e.r, "heartbeat_age_ms", now - n->last_report_ms);
+	}
+	fo_emit(c, &e);
+	fo_instance_str(c, n, inst, sizeof(inst));
+	fo_publish(c, "+sdown", "%s", inst);
+}
+
+void fo_say_node_up(struct fo_cluster *c, struct fo_node *n, long long now)
+{
+	char inst[400];
+	struct fo_event e;
+
+	node_event(&e, c, "node_up", n);
+	evrec_int(&e.r, "down_ms", now - n->sdown_since_ms);
+	fo_emit(c, &e);
+	fo_instance_str(c, n, inst, sizeof(inst));
+	fo_publish(c, "-sdown", "%s", inst);
+}
+
+void fo_say_reach(struct fo_cluster *c, struct fo_node *n, bool ok, long long now)
+{
+	struct fo_event e;
+
+	node_event(&e, c, ok ? "node_reachable" : "node_unreachable", n);
+	evrec_str(&e.r, "by", "controller");
+	if (ok)
+		evrec_int(&e.r, "unreachable_ms", now - n->unreach_since_ms);
+	fo_emit(c, &e);
+}
+
+void fo_say_tilt_start(struct fo_cluster *c, long long stall_ms, long long jump_ms, bool entering)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "tilt_start", NULL);
+	evrec_str(&e.r, "reason", stall_ms > FO_TILT_TRIGGER_MS ? "event loop stalled" :
+								   "wall clock jumped");
+	evrec_int(&e.r, "stall_ms", stall_ms);
+	evrec_int(&e.r, "clock_jump_ms", jump_ms);
+	evrec_int(&e.r, "tilt_ms", c->tilt_ms);
+	fo_emit(c, &e);
+	if (entering)
+		fo_publish(c, "+tilt", "#tilt mode entered");
+}
+
+void fo_say_tilt_end(struct fo_cluster *c, long long tilt_ms)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "tilt_end", NULL);
+	evrec_int(&e.r, "tilt_ms", tilt_ms);
+	fo_emit(c, &e);
+	fo_publish(c, "-tilt", "#tilt mode exited");
+}
+
+/* ------------------------------------------------------------------------- */
+/* Shard conditions */
+
+void fo_say_odown(struct fo_cluster *c, struct fo_shard *s, bool odown)
+{
+	char m[400];
+
+	fo_master_str(c, s, s->primary, m, sizeof(m));
+	if (odown)
+		fo_publish(c, "+odown", "%s #quorum 1/1", m);
+	else
+		fo_publish(c, "-odown", "%s", m);
+}
+
+void fo_say_failover_blocked(struct fo_cluster *c, struct fo_shard *s, const char *why)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "failover_blocked", s);
+	evrec_str(&e.r, "from", c->nodes[s->primary].id);
+	evrec_str(&e.r, "reason", why);
+	fo_emit(c, &e);
+}
+
+void fo_say_restarted_empty(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *b)
+{
+	const struct fo_node *p = &c->nodes[s->primary];
+	const struct info_repl *pr = fo_latest(p);
+	struct fo_event e;
+
+	fo_ev_begin(&e, "primary_restarted_empty", s);
+	evrec_str(&e.r, "instance", p->id);
+	evrec_int(&e.r, "offset", pr->offset);
+	evrec_str(&e.r, "replid", pr->master_replid);
+	evrec_str(&e.r, "replica", b->id);
+	evrec_int(&e.r, "replica_offset", fo_latest(b)->offset);
+	evrec_str(&e.r, "reason", "another, shorter history than its replicas: "
+				  "following it would wipe them");
+	fo_emit(c, &e);
+}
+
+void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
+		   const struct fo_node *p, bool ok, const char *err)
+{
+	bool demote = n->fix_kind == FO_FIX_DEMOTE;
+	struct fo_event e;
+
+	if (!ok) {
+		fo_ev_begin(&e, "repair_failed", s);
+		evrec_str(&e.r, "instance", n->id);
+		evrec_str(&e.r, "reason", err ? err : "?");
+		fo_emit(c, &e);
+		return;
+	}
+	fo_ev_begin(&e, demote ? "old_primary_demoted" : "replica_repointed", s);
+	evrec_str(&e.r, "instance", n->id);
+	evrec_str(&e.r, "primary", p ? p->id : "");
+	evrec_str(&e.r, "reason", demote ? "reported as a master, not the shard's primary" :
+					   "replicating from another server");
+	fo_emit(c, &e);
+	if (demote && p) {
+		char inst[400];
+
+		fo_instance_str(c, n, inst, sizeof(inst));
+		fo_publish(c, "+convert-to-slave", "%s", inst);
+	}
+}
+
+void fo_say_primary_unknown(struct fo_cluster *c, struct fo_shard *s, int nmasters)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "primary_unknown", s);
+	evrec_int(&e.r, "masters", nmasters);
+	evrec_str(&e.r, "reason", nmasters > 1 ? "several masters, none preferable" :
+						 "no node answered");
+	fo_emit(c, &e);
+}
+
+void fo_say_primary_discovered(struct fo_cluster *c, struct fo_shard *s, int spi, const char *why)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "primary_discovered", s);
+	evrec_str(&e.r, "instance", c->nodes[s->primary].id);
+	evrec_str(&e.r, "state_file_primary", spi >= 0 ? c->nodes[spi].id : "");
+	evrec_str(&e.r, "reason", why);
+	fo_emit(c, &e);
+}
+
+/* ------------------------------------------------------------------------- */
+/* A failover's steps */
+
+void fo_say_failover_start(struct fo_cluster *c, struct fo_shard *s)
+{
+	struct fo_failover *f = &s->fo;
+	const struct fo_node *p = &c->nodes[f->from];
+	char m[400];
+	struct fo_event e;
+
+	fo_ev_begin(&e, "failover_start", s);
+	evrec_str(&e.r, "from", p->id);
+	evrec_str(&e.r, "reason", f->reason);
+	evrec_bool(&e.r, "planned", f->planned);
+	if (f->target >= 0)
+		evrec_str(&e.r, "target", c->nodes[f->target].id);
+	fo_emit(c, &e);
+	fo_step(c, s, "failover_start %s: %s%s", p->id, f->reason, f->planned ? " (planned)" : "");
+	fo_master_str(c, s, f->from, m, sizeof(m));
+	fo_publish(c, "+try-failover", "%s", m);
+	fo_publish(c, "+failover-state-select-slave", "%s", m);
+}
+
+void fo_say_failover_abort(struct fo_cluster *c, struct fo_shard *s, const char *reason)
+{
+	struct fo_failover *f = &s->fo;
+	char m[400];
+	struct fo_event e;
+
+	fo_ev_begin(&e, "failover_abort", s);
+	evrec_str(&e.r, "from", f->from >= 0 ? c->nodes[f->from].id : "");
+	evrec_str(&e.r, "state", fo_state_name(f->state));
+	evrec_str(&e.r, "reason", reason);
+	evrec_bool(&e.r, "planned", f->planned);
+	fo_emit(c, &e);
+	fo_step(c, s, "failover_abort in %s: %s", fo_state_name(f->state), reason);
+	fo_master_str(c, s, f->from, m, sizeof(m));
+	if (!strcmp(reason, "no_good_replica")) {
+		fo_publish(c, "-failover-abort-no-good-slave", "%s", m);
+		fo_publish(c, "flatline.failover_abort", "%s no_good_replica", s->name);
+	} else {
+		fo_publish(c, "-failover-abort", "%s %s", m, reason);
+	}
+}
+
+void fo_say_replica_selected(struct fo_cluster *c, struct fo_shard *s, long long since,
+			     const char *list)
+{
+	struct fo_failover *f = &s->fo;
+	struct fo_node *best = &c->nodes[f->cand[0]];
+	char inst[400];
+	struct fo_event e;
+
+	fo_ev_begin(&e, "replica_selected", s);
+	evrec_str(&e.r, "from", c->nodes[f->from].id);
+	evrec_str(&e.r, "instance", best->id);
+	evrec_int(&e.r, "offset", best->info.offset);
+	evrec_bool(&e.r, "link_was_up", best->info.link_up == 1 ||
+						(best->link_up_ms && best->link_up_ms >= since));
+	evrec_str(&e.r, "candidates", list);
+	evrec_str(&e.r, "reason", f->target >= 0 ? "operator's choice" :
+						    "ranked: connected, offset, priority, id");
+	fo_emit(c, &e);
+	fo_step(c, s, "replica_selected %s (offset %lld; candidates %s)", best->id,
+		best->info.offset, list);
+	fo_instance_str(c, best, inst, sizeof(inst));
+	fo_publish(c, "+selected-slave", "%s", inst);
+}
+
+void fo_say_promote_failed(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
+			   const char *err)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "promote_failed", s);
+	evrec_str(&e.r, "instance", n->id);
+	evrec_str(&e.r, "reason", err ? err : "?");
+	fo_emit(c, &e);
+	fo_step(c, s, "promote_failed %s: %s", n->id, err ? err : "?");
+}
+
+void fo_say_promoted(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, int from)
+{
+	struct fo_failover *f = &s->fo;
+	struct fo_event e;
+
+	fo_ev_begin(&e, "promoted", s);
+	evrec_str(&e.r, "instance", n->id);
+	evrec_str(&e.r, "from", c->nodes[from].id);
+	evrec_str(&e.r, "reason", f->reason);
+	evrec_int(&e.r, "elapsed_ms", fo_now(c) - f->start_ms);
+	fo_emit(c, &e);
+	fo_step(c, s, "promoted %s (epoch %llu)", n->id, s->epoch);
+}
+
+void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, int from)
+{
+	const struct fo_node *o = &c->nodes[from];
+	char inst[400], m[400];
+	struct fo_event e;
+
+	fo_instance_str(c, n, inst, sizeof(inst));
+	fo_publish(c, "+promoted-slave", "%s", inst);
+	fo_master_str(c, s, from, m, sizeof(m));
+	fo_publish(c, "+failover-state-reconf-slaves", "%s", m);
+	fo_publish(c, "+switch-master", "%s %s %d %s %d", s->name, o->host, o->port, n->host,
+		   n->port);
+	fo_ev_begin(&e, "switch_master", s);
+	evrec_str(&e.r, "from", o->id);
+	evrec_str(&e.r, "to", n->id);
+	evrec_str(&e.r, "old_addr", o->host);
+	evrec_int(&e.r, "old_port", o->port);
+	evrec_str(&e.r, "new_addr", n->host);
+	evrec_int(&e.r, "new_port", n->port);
+	fo_emit(c, &e);
+	fo_step(c, s, "switch_master %s:%d -> %s:%d", o->host, o->port, n->host, n->port);
+}
+
+void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
+			  const char *err)
+{
+	struct fo_failover *f = &s->fo;
+	char inst[400];
+	struct fo_event e;
+
+	if (!ok) {
+		fo_ev_begin(&e, "repoint_failed", s);
+		evrec_str(&e.r, "instance", n->id);
+		evrec_str(&e.r, "reason", err ? err : "?");
+		fo_emit(c, &e);
+		fo_step(c, s, "repoint_failed %s: %s", n->id, err ? err : "?");
+		return;
+	}
+	fo_instance_str(c, n, inst, sizeof(inst));
+	fo_publish(c, "+slave-reconf-sent", "%s", inst);
+	if (n->idx != f->from)
+		return;
+	fo_ev_begin(&e, "old_primary_demoted", s);
+	evrec_str(&e.r, "instance", n->id);
+	evrec_str(&e.r, "primary", c->nodes[f->to].id);
+	evrec_str(&e.r, "reason", f->planned ? "planned switchover" :
+					       "still answering after failover");
+	fo_emit(c, &e);
+	fo_step(c, s, "old_primary_demoted %s", n->id);
+}
+
+void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *ok,
+			 const char *bad)
+{
+	struct fo_failover *f = &s->fo;
+	const struct fo_node *to = &c->nodes[f->to];
+	char m[400];
+	struct fo_event e;
+
+	fo_ev_begin(&e, "replicas_repointed", s);
+	evrec_str(&e.r, "primary", to->id);
+	evrec_str(&e.r, "nodes", ok);
+	if (bad[0] || f->repoint_failed)
+		evrec_str(&e.r, "failed", bad);
+	fo_emit(c, &e);
+	fo_step(c, s, "replicas_repointed to %s: %s%s%s", to->id, ok[0] ? ok : "(none)",
+		bad[0] ? "; failed: " : "", bad);
+	fo_master_str(c, s, f->to, m, sizeof(m));
+	fo_publish(c, "+failover-end", "%s", m);
+	fo_ev_begin(&e, "failover_end", s);
+	evrec_str(&e.r, "from", c->nodes[f->from].id);
+	evrec_str(&e.r, "to", to->id);
+	evrec_bool(&e.r, "planned", f->planned);
+	evrec_int(&e.r, "elapsed_ms", fo_now(c) - f->start_ms);
+	fo_emit(c, &e);
+	fo_step(c, s, "failover_end");
+}
