@@ -1,245 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Failure rules, ranking, the failover state machine, TILT, the block window and
- * the state file, with an injected clock and recording ops. */
+/* Failure rules, ranking, the failover state machine (its transition table, the
+ * whole failover, planned and not), TILT and the block window, with an injected
+ * clock and recording ops (fo_harness.h). The state file and REPORT parsing:
+ * test_fo_state.c. */
 #include <errno.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
-#include <zlib.h>
-#include "controller/failover.h"
-
-static const char cluster_text[] = "[cluster]\nname = t\nsecret = s\n"
-				   "[controller]\nnode_down_after_ms = 1000\n"
-				   "failover_block_ms = 10000\ntilt_ms = 30000\n"
-				   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
-				   "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
-				   "[node \"n3\"]\naddress = 10.0.0.3\nredis = 10.0.0.3:6379\n"
-				   "[node \"n4\"]\naddress = 10.0.0.4\nredis = 10.0.0.4:6379\n"
-				   "[shard \"s\"]\nnodes = n1 n2 n3 n4\n";
-
-/* What the ops were asked to do. */
-struct rec {
-	long long mono, wall;
-	char calls[64][96];
-	int ncalls;
-	char events[64][32];
-	int nevents;
-	char pubs[64][160];
-	int npubs;
-	int timer_ms;
-	int promoted, done;
-	char done_result[128];
-};
-static struct rec R;
-static struct cfg *cfg;
-static struct fo_cluster C;
-
-static void call(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void call(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (R.ncalls >= 64)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(R.calls[R.ncalls++], sizeof(R.calls[0]), fmt, ap);
-	va_end(ap);
-}
-
-static void op_ping(void *ctx, int n, int t)
-{
-	(void)ctx, (void)t;
-	call("ping %s", C.nodes[n].id);
-}
-static void op_info(void *ctx, int n, int t)
-{
-	(void)ctx, (void)t;
-	call("info %s", C.nodes[n].id);
-}
-static void op_pause(void *ctx, int n, int ms, int t)
-{
-	(void)ctx, (void)t, (void)ms;
-	call("pause %s", C.nodes[n].id);
-}
-static void op_unpause(void *ctx, int n)
-{
-	(void)ctx;
-	call("unpause %s", C.nodes[n].id);
-}
-static void op_promote(void *ctx, int n, int t)
-{
-	(void)ctx, (void)t;
-	call("promote %s", C.nodes[n].id);
-}
-static void op_replicaof(void *ctx, int n, int m, int t)
-{
-	(void)ctx, (void)t;
-	call("replicaof %s %s", C.nodes[n].id, C.nodes[m].id);
-}
-static void op_timer(void *ctx, int s, int ms)
-{
-	(void)ctx, (void)s;
-	R.timer_ms = ms;
-}
-static void op_event(void *ctx, const char *kind, struct evrec *r)
-{
-	char want[64];
-
-	(void)ctx;
-	/* The kind passed is the one the record carries. */
-	snprintf(want, sizeof(want), "\"kind\":\"%s\"", kind);
-	assert_non_null(strstr(r->buf, want));
-	if (R.nevents < 64)
-		snprintf(R.events[R.nevents++], sizeof(R.events[0]), "%s", kind);
-}
-static void op_publish(void *ctx, const char *ch, const char *msg)
-{
-	(void)ctx;
-	if (R.npubs < 64)
-		snprintf(R.pubs[R.npubs++], sizeof(R.pubs[0]), "%s %s", ch, msg);
-}
-static void op_promoted(void *ctx, int s)
-{
-	(void)ctx, (void)s;
-	R.promoted++;
-}
-static void op_done(void *ctx, int s, const char *result)
-{
-	(void)ctx, (void)s;
-	R.done++;
-	snprintf(R.done_result, sizeof(R.done_result), "%s", result);
-}
-static long long clk_mono(void *ctx)
-{
-	(void)ctx;
-	return R.mono;
-}
-static long long clk_wall(void *ctx)
-{
-	(void)ctx;
-	return R.wall;
-}
-
-static const struct fo_ops ops = {
-	.ping = op_ping, .info = op_info, .pause = op_pause, .unpause = op_unpause,
-	.promote = op_promote, .replicaof = op_replicaof, .timer = op_timer,
-	.event = op_event, .publish = op_publish, .promoted = op_promoted, .done = op_done,
-};
-
-static int setup(void **state)
-{
-	char err[256];
-
-	(void)state;
-	memset(&R, 0, sizeof(R));
-	R.mono = 1000000;
-	R.wall = 1796032800000LL;
-	assert_int_equal(cfg_load_string("t.conf", cluster_text, &cfg, err, sizeof(err)), 0);
-	assert_int_equal(fo_cluster_init(&C, cfg, &ops, NULL), 0);
-	C.now_ms = clk_mono;
-	C.wall_ms = clk_wall;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	fo_cluster_free(&C);
-	cfg_free(cfg);
-	return 0;
-}
-
-static struct fo_node *N(const char *id)
-{
-	struct fo_node *n = fo_find_node(&C, id);
-
-	assert_non_null(n);
-	return n;
-}
-
-static bool called(const char *what)
-{
-	for (int i = 0; i < R.ncalls; i++)
-		if (!strcmp(R.calls[i], what))
-			return true;
-	return false;
-}
-
-static bool evented(const char *kind)
-{
-	for (int i = 0; i < R.nevents; i++)
-		if (!strcmp(R.events[i], kind))
-			return true;
-	return false;
-}
-
-static bool published(const char *prefix)
-{
-	for (int i = 0; i < R.npubs; i++)
-		if (!strncmp(R.pubs[i], prefix, strlen(prefix)))
-			return true;
-	return false;
-}
-
-static void clear_rec(void)
-{
-	R.ncalls = R.nevents = R.npubs = 0;
-	R.done = R.promoted = 0;
-}
-
-/* A report: proc, role, and "following n1 with link up at offset off". */
-static void mkrep(struct fo_report *r, enum fo_proc proc, enum info_role role, const char *master,
-		  int link, long long off)
-{
-	memset(r, 0, sizeof(*r));
-	r->proc = proc;
-	r->repl.role = role;
-	r->repl.link_up = link;
-	r->repl.offset = off;
-	r->repl.slave_priority = 100;
-	r->repl.last_io_s = -1;
-	snprintf(r->repl.master_replid, sizeof(r->repl.master_replid), "replid-a");
-	if (master) {
-		struct fo_node *m = N(master);
-
-		snprintf(r->repl.master_host, sizeof(r->repl.master_host), "%s", m->host);
-		r->repl.master_port = m->port;
-	}
-}
-
-static void report(const char *id, enum fo_proc proc, enum info_role role, const char *master,
-		   int link, long long off)
-{
-	struct fo_report r;
-
-	mkrep(&r, proc, role, master, link, off);
-	fo_on_report(&C, N(id), &r);
-}
-
-/* n1 primary, n2..n4 replicas all linked up. */
-static void healthy(void)
-{
-	fo_find_shard(&C, "s")->primary = N("n1")->idx;
-	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
-	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
-	report("n3", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 1000);
-	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 995);
-	clear_rec();
-}
-
-static struct info_repl slave_info(const char *master, int link, long long off)
-{
-	struct fo_report r;
-
-	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, master, link, off);
-	return r.repl;
-}
+#include "fo_harness.h"
 
 /* ---- the failure rules, as a table ---- */
 
@@ -834,107 +601,138 @@ static void test_discover(void **state)
 	assert_true(called("replicaof n3 n2"));
 }
 
-/* ---- the state file ---- */
+/* ---- the transition table ---- */
 
-static void test_state_round_trip(void **state)
+/* The allowed transitions, written out here apart from fo_machine.c's table. */
+static bool expect_allowed(enum fo_state from, enum fo_state to)
 {
-	char path[] = "/tmp/fl-state-XXXXXX", err[512];
+	static const enum fo_state allowed[][2] = {
+		{ FO_ST_NONE, FO_ST_SELECT },	      { FO_ST_SELECT, FO_ST_NONE },
+		{ FO_ST_SELECT, FO_ST_PAUSE },	      { FO_ST_SELECT, FO_ST_PROMOTE },
+		{ FO_ST_PAUSE, FO_ST_NONE },	      { FO_ST_PAUSE, FO_ST_WAIT_OFFSET },
+		{ FO_ST_WAIT_OFFSET, FO_ST_NONE },    { FO_ST_WAIT_OFFSET, FO_ST_PROMOTE },
+		{ FO_ST_PROMOTE, FO_ST_NONE },	      { FO_ST_PROMOTE, FO_ST_PROMOTE },
+		{ FO_ST_PROMOTE, FO_ST_REPOINT },     { FO_ST_REPOINT, FO_ST_NONE },
+	};
+
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		if (allowed[i][0] == from && allowed[i][1] == to)
+			return true;
+	return false;
+}
+
+static void test_transition_table(void **state)
+{
 	struct fo_shard *s = fo_find_shard(&C, "s");
-	int fd = mkstemp(path);
+	int nallowed = 0;
 
 	(void)state;
-	assert_true(fd >= 0);
-	close(fd);
-	s->primary = N("n3")->idx;
-	s->epoch = 42;
-	assert_int_equal(fo_state_save(&C, path, err, sizeof(err)), 0);
-	s->primary = -1;
-	s->epoch = 0;
-	assert_int_equal(fo_state_load(&C, path, err, sizeof(err)), 0);
-	assert_string_equal(err, "");
-	assert_int_equal(s->primary, N("n3")->idx);
-	assert_int_equal(s->epoch, 42);
-	unlink(path);
-	assert_int_equal(fo_state_load(&C, path, err, sizeof(err)), -ENOENT);
-}
+	for (int from = 0; from < FO_ST_COUNT; from++) {
+		for (int to = 0; to < FO_ST_COUNT; to++) {
+			bool ok = expect_allowed(from, to);
 
-static void test_state_corruption(void **state)
-{
-	char good[] = "flatline-state 1\nshard s epoch 7 primary n2\n";
-	char text[256], err[512];
-	unsigned long crc = crc32(0, (const unsigned char *)good, strlen(good));
-
-	(void)state;
-	snprintf(text, sizeof(text), "%send 1 %08lx\n", good, crc);
-	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), 0);
-	assert_int_equal(fo_find_shard(&C, "s")->epoch, 7);
-	/* One flipped digit: the checksum says so. */
-	text[31] = '8';
-	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "checksum mismatch"));
-	assert_non_null(strstr(err, "failed to load state file st"));
-	text[31] = '7';
-	/* Truncated: no end line, or a cut line. */
-	assert_int_equal(fo_state_parse(&C, good, strlen(good), "st", err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "truncated"));
-	assert_int_equal(fo_state_parse(&C, text, strlen(text) - 3, "st", err, sizeof(err)),
-			 -EINVAL);
-	assert_non_null(strstr(err, "truncated"));
-	/* Not ours. */
-	assert_int_equal(fo_state_parse(&C, "hello\n", 6, "st", err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "not a flatline state file"));
-	/* Garbage line, NUL byte. */
-	snprintf(text, sizeof(text), "flatline-state 1\nshard s epoch x primary n2\nend 1 0\n");
-	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "line 2"));
-	assert_int_equal(fo_state_parse(&C, "flatline-state 1\n\0", 18, "st", err, sizeof(err)),
-			 -EINVAL);
-	/* A shard no longer configured: a warning, not an error. */
-	{
-		char g2[] = "flatline-state 1\nshard gone epoch 3 primary n9\n";
-
-		crc = crc32(0, (const unsigned char *)g2, strlen(g2));
-		snprintf(text, sizeof(text), "%send 1 %08lx\n", g2, crc);
-		assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)),
-				 0);
-		assert_non_null(strstr(err, "no longer in the cluster file"));
+			memset(&s->fo, 0, sizeof(s->fo));
+			s->fo.state = from;
+			s->fo.pending = 3;
+			s->have_last = false;
+			R.timer_ms = 12345;
+			R.done = 0;
+			R.mono += 10;
+			assert_int_equal(fo_transition_allowed(from, to), ok);
+			if (!ok) {
+				/* Refused: nothing changes, nothing is called. */
+				assert_int_equal(fo_transition(&C, s, to, "x"), -EINVAL);
+				assert_int_equal(s->fo.state, from);
+				assert_int_equal(s->fo.pending, 3);
+				assert_int_equal(R.timer_ms, 12345);
+				assert_int_equal(R.done, 0);
+				assert_false(s->have_last);
+				continue;
+			}
+			nallowed++;
+			assert_int_equal(fo_transition(&C, s, to, "why"), 0);
+			assert_int_equal(s->fo.state, to);
+			assert_int_equal(s->fo.pending, 0);
+			if (to == FO_ST_NONE) {
+				/* The end of a failover: recorded, timer cancelled, done called. */
+				assert_int_equal(R.timer_ms, -1);
+				assert_int_equal(R.done, 1);
+				assert_string_equal(R.done_result, "why");
+				assert_true(s->have_last);
+				assert_string_equal(s->last.result, "why");
+				continue;
+			}
+			assert_int_equal(s->fo.state_since_ms, R.mono);
+			assert_int_equal(R.done, 0);
+			/* Each state's own timeout; WAIT_OFFSET polls on its own timer. */
+			assert_int_equal(R.timer_ms,
+					 to == FO_ST_SELECT	 ? C.info_timeout_ms + 50 :
+					 to == FO_ST_REPOINT	 ? C.repoint_timeout_ms + 50 :
+					 to == FO_ST_WAIT_OFFSET ? -1 :
+								   C.promote_timeout_ms + 50);
+		}
 	}
+	assert_int_equal(nallowed, 12);
+	/* Out of range either way. */
+	assert_false(fo_transition_allowed(FO_ST_COUNT, FO_ST_NONE));
+	assert_false(fo_transition_allowed(FO_ST_NONE, FO_ST_COUNT));
+	assert_false(fo_transition_allowed((enum fo_state)-1, FO_ST_SELECT));
 }
 
-/* ---- REPORT parsing ---- */
-
-static void test_report_parse(void **state)
+/* A shard's primary and epoch change only in NONE (discovery, the state file) and
+ * PROMOTE (the promotion), to a node of the shard. */
+static void test_set_primary(void **state)
 {
-	const char *argv[] = { "proc",	      "down",	    "exit",	 "SIGKILL", "role",
-			       "slave",	      "master_host", "10.0.0.1", "master_port",
-			       "6379",	      "master_link_status", "up", "repl_offset", "123",
-			       "peer.n1",     "down",	    "peer.n9",	 "up",	    "future_key",
-			       "whatever",    "peer.n2.rtt_us", "55" };
-	size_t lens[sizeof(argv) / sizeof(argv[0])];
-	int argc = sizeof(argv) / sizeof(argv[0]);
-	struct fo_report r;
-	char why[128];
+	struct fo_shard *s = fo_find_shard(&C, "s");
 
 	(void)state;
-	for (int i = 0; i < argc; i++)
-		lens[i] = strlen(argv[i]);
-	assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), 0);
-	assert_int_equal(r.proc, FO_PROC_DOWN);
-	assert_string_equal(r.exit, "SIGKILL");
-	assert_int_equal(r.repl.role, INFO_ROLE_SLAVE);
-	assert_int_equal(r.repl.master_port, 6379);
-	assert_int_equal(r.repl.link_up, 1);
-	assert_int_equal(r.repl.offset, 123);
-	assert_int_equal(r.peer[N("n1")->idx], FO_PEER_DOWN);
-	assert_int_equal(r.peer[N("n2")->idx], FO_PEER_UNKNOWN);
-	assert_int_equal(fo_report_parse(&C, &r, argc - 1, argv, lens, why, sizeof(why)), -EINVAL);
-	argv[13] = "12x";
-	lens[13] = 3;
-	assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), -EINVAL);
-	assert_non_null(strstr(why, "repl_offset"));
-	argv[13] = "12";
-	lens[13] = 3; /* an embedded NUL */
-	assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), -EINVAL);
+	for (int st = 0; st < FO_ST_COUNT; st++) {
+		bool ok = st == FO_ST_NONE || st == FO_ST_PROMOTE;
+
+		s->fo.state = st;
+		s->primary = N("n1")->idx;
+		s->epoch = 4;
+		assert_int_equal(fo_set_primary(&C, s, N("n2")->idx, 5), ok ? 0 : -EINVAL);
+		assert_int_equal(s->primary, ok ? N("n2")->idx : N("n1")->idx);
+		assert_int_equal(s->epoch, ok ? 5 : 4);
+	}
+	s->fo.state = FO_ST_NONE;
+	assert_int_equal(fo_set_primary(&C, s, -1, 6), 0); /* unknown */
+	assert_int_equal(s->primary, -1);
+	assert_int_equal(fo_set_primary(&C, s, C.nnodes, 7), -EINVAL);
+	assert_int_equal(s->epoch, 6);
+}
+
+/* A whole failover goes NONE -> SELECT -> PROMOTE -> REPOINT -> NONE, each step
+ * through the table: the timer of each state is armed on entry. */
+static void test_failover_path_through_table(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	char why[160];
+
+	(void)state;
+	healthy();
+	assert_int_equal(fo_start(&C, s, false, -1, "test", why, sizeof(why)), 0);
+	assert_int_equal(s->fo.state, FO_ST_SELECT);
+	assert_int_equal(R.timer_ms, C.info_timeout_ms + 50);
+	assert_int_equal(fo_start(&C, s, false, -1, "test", why, sizeof(why)), -EBUSY);
+	for (int i = 2; i <= 4; i++) {
+		char id[8];
+
+		snprintf(id, sizeof(id), "n%d", i);
+		fo_on_info(&C, N(id), true, &N(id)->rep.repl, NULL);
+	}
+	assert_int_equal(s->fo.state, FO_ST_PROMOTE);
+	assert_int_equal(R.timer_ms, C.promote_timeout_ms + 50);
+	assert_int_equal(s->epoch, 0);
+	fo_on_promote(&C, &C.nodes[s->fo.to], true, NULL);
+	assert_int_equal(s->fo.state, FO_ST_REPOINT);
+	assert_int_equal(s->epoch, 1);
+	assert_int_equal(s->primary, N("n3")->idx);
+	fo_on_timer(&C, s);
+	assert_int_equal(s->fo.state, FO_ST_NONE);
+	assert_int_equal(R.timer_ms, -1);
+	assert_string_equal(s->last.result, "ok");
 }
 
 int main(void)
@@ -961,9 +759,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restarted_empty_primary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restarted_with_its_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_state_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_state_corruption, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report_parse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_primary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failover_path_through_table, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

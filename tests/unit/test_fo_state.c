@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The failover's durable state file and REPORT parsing (with the REPORT key table
+ * the agent's builder shares), on the harness of fo_harness.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "common/report_keys.h"
+#include "fo_harness.h"
+
+/* ---- the state file ---- */
+
+static void test_state_round_trip(void **state)
+{
+	char path[] = "/tmp/fl-state-XXXXXX", err[512];
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	s->primary = N("n3")->idx;
+	s->epoch = 42;
+	assert_int_equal(fo_state_save(&C, path, err, sizeof(err)), 0);
+	s->primary = -1;
+	s->epoch = 0;
+	assert_int_equal(fo_state_load(&C, path, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(s->primary, N("n3")->idx);
+	assert_int_equal(s->epoch, 42);
+	unlink(path);
+	assert_int_equal(fo_state_load(&C, path, err, sizeof(err)), -ENOENT);
+}
+
+static void test_state_corruption(void **state)
+{
+	char good[] = "flatline-state 1\nshard s epoch 7 primary n2\n";
+	char text[256], err[512];
+	unsigned long crc = crc32(0, (const unsigned char *)good, strlen(good));
+
+	(void)state;
+	snprintf(text, sizeof(text), "%send 1 %08lx\n", good, crc);
+	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), 0);
+	assert_int_equal(fo_find_shard(&C, "s")->epoch, 7);
+	/* One flipped digit: the checksum says so. */
+	text[31] = '8';
+	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "checksum mismatch"));
+	assert_non_null(strstr(err, "failed to load state file st"));
+	text[31] = '7';
+	/* Truncated: no end line, or a cut line. */
+	assert_int_equal(fo_state_parse(&C, good, strlen(good), "st", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "truncated"));
+	assert_int_equal(fo_state_parse(&C, text, strlen(text) - 3, "st", err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "truncated"));
+	/* Not ours. */
+	assert_int_equal(fo_state_parse(&C, "hello\n", 6, "st", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a flatline state file"));
+	/* Garbage line, NUL byte. */
+	snprintf(text, sizeof(text), "flatline-state 1\nshard s epoch x primary n2\nend 1 0\n");
+	assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "line 2"));
+	assert_int_equal(fo_state_parse(&C, "flatline-state 1\n\0", 18, "st", err, sizeof(err)),
+			 -EINVAL);
+	/* A shard no longer configured: a warning, not an error. */
+	{
+		char g2[] = "flatline-state 1\nshard gone epoch 3 primary n9\n";
+
+		crc = crc32(0, (const unsigned char *)g2, strlen(g2));
+		snprintf(text, sizeof(text), "%send 1 %08lx\n", g2, crc);
+		assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)),
+				 0);
+		assert_non_null(strstr(err, "no longer in the cluster file"));
+	}
+}
+
+/* ---- REPORT parsing ---- */
+
+static void test_report_parse(void **state)
+{
+	const char *argv[] = { "proc",	      "down",	    "exit",	 "SIGKILL", "role",
+			       "slave",	      "master_host", "10.0.0.1", "master_port",
+			       "6379",	      "master_link_status", "up", "repl_offset", "123",
+			       "peer.n1",     "down",	    "peer.n9",	 "up",	    "future_key",
+			       "whatever",    "peer.n2.rtt_us", "55" };
+	size_t lens[sizeof(argv) / sizeof(argv[0])];
+	int argc = sizeof(argv) / sizeof(argv[0]);
+	struct fo_report r;
+	char why[128];
+
+	(void)state;
+	for (int i = 0; i < argc; i++)
+		lens[i] = strlen(argv[i]);
+	assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), 0);
+	assert_int_equal(r.proc, FO_PROC_DOWN);
+	assert_string_equal(r.exit, "SIGKILL");
+	assert_int_equal(r.repl.role, INFO_ROLE_SLAVE);
+	assert_int_equal(r.repl.master_port, 6379);
+	assert_int_equal(r.repl.link_up, 1);
+	assert_int_equal(r.repl.offset, 123);
+	assert_int_equal(r.peer[N("n1")->idx], FO_PEER_DOWN);
+	assert_int_equal(r.peer[N("n2")->idx], FO_PEER_UNKNOWN);
+	assert_int_equal(fo_report_parse(&C, &r, argc - 1, argv, lens, why, sizeof(why)), -EINVAL);
+	argv[13] = "12x";
+	lens[13] = 3;
+	assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "repl_offset"));
+	argv[13] = "12";
+	lens[13] = 3; /* an embedded NUL */
+	assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), -EINVAL);
+}
+
+/* Every key of the table reads back as itself; per-peer keys carry the node id. */
+static void test_report_keys(void **state)
+{
+	const char *peer = NULL;
+	size_t plen = 0;
+	char key[128];
+
+	(void)state;
+	for (int k = 0; k < RK_COUNT; k++) {
+		bool per_peer = report_keys[k].suffix != NULL;
+
+		assert_non_null(report_keys[k].name);
+		assert_non_null(report_keys[k].meaning);
+		report_key_str(k, per_peer ? "n2" : NULL, key, sizeof(key));
+		peer = NULL;
+		assert_int_equal(report_key_lookup(key, &peer, &plen), k);
+		if (per_peer) {
+			assert_int_equal(plen, 2);
+			assert_memory_equal(peer, "n2", 2);
+		}
+	}
+	assert_string_equal(report_key_str(RK_PEER_RTT_US, "n7", key, sizeof(key)),
+			    "peer.n7.rtt_us");
+	assert_string_equal(report_key_str(RK_MASTER_LAST_IO_S, NULL, key, sizeof(key)),
+			    "master_last_io_seconds_ago");
+	assert_int_equal(report_key_lookup("future_key", &peer, &plen), -1);
+	assert_int_equal(report_key_lookup("peer.", &peer, &plen), -1);
+	assert_int_equal(report_key_lookup("peer.n1.future", &peer, &plen), -1);
+	/* The words of `proc`, both ways. */
+	for (int p = 0; p < REPORT_PROC_WORDS; p++)
+		assert_int_equal(report_proc_parse(report_proc_word(p)), p);
+	assert_string_equal(report_proc_word(FO_PROC_HUNG), "hung");
+	assert_string_equal(report_proc_word(99), "unknown");
+	assert_int_equal(report_proc_parse("sleepy"), FO_PROC_UNKNOWN);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_state_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_state_corruption, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_parse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_report_keys, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
