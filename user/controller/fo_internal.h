@@ -94,8 +94,7 @@ void fo_say_failover_start(struct fo_cluster *c, struct fo_shard *s);
 void fo_say_failover_abort(struct fo_cluster *c, struct fo_shard *s, const char *reason);
 void fo_say_replica_selected(struct fo_cluster *c, struct fo_shard *s, long long since,
 			     const char *list);
-void fo_say_promote_failed(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
-			   const char *err);
+void fo_say_promote_failed(struct fo_cluster *c, struct fo_node *n, const char *err);
 void fo_say_promoted(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, int from);
 void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, int from);
 void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,

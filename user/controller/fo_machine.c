@@ -301,7 +301,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 
 	f->pending = 0;
 	if (!ok) {
-		fo_say_promote_failed(c, s, n, err);
+		fo_say_promote_failed(c, n, err);
 		f->to = -1;
 		st_promote(c, s);
 		return;

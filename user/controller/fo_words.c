@@ -155,6 +155,20 @@ static void node_event(struct fo_event *e, struct fo_cluster *c, const char *kin
 	evrec_str(&e->r, "instance", n->id);
 }
 
+/* A command to node n failed: "<kind>" with the reason (and a timeline step
+ * while a failover runs). */
+static void node_failed(struct fo_cluster *c, const char *kind, struct fo_node *n,
+			const char *err, bool step)
+{
+	struct fo_event e;
+
+	node_event(&e, c, kind, n);
+	evrec_str(&e.r, "reason", err ? err : "?");
+	fo_emit(c, &e);
+	if (step)
+		fo_step(c, fo_shard_of(c, n), "%s %s: %s", kind, n->id, err ? err : "?");
+}
+
 /* ------------------------------------------------------------------------- */
 /* Node conditions */
 
@@ -300,10 +314,7 @@ void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 	struct fo_event e;
 
 	if (!ok) {
-		fo_ev_begin(&e, "repair_failed", s);
-		evrec_str(&e.r, "instance", n->id);
-		evrec_str(&e.r, "reason", err ? err : "?");
-		fo_emit(c, &e);
+		node_failed(c, "repair_failed", n, err, false);
 		return;
 	}
 	fo_ev_begin(&e, demote ? "old_primary_demoted" : "replica_repointed", s);
@@ -411,16 +422,9 @@ void fo_say_replica_selected(struct fo_cluster *c, struct fo_shard *s, long long
 	fo_publish(c, "+selected-slave", "%s", inst);
 }
 
-void fo_say_promote_failed(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
-			   const char *err)
+void fo_say_promote_failed(struct fo_cluster *c, struct fo_node *n, const char *err)
 {
-	struct fo_event e;
-
-	fo_ev_begin(&e, "promote_failed", s);
-	evrec_str(&e.r, "instance", n->id);
-	evrec_str(&e.r, "reason", err ? err : "?");
-	fo_emit(c, &e);
-	fo_step(c, s, "promote_failed %s: %s", n->id, err ? err : "?");
+	node_failed(c, "promote_failed", n, err, true);
 }
 
 void fo_say_promoted(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, int from)
@@ -468,11 +472,7 @@ void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	struct fo_event e;
 
 	if (!ok) {
-		fo_ev_begin(&e, "repoint_failed", s);
-		evrec_str(&e.r, "instance", n->id);
-		evrec_str(&e.r, "reason", err ? err : "?");
-		fo_emit(c, &e);
-		fo_step(c, s, "repoint_failed %s: %s", n->id, err ? err : "?");
+		node_failed(c, "repoint_failed", n, err, true);
 		return;
 	}
 	fo_instance_str(c, n, inst, sizeof(inst));
