@@ -7,24 +7,24 @@
  * sentinelFailoverStateMachine does.
  *
  *                fo_start()
- *   +------+ ------------------> +--------+  planned   +-------+  paused   +-------------+
- *   | NONE |                    | SELECT | ---------> | PAUSE | --------> | WAIT_OFFSET |
- *   +------+ <-- abort -------- +--------+            +-------+           +-------------+
- *    ^ ^ ^   no_good_replica        |                     |                 |       |
- *    | | |                          | not planned         | abort: pause    |       | abort:
- *    | | +--------------------------|---------------------+ failed/timeout  |       | offset
- *    | |                            v                                       |       | not reached
- *    | |                      +---------+ <--- target reached its offset ---+       |
- *    | +--- abort: every ---- | PROMOTE | ---+                                      |
- *    |    candidate failed    +---------+    | refused or timed out:                |
- *    |                          |    ^       | next candidate                       |
- *    |                          |    +-------+                                      |
- *    |                          | accepted: fo_set_primary(new primary, epoch + 1)  |
- *    |                          v                                                   |
- *    |   every REPLICAOF   +---------+                                              |
- *    +---- answered or --- | REPOINT |                                              |
- *    |     timed out       +---------+                                              |
- *    +------------------------------------------------------------------------------+
+ *  +------+ ------------------> +--------+  planned   +-------+  paused   +-------------+
+ *  | NONE |                     | SELECT | ---------> | PAUSE | --------> | WAIT_OFFSET |
+ *  +------+ <------------------ +--------+            +-------+           +-------------+
+ *   ^  ^  ^  abort:                 |                     |                  |       |
+ *   |  |  |  no_good_replica        | not planned         | abort: pause     |       |
+ *   |  |  +-------------------------|---------------------+ failed or timed  |       |
+ *   |  |                            v                       out              |       |
+ *   |  |   abort: every        +---------+ <----- the target reached the ----+       |
+ *   |  +---------------------- | PROMOTE | --+    paused offset                      |
+ *   |      candidate failed    +---------+   | refused or timed out:                 |
+ *   |                               |  ^-----+ the next candidate                    |
+ *   |                               | accepted: fo_set_primary(new, epoch + 1)       |
+ *   |                               v                                                |
+ *   |   every REPLICAOF        +---------+                                           |
+ *   +------------------------- | REPOINT |                                           |
+ *   |   answered or timed out  +---------+                                           |
+ *   +--------------------------------------------------------------------------------+
+ *                          abort: the offset not reached in time
  *
  * In NONE, fo_set_primary() is also how discovery at start (fo_discover) and the
  * state file (fo_state_parse) set the primary and epoch. Nothing else writes them. */
