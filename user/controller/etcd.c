@@ -81,6 +81,17 @@ static void list_del(struct etcd_req *r)
 	r->pprev = NULL;
 }
 
+/* Empties a list, returning its first element; the elements are unlinked. */
+static struct etcd_req *list_take(struct etcd_req **head)
+{
+	struct etcd_req *first = *head;
+
+	*head = NULL;
+	for (struct etcd_req *r = first; r; r = r->next)
+		r->pprev = NULL;
+	return first;
+}
+
 /* ---- curl on libevent ---- */
 
 static void on_sock_event(evutil_socket_t fd, short what, void *arg)
@@ -254,15 +265,16 @@ static void auth_done(void *ctx, int err, const char *msg, struct json_object *r
 {
 	struct etcd *e = ctx;
 	struct json_object *tok;
-	struct etcd_req *r;
+	struct etcd_req *r, *next;
 
 	e->auth_in_flight = false;
 	if (!err && json_object_object_get_ex(resp, "token", &tok))
 		snprintf(e->token, sizeof(e->token), "%s", json_object_get_string(tok));
 	else if (!err)
 		err = -EPROTO, msg = "no token in the answer";
-	while ((r = e->waiting)) {
-		list_del(r);
+	for (r = list_take(&e->waiting); r; r = next) {
+		next = r->next;
+		r->next = NULL;
 		if (err) {
 			char why[256];
 
@@ -531,17 +543,19 @@ struct etcd *etcd_new(struct event_base *base, const struct etcd_opts *o)
 
 void etcd_free(struct etcd *e)
 {
-	struct etcd_req *r;
+	struct etcd_req *r, *next;
 
 	if (!e)
 		return;
-	while ((r = e->live)) {
+	for (r = list_take(&e->live); r; r = next) {
+		next = r->next;
 		if (r->watch)
 			r->watch->r = NULL;
 		curl_multi_remove_handle(e->multi, r->h);
 		req_free(r);
 	}
-	while ((r = e->waiting)) {
+	for (r = list_take(&e->waiting); r; r = next) {
+		next = r->next;
 		if (r->watch)
 			r->watch->r = NULL;
 		req_free(r);

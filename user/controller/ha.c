@@ -615,8 +615,11 @@ void ha_free(struct ha *h)
 		return;
 	etcd_watch_free(h->watch);
 	etcd_free(h->etcd); /* drops its requests without calling back */
-	while (h->calls)
-		call_free(h->calls);
+	for (struct ha_call *c = h->calls, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	h->calls = NULL;
 	if (h->ka_timer)
 		event_free(h->ka_timer);
 	if (h->deadline_timer)
