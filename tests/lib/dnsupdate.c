@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* dnsupdate: drives user/dns.c from a script, on a libevent loop as the controller does.
+/* dnsupdate: drives user/controller/dns.c from a script, on a libevent loop as the controller does.
  *
  *   dnsupdate OPTIONS update NAME ADDR [NAME ADDR ...]  queue all at once, wait for each
  *   dnsupdate OPTIONS query NAME ADDR                    read NAME back; match = exactly ADDR
@@ -17,8 +17,10 @@
 #include <string.h>
 #include <time.h>
 #include <event2/event.h>
-#include "controller/dns.h"
+#include "common/clock.h"
+#include "common/json.h"
 #include "common/log.h"
+#include "controller/dns.h"
 
 static const char *status_str[] = {"ok", "config_error", "transient", "failed", "superseded"};
 
@@ -36,24 +38,19 @@ static struct {
 
 static double now_ms(void)
 {
-	struct timespec ts;
+	return (double)fl_mono_ns() / 1e6;
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+static int put_stdout(void *ctx, const char *s, size_t n)
+{
+	(void)ctx;
+	return fwrite(s, 1, n, stdout) == n ? 0 : -EIO;
 }
 
 static void json_str(const char *key, const char *v, int comma)
 {
-	printf("%s\"%s\":\"", comma ? "," : "", key);
-	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if (*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
+	printf("%s\"%s\":", comma ? "," : "", key);
+	json_put_str(put_stdout, NULL, v);
 }
 
 static void print_result(const struct dns_result *r)

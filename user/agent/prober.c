@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <linux/icmp.h>
 #include <netinet/ip.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "agent/prober.h"
 
@@ -57,14 +58,6 @@ struct prober {
 	struct fl_peer_stats *vals;
 	struct probe_peer **byaddr;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 static uint16_t csum16(const void *p, size_t n)
 {
@@ -189,7 +182,7 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 		return err;
 	}
 	pp->info.ev = pp->pv.ev;
-	find_route(p, pp, mono_ns());
+	find_route(p, pp, (uint64_t)fl_mono_ns());
 	if (!pp->ifindex)
 		pr_warn("no route to peer %s (%s) yet: probing it once there is one\n", id,
 			pp->addr_str);
@@ -345,7 +338,7 @@ static void read_stats(struct prober *p)
 static void on_round(evutil_socket_t fd, short what, void *arg)
 {
 	struct prober *p = arg;
-	uint64_t now = mono_ns();
+	uint64_t now = (uint64_t)fl_mono_ns();
 
 	(void)fd;
 	(void)what;
@@ -381,7 +374,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
 		if (n < 0)
 			return; /* EAGAIN: drained */
-		now = mono_ns();
+		now = (uint64_t)fl_mono_ns();
 		hlen = (size_t)(buf[0] & 0xf) * 4;
 		if ((size_t)n < sizeof(*ip) || hlen < sizeof(*ip) || (size_t)n < hlen + sizeof(*h))
 			continue;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "cmds.h"
+#include "common/clock.h"
 #include "common/event_log.h"
 #include "common/log.h"
 
@@ -359,7 +360,6 @@ int cmd_events(int argc, char **argv)
 	struct show_opts o = { .since_us = INT64_MIN };
 	const char *path = EVLOG_DEFAULT_PATH;
 	bool follow_mode = false;
-	struct timespec now;
 	int64_t dur_us;
 	int c, rc;
 
@@ -382,8 +382,7 @@ int cmd_events(int argc, char **argv)
 						"(examples: 500ms, 30s, 10m, 2h, 1d)\n", optarg);
 				return 2;
 			}
-			clock_gettime(CLOCK_REALTIME, &now);
-			o.since_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000 - dur_us;
+			o.since_us = fl_wall_us() - dur_us;
 			break;
 		case 'h':
 			usage(stdout);

@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include "cmds.h"
 #include "icmp_event.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "kern/proc_watch.h"
 
@@ -39,14 +40,6 @@ static void usage(FILE *f)
 		   "  --node ID   the agent's node id (default: the host name, or the only node\n"
 		   "              pinned under " FL_PIN_ROOT ")\n"
 		   "  --json      one JSON object per peer, one per line\n");
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 /* The only node directory under FL_PIN_ROOT holding fl_peers, if there is one. */
@@ -244,7 +237,7 @@ int cmd_peers(int argc, char **argv)
 		pr_warn("failed to read %s: %s\n", path, strerror(-err));
 		return 1;
 	}
-	now = mono_ns();
+	now = (uint64_t)fl_mono_ns();
 	if (!json)
 		printf("%-15s %8s %8s %6s %6s %9s %9s %9s %9s %9s %9s\n", "PEER", "SENT", "REPLIED",
 		       "LOST", "LOSS%", "RTT_US", "MIN_US", "MAX_US", "SRTT_US", "REPLY_MS",

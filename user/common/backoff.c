@@ -2,17 +2,24 @@
 #include <stdlib.h>
 #include "common/backoff.h"
 
+unsigned backoff_cap_ms(unsigned base_ms, unsigned max_ms, unsigned n)
+{
+	unsigned long long d = base_ms;
+
+	for (unsigned i = 1; i < n && d < max_ms; i++)
+		d *= 2;
+	return d > max_ms ? max_ms : (unsigned)d;
+}
+
 int backoff_next(struct backoff *b)
 {
-	int cur = b->cur_ms ? b->cur_ms : b->base_ms;
+	int cur = (int)backoff_cap_ms((unsigned)b->base_ms, (unsigned)b->max_ms, ++b->failures);
 	int half = cur / 2;
-	int delay = half + (half ? (int)(rand_r(&b->seed) % (unsigned)(cur - half + 1)) : cur);
 
-	b->cur_ms = cur >= b->max_ms / 2 ? b->max_ms : cur * 2;
-	return delay > b->max_ms ? b->max_ms : delay;
+	return half + (half ? (int)(rand_r(&b->seed) % (unsigned)(cur - half + 1)) : cur);
 }
 
 void backoff_reset(struct backoff *b)
 {
-	b->cur_ms = 0;
+	b->failures = 0;
 }

@@ -16,12 +16,30 @@ static inline int64_t fl_clock_ns(clockid_t clk)
 }
 
 /* CLOCK_MONOTONIC: for intervals and timeouts. */
+static inline int64_t fl_mono_ns(void)
+{
+	return fl_clock_ns(CLOCK_MONOTONIC);
+}
+
 static inline int64_t fl_mono_ms(void)
 {
 	return fl_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
 /* CLOCK_REALTIME: for what is shown to people and sent to other hosts. */
+static inline struct timespec fl_wall_ts(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+static inline int64_t fl_wall_us(void)
+{
+	return fl_clock_ns(CLOCK_REALTIME) / 1000;
+}
+
 static inline int64_t fl_wall_ms(void)
 {
 	return fl_clock_ns(CLOCK_REALTIME) / 1000000;

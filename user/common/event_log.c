@@ -32,41 +32,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "common/clock.h"
 #include "common/event_log.h"
+#include "common/json.h"
 #include "common/log.h"
 
 /* ---- shared by the builder and the parser ---- */
-
-/* Length of the valid UTF-8 sequence at s (n bytes available), 0 if there is none. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	len = s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : s[0] < 0xf5 ? 4 : 0;
-	if (!len || len > n)
-		return 0;
-	for (i = 1; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	/* overlong 3- and 4-byte forms, UTF-16 surrogates, above U+10FFFF */
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return len;
-}
-
-/* JSON's two-character escapes: the letter after '\' for c, or the character for letter c. */
-static char json_esc(char c, bool unescape)
-{
-	static const char pairs[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
-
-	for (const char *p = pairs; *p; p += 2)
-		if (p[!unescape] == c)
-			return p[unescape];
-	return 0;
-}
 
 /* ---- JSON line builder ---- */
 
@@ -82,30 +53,14 @@ static int put(struct evrec *r, const char *s, size_t n)
 	return 0;
 }
 
+static int put_cb(void *r, const char *s, size_t n)
+{
+	return put(r, s, n);
+}
+
 static int put_str(struct evrec *r, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s), i, k;
-	char esc[8];
-	int err = put(r, "\"", 1);
-
-	for (i = 0; !err && i < n; i += k) {
-		k = 1;
-		if (p[i] == '"' || p[i] == '\\' || p[i] < 0x20) {
-			esc[0] = '\\';
-			esc[1] = json_esc(s[i], false);
-			if (esc[1])
-				err = put(r, esc, 2);
-			else
-				err = put(r, esc, snprintf(esc, sizeof(esc), "\\u%04x", p[i]));
-		} else if ((k = utf8_len(p + i, n - i))) {
-			err = put(r, s + i, k);
-		} else {
-			k = 1;
-			err = put(r, "\\ufffd", 6);
-		}
-	}
-	return err ?: put(r, "\"", 1);
+	return json_put_str(put_cb, r, s);
 }
 
 static bool rec_ended(const struct evrec *r)
@@ -144,7 +99,7 @@ void evrec_begin(struct evrec *r, const struct timespec *ts, const char *node, c
 	size_t n;
 
 	if (!ts) {
-		clock_gettime(CLOCK_REALTIME, &now);
+		now = fl_wall_ts();
 		ts = &now;
 	}
 	if (!gmtime_r(&ts->tv_sec, &tm))
@@ -807,7 +762,7 @@ static int parse_string(struct jparse *s, const char **val)
 			else
 				err = -EINVAL;
 		} else {
-			n = utf8_len((const unsigned char *)s->p, s->end - s->p);
+			n = json_utf8_len((const unsigned char *)s->p, s->end - s->p);
 			err = n ? emit(s, s->p, n) : -EINVAL;
 			s->p += n;
 		}

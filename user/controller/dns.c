@@ -34,19 +34,13 @@
 #include <event2/event.h>
 #include <ldns/ldns.h>
 #include "controller/dns.h"
+#include "common/backoff.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #define TSIG_BADSIG  16
 #define TSIG_BADKEY  17
 #define TSIG_BADTIME 18
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static double ns_to_ms(uint64_t ns)
 {
@@ -433,11 +427,7 @@ const char *dns_rcode_name(int rcode, int tsig_error)
 
 uint32_t dns_backoff_ms(const struct dns_cfg *cfg, uint32_t failed_attempts)
 {
-	uint64_t d = cfg->retry_min_ms;
-
-	for (uint32_t i = 1; i < failed_attempts && d < cfg->retry_max_ms; i++)
-		d *= 2;
-	return d > cfg->retry_max_ms ? cfg->retry_max_ms : (uint32_t)d;
+	return backoff_cap_ms(cfg->retry_min_ms, cfg->retry_max_ms, failed_attempts);
 }
 
 /* ---- the updater ---- */
@@ -531,7 +521,7 @@ static struct dns_done *result_new(const struct dns_job *j, enum dns_status st)
 	d->r.rcode = -1;
 	snprintf(d->r.rcode_name, sizeof(d->r.rcode_name), "none");
 	d->r.attempts = j->attempts;
-	d->r.elapsed_ms = ns_to_ms(mono_ns() - j->queued_ns);
+	d->r.elapsed_ms = ns_to_ms((uint64_t)fl_mono_ns() - j->queued_ns);
 	return d;
 }
 
@@ -767,11 +757,11 @@ static void attempt(struct dns_updater *u, const struct dns_job *j, struct dns_r
 		goto cleanup;
 	}
 
-	t0 = mono_ns();
+	t0 = (uint64_t)fl_mono_ns();
 	errno = 0;
 	st = ldns_send(&a, res, q);
 	saved_errno = errno;
-	r->last_rtt_ms = ns_to_ms(mono_ns() - t0);
+	r->last_rtt_ms = ns_to_ms((uint64_t)fl_mono_ns() - t0);
 
 	if (!a) {
 		const char *why;
@@ -829,7 +819,7 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&u->mu);
 	while (!u->stop) {
-		uint64_t now = mono_ns(), until;
+		uint64_t now = (uint64_t)fl_mono_ns(), until;
 		struct dns_job *j = next_due(u, now, &until);
 		struct dns_done *d;
 		struct dns_job *newer;
@@ -863,11 +853,11 @@ static void *worker(void *arg)
 			continue;
 		}
 		d->r.config_error = d->r.status == DNS_CONFIG_ERROR;
-		d->r.elapsed_ms = ns_to_ms(mono_ns() - j->queued_ns);
+		d->r.elapsed_ms = ns_to_ms((uint64_t)fl_mono_ns() - j->queued_ns);
 		if (d->r.status == DNS_TRANSIENT && j->op == DNS_OP_UPDATE && !u->stop &&
 		    (!u->cfg.max_attempts || j->attempts < u->cfg.max_attempts)) {
 			j->backoff_ms = dns_backoff_ms(&u->cfg, j->attempts);
-			j->not_before_ns = mono_ns() + (uint64_t)j->backoff_ms * 1000000ull;
+			j->not_before_ns = (uint64_t)fl_mono_ns() + (uint64_t)j->backoff_ms * 1000000ull;
 			newer = u->running_superseded ? find_update(u, j->name) : NULL;
 			if (newer) {
 				if (!strcmp(newer->addr, j->addr) &&
@@ -985,7 +975,7 @@ static int enqueue(struct dns_updater *u, enum dns_op op, const char *name, cons
 	j->op = op;
 	lower(j->name, sizeof(j->name), name);
 	snprintf(j->addr, sizeof(j->addr), "%s", addr);
-	j->queued_ns = mono_ns();
+	j->queued_ns = (uint64_t)fl_mono_ns();
 
 	pthread_mutex_lock(&u->mu);
 	if (u->stop) {
