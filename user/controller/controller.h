@@ -22,11 +22,6 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts);
 int ctl_run(struct ctl *c);
 void ctl_free(struct ctl *c);
 
-/* Called once a promotion has been accepted (REPLICAOF NO ONE succeeded) and the
- * state file written: points the shard's dns_name at host. The one place DNS is
- * driven from; a no-op without a [dns] section or a dns_name. */
-void ctl_dns_promoted(struct ctl *c, int shard, const char *host);
-
 /* The names the client commands reply with. */
 #define CTL_VERSION "0.1.0"
 #define CTL_REDIS_VERSION "7.0.0" /* what INFO claims, for clients that check */

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The controller's modules and what they share (private to user/controller/).
+ *
+ *   controller.c    start-up, discovery, TILT tick, signals, `flatline controller`;
+ *                   the struct fo_ops table that wires failover.c to the modules below
+ *   ctl_listen.c    the listen socket: accept, read, dispatch to ctl_on_<command>
+ *   ctl_agents.c    agent sessions: HELLO, REPORT, AUTH, heartbeat deadlines
+ *   ctl_sentinel.c  the Sentinel API (SENTINEL, INFO, ROLE), FLATLINE, pub/sub, events
+ *   ctl_status.c    `FLATLINE STATUS` as text and as JSON: printing only
+ *   ctl_servers.c   requests to the Redis servers (the I/O behind struct fo_ops)
+ *   ctl_dns.c       DNS wiring: the update after a promotion, drift check and repair
+ */
+#ifndef FL_CTL_H
+#define FL_CTL_H
+
+#include <stdbool.h>
+#include <strings.h>
+#include <event2/event.h>
+#include <hiredis/async.h>
+#include "common/config.h"
+#include "common/event_log.h"
+#include "common/resp.h"
+#include "controller/controller.h"
+#include "controller/dns.h"
+#include "controller/failover.h"
+
+struct evbuffer;
+struct redis_link;
+
+#define CTL_TICK_MS 100         /* TILT check */
+#define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
+#define CTL_DISCOVER_MS 1000    /* the first INFO round at start */
+#define CTL_RETRY_MIN_MS 100    /* reconnecting to a server */
+#define CTL_RETRY_MAX_MS 1000
+#define CTL_PROTO_VERSION "1"
+#define CTL_MAX_SUBS 64
+#define CTL_PUBSUB_MAX_OUT (8u << 20) /* bytes a subscriber may leave unread */
+
+/* Our connection to one node's server (ctl_servers.c). */
+struct ctl_link {
+	struct ctl *ctl;
+	int node;
+	redisAsyncContext *ac;
+	bool connected;
+	int retry_ms;
+	struct event *retry; /* reconnect timer */
+};
+
+/* A client or agent connection. */
+struct ctl_conn {
+	struct ctl *ctl;
+	struct bufferevent *bev;
+	struct resp_reader *rd;
+	char peer[80];
+	unsigned flags;
+#define CTL_C_AGENT (1u << 0)   /* HELLO flatline accepted: node is set */
+#define CTL_C_AUTH (1u << 1)    /* AUTH with the cluster secret: may change state */
+#define CTL_C_PUBSUB (1u << 2)  /* subscribed to a channel or a pattern */
+#define CTL_C_CLOSING (1u << 3) /* closes once its output is flushed */
+#define CTL_C_WAITING (1u << 4) /* a FLATLINE FAILOVER answer is deferred */
+	int node;
+	long long seq;
+	struct event *resume; /* reads on after a deferred answer */
+	char *subs[CTL_MAX_SUBS];
+	int nsubs;
+	char *psubs[CTL_MAX_SUBS];
+	int npsubs;
+	struct ctl_conn *next, *prev;
+};
+
+/* The DNS record of one shard as the controller knows it. */
+struct ctl_dns {
+	int agrees;               /* the record is exactly the primary: 1, 0, -1 unknown */
+	bool repair;              /* the queued update is a repair (dns_repaired) */
+	char seen[DNS_ADDR_MAX];  /* what the last query found ("" none) */
+	long long cfg_err_ms;     /* last configuration error (REFUSED, BADKEY …) */
+	char cfg_err[DNS_ERR_MAX]; /* its text, printed once per change */
+};
+
+struct ctl {
+	struct cfg *cfg;
+	struct fo_cluster fo;
+	struct event_base *base;
+	struct evconnlistener *lis;
+	struct evlog *log;
+	char event_log[256];
+	char state_file[256];
+	char listen_str[300];
+	char myid[41];
+	long long start_ms;
+	struct ctl_conn *conns;
+	struct ctl_link links[FO_MAX_NODES]; /* ctl_servers.c */
+	struct event *node_timer[FO_MAX_NODES]; /* heartbeat deadline */
+	struct event **shard_timer;
+	struct ctl_conn **waiter; /* per shard: the client waiting for FLATLINE FAILOVER */
+	struct event *tick, *sigint, *sigterm;
+	int discover_pending;
+	struct event *discover_timer;
+	char reject_last[FO_MAX_NODES + 1][160]; /* last rejection logged per node (+unknown) */
+	struct dns_updater *dns;
+	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
+	struct event *dns_check;  /* the drift check, every [dns] check_ms */
+};
+
+#define ARG_IS(i, s) (!strcasecmp(cmd->argv[i], s))
+
+/* controller.c */
+void ctl_log(struct ctl *c, struct evrec *r);
+void ctl_discover_one_done(struct ctl *c);
+
+/* ctl_listen.c */
+int ctl_listen(struct ctl *c);
+void ctl_conn_fatal(struct ctl_conn *k, const char *err);
+void ctl_conn_free(struct ctl_conn *k);
+void ctl_conn_resume(struct ctl_conn *k);
+
+/* ctl_agents.c: RESP handlers and the session's end */
+void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_agent_closed(struct ctl_conn *k);
+void ctl_agent_timed_out(struct ctl_conn *k);
+void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
+
+/* ctl_sentinel.c */
+void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_psubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_punsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_publish(struct ctl *c, const char *channel, const char *msg);
+/* fo_ops.event: logged, and published on flatline.<kind> (kind: r's) */
+void ctl_event(void *ctx, const char *kind, struct evrec *r);
+/* fo_ops.done: answers the client waiting for FLATLINE FAILOVER */
+void ctl_failover_done(void *ctx, int shard, const char *result);
+
+/* ctl_status.c */
+void ctl_status_text(struct ctl *c, struct evbuffer *b);
+void ctl_status_json(struct ctl *c, struct evbuffer *b);
+void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const struct fo_failover *f,
+			const struct fo_cluster *fo);
+
+/* ctl_servers.c: one link per node's server, and the fo_ops that use it */
+int ctl_servers_start(struct ctl *c);
+void ctl_servers_free(struct ctl *c);
+void ctl_server_discover(struct ctl *c, int node, int timeout_ms);
+void ctl_op_ping(void *ctx, int node, int timeout_ms);
+void ctl_op_info(void *ctx, int node, int timeout_ms);
+void ctl_op_pause(void *ctx, int node, int pause_ms, int timeout_ms);
+void ctl_op_unpause(void *ctx, int node);
+void ctl_op_promote(void *ctx, int node, int timeout_ms);
+void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms);
+
+/* ctl_dns.c */
+/* Called once a promotion has been accepted (REPLICAOF NO ONE succeeded) and the
+ * state file written: points the shard's dns_name at host. The one place DNS is
+ * driven from; a no-op without a [dns] section or a dns_name. */
+void ctl_dns_promoted(struct ctl *c, int shard, const char *host);
+int ctl_dns_start(struct ctl *c);
+void ctl_dns_free(struct ctl *c);
+
+#endif

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* What clients see of the controller: the Sentinel API (SENTINEL, INFO, ROLE),
+ * FLATLINE STATUS/FAILOVER, pub/sub, and the events published on flatline.<kind>. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fnmatch.h>
+#include <unistd.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include "common/clock.h"
+#include "common/log.h"
+#include "controller/ctl.h"
+
+/* ---- pub/sub ---- */
+static void conn_send_message(struct ctl_conn *k, const char *pattern, const char *channel,
+			      const char *msg)
+{
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+
+	if (pattern) {
+		resp_array(out, 4);
+		resp_str(out, "pmessage");
+		resp_str(out, pattern);
+	} else {
+		resp_array(out, 3);
+		resp_str(out, "message");
+	}
+	resp_str(out, channel);
+	resp_str(out, msg);
+}
+
+void ctl_publish(struct ctl *c, const char *channel, const char *msg)
+{
+	for (struct ctl_conn *k = c->conns; k; k = k->next) {
+		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))
+			continue;
+		/* A subscriber that does not read: dropped, as Redis's pubsub output limit. */
+		if (evbuffer_get_length(bufferevent_get_output(k->bev)) > CTL_PUBSUB_MAX_OUT) {
+			pr_warn("dropping subscriber %s: %d bytes unread\n", k->peer,
+				(int)evbuffer_get_length(bufferevent_get_output(k->bev)));
+			ctl_conn_fatal(k, "ERR output buffer limit reached");
+			continue;
+		}
+		for (int i = 0; i < k->nsubs; i++)
+			if (!strcmp(k->subs[i], channel))
+				conn_send_message(k, NULL, channel, msg);
+		for (int i = 0; i < k->npsubs; i++)
+			if (!fnmatch(k->psubs[i], channel, 0))
+				conn_send_message(k, k->psubs[i], channel, msg);
+	}
+}
+
+void ctl_event(void *ctx, const char *kind, struct evrec *r)
+{
+	struct ctl *c = ctx;
+	char chan[64], line[EVREC_MAX];
+	size_t n;
+
+	evrec_end(r);
+	snprintf(line, sizeof(line), "%s", r->buf);
+	n = strlen(line);
+	if (n && line[n - 1] == '\n')
+		line[n - 1] = '\0';
+	if (log_verbosity >= LOG_LVL_DEBUG)
+		pr_debug("event %s\n", line);
+	ctl_log(c, r);
+	snprintf(chan, sizeof(chan), "flatline.%.50s", kind);
+	ctl_publish(c, chan, line);
+}
+
+void ctl_failover_done(void *ctx, int shard, const char *result)
+{
+	struct ctl *c = ctx;
+	struct ctl_conn *w = c->waiter[shard];
+	struct fo_shard *s = &c->fo.shards[shard];
+
+	pr_info("failover of %s: %s\n", s->name, result);
+	if (!w)
+		return;
+	c->waiter[shard] = NULL;
+	ctl_conn_resume(w);
+	if (!strcmp(result, "ok")) {
+		struct evbuffer *t = evbuffer_new();
+
+		if (t) {
+			ctl_print_timeline(t, s, &s->last, &c->fo);
+			resp_bulk(bufferevent_get_output(w->bev),
+				  (const char *)evbuffer_pullup(t, -1), evbuffer_get_length(t));
+			evbuffer_free(t);
+		}
+	} else {
+		char e[200];
+
+		snprintf(e, sizeof(e), "ERR failover aborted: %s", result);
+		resp_error_reply(bufferevent_get_output(w->bev), e);
+	}
+}
+
+static void kv_str(struct evbuffer *o, const char *k, const char *v)
+{
+	resp_str(o, k);
+	resp_str(o, v);
+}
+
+static void kv_int(struct evbuffer *o, const char *k, long long v)
+{
+	char b[32];
+
+	snprintf(b, sizeof(b), "%lld", v);
+	kv_str(o, k, b);
+}
+
+static const char *node_runid(const struct fo_node *n)
+{
+	const struct info_repl *r = n->info_ok ? &n->info : &n->rep.repl;
+
+	return r->run_id[0] ? r->run_id : "0000000000000000000000000000000000000000";
+}
+
+static long long age_ms(long long since)
+{
+	return since ? fl_mono_ms() - since : 0;
+}
+
+/* The first 15 of the 20 fields SENTINEL MASTER and SENTINEL REPLICAS answer with. */
+static void reply_instance(struct ctl *c, struct evbuffer *o, const char *name,
+			   const struct fo_node *n, const char *flags, const char *role)
+{
+	resp_array(o, 40);
+	kv_str(o, "name", name);
+	kv_str(o, "ip", n->host);
+	kv_int(o, "port", n->port);
+	kv_str(o, "runid", node_runid(n));
+	kv_str(o, "flags", flags);
+	kv_int(o, "link-pending-commands", 0);
+	kv_int(o, "link-refcount", 1);
+	kv_int(o, "last-ping-sent", 0);
+	kv_int(o, "last-ok-ping-reply", age_ms(n->last_report_ms));
+	kv_int(o, "last-ping-reply", age_ms(n->last_report_ms));
+	kv_int(o, "down-after-milliseconds", c->fo.node_down_after_ms);
+	kv_int(o, "info-refresh", age_ms(n->last_report_ms));
+	kv_str(o, "role-reported", role);
+	kv_int(o, "role-reported-time", age_ms(c->start_ms));
+}
+
+static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shard *s)
+{
+	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] :
+						    &c->fo.nodes[s->nodes[0]];
+	char flags[96];
+
+	snprintf(flags, sizeof(flags), "master%s%s%s", (m->flags & FO_N_SDOWN) ? ",s_down" : "",
+		 (s->flags & FO_S_ODOWN) || s->primary < 0 ? ",o_down" : "",
+		 s->fo.state != FO_ST_NONE ? ",failover_in_progress" : "");
+	reply_instance(c, o, s->name, m, flags, "master");
+	kv_int(o, "config-epoch", s->epoch);
+	kv_int(o, "num-slaves", s->nnodes - 1);
+	kv_int(o, "num-other-sentinels", 0);
+	kv_int(o, "quorum", 1);
+	kv_int(o, "failover-timeout", c->fo.failover_block_ms);
+	kv_int(o, "parallel-syncs", s->nnodes);
+}
+
+static void reply_replica(struct ctl *c, struct evbuffer *o, const struct fo_shard *s,
+			  const struct fo_node *n)
+{
+	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
+	const struct info_repl *r = n->info_ok && n->info_ms >= n->last_report_ms ? &n->info :
+										     &n->rep.repl;
+	char name[300], flags[96];
+	bool link = r->link_up == 1;
+
+	snprintf(name, sizeof(name), "%s:%d", n->host, n->port);
+	snprintf(flags, sizeof(flags), "slave%s%s", (n->flags & FO_N_SDOWN) ? ",s_down" : "",
+		 (n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok ?
+			 "" :
+			 ",disconnected");
+	reply_instance(c, o, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
+	kv_int(o, "master-link-down-time", 0);
+	kv_str(o, "master-link-status", link ? "ok" : "err");
+	kv_str(o, "master-host", r->master_host[0] ? r->master_host : (m ? m->host : "?"));
+	kv_int(o, "master-port", r->master_port ? r->master_port : (m ? m->port : 0));
+	kv_int(o, "slave-priority", n->priority);
+	kv_int(o, "slave-repl-offset", r->offset < 0 ? 0 : r->offset);
+}
+
+static struct fo_shard *shard_arg(struct ctl_conn *k, const char *name)
+{
+	struct fo_shard *s = fo_find_shard(&k->ctl->fo, name);
+
+	if (!s)
+		resp_error_reply(bufferevent_get_output(k->bev), "ERR No such master with that name");
+	return s;
+}
+
+static int start_failover(struct ctl_conn *k, const char *shard, const char *to, bool wait)
+{
+	struct ctl *c = k->ctl;
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+	struct fo_shard *s = shard_arg(k, shard);
+	struct fo_node *t = NULL;
+	char why[200], e[240], reason[96];
+	int rc;
+
+	if (!s)
+		return -ENOENT;
+	if (!(k->flags & CTL_C_AUTH)) {
+		resp_error_reply(out, "NOAUTH Authentication required (AUTH <cluster secret>).");
+		return -EACCES;
+	}
+	if (to) {
+		t = fo_find_node(&c->fo, to);
+		if (!t) {
+			resp_error_reply(out, "ERR no such node");
+			return -ENOENT;
+		}
+	}
+	snprintf(reason, sizeof(reason), "operator (%s from %.40s)", wait ? "flatline failover" :
+									   "SENTINEL failover", k->peer);
+	if (wait) {
+		c->waiter[s->idx] = k; /* set first: a failover may finish at once */
+		k->flags |= CTL_C_WAITING;
+	}
+	rc = fo_start(&c->fo, s, true, t ? t->idx : -1, reason, why, sizeof(why));
+	if (rc) {
+		if (wait) {
+			c->waiter[s->idx] = NULL;
+			k->flags &= ~CTL_C_WAITING;
+		}
+		snprintf(e, sizeof(e), "%s %s", rc == -EBUSY ? "INPROG" : rc == -EAGAIN ? "BLOCKED" :
+							"ERR", why);
+		resp_error_reply(out, e);
+		return rc;
+	}
+	if (!wait)
+		resp_status(out, "OK");
+	return 0;
+}
+
+void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct ctl *c = k->ctl;
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+	struct fo_shard *s;
+	const char *sub = cmd->argc > 1 ? cmd->argv[1] : "";
+	char e[200];
+
+	if (cmd->argc < 2) {
+		resp_error_reply(out, "ERR wrong number of arguments for 'sentinel' command");
+		return;
+	}
+	if (!strcasecmp(sub, "get-master-addr-by-name") && cmd->argc == 3) {
+		char port[16];
+
+		s = fo_find_shard(&c->fo, cmd->argv[2]);
+		if (!s || s->primary < 0) {
+			resp_null_array(out);
+			return;
+		}
+		snprintf(port, sizeof(port), "%d", c->fo.nodes[s->primary].port);
+		resp_array(out, 2);
+		resp_str(out, c->fo.nodes[s->primary].host);
+		resp_str(out, port);
+	} else if (!strcasecmp(sub, "masters") && cmd->argc == 2) {
+		resp_array(out, c->fo.nshards);
+		for (int i = 0; i < c->fo.nshards; i++)
+			reply_master(c, out, &c->fo.shards[i]);
+	} else if (!strcasecmp(sub, "master") && cmd->argc == 3) {
+		if ((s = shard_arg(k, cmd->argv[2])))
+			reply_master(c, out, s);
+	} else if ((!strcasecmp(sub, "replicas") || !strcasecmp(sub, "slaves")) &&
+		   cmd->argc == 3) {
+		int n = 0;
+
+		if (!(s = shard_arg(k, cmd->argv[2])))
+			return;
+		for (int i = 0; i < s->nnodes; i++)
+			n += s->nodes[i] != s->primary;
+		resp_array(out, n);
+		for (int i = 0; i < s->nnodes; i++)
+			if (s->nodes[i] != s->primary)
+				reply_replica(c, out, s, &c->fo.nodes[s->nodes[i]]);
+	} else if (!strcasecmp(sub, "sentinels") && cmd->argc == 3) {
+		if (shard_arg(k, cmd->argv[2]))
+			resp_array(out, 0); /* one controller, no peers */
+	} else if (!strcasecmp(sub, "myid") && cmd->argc == 2) {
+		resp_str(out, c->myid);
+	} else if (!strcasecmp(sub, "failover") && cmd->argc == 3) {
+		start_failover(k, cmd->argv[2], NULL, false);
+	} else if (!strcasecmp(sub, "ckquorum") && cmd->argc == 3) {
+		if (shard_arg(k, cmd->argv[2]))
+			resp_status(out, "OK 1 usable Sentinels. Quorum and failover authorization "
+					 "can be reached");
+	} else if (!strcasecmp(sub, "flushconfig") && cmd->argc == 2) {
+		resp_status(out, "OK");
+	} else if (!strcasecmp(sub, "is-master-down-by-addr") ||
+		   !strcasecmp(sub, "monitor") || !strcasecmp(sub, "remove") ||
+		   !strcasecmp(sub, "set") || !strcasecmp(sub, "reset") ||
+		   !strcasecmp(sub, "config") || !strcasecmp(sub, "simulate-failure")) {
+		snprintf(e, sizeof(e), "ERR SENTINEL %.40s is not supported by flatline: the cluster "
+				       "file is the configuration", sub);
+		resp_error_reply(out, e);
+	} else {
+		snprintf(e, sizeof(e), "ERR unknown subcommand or wrong number of arguments for "
+				       "'%.40s'. Try SENTINEL HELP.", sub);
+		resp_error_reply(out, e);
+	}
+}
+
+void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct ctl *c = k->ctl;
+	struct evbuffer *t = evbuffer_new(), *out = bufferevent_get_output(k->bev);
+
+	(void)cmd;
+	if (!t)
+		return;
+	evbuffer_add_printf(t, "# Server\r\nredis_version:%s\r\nredis_mode:sentinel\r\n"
+			       "flatline_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\n"
+			       "tcp_port:%d\r\nuptime_in_seconds:%lld\r\n\r\n",
+			    CTL_REDIS_VERSION, CTL_VERSION, getpid(), c->myid,
+			    c->cfg->controller.listen.port, age_ms(c->start_ms) / 1000);
+	evbuffer_add_printf(t, "# Sentinel\r\nsentinel_masters:%d\r\nsentinel_tilt:%d\r\n"
+			       "sentinel_running_scripts:0\r\nsentinel_scripts_queue_length:0\r\n"
+			       "sentinel_simulate_failure_flags:0\r\n",
+			    c->fo.nshards, c->fo.tilt);
+	for (int i = 0; i < c->fo.nshards; i++) {
+		struct fo_shard *s = &c->fo.shards[i];
+		struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
+
+		evbuffer_add_printf(t, "master%d:name=%s,status=%s,address=%s:%d,slaves=%d,"
+				       "sentinels=1\r\n",
+				    i, s->name, !m || (m->flags & FO_N_SDOWN) ? "odown" : "ok",
+				    m ? m->host : "?", m ? m->port : 0, s->nnodes - 1);
+	}
+	resp_bulk(out, (const char *)evbuffer_pullup(t, -1), evbuffer_get_length(t));
+	evbuffer_free(t);
+}
+
+static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bool sub)
+{
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+	char **list = pattern ? k->psubs : k->subs;
+	int *n = pattern ? &k->npsubs : &k->nsubs;
+	const char *verb = sub ? (pattern ? "psubscribe" : "subscribe") :
+				 (pattern ? "punsubscribe" : "unsubscribe");
+
+	if (sub && cmd->argc < 2) {
+		char e[96];
+
+		snprintf(e, sizeof(e), "ERR wrong number of arguments for '%s' command", verb);
+		resp_error_reply(out, e);
+		return;
+	}
+	if (!sub && cmd->argc == 1) { /* all of them */
+		if (!*n) {
+			resp_array(out, 3);
+			resp_str(out, verb);
+			resp_nil(out);
+			resp_int(out, k->nsubs + k->npsubs);
+		}
+		while (*n) {
+			char *ch = list[--*n];
+
+			resp_array(out, 3);
+			resp_str(out, verb);
+			resp_str(out, ch);
+			resp_int(out, k->nsubs + k->npsubs);
+			free(ch);
+		}
+	}
+	for (int a = 1; a < cmd->argc; a++) {
+		int found = -1;
+
+		for (int i = 0; i < *n; i++)
+			if (!strcmp(list[i], cmd->argv[a]))
+				found = i;
+		if (sub && found < 0 && *n < CTL_MAX_SUBS) {
+			list[*n] = strdup(cmd->argv[a]);
+			if (list[*n])
+				++*n;
+		} else if (!sub && found >= 0) {
+			free(list[found]);
+			list[found] = list[--*n];
+		}
+		resp_array(out, 3);
+		resp_str(out, verb);
+		resp_str(out, cmd->argv[a]);
+		resp_int(out, k->nsubs + k->npsubs);
+	}
+	if (k->nsubs + k->npsubs)
+		k->flags |= CTL_C_PUBSUB;
+	else
+		k->flags &= ~CTL_C_PUBSUB;
+}
+
+void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct ctl *c = k->ctl;
+	struct evbuffer *out = bufferevent_get_output(k->bev), *t;
+
+	if (cmd->argc >= 2 && ARG_IS(1, "STATUS") && cmd->argc <= 3) {
+		bool json = cmd->argc == 3 && ARG_IS(2, "JSON");
+
+		t = evbuffer_new();
+		if (!t)
+			return;
+		if (json)
+			ctl_status_json(c, t);
+		else
+			ctl_status_text(c, t);
+		resp_bulk(out, (const char *)evbuffer_pullup(t, -1), evbuffer_get_length(t));
+		evbuffer_free(t);
+	} else if (cmd->argc >= 3 && cmd->argc <= 4 && ARG_IS(1, "FAILOVER")) {
+		start_failover(k, cmd->argv[2], cmd->argc == 4 ? cmd->argv[3] : NULL, true);
+	} else {
+		resp_error_reply(out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
+				      "<shard> [<node>]");
+	}
+}
+
+void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	subscribe(k, cmd, false, true);
+}
+
+void ctl_on_psubscribe(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	subscribe(k, cmd, true, true);
+}
+
+void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	subscribe(k, cmd, false, false);
+}
+
+void ctl_on_punsubscribe(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	subscribe(k, cmd, true, false);
+}
+
+void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+
+	(void)cmd;
+	resp_array(out, 2);
+	resp_str(out, "sentinel");
+	resp_array(out, k->ctl->fo.nshards);
+	for (int i = 0; i < k->ctl->fo.nshards; i++)
+		resp_str(out, k->ctl->fo.shards[i].name);
+}

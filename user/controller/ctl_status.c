@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* FLATLINE STATUS (`flatline status`): the cluster as text and as JSON. Printing
+ * only: what it prints is decided in failover.c and the other modules. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <event2/buffer.h>
+#include "common/clock.h"
+#include "common/json.h"
+#include "controller/ctl.h"
+
+static int put_evbuffer(void *b, const char *s, size_t n)
+{
+	return evbuffer_add(b, s, n) ? -ENOMEM : 0;
+}
+
+static void json_str(struct evbuffer *b, const char *s)
+{
+	json_put_str(put_evbuffer, b, s);
+}
+
+static const char *node_health(const struct fo_node *n)
+{
+	if (n->flags & FO_N_PROC_DOWN)
+		return "proc_down";
+	if (n->flags & FO_N_PROC_HUNG)
+		return "proc_hung";
+	if (n->flags & FO_N_HOST_DOWN)
+		return "host_down";
+	if (n->flags & FO_N_AGENT_LOST)
+		return (n->flags & FO_N_UNREACH) ? "agent_lost,unreachable" : "agent_lost";
+	if (!(n->flags & FO_N_REPORTED))
+		return n->info_ok ? "no_agent" : "unknown";
+	if (n->rep.proc == FO_PROC_BUSY || n->rep.proc == FO_PROC_LOADING)
+		return fo_proc_name(n->rep.proc);
+	return "ok";
+}
+
+static const struct info_repl *node_repl(const struct fo_node *n)
+{
+	if (n->info_ok && (!(n->flags & FO_N_REPORTED) || n->info_ms >= n->last_report_ms))
+		return &n->info;
+	return (n->flags & FO_N_REPORTED) ? &n->rep.repl : NULL;
+}
+
+static void fmt_wall(long long ms, char *buf, size_t len)
+{
+	time_t t = ms / 1000;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (tm.tm_year + 1900) % 10000,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const struct fo_failover *f,
+			   const struct fo_cluster *fo)
+{
+	char ts[40];
+
+	fmt_wall(f->start_wall_ms, ts, sizeof(ts));
+	evbuffer_add_printf(b, "failover of %s at %s: %s -> %s (%s)%s, %s in %lld ms, epoch %llu\n",
+			    s->name, ts, f->from >= 0 ? fo->nodes[f->from].id : "?",
+			    f->to >= 0 ? fo->nodes[f->to].id : "-", f->reason,
+			    f->planned ? " planned" : "", f->result,
+			    f->end_wall_ms - f->start_wall_ms, f->epoch ? f->epoch : s->epoch);
+	for (int i = 0; i < f->nsteps; i++)
+		evbuffer_add_printf(b, "  %+6lld ms  %s\n", f->steps[i].at_ms, f->steps[i].text);
+}
+
+void ctl_status_json(struct ctl *c, struct evbuffer *b)
+{
+	long long now = fl_mono_ms();
+
+	evbuffer_add_printf(b, "{\"cluster\":");
+	json_str(b, c->cfg->name);
+	evbuffer_add_printf(b, ",\"controller\":{\"listen\":");
+	json_str(b, c->listen_str);
+	evbuffer_add_printf(b, ",\"myid\":\"%s\",\"pid\":%d,\"uptime_ms\":%lld,\"tilt\":%s,"
+			       "\"starting\":%s},\"shards\":[",
+			    c->myid, getpid(), now - c->start_ms, c->fo.tilt ? "true" : "false",
+			    c->fo.starting ? "true" : "false");
+	for (int i = 0; i < c->fo.nshards; i++) {
+		struct fo_shard *s = &c->fo.shards[i];
+
+		evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+		json_str(b, s->name);
+		evbuffer_add_printf(b, ",\"primary\":");
+		if (s->primary >= 0)
+			json_str(b, c->fo.nodes[s->primary].id);
+		else
+			evbuffer_add_printf(b, "null");
+		evbuffer_add_printf(b, ",\"epoch\":%llu,\"failover\":\"%s\",\"dns_name\":", s->epoch,
+				    fo_state_name(s->fo.state));
+		json_str(b, c->cfg->shards[i].dns_name);
+		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
+			const struct ctl_dns *d = &c->dnss[i];
+
+			evbuffer_add_printf(b, ",\"dns_want\":");
+			json_str(b, s->primary >= 0 ? c->fo.nodes[s->primary].host : "");
+			evbuffer_add_printf(b, ",\"dns_seen\":");
+			json_str(b, d->seen);
+			evbuffer_add_printf(b, ",\"dns_agrees\":%s",
+					    d->agrees < 0 ? "null" : d->agrees ? "true" : "false");
+			if (d->cfg_err[0]) {
+				evbuffer_add_printf(b, ",\"dns_error\":");
+				json_str(b, d->cfg_err);
+			}
+		}
+		evbuffer_add_printf(b, ",\"nodes\":[");
+		for (int j = 0; j < s->nnodes; j++) {
+			struct fo_node *n = &c->fo.nodes[s->nodes[j]];
+			const struct info_repl *r = node_repl(n);
+
+			evbuffer_add_printf(b, "%s{\"id\":", j ? "," : "");
+			json_str(b, n->id);
+			evbuffer_add_printf(b, ",\"role\":\"%s\",\"addr\":",
+					    n->idx == s->primary ? "primary" : "replica");
+			json_str(b, c->cfg->nodes[n->idx].redis_str);
+			evbuffer_add_printf(b, ",\"health\":\"%s\",\"agent\":%s,\"proc\":\"%s\","
+					       "\"heartbeat_age_ms\":%lld,\"priority\":%d",
+					    node_health(n), (n->flags & FO_N_AGENT) ? "true" : "false",
+					    fo_proc_name(n->rep.proc),
+					    (n->flags & FO_N_REPORTED) ? now - n->last_report_ms : -1,
+					    n->priority);
+			if (r)
+				evbuffer_add_printf(b, ",\"server_role\":\"%s\",\"offset\":%lld,"
+						       "\"link\":\"%s\"",
+						    info_role_name(r->role), r->offset,
+						    r->link_up == 1 ? "up" : r->link_up == 0 ? "down" :
+											 "-");
+			evbuffer_add_printf(b, "}");
+		}
+		evbuffer_add_printf(b, "]");
+		if (s->have_last) {
+			const struct fo_failover *f = &s->last;
+			char ts[40];
+
+			fmt_wall(f->start_wall_ms, ts, sizeof(ts));
+			evbuffer_add_printf(b, ",\"last_failover\":{\"start\":\"%s\",\"from\":", ts);
+			json_str(b, f->from >= 0 ? c->fo.nodes[f->from].id : "");
+			evbuffer_add_printf(b, ",\"to\":");
+			json_str(b, f->to >= 0 ? c->fo.nodes[f->to].id : "");
+			evbuffer_add_printf(b, ",\"reason\":");
+			json_str(b, f->reason);
+			evbuffer_add_printf(b, ",\"planned\":%s,\"result\":",
+					    f->planned ? "true" : "false");
+			json_str(b, f->result);
+			evbuffer_add_printf(b, ",\"duration_ms\":%lld,\"steps\":[",
+					    f->end_wall_ms - f->start_wall_ms);
+			for (int j = 0; j < f->nsteps; j++) {
+				evbuffer_add_printf(b, "%s{\"at_ms\":%lld,\"what\":", j ? "," : "",
+						    f->steps[j].at_ms);
+				json_str(b, f->steps[j].text);
+				evbuffer_add_printf(b, "}");
+			}
+			evbuffer_add_printf(b, "]}");
+		}
+		evbuffer_add_printf(b, "}");
+	}
+	evbuffer_add_printf(b, "]}\n");
+}
+
+void ctl_status_text(struct ctl *c, struct evbuffer *b)
+{
+	long long now = fl_mono_ms();
+
+	evbuffer_add_printf(b, "cluster %s  controller %s  pid %d  up %llds%s%s\n", c->cfg->name,
+			    c->listen_str, getpid(), (now - c->start_ms) / 1000,
+			    c->fo.tilt ? "  TILT" : "", c->fo.starting ? "  (starting)" : "");
+	for (int i = 0; i < c->fo.nshards; i++) {
+		struct fo_shard *s = &c->fo.shards[i];
+		struct fo_node *p = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
+
+		evbuffer_add_printf(b, "\nshard %s  primary %s (%s)  epoch %llu%s%s\n", s->name,
+				    p ? p->id : "unknown", p ? c->cfg->nodes[p->idx].redis_str : "-",
+				    s->epoch, s->fo.state != FO_ST_NONE ? "  failover: " : "",
+				    s->fo.state != FO_ST_NONE ? fo_state_name(s->fo.state) : "");
+		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
+			const struct ctl_dns *d = &c->dnss[i];
+
+			evbuffer_add_printf(b, "  dns %s -> %s: %s%s%s\n", c->cfg->shards[i].dns_name,
+					    p ? p->host : "?",
+					    d->agrees < 0 ? "not checked yet"
+					    : d->agrees ? "agrees"
+							: "DIFFERS",
+					    d->agrees == 0 ? (d->seen[0] ? ", has " : ", no record") : "",
+					    d->agrees == 0 ? d->seen : "");
+			if (d->cfg_err[0])
+				evbuffer_add_printf(b, "  dns error: %s\n", d->cfg_err);
+		}
+		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %s\n", "node",
+				    "role", "server", "health", "agent", "heartbeat", "srv_role",
+				    "offset", "link");
+		for (int j = 0; j < s->nnodes; j++) {
+			struct fo_node *n = &c->fo.nodes[s->nodes[j]];
+			const struct info_repl *r = node_repl(n);
+			char hb[32] = "-", off[32] = "-";
+
+			if (n->flags & FO_N_REPORTED)
+				snprintf(hb, sizeof(hb), "%lld ms", now - n->last_report_ms);
+			if (r && r->offset >= 0)
+				snprintf(off, sizeof(off), "%lld", r->offset);
+			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %s\n",
+					    n->id, n->idx == s->primary ? "primary" : "replica",
+					    c->cfg->nodes[n->idx].redis_str, node_health(n),
+					    (n->flags & FO_N_AGENT) ? "yes" : "no", hb,
+					    r ? info_role_name(r->role) : "-", off,
+					    !r || r->link_up < 0 ? "-" : r->link_up ? "up" : "down");
+		}
+		if (s->have_last) {
+			evbuffer_add_printf(b, "  last ");
+			ctl_print_timeline(b, s, &s->last, &c->fo);
+		}
+	}
+}
