@@ -16,7 +16,6 @@
 #include <stdbool.h>
 #include <strings.h>
 #include <event2/event.h>
-#include <hiredis/async.h>
 #include "common/config.h"
 #include "common/event_log.h"
 #include "common/resp.h"
@@ -25,7 +24,7 @@
 #include "controller/failover.h"
 
 struct evbuffer;
-struct redis_link;
+struct ctl_server;
 
 #define CTL_TICK_MS 100         /* TILT check */
 #define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
@@ -35,16 +34,6 @@ struct redis_link;
 #define CTL_PROTO_VERSION "1"
 #define CTL_MAX_SUBS 64
 #define CTL_PUBSUB_MAX_OUT (8u << 20) /* bytes a subscriber may leave unread */
-
-/* Our connection to one node's server (ctl_servers.c). */
-struct ctl_link {
-	struct ctl *ctl;
-	int node;
-	redisAsyncContext *ac;
-	bool connected;
-	int retry_ms;
-	struct event *retry; /* reconnect timer */
-};
 
 /* A client or agent connection. */
 struct ctl_conn {
@@ -89,7 +78,7 @@ struct ctl {
 	char myid[41];
 	long long start_ms;
 	struct ctl_conn *conns;
-	struct ctl_link links[FO_MAX_NODES]; /* ctl_servers.c */
+	struct ctl_server *servers[FO_MAX_NODES]; /* ctl_servers.c */
 	struct event *node_timer[FO_MAX_NODES]; /* heartbeat deadline */
 	struct event **shard_timer;
 	struct ctl_conn **waiter; /* per shard: the client waiting for FLATLINE FAILOVER */

@@ -1,219 +1,57 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The controller's requests to the Redis servers: one hiredis async link per node,
- * kept warm, each request answered by its reply or by its timeout. The I/O behind
- * struct fo_ops (ping, info, pause, unpause, promote, replicaof). */
+/* The controller's requests to the Redis servers: one redis_link per node (the
+ * agent's link: reconnect with backoff, kept warm, each request answered by its
+ * reply or by its timeout). The I/O behind struct fo_ops (ping, info, pause,
+ * unpause, promote, replicaof). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <event2/event.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
-#include <hiredis/adapters/libevent.h>
-#include "common/clock.h"
 #include "common/info.h"
 #include "common/log.h"
+#include "common/redis_link.h"
 #include "controller/ctl.h"
 
-enum ctl_req_kind { REQ_INFO, REQ_DISCOVER, REQ_PING, REQ_PAUSE, REQ_UNPAUSE, REQ_PROMOTE,
-		    REQ_PROMOTE_PLAIN, REQ_REPLICAOF };
+#define CTL_CONNECT_TIMEOUT_MS 1000
 
-/* One request to a server: answered by hiredis or by its timer, whichever first. */
-struct ctl_req {
-	struct ctl_link *l;
-	enum ctl_req_kind kind;
-	struct event *timer;
-	bool in_hiredis; /* hiredis holds it: its callback frees it */
-	bool finished;   /* delivered (reply, error or timeout) */
-	char err[160];   /* set when it failed before reaching the server */
+/* Our connection to one node's server. */
+struct ctl_server {
+	struct ctl *ctl;
+	int node;
+	struct redis_link *link;
 };
 
-static void link_connect(struct ctl_link *l);
-
-static void on_link_retry(evutil_socket_t fd, short what, void *arg)
+static struct fo_node *server_node(const struct ctl_server *s)
 {
-	(void)fd;
-	(void)what;
-	link_connect(arg);
+	return &s->ctl->fo.nodes[s->node];
 }
 
-static void link_schedule_retry(struct ctl_link *l)
+/* The handshake: before anything held for the connection. */
+static void on_server_up(void *ctx)
 {
-	struct timeval tv = fl_ms_tv(l->retry_ms);
+	struct ctl_server *s = ctx;
+	const struct cfg *cf = s->ctl->cfg;
+	const char *setname[] = { "CLIENT", "SETNAME", "flatline-controller" };
 
-	evtimer_add(l->retry, &tv);
-	l->retry_ms = l->retry_ms * 2 > CTL_RETRY_MAX_MS ? CTL_RETRY_MAX_MS : l->retry_ms * 2;
-}
+	if (cf->redis.password[0]) {
+		const char *auth[] = { "AUTH", cf->redis.user, cf->redis.password };
+		const char *auth_default[] = { "AUTH", cf->redis.password };
 
-static void on_link_connect(const redisAsyncContext *ac, int status)
-{
-	struct ctl_link *l = ac->data;
-
-	if (status != REDIS_OK) {
-		pr_debug("failed to connect to %s: %s\n", l->ctl->fo.nodes[l->node].id, ac->errstr);
-		if (l->ac != ac)
-			return; /* an old context, already replaced */
-		l->ac = NULL; /* hiredis frees it */
-		l->connected = false;
-		link_schedule_retry(l); /* the disconnect callback is not called */
-		return;
-	}
-	l->connected = true;
-	l->retry_ms = CTL_RETRY_MIN_MS;
-}
-
-static void on_link_disconnect(const redisAsyncContext *ac, int status)
-{
-	struct ctl_link *l = ac->data;
-
-	(void)status;
-	if (l->ac != ac)
-		return; /* dropped by link_reset, maybe already replaced */
-	l->ac = NULL;
-	l->connected = false;
-	link_schedule_retry(l); /* kept warm: a promotion never waits for a connect */
-}
-
-static void link_connect(struct ctl_link *l)
-{
-	struct ctl *c = l->ctl;
-	const struct cfg_node *cn = &c->cfg->nodes[l->node];
-	redisAsyncContext *ac;
-
-	if (l->ac)
-		return;
-	if (cn->redis.unix_path[0])
-		ac = redisAsyncConnectUnix(cn->redis.unix_path);
-	else
-		ac = redisAsyncConnect(cn->redis.host, cn->redis.port);
-	if (!ac)
-		return;
-	if (ac->err) {
-		pr_debug("failed to connect to %s: %s\n", cn->id, ac->errstr);
-		redisAsyncFree(ac);
-		return;
-	}
-	ac->data = l;
-	if (redisLibeventAttach(ac, c->base) != REDIS_OK) {
-		redisAsyncFree(ac);
-		return;
-	}
-	redisAsyncSetConnectCallback(ac, on_link_connect);
-	redisAsyncSetDisconnectCallback(ac, on_link_disconnect);
-	l->ac = ac;
-	if (c->cfg->redis.password[0]) {
-		if (c->cfg->redis.user[0])
-			redisAsyncCommand(ac, NULL, NULL, "AUTH %s %s", c->cfg->redis.user,
-					  c->cfg->redis.password);
+		if (cf->redis.user[0])
+			redis_link_send(s->link, 3, auth);
 		else
-			redisAsyncCommand(ac, NULL, NULL, "AUTH %s", c->cfg->redis.password);
+			redis_link_send(s->link, 2, auth_default);
 	}
-	redisAsyncCommand(ac, NULL, NULL, "CLIENT SETNAME flatline-controller");
+	redis_link_send(s->link, 3, setname);
 }
 
-/* The link went bad (a request timed out): drop it, pending requests fail. */
-static void link_reset(struct ctl_link *l)
+static void on_server_down(void *ctx, const char *why, int err)
 {
-	redisAsyncContext *ac = l->ac;
+	struct ctl_server *s = ctx;
 
-	if (!ac)
-		return;
-	/* Detached first: callbacks run by the free may already send on a new one. */
-	l->ac = NULL;
-	l->connected = false;
-	redisAsyncFree(ac); /* calls every pending callback with a NULL reply */
-	if (!l->ac && l->retry && l->ctl->base)
-		link_schedule_retry(l);
-}
-
-static void req_deliver(struct ctl_req *q, redisReply *rep, const char *err);
-
-static void req_free(struct ctl_req *q)
-{
-	if (q->timer)
-		event_free(q->timer);
-	free(q);
-}
-
-static void on_req_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct ctl_req *q = arg;
-	struct ctl_link *l = q->l;
-
-	(void)fd;
-	(void)what;
-	if (q->finished)
-		return;
-	q->finished = true;
-	req_deliver(q, NULL, q->err[0] ? q->err : "timed out");
-	if (!q->in_hiredis) {
-		req_free(q);
-		return;
-	}
-	/* Nothing else queued on this link can be trusted to answer soon either. */
-	link_reset(l);
-}
-
-static void on_req_reply(redisAsyncContext *ac, void *reply, void *privdata)
-{
-	struct ctl_req *q = privdata;
-
-	(void)ac;
-	q->in_hiredis = false;
-	if (!q->finished) {
-		q->finished = true;
-		evtimer_del(q->timer);
-		req_deliver(q, reply, reply ? NULL : "connection lost");
-	}
-	req_free(q);
-}
-
-/* Sends argv to node's server as request kind, answered within timeout_ms. */
-static struct ctl_req *req_new(struct ctl *c, int node, enum ctl_req_kind kind, int timeout_ms)
-{
-	struct ctl_link *l = &c->links[node];
-	struct ctl_req *q = calloc(1, sizeof(*q));
-	struct timeval tv = fl_ms_tv(timeout_ms);
-
-	if (!q)
-		return NULL;
-	q->l = l;
-	q->kind = kind;
-	q->timer = evtimer_new(c->base, on_req_timer, q);
-	if (!q->timer) {
-		free(q);
-		return NULL;
-	}
-	evtimer_add(q->timer, &tv);
-	link_connect(l);
-	if (!l->ac) {
-		/* Fails from the loop, never from inside the caller. */
-		snprintf(q->err, sizeof(q->err), "cannot connect to %.120s", c->cfg->nodes[node].redis_str);
-		event_active(q->timer, EV_TIMEOUT, 0);
-		return NULL;
-	}
-	return q;
-}
-
-static void req_send(struct ctl_req *q, int argc, const char **argv)
-{
-	if (!q)
-		return;
-	if (redisAsyncCommandArgv(q->l->ac, on_req_reply, q, argc, argv, NULL) != REDIS_OK) {
-		snprintf(q->err, sizeof(q->err), "failed to send the command");
-		event_active(q->timer, EV_TIMEOUT, 0);
-		return;
-	}
-	q->in_hiredis = true;
-}
-
-static void send_fire_and_forget(struct ctl *c, int node, int argc, const char **argv)
-{
-	struct ctl_link *l = &c->links[node];
-
-	link_connect(l);
-	if (l->ac)
-		redisAsyncCommandArgv(l->ac, NULL, NULL, argc, argv, NULL);
+	(void)err;
+	pr_debug("lost the connection to %s: %s\n", server_node(s)->id, why);
 }
 
 static int reply_info(redisReply *rep, struct info_repl *info, char *err, size_t errlen)
@@ -241,8 +79,6 @@ static bool reply_ok(redisReply *rep, char *err, size_t errlen)
 	}
 	return true;
 }
-
-static void promote_plain(struct ctl *c, int node);
 
 /* The promotion's EXEC: REPLICAOF NO ONE must say OK; CONFIG REWRITE may fail
  * (no config file, or a server without it); CLIENT KILL results do not matter. */
@@ -272,58 +108,99 @@ static bool promote_result(struct ctl *c, int node, redisReply *rep, char *err, 
 	return true;
 }
 
-static void req_deliver(struct ctl_req *q, redisReply *rep, const char *err_in)
+static void on_info_reply(void *ctx, redisReply *rep, const char *err_in, void *priv)
 {
-	struct ctl *c = q->l->ctl;
-	struct fo_node *n = &c->fo.nodes[q->l->node];
+	struct ctl_server *s = ctx;
+	struct fo_node *n = server_node(s);
 	struct info_repl info;
 	char err[200] = "";
 	bool ok;
 
 	if (!rep)
-		snprintf(err, sizeof(err), "%s", err_in ? err_in : "no reply");
-	switch (q->kind) {
-	case REQ_INFO:
-	case REQ_DISCOVER:
-		ok = rep && !reply_info(rep, &info, err, sizeof(err));
-		if (!ok)
-			pr_debug("failed to read INFO of %s: %s\n", n->id, err);
-		fo_on_info(&c->fo, n, ok, ok ? &info : NULL, err);
-		if (q->kind == REQ_DISCOVER)
-			ctl_discover_one_done(c);
-		break;
-	case REQ_PING:
-		fo_on_reach(&c->fo, n, rep && (rep->type != REDIS_REPLY_ERROR ||
-					       !strncmp(rep->str, "LOADING", 7) ||
-					       !strncmp(rep->str, "BUSY", 4)));
-		break;
-	case REQ_PAUSE:
-		ok = rep && reply_ok(rep, err, sizeof(err));
-		fo_on_pause(&c->fo, n, ok, err);
-		break;
-	case REQ_UNPAUSE:
-		break;
-	case REQ_PROMOTE:
-		if (rep && rep->type == REDIS_REPLY_ERROR && strstr(rep->str, "EXECABORT")) {
-			/* A server that refuses part of the transaction (Dragonfly): the
-			 * promotion alone, without the optional commands. */
-			pr_info("promotion transaction refused by %s (%s): REPLICAOF NO ONE alone\n",
-				n->id, rep->str);
-			promote_plain(c, n->idx);
-			break;
-		}
-		ok = rep && promote_result(c, n->idx, rep, err, sizeof(err));
-		fo_on_promote(&c->fo, n, ok, err);
-		break;
-	case REQ_PROMOTE_PLAIN:
-		ok = rep && reply_ok(rep, err, sizeof(err));
-		fo_on_promote(&c->fo, n, ok, err);
-		break;
-	case REQ_REPLICAOF:
-		ok = rep && reply_ok(rep, err, sizeof(err));
-		fo_on_replicaof(&c->fo, n, ok, err);
-		break;
+		snprintf(err, sizeof(err), "%s", err_in);
+	ok = rep && !reply_info(rep, &info, err, sizeof(err));
+	if (!ok)
+		pr_debug("failed to read INFO of %s: %s\n", n->id, err);
+	fo_on_info(&s->ctl->fo, n, ok, ok ? &info : NULL, err);
+	if (priv) /* the start-up round */
+		ctl_discover_one_done(s->ctl);
+}
+
+static void on_ping_reply(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	struct ctl_server *s = ctx;
+
+	(void)err;
+	(void)priv;
+	fo_on_reach(&s->ctl->fo, server_node(s),
+		    rep && (rep->type != REDIS_REPLY_ERROR || !strncmp(rep->str, "LOADING", 7) ||
+			    !strncmp(rep->str, "BUSY", 4)));
+}
+
+/* An answer that is OK, else why not: to fo_on_pause, fo_on_promote or fo_on_replicaof. */
+static void answer_ok(void *ctx, redisReply *rep, const char *err_in,
+		      void (*done)(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err))
+{
+	struct ctl_server *s = ctx;
+	char err[200] = "";
+	bool ok;
+
+	if (!rep)
+		snprintf(err, sizeof(err), "%s", err_in);
+	ok = rep && reply_ok(rep, err, sizeof(err));
+	done(&s->ctl->fo, server_node(s), ok, err);
+}
+
+static void on_pause_reply(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	(void)priv;
+	answer_ok(ctx, rep, err, fo_on_pause);
+}
+
+static void on_replicaof_reply(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	(void)priv;
+	answer_ok(ctx, rep, err, fo_on_replicaof);
+}
+
+/* REPLICAOF NO ONE alone, for a server that refused the transaction. */
+static void on_promote_plain_reply(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	(void)priv;
+	answer_ok(ctx, rep, err, fo_on_promote);
+}
+
+static void on_promote_reply(void *ctx, redisReply *rep, const char *err_in, void *priv)
+{
+	struct ctl_server *s = ctx;
+	struct ctl *c = s->ctl;
+	struct fo_node *n = server_node(s);
+	char err[200] = "";
+	bool ok;
+
+	(void)priv;
+	if (rep && rep->type == REDIS_REPLY_ERROR && strstr(rep->str, "EXECABORT")) {
+		const char *argv[] = { "REPLICAOF", "NO", "ONE" };
+
+		/* A server that refuses part of the transaction (Dragonfly): the
+		 * promotion alone, without the optional commands. */
+		pr_info("promotion transaction refused by %s (%s): REPLICAOF NO ONE alone\n",
+			n->id, rep->str);
+		redis_link_request(s->link, c->fo.promote_timeout_ms, on_promote_plain_reply, NULL,
+				   3, argv);
+		return;
 	}
+	if (!rep)
+		snprintf(err, sizeof(err), "%s", err_in);
+	ok = rep && promote_result(c, n->idx, rep, err, sizeof(err));
+	fo_on_promote(&c->fo, n, ok, err);
+}
+
+static struct redis_link *link_of(void *ctx, int node)
+{
+	struct ctl *c = ctx;
+
+	return c->servers[node]->link;
 }
 
 /* ---- the fo_ops ---- */
@@ -332,14 +209,14 @@ void ctl_op_ping(void *ctx, int node, int timeout_ms)
 {
 	const char *argv[] = { "PING" };
 
-	req_send(req_new(ctx, node, REQ_PING, timeout_ms), 1, argv);
+	redis_link_request(link_of(ctx, node), timeout_ms, on_ping_reply, NULL, 1, argv);
 }
 
 void ctl_op_info(void *ctx, int node, int timeout_ms)
 {
 	const char *argv[] = { "INFO", "replication" };
 
-	req_send(req_new(ctx, node, REQ_INFO, timeout_ms), 2, argv);
+	redis_link_request(link_of(ctx, node), timeout_ms, on_info_reply, NULL, 2, argv);
 }
 
 void ctl_op_pause(void *ctx, int node, int pause_ms, int timeout_ms)
@@ -348,20 +225,20 @@ void ctl_op_pause(void *ctx, int node, int pause_ms, int timeout_ms)
 	const char *argv[] = { "CLIENT", "PAUSE", ms, "WRITE" };
 
 	snprintf(ms, sizeof(ms), "%d", pause_ms);
-	req_send(req_new(ctx, node, REQ_PAUSE, timeout_ms), 4, argv);
+	redis_link_request(link_of(ctx, node), timeout_ms, on_pause_reply, NULL, 4, argv);
 }
 
 void ctl_op_unpause(void *ctx, int node)
 {
 	const char *argv[] = { "CLIENT", "UNPAUSE" };
 
-	send_fire_and_forget(ctx, node, 2, argv);
+	redis_link_send(link_of(ctx, node), 2, argv);
 }
 
+/* One transaction: REPLICAOF NO ONE, CONFIG REWRITE and the client kills. */
 void ctl_op_promote(void *ctx, int node, int timeout_ms)
 {
-	struct ctl *c = ctx;
-	struct ctl_req *q = req_new(c, node, REQ_PROMOTE, timeout_ms);
+	struct redis_link *l = link_of(ctx, node);
 	static const char *const cmds[][4] = {
 		{ "MULTI" }, { "REPLICAOF", "NO", "ONE" }, { "CONFIG", "REWRITE" },
 		{ "CLIENT", "KILL", "TYPE", "normal" }, { "CLIENT", "KILL", "TYPE", "pubsub" },
@@ -369,18 +246,9 @@ void ctl_op_promote(void *ctx, int node, int timeout_ms)
 	static const int argcs[] = { 1, 3, 2, 4, 4 };
 	const char *exec[] = { "EXEC" };
 
-	if (!q)
-		return;
 	for (size_t i = 0; i < sizeof(argcs) / sizeof(argcs[0]); i++)
-		redisAsyncCommandArgv(q->l->ac, NULL, NULL, argcs[i], (const char **)cmds[i], NULL);
-	req_send(q, 1, exec);
-}
-
-static void promote_plain(struct ctl *c, int node)
-{
-	const char *argv[] = { "REPLICAOF", "NO", "ONE" };
-
-	req_send(req_new(c, node, REQ_PROMOTE_PLAIN, c->fo.promote_timeout_ms), 3, argv);
+		redis_link_send(l, argcs[i], (const char **)cmds[i]);
+	redis_link_request(l, timeout_ms, on_promote_reply, NULL, 1, exec);
 }
 
 void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms)
@@ -391,7 +259,7 @@ void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms)
 	const char *argv[] = { "REPLICAOF", m->host, port };
 
 	snprintf(port, sizeof(port), "%d", m->port);
-	req_send(req_new(c, node, REQ_REPLICAOF, timeout_ms), 3, argv);
+	redis_link_request(link_of(ctx, node), timeout_ms, on_replicaof_reply, NULL, 3, argv);
 }
 
 /* The first INFO round at start: answers count down c->discover_pending. */
@@ -399,20 +267,28 @@ void ctl_server_discover(struct ctl *c, int node, int timeout_ms)
 {
 	const char *argv[] = { "INFO", "replication" };
 
-	req_send(req_new(c, node, REQ_DISCOVER, timeout_ms), 2, argv);
+	redis_link_request(c->servers[node]->link, timeout_ms, on_info_reply, c, 2, argv);
 }
 
 int ctl_servers_start(struct ctl *c)
 {
-	for (int i = 0; i < c->cfg->nnodes; i++) {
-		struct ctl_link *l = &c->links[i];
+	static const struct redis_link_ops ops = { .on_up = on_server_up, .on_down = on_server_down };
 
-		l->ctl = c;
-		l->node = i;
-		l->retry_ms = CTL_RETRY_MIN_MS;
-		l->retry = evtimer_new(c->base, on_link_retry, l);
-		if (!l->retry)
+	for (int i = 0; i < c->cfg->nnodes; i++) {
+		const struct cfg_node *cn = &c->cfg->nodes[i];
+		struct ctl_server *s = calloc(1, sizeof(*s));
+
+		if (!s)
 			return -ENOMEM;
+		c->servers[i] = s;
+		s->ctl = c;
+		s->node = i;
+		s->link = redis_link_new(c->base, &cn->redis, cn->redis_str, CTL_CONNECT_TIMEOUT_MS,
+					 &ops, s);
+		if (!s->link)
+			return -ENOMEM;
+		/* Kept warm: a promotion never waits for a connect. */
+		redis_link_set_backoff(s->link, CTL_RETRY_MIN_MS, CTL_RETRY_MAX_MS);
 	}
 	return 0;
 }
@@ -420,8 +296,10 @@ int ctl_servers_start(struct ctl *c)
 void ctl_servers_free(struct ctl *c)
 {
 	for (int i = 0; i < FO_MAX_NODES; i++) {
-		link_reset(&c->links[i]);
-		if (c->links[i].retry)
-			event_free(c->links[i].retry);
+		if (!c->servers[i])
+			continue;
+		redis_link_free(c->servers[i]->link);
+		free(c->servers[i]);
+		c->servers[i] = NULL;
 	}
 }
