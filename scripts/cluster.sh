@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# scripts/cluster.sh [-d DIR] [-n NAME] [--keep] up|down|status: a three-host flatline
+# scripts/cluster.sh [-d DIR] [-n NAME] [--keep] [--ha] up|down|status: a three-host flatline
 # cluster on this machine (network namespaces, redis-server, agents, a controller and
-# named). The work is tests/lib/cluster.sh's (the library the tests and benchmarks
+# named; with --ha three etcd members and three controllers, one leading). The work
+# is tests/lib/cluster.sh's (the library the tests and benchmarks
 # share); its header lists the settings.
 set -u
 # shellcheck source=tests/lib/cluster.sh
@@ -14,11 +15,12 @@ cl_main() {
 		-d) dir=$2; shift 2 ;;
 		-n) name=$2; shift 2 ;;
 		--keep) CL_KEEP=1; shift ;;
+		--ha) export FL_HA=1; shift ;;
 		up | down | status) cmd=$1; shift ;;
-		*) echo "usage: scripts/cluster.sh [-d DIR] [-n NAME] [--keep] up|down|status" >&2; return 2 ;;
+		*) echo "usage: scripts/cluster.sh [-d DIR] [-n NAME] [--keep] [--ha] up|down|status" >&2; return 2 ;;
 		esac
 	done
-	[ -n "$cmd" ] || { echo "usage: scripts/cluster.sh [-d DIR] [-n NAME] [--keep] up|down|status" >&2; return 2; }
+	[ -n "$cmd" ] || { echo "usage: scripts/cluster.sh [-d DIR] [-n NAME] [--keep] [--ha] up|down|status" >&2; return 2; }
 	cl_init "$dir" "$name"
 	case $cmd in
 	up)

@@ -299,7 +299,12 @@ test_controller_restart() {
 		on_exit "rmdir $cg"
 		echo "1000 100000" >"$cg/cpu.max"
 	fi
-	pid=$(cl_pid controller)
+	if [ -n "$CL_HA" ]; then # HA mode: the leader is the one killed
+		lead=$(cl_ha_leader) || fail "no leader"
+		pid=$(cl_pid "controller-c$lead")
+	else
+		pid=$(cl_pid controller)
+	fi
 	[ -z "$cg" ] || echo "$pid" >"$cg/cgroup.procs"
 	for i in 2 3; do lines[i]=$(wc -l <"$CL_DIR/$(cl_node "$i")/redis.log"); done
 	# tail -F wakes on the write itself (inotify): the controller is killed within a
@@ -311,7 +316,15 @@ test_controller_restart() {
 	cl_until 5 not_running "$pid" || fail "the controller did not die"
 	last=$(jq -r .kind "$CL_CLOG" | tail -n 1)
 	echo "    controller killed after its event '$last'" >&2
-	cl_controller_start || fail "controller did not restart"
+	if [ -n "$CL_HA" ]; then
+		# Another controller leads (warm: the agents reported to it all along) and
+		# finishes the failover (or finds it finished) from etcd and the servers.
+		cl_until 10 new_leader_ready "$lead" || fail "no other controller leads"
+		CL_CLOG=$(cl_ha_log "$(cl_ha_leader)")
+		cl_ha_controller_start "$lead"
+	else
+		cl_controller_start || fail "controller did not restart"
+	fi
 	# It finishes the failover (or finds it finished) from its state file and the reports.
 	cl_until 10 ctl_ev "select(.kind == \"controller_ready\") | .ts > \"$(date -u -d @$((T0 / 1000000000)) +%Y-%m-%dT%H:%M:%S)\"" ||
 		fail "restarted controller not ready"
@@ -329,6 +342,7 @@ test_controller_restart() {
 	record "  (first controller killed after '$last')"
 }
 not_running() { ! cl_running "$1"; }
+new_leader_ready() { local l; l=$(cl_ha_leader) && [ "$l" != "$1" ] && cl_has_event "$(cl_ha_log "$l")" '.kind == "controller_ready"'; }
 status_epoch() { cl_status_json | jq '.shards[0].epoch'; }
 one_master_not_old() { local m; m=$(cl_masters); [ -n "$m" ] && [ "$m" != "$OLD" ] && [ "$(wc -l <<<"$m")" = 1 ]; }
 
@@ -371,6 +385,8 @@ test_lossy_no_fault() {
 
 TESTS=(test_sigkill test_segfault test_oom_kill test_hung_then_resumed test_host_failure
 	test_isolation test_fast_restart test_controller_restart test_agent_killed test_lossy_no_fault)
+# shellcheck source=tests/integration/cluster_ha_cases.sh
+[ -z "$CL_HA" ] || . tests/integration/cluster_ha_cases.sh
 [ -z "${CLUSTER_TESTS:-}" ] || read -ra TESTS <<<"$CLUSTER_TESTS"
 run_tests
 if [ -s "$RESULTS" ]; then

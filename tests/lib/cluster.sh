@@ -42,6 +42,7 @@ cl_init() {
 	CL_ZONE=${FL_ZONE:-ha.test}
 	CL_CG_KIND=
 	CL_HAVE_ENV=
+	CL_HA=${FL_HA:-} # non-empty: three etcd members and three controllers (cluster_ha.sh)
 	if [ -f "$CL_DIR/cluster.env" ]; then
 		# shellcheck disable=SC1091
 		. "$CL_DIR/cluster.env"
@@ -52,6 +53,7 @@ cl_init() {
 	CL_DNS_NAME=$CL_SHARD.$CL_ZONE.
 	CL_CONF=$CL_DIR/cluster.conf
 	CL_CLOG=$CL_DIR/controller.jsonl
+	[ -z "$CL_HA" ] || CL_CLOG=$CL_DIR/controller-c1.jsonl
 	CL_NS_CTL=$CL_NAME-ctl
 	CL_NODES=("${CL_NODE_PREFIX}1" "${CL_NODE_PREFIX}2" "${CL_NODE_PREFIX}3")
 }
@@ -175,6 +177,7 @@ cl_net_up() {
 		ip -n "$ns" addr add "$(cl_ip "$i")/24" dev eth0
 		ip -n "$ns" link set eth0 up
 	done
+	[ -z "$CL_HA" ] || cl_ha_net_up
 }
 
 # Link cut (the host's cable pulled at the switch) and back.
@@ -277,6 +280,7 @@ cl_write_conf() {
 		nodes = ${CL_NODES[*]}
 		dns_name = $CL_DNS_NAME
 	EOF
+	[ -z "$CL_HA" ] || cl_ha_conf
 }
 
 cl_named_start() {
@@ -391,9 +395,16 @@ cl_healthy() {
 }
 # cl_api_primary: the primary's address as the controller's Sentinel API gives it.
 cl_api_primary() {
-	timeout 2 nsenter --net="/run/netns/$CL_NS_CTL" redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" \
-		sentinel get-master-addr-by-name "$CL_SHARD" 2>/dev/null | head -n 1
+	local ip a
+	for ip in $(cl_api_ips); do
+		a=$(timeout 2 nsenter --net="/run/netns/$CL_NS_CTL" redis-cli -h "$ip" -p "$CL_CTL_PORT" \
+			sentinel get-master-addr-by-name "$CL_SHARD" 2>/dev/null | head -n 1)
+		[ -n "$a" ] && { echo "$a"; return 0; }
+	done
+	return 1
 }
+# cl_api_ips: where the Sentinel API answers (HA: every controller).
+cl_api_ips() { if [ -n "$CL_HA" ]; then cl_ha_ips; else echo "$CL_CTL_IP"; fi; }
 
 # cl_writer_start [ARGS...]: the writer (tests/lib/clwriter.py) in the ctl namespace,
 # following the shard's DNS name (or, with --sentinel ..., the Sentinel API), writing to
@@ -434,6 +445,7 @@ cl_save_env() {
 		CL_SHARD=$CL_SHARD
 		CL_ZONE=$CL_ZONE
 		CL_CG_KIND=$CL_CG_KIND
+		CL_HA=$CL_HA
 	EOF
 }
 
@@ -478,7 +490,11 @@ cl_up() {
 	cl_up_servers || return 1
 	cl_named_start || return 1
 	cl_write_conf
-	cl_controller_start || return 1
+	if [ -n "$CL_HA" ]; then
+		cl_ha_start || return 1
+	else
+		cl_controller_start || return 1
+	fi
 	for i in 1 2 3; do cl_agent_start "$i"; done
 	for i in 1 2 3; do
 		node=$(cl_node "$i")
@@ -490,7 +506,7 @@ cl_up() {
 }
 
 # Namespaces of this cluster that exist now.
-cl_netns_list() { ip netns list 2>/dev/null | awk '{ print $1 }' | grep -E "^$CL_NAME-(ctl|h[0-9]+)$"; }
+cl_netns_list() { ip netns list 2>/dev/null | awk '{ print $1 }' | grep -E "^$CL_NAME-(ctl|h[0-9]+|c[0-9]+)$"; }
 
 cl_down() {
 	local f name ns p i node cg
@@ -564,4 +580,6 @@ cl_status() {
 	echo "  events:              $FL events --log $CL_CLOG"
 }
 
+# shellcheck source=tests/lib/cluster_ha.sh
+. "$CL_ROOT/tests/lib/cluster_ha.sh"
 cl_init

@@ -57,7 +57,8 @@ struct agent {
 	struct prober *probe;    /* with peers: ICMP probing timed in the kernel */
 
 	struct srvmon *srv;      /* with a cluster file: the local server */
-	struct reporter *rep;    /* with a cluster file: the controller link */
+	struct reporter *rep[CFG_MAX_CTLS]; /* with a cluster file: one link per controller */
+	int nrep;
 	pid_t srv_pid;           /* the server's pid as watched in the kernel */
 	/* Self-fencing (user/fence.h): what the controller last said, and the pause. */
 	struct fence_sm fence;
@@ -277,6 +278,13 @@ static void log_srv_change(struct agent *a, const struct srv_state *prev,
 	}
 }
 
+/* Something changed: report to every controller now. */
+static void kick_reports(struct agent *a)
+{
+	for (int i = 0; i < a->nrep; i++)
+		reporter_kick(a->rep[i]);
+}
+
 static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
 			   unsigned what)
 {
@@ -287,7 +295,7 @@ static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct
 	log_srv_change(a, prev, cur, what);
 	/* Offsets alone ride on the next heartbeat; everything else goes now. */
 	if (what & ~SRV_CH_INFO)
-		reporter_kick(a->rep);
+		kick_reports(a);
 }
 
 static void report_peers(struct agent *a, struct rep_msg *m);
@@ -366,8 +374,7 @@ static void on_peer_change(void *ctx, const struct probe_peer_info *peer)
 
 	probe_evrec(&r, a->node, peer);
 	agent_log(a, &r);
-	if (a->rep)
-		reporter_kick(a->rep);
+	kick_reports(a);
 	if (a->srv)
 		fence_eval_now(a);
 }
@@ -524,7 +531,7 @@ static void fence_eval_now(struct agent *a)
 		agent_log(a, &r);
 		break;
 	}
-	reporter_kick(a->rep);
+	kick_reports(a);
 }
 
 static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
@@ -557,17 +564,26 @@ static int start_cluster(struct agent *a)
 		.secret = c->secret,
 		.heartbeat_ms = c->agent.heartbeat_ms,
 	};
+	/* HA mode: every controller gets the reports (followers stay warm). */
+	int nctl = c->etcd.enabled ? c->nctls : 1;
 
 	struct timeval tick = fl_ms_tv(c->agent.heartbeat_ms);
 
 	a->srv = srvmon_new(a->base, &so, &sops, a);
-	a->rep = reporter_new(a->base, &ro, &rops, a);
+	for (a->nrep = 0; a->nrep < nctl; a->nrep++) {
+		if (c->etcd.enabled)
+			ro.ep = c->ctls[a->nrep].listen;
+		a->rep[a->nrep] = reporter_new(a->base, &ro, &rops, a);
+		if (!a->rep[a->nrep])
+			return -ENOMEM;
+	}
 	a->fence_ev = event_new(a->base, -1, EV_PERSIST, on_fence_tick, a);
-	if (!a->srv || !a->rep || !a->fence_ev)
+	if (!a->srv || !a->fence_ev)
 		return -ENOMEM;
 	a->ctl_answer_ms = fl_mono_ms(); /* isolation is counted from start at the earliest */
 	srvmon_start(a->srv);
-	reporter_start(a->rep);
+	for (int i = 0; i < a->nrep; i++)
+		reporter_start(a->rep[i]);
 	return event_add(a->fence_ev, &tick);
 }
 
@@ -855,7 +871,8 @@ cleanup:
 	if (a->fence_ev)
 		event_free(a->fence_ev);
 	srvmon_free(a->srv);
-	reporter_free(a->rep);
+	for (int i = 0; i < a->nrep; i++)
+		reporter_free(a->rep[i]);
 	probe_close(a->probe);
 	event_base_free(a->base);
 	return err;

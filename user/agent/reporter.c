@@ -94,6 +94,11 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 		redis_link_drop(r->link, "report refused");
 		return;
 	}
+	/* A follower controller (HA mode: a 4th element "follower") answers, but only the
+	 * leader's word counts for fencing. */
+	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 4 &&
+	    rep->element[3]->type == REDIS_REPLY_STRING && !strcmp(rep->element[3]->str, "follower"))
+		return;
 	r->last_answer_ms = fl_wall_ms();
 	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
 	    rep->element[1]->type == REDIS_REPLY_INTEGER &&

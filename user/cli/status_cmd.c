@@ -13,9 +13,20 @@
 
 #define STATUS_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
 
-static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms)
+/* The controllers to ask, in order: [controller] listen, or in HA mode each
+ * [controller "id"]. */
+static int n_controllers(const struct cfg *cfg)
 {
-	const struct cfg_endpoint *ep = &cfg->controller.listen;
+	return cfg->etcd.enabled ? cfg->nctls : 1;
+}
+
+static const struct cfg_endpoint *controller_ep(const struct cfg *cfg, int i)
+{
+	return cfg->etcd.enabled ? &cfg->ctls[i].listen : &cfg->controller.listen;
+}
+
+static redisContext *connect_one(const struct cfg_endpoint *ep, int timeout_ms)
+{
 	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
 	redisContext *rc;
 
@@ -32,6 +43,18 @@ static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms)
 		return NULL;
 	}
 	return rc;
+}
+
+/* The first controller from *next on that accepts a connection; *next moves past it. */
+static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms, int *next)
+{
+	while (*next < n_controllers(cfg)) {
+		redisContext *rc = connect_one(controller_ep(cfg, (*next)++), timeout_ms);
+
+		if (rc)
+			return rc;
+	}
+	return NULL;
 }
 
 static struct cfg *load(const char *path)
@@ -66,7 +89,7 @@ int cmd_status(int argc, char **argv)
 	struct cfg *cfg;
 	redisContext *rc;
 	redisReply *rep;
-	int opt, ret = 1;
+	int opt, ret = 1, next = 0;
 
 	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
 		switch (opt) {
@@ -91,7 +114,7 @@ int cmd_status(int argc, char **argv)
 	cfg = load(path);
 	if (!cfg)
 		return 1;
-	rc = connect_controller(cfg, 2000);
+	rc = connect_controller(cfg, 2000, &next);
 	if (!rc)
 		goto cleanup;
 	rep = redisCommand(rc, "FLATLINE STATUS %s", json ? "JSON" : "TEXT");
@@ -134,7 +157,7 @@ int cmd_failover(int argc, char **argv)
 	struct cfg *cfg;
 	redisContext *rc;
 	redisReply *rep;
-	int opt, ret = 1;
+	int opt, ret = 1, next = 0;
 
 	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
 		switch (opt) {
@@ -160,7 +183,8 @@ int cmd_failover(int argc, char **argv)
 	cfg = load(path);
 	if (!cfg)
 		return 1;
-	rc = connect_controller(cfg, 2000);
+again:
+	rc = connect_controller(cfg, 2000, &next);
 	if (!rc)
 		goto cleanup;
 	{
@@ -182,6 +206,13 @@ int cmd_failover(int argc, char **argv)
 		rep = redisCommand(rc, "FLATLINE FAILOVER %s %s", shard, to);
 	else
 		rep = redisCommand(rc, "FLATLINE FAILOVER %s", shard);
+	if (rep && rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOTLEADER", 9) &&
+	    next < n_controllers(cfg)) {
+		/* HA mode: a follower; ask the next controller. */
+		freeReplyObject(rep);
+		redisFree(rc);
+		goto again;
+	}
 	if (!rep) {
 		pr_warn("failed to fail over %s: %s\n", shard, rc->errstr);
 	} else if (rep->type == REDIS_REPLY_STRING) {

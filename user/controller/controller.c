@@ -74,21 +74,62 @@ static void op_promoted(void *ctx, int shard)
 	struct ctl *c = ctx;
 	struct fo_shard *s = &c->fo.shards[shard];
 	char err[512];
-	int rc = fo_state_save(&c->fo, c->state_file, err, sizeof(err));
+	int rc;
 
-	if (rc)
-		pr_warn("%s\n", err);
+	if (c->ha) {
+		ctl_ha_save(c, shard);
+	} else {
+		rc = fo_state_save(&c->fo, c->state_file, err, sizeof(err));
+		if (rc)
+			pr_warn("%s\n", err);
+	}
 	if (s->primary >= 0)
 		ctl_dns_promoted(c, shard, c->fo.nodes[s->primary].host);
+}
+
+/* Commands that change a server go out only while this controller may act (HA: the
+ * leader with a live lease). One withheld is not answered: the failover state that
+ * sent it times out and aborts, as for a server that did not answer. */
+static bool may_send(struct ctl *c, const char *what, int node)
+{
+	if (ctl_may_act(c))
+		return true;
+	pr_warn("not sending %s to %s: not the leader with a live lease\n", what,
+		c->fo.nodes[node].id);
+	return false;
+}
+
+static void op_pause(void *ctx, int node, int pause_ms, int timeout_ms)
+{
+	if (may_send(ctx, "CLIENT PAUSE", node))
+		ctl_op_pause(ctx, node, pause_ms, timeout_ms);
+}
+
+static void op_unpause(void *ctx, int node)
+{
+	if (may_send(ctx, "CLIENT UNPAUSE", node))
+		ctl_op_unpause(ctx, node);
+}
+
+static void op_promote(void *ctx, int node, int timeout_ms)
+{
+	if (may_send(ctx, "the promotion", node))
+		ctl_op_promote(ctx, node, timeout_ms);
+}
+
+static void op_replicaof(void *ctx, int node, int master, int timeout_ms)
+{
+	if (may_send(ctx, "REPLICAOF", node))
+		ctl_op_replicaof(ctx, node, master, timeout_ms);
 }
 
 static const struct fo_ops ctl_ops = {
 	.ping = ctl_op_ping,
 	.info = ctl_op_info,
-	.pause = ctl_op_pause,
-	.unpause = ctl_op_unpause,
-	.promote = ctl_op_promote,
-	.replicaof = ctl_op_replicaof,
+	.pause = op_pause,
+	.unpause = op_unpause,
+	.promote = op_promote,
+	.replicaof = op_replicaof,
 	.timer = op_timer,
 	.event = ctl_event,
 	.publish = op_publish,
@@ -102,9 +143,12 @@ static void discover_finish(struct ctl *c)
 {
 	struct evrec r;
 
-	if (!c->fo.starting)
+	if (!c->fo.starting || !c->discover_pending_round)
 		return;
+	c->discover_pending_round = false;
 	evtimer_del(c->discover_timer);
+	if (c->ha && !ctl_may_act(c))
+		return; /* a follower (or a leader no more): observe */
 	for (int i = 0; i < c->fo.nshards; i++)
 		fo_discover(&c->fo, &c->fo.shards[i]);
 	c->fo.starting = false;
@@ -151,7 +195,23 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	event_base_loopbreak(c->base);
+	if (c->ha && !c->stop_timer)
+		ctl_ha_stop(c); /* revoke the lease: another controller leads at once */
+	else
+		event_base_loopbreak(c->base);
+}
+
+void ctl_discover_start(struct ctl *c)
+{
+	struct timeval disc = fl_ms_tv(CTL_DISCOVER_MS);
+
+	c->discover_pending_round = true;
+	c->discover_pending = c->fo.nnodes;
+	evtimer_add(c->discover_timer, &disc);
+	for (int i = 0; i < c->fo.nnodes; i++)
+		ctl_server_discover(c, i, CTL_DISCOVER_MS - 100);
+	if (!c->fo.nnodes)
+		discover_finish(c);
 }
 
 static void make_myid(struct ctl *c)
@@ -188,6 +248,28 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		 opts && opts->event_log ? opts->event_log : cfg->controller.event_log);
 	snprintf(c->state_file, sizeof(c->state_file), "%s",
 		 opts && opts->state_file ? opts->state_file : cfg->controller.state_file);
+	if (cfg->etcd.enabled) {
+		const struct cfg_ctl *k = opts && opts->id ? cfg_find_ctl(cfg, opts->id) : NULL;
+
+		if (!k) {
+			pr_warn("failed to start: %s has an [etcd] section: name this controller with "
+				"--id (one of its [controller \"ID\"] sections)%s%s\n",
+				cfg->path, opts && opts->id ? "; no such section: " : "",
+				opts && opts->id ? opts->id : "");
+			rc = -EINVAL;
+			goto fail;
+		}
+		snprintf(c->id, sizeof(c->id), "%s", k->id);
+		c->listen_ep = &k->listen;
+		c->state_file[0] = '\0'; /* the state lives in etcd */
+	} else if (opts && opts->id) {
+		pr_warn("failed to start: --id names a controller of an HA cluster, and %s has no "
+			"[etcd] section\n", cfg->path);
+		rc = -EINVAL;
+		goto fail;
+	} else {
+		c->listen_ep = &cfg->controller.listen;
+	}
 	make_myid(c);
 	rc = fo_cluster_init(&c->fo, cfg, &ctl_ops, c);
 	if (rc == -E2BIG) {
@@ -201,8 +283,11 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	c->fo.now_ms = clk_mono;
 	c->fo.wall_ms = clk_wall;
 	c->fo.starting = true;
-	rc = fo_state_load(&c->fo, c->state_file, err, sizeof(err));
-	if (rc == -ENOENT) {
+	rc = c->ha || cfg->etcd.enabled ? -ENOENT : fo_state_load(&c->fo, c->state_file, err, sizeof(err));
+	if (rc == -ENOENT && cfg->etcd.enabled) {
+		pr_info("HA mode: controller %s, the state in etcd under %s\n", c->id,
+			cfg->etcd.prefix);
+	} else if (rc == -ENOENT) {
 		pr_info("no state file %s: a first start, topology from the servers\n",
 			c->state_file);
 	} else if (rc) {
@@ -254,17 +339,21 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_dns_start(c);
 	if (rc)
 		goto fail;
+	if (cfg->etcd.enabled) {
+		rc = ctl_ha_start(c);
+		if (rc)
+			goto fail;
+	}
 	c->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
 	c->sigint = evsignal_new(c->base, SIGINT, on_signal, c);
 	c->sigterm = evsignal_new(c->base, SIGTERM, on_signal, c);
 	c->discover_timer = evtimer_new(c->base, on_discover_timer, c);
 	{
-		struct timeval tick = fl_ms_tv(CTL_TICK_MS), disc = fl_ms_tv(CTL_DISCOVER_MS);
+		struct timeval tick = fl_ms_tv(CTL_TICK_MS);
 
 		event_add(c->tick, &tick);
 		event_add(c->sigint, NULL);
 		event_add(c->sigterm, NULL);
-		evtimer_add(c->discover_timer, &disc);
 	}
 	*out = c;
 	return 0;
@@ -282,7 +371,12 @@ int ctl_run(struct ctl *c)
 	evrec_str(&r, "listen", c->listen_str);
 	evrec_int(&r, "pid", getpid());
 	evrec_str(&r, "myid", c->myid);
-	evrec_str(&r, "state_file", c->state_file);
+	if (c->ha) {
+		evrec_str(&r, "controller_id", c->id);
+		evrec_str(&r, "etcd_prefix", c->cfg->etcd.prefix);
+	} else {
+		evrec_str(&r, "state_file", c->state_file);
+	}
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 		char k[80];
@@ -291,12 +385,10 @@ int ctl_run(struct ctl *c)
 		evrec_str(&r, k, s->primary >= 0 ? c->fo.nodes[s->primary].id : "");
 	}
 	ctl_log(c, &r);
-	/* Topology from INFO replication of every node, in parallel. */
-	c->discover_pending = c->fo.nnodes;
-	for (int i = 0; i < c->fo.nnodes; i++)
-		ctl_server_discover(c, i, CTL_DISCOVER_MS - 100);
-	if (!c->fo.nnodes)
-		discover_finish(c);
+	/* Topology from INFO replication of every node, in parallel. In HA mode the
+	 * round runs when this controller becomes the leader. */
+	if (!c->ha)
+		ctl_discover_start(c);
 	event_base_dispatch(c->base);
 	evrec_begin(&r, NULL, "controller", "controller_stop");
 	ctl_log(c, &r);
@@ -311,6 +403,7 @@ void ctl_free(struct ctl *c)
 		next = k->next;
 		ctl_conn_free(k);
 	}
+	ctl_ha_free(c);
 	ctl_servers_free(c);
 	for (int i = 0; i < FO_MAX_NODES; i++)
 		if (c->node_timer[i])
@@ -344,9 +437,10 @@ void ctl_free(struct ctl *c)
 /* ---- `flatline controller` ---- */
 
 static const char controller_usage[] =
-	"usage: flatline controller -c FILE [--event-log PATH] [--state-file PATH] [-v]\n"
+	"usage: flatline controller -c FILE [--id ID] [--event-log PATH] [--state-file PATH] [-v]\n"
 	"\n"
 	"  -c, --config FILE    the cluster file\n"
+	"  --id ID              HA mode (an [etcd] section): this controller's [controller \"ID\"]\n"
 	"  --event-log PATH     event log (default: [controller] event_log)\n"
 	"  --state-file PATH    state file (default: [controller] state_file)\n"
 	"  -v, --verbose        more messages (twice: every event on stderr)\n";
@@ -357,6 +451,7 @@ int cmd_controller(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "event-log", required_argument, NULL, 'e' },
 		{ "state-file", required_argument, NULL, 's' },
+		{ "id", required_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -378,6 +473,9 @@ int cmd_controller(int argc, char **argv)
 			break;
 		case 's':
 			o.state_file = optarg;
+			break;
+		case 'i':
+			o.id = optarg;
 			break;
 		case 'v':
 			log_verbosity++;

@@ -13,6 +13,7 @@ struct cfg;
 struct ctl_opts {
 	const char *event_log; /* NULL: [controller] event_log */
 	const char *state_file; /* NULL: [controller] state_file */
+	const char *id;         /* HA mode: this controller's [controller "id"] */
 };
 
 /* Loads the state file, binds the listen address, starts the first INFO round.

@@ -9,6 +9,7 @@
  *   ctl_status.c    `FLATLINE STATUS` as text and as JSON: printing only
  *   ctl_servers.c   requests to the Redis servers (the I/O behind struct fo_ops)
  *   ctl_dns.c       DNS wiring: the update after a promotion, drift check and repair
+ *   ctl_ha.c        HA mode ([etcd]): leader or follower, the shard state in etcd
  */
 #ifndef FL_CTL_H
 #define FL_CTL_H
@@ -25,6 +26,7 @@
 
 struct evbuffer;
 struct ctl_server;
+struct ha;
 
 #define CTL_TICK_MS 100         /* TILT check */
 #define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
@@ -84,18 +86,54 @@ struct ctl {
 	struct ctl_conn **waiter; /* per shard: the client waiting for FLATLINE FAILOVER */
 	struct event *tick, *sigint, *sigterm;
 	int discover_pending;
+	bool discover_pending_round; /* an INFO round is out (start, or a new leader) */
+	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	struct event *discover_timer;
 	char reject_last[FO_MAX_NODES + 1][160]; /* last rejection logged per node (+unknown) */
 	struct dns_updater *dns;
 	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
 	struct event *dns_check;  /* the drift check, every [dns] check_ms */
+	/* HA mode (ctl_ha.c): NULL without an [etcd] section */
+	struct ha *ha;
+	char id[CFG_ID_MAX + 1];  /* --id: this controller's [controller "id"] */
+	bool was_leader;
+	long long ha_role_since_ms;
+	char etcd_why[256];       /* why etcd is unavailable, "" when it answers */
+	char etcd_members[256];   /* etcd's member names, or why unknown */
+	struct event *members_timer, *stop_timer;
+};
+
+/* What status shows of HA mode. */
+struct ctl_ha_view {
+	bool enabled;
+	const char *role, *leader, *endpoint;
+	bool may_act;
+	long long deadline_in_ms;
+	long long revision;
+	bool etcd_ok;
+	const char *etcd_why, *etcd_members;
 };
 
 #define ARG_IS(i, s) (!strcasecmp(cmd->argv[i], s))
 
 /* controller.c */
 void ctl_log(struct ctl *c, struct evrec *r);
+/* The INFO round of every node, then fo_discover (at start, and for a new leader). */
+void ctl_discover_start(struct ctl *c);
 void ctl_discover_one_done(struct ctl *c);
+
+/* ctl_ha.c */
+/* May this controller act on servers and DNS now? Always without HA; in HA mode
+ * only the leader, and only while its lease is surely alive. */
+bool ctl_may_act(const struct ctl *c);
+int ctl_ha_start(struct ctl *c);
+/* A clean stop: revokes the lease, then breaks the loop (at most 1 s). */
+void ctl_ha_stop(struct ctl *c);
+void ctl_ha_free(struct ctl *c);
+/* Writes the shard's primary and epoch to etcd (leader only). */
+int ctl_ha_save(struct ctl *c, int shard);
+int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max);
+void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
 
 /* ctl_listen.c */
 int ctl_listen(struct ctl *c);

@@ -167,10 +167,13 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	tv = fl_ms_tv(c->fo.node_down_after_ms + 1);
 	evtimer_add(c->node_timer[n->idx], &tv);
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
-	resp_array(out, 3);
+	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");
 	resp_int(out, s ? (long long)s->epoch : 0);
 	resp_str(out, s && s->primary >= 0 ? c->fo.nodes[s->primary].id : "");
+	/* HA mode: only the leader's word may renew a lease or lift a fence. */
+	if (c->ha)
+		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
 }
 
 void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd)

@@ -63,7 +63,7 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 		/* Drifted (or missing): point it at the primary, unless the server
 		 * refuses us anyway or an update is on its way. */
 		if (res->status == DNS_OK && !res->match && want && !strcmp(res->addr, want) &&
-		    !dns_held(c, d) && !dns_update_pending(c->dns, res->name)) {
+		    !dns_held(c, d) && !dns_update_pending(c->dns, res->name) && ctl_may_act(c)) {
 			d->repair = true;
 			if (dns_update(c->dns, res->name, want))
 				d->repair = false;
@@ -102,7 +102,7 @@ static void on_dns_check(evutil_socket_t fd, short what, void *arg)
 		struct fo_shard *s = &c->fo.shards[i];
 		const char *name = c->cfg->shards[i].dns_name;
 
-		if (!name[0] || s->primary < 0 || c->fo.starting ||
+		if (!name[0] || s->primary < 0 || c->fo.starting || !ctl_may_act(c) ||
 		    dns_update_pending(c->dns, name))
 			continue;
 		if (dns_query(c->dns, name, c->fo.nodes[s->primary].host))
@@ -170,6 +170,10 @@ void ctl_dns_promoted(struct ctl *c, int shard, const char *host)
 
 	if (!c->dns || !cs->dns_name[0])
 		return;
+	if (!ctl_may_act(c)) {
+		pr_warn("not updating DNS %s: not the leader with a live lease\n", cs->dns_name);
+		return;
+	}
 	c->dnss[shard].repair = false;
 	c->dnss[shard].agrees = -1;
 	/* A failover is a reason to try again even after a configuration error. */

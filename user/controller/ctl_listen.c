@@ -292,7 +292,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 
 int ctl_listen(struct ctl *c)
 {
-	const struct cfg_endpoint *ep = &c->cfg->controller.listen;
+	const struct cfg_endpoint *ep = c->listen_ep;
 	unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
 	struct sockaddr_storage ss;
 	int len;

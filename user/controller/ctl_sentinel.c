@@ -146,6 +146,73 @@ static void reply_instance(struct ctl *c, struct evbuffer *o, const char *name,
 	kv_int(o, "role-reported-time", age_ms(c->start_ms));
 }
 
+/* HA mode: the other controllers registered in etcd (ids, "host:port"). */
+static int other_controllers(const struct ctl *c, const char **ids, const char **addrs, int max)
+{
+	const char *i2[CFG_MAX_CTLS * 2], *a2[CFG_MAX_CTLS * 2];
+	int n = ctl_ha_controllers(c, i2, a2, CFG_MAX_CTLS * 2), m = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(i2[i], c->id))
+			continue;
+		if (ids && m < max) {
+			ids[m] = i2[i];
+			addrs[m] = a2[i];
+		}
+		m++;
+	}
+	return m;
+}
+
+/* SENTINEL sentinels: each other controller as Sentinel describes a peer. */
+static void reply_sentinels(struct ctl *c, struct evbuffer *o)
+{
+	const char *ids[CFG_MAX_CTLS * 2], *addrs[CFG_MAX_CTLS * 2];
+	int n = other_controllers(c, ids, addrs, CFG_MAX_CTLS * 2);
+
+	if (n > CFG_MAX_CTLS * 2)
+		n = CFG_MAX_CTLS * 2;
+	resp_array(o, n);
+	for (int i = 0; i < n; i++) {
+		struct cfg_endpoint ep;
+		char port[16];
+
+		if (cfg_parse_endpoint(addrs[i], &ep, 26379) < 0)
+			memset(&ep, 0, sizeof(ep));
+		snprintf(port, sizeof(port), "%d", ep.port);
+		resp_array(o, 10);
+		kv_str(o, "name", addrs[i]);
+		kv_str(o, "ip", ep.host);
+		kv_str(o, "port", port);
+		kv_str(o, "runid", ids[i]);
+		kv_str(o, "flags", "sentinel");
+	}
+}
+
+/* SENTINEL ckquorum: one controller alone always can; in HA mode, etcd decides. */
+static void reply_ckquorum(struct ctl *c, struct evbuffer *o)
+{
+	struct ctl_ha_view v;
+	char msg[400];
+
+	ctl_ha_status(c, &v);
+	if (!v.enabled) {
+		resp_status(o, "OK 1 usable Sentinels. Quorum and failover authorization can be "
+			       "reached");
+		return;
+	}
+	if (!v.etcd_ok) {
+		snprintf(msg, sizeof(msg), "NOQUORUM etcd does not answer (%s): no failover can be "
+			 "authorized", v.etcd_why);
+		resp_error_reply(o, msg);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "OK %d usable Sentinels. Quorum and failover authorization "
+		 "can be reached (etcd; leader %s)", other_controllers(c, NULL, NULL, 0) + 1,
+		 v.leader[0] ? v.leader : "none yet");
+	resp_status(o, msg);
+}
+
 static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shard *s)
 {
 	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] :
@@ -158,7 +225,7 @@ static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shar
 	reply_instance(c, o, s->name, m, flags, "master");
 	kv_int(o, "config-epoch", s->epoch);
 	kv_int(o, "num-slaves", s->nnodes - 1);
-	kv_int(o, "num-other-sentinels", 0);
+	kv_int(o, "num-other-sentinels", other_controllers(c, NULL, NULL, 0));
 	kv_int(o, "quorum", 1);
 	kv_int(o, "failover-timeout", c->fo.failover_block_ms);
 	kv_int(o, "parallel-syncs", s->nnodes);
@@ -217,6 +284,15 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 			resp_error_reply(out, "ERR no such node");
 			return -ENOENT;
 		}
+	}
+	if (c->ha && !ctl_may_act(c)) {
+		struct ctl_ha_view v;
+
+		ctl_ha_status(c, &v);
+		snprintf(e, sizeof(e), "NOTLEADER this controller follows; the leader is %s",
+			 v.leader[0] ? v.leader : "not known (no quorum in etcd?)");
+		resp_error_reply(out, e);
+		return -EAGAIN;
 	}
 	snprintf(reason, sizeof(reason), "operator (%s from %.40s)", wait ? "flatline failover" :
 									   "SENTINEL failover", k->peer);
@@ -285,15 +361,14 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 				reply_replica(c, out, s, &c->fo.nodes[s->nodes[i]]);
 	} else if (!strcasecmp(sub, "sentinels") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
-			resp_array(out, 0); /* one controller, no peers */
+			reply_sentinels(c, out); /* HA: the other controllers; else none */
 	} else if (!strcasecmp(sub, "myid") && cmd->argc == 2) {
 		resp_str(out, c->myid);
 	} else if (!strcasecmp(sub, "failover") && cmd->argc == 3) {
 		start_failover(k, cmd->argv[2], NULL, false);
 	} else if (!strcasecmp(sub, "ckquorum") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
-			resp_status(out, "OK 1 usable Sentinels. Quorum and failover authorization "
-					 "can be reached");
+			reply_ckquorum(c, out);
 	} else if (!strcasecmp(sub, "flushconfig") && cmd->argc == 2) {
 		resp_status(out, "OK");
 	} else if (!strcasecmp(sub, "is-master-down-by-addr") ||

@@ -71,6 +71,60 @@ void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const stru
 		evbuffer_add_printf(b, "  %+6lld ms  %s\n", f->steps[i].at_ms, f->steps[i].text);
 }
 
+/* HA mode: this controller's role, the leader, etcd. */
+static void ha_json(struct ctl *c, struct evbuffer *b)
+{
+	struct ctl_ha_view v;
+	const char *ids[CFG_MAX_CTLS * 2], *addrs[CFG_MAX_CTLS * 2];
+	int n;
+
+	ctl_ha_status(c, &v);
+	if (!v.enabled)
+		return;
+	evbuffer_add_printf(b, ",\"ha\":{\"id\":");
+	json_str(b, c->id);
+	evbuffer_add_printf(b, ",\"role\":\"%s\",\"may_act\":%s,\"lease_left_ms\":%lld,"
+			       "\"revision\":%lld,\"leader\":",
+			    v.role, v.may_act ? "true" : "false", v.deadline_in_ms, v.revision);
+	json_str(b, v.leader);
+	evbuffer_add_printf(b, ",\"etcd\":{\"ok\":%s,\"why\":", v.etcd_ok ? "true" : "false");
+	json_str(b, v.etcd_why);
+	evbuffer_add_printf(b, ",\"endpoint\":");
+	json_str(b, v.endpoint);
+	evbuffer_add_printf(b, ",\"members\":");
+	json_str(b, v.etcd_members);
+	evbuffer_add_printf(b, "},\"controllers\":[");
+	n = ctl_ha_controllers(c, ids, addrs, CFG_MAX_CTLS * 2);
+	for (int i = 0; i < n; i++) {
+		evbuffer_add_printf(b, "%s{\"id\":", i ? "," : "");
+		json_str(b, ids[i]);
+		evbuffer_add_printf(b, ",\"listen\":");
+		json_str(b, addrs[i]);
+		evbuffer_add_printf(b, ",\"role\":\"%s\"}",
+				    !strcmp(ids[i], v.leader) ? "leader" : "follower");
+	}
+	evbuffer_add_printf(b, "]}");
+}
+
+static void ha_text(struct ctl *c, struct evbuffer *b)
+{
+	struct ctl_ha_view v;
+	const char *ids[CFG_MAX_CTLS * 2], *addrs[CFG_MAX_CTLS * 2];
+	int n;
+
+	ctl_ha_status(c, &v);
+	if (!v.enabled)
+		return;
+	evbuffer_add_printf(b, "HA: controller %s is %s%s; leader %s; etcd %s (%s), members %s\n",
+			    c->id, v.role, v.may_act ? " (lease live)" : "",
+			    v.leader[0] ? v.leader : "none", v.etcd_ok ? "ok" : "UNAVAILABLE",
+			    v.etcd_ok ? v.endpoint : v.etcd_why, v.etcd_members);
+	n = ctl_ha_controllers(c, ids, addrs, CFG_MAX_CTLS * 2);
+	for (int i = 0; i < n; i++)
+		evbuffer_add_printf(b, "  controller %-12s %-24s %s\n", ids[i], addrs[i],
+				    !strcmp(ids[i], v.leader) ? "leader" : "follower");
+}
+
 void ctl_status_json(struct ctl *c, struct evbuffer *b)
 {
 	long long now = fl_mono_ms();
@@ -80,9 +134,11 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 	evbuffer_add_printf(b, ",\"controller\":{\"listen\":");
 	json_str(b, c->listen_str);
 	evbuffer_add_printf(b, ",\"myid\":\"%s\",\"pid\":%d,\"uptime_ms\":%lld,\"tilt\":%s,"
-			       "\"starting\":%s},\"shards\":[",
+			       "\"starting\":%s",
 			    c->myid, getpid(), now - c->start_ms, c->fo.tilt ? "true" : "false",
 			    c->fo.starting ? "true" : "false");
+	ha_json(c, b);
+	evbuffer_add_printf(b, "},\"shards\":[");
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 
@@ -170,7 +226,9 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 
 	evbuffer_add_printf(b, "cluster %s  controller %s  pid %d  up %llds%s%s\n", c->cfg->name,
 			    c->listen_str, getpid(), (now - c->start_ms) / 1000,
-			    c->fo.tilt ? "  TILT" : "", c->fo.starting ? "  (starting)" : "");
+			    c->fo.tilt ? "  TILT" : "",
+			    c->ha && !ctl_may_act(c) ? "" : c->fo.starting ? "  (starting)" : "");
+	ha_text(c, b);
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 		struct fo_node *p = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;

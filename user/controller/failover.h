@@ -278,6 +278,12 @@ int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned 
  * primary from the state file's and the servers' word; repairs follow. */
 void fo_discover(struct fo_cluster *c, struct fo_shard *s);
 
+/* A follower controller (HA mode) takes the leader's word, read from etcd: primary
+ * node at epoch. Only in NONE and only forward (an older epoch is ignored); logs
+ * primary_adopted and publishes +switch-master when the primary changed. Returns 1
+ * if anything changed, 0 if not, -EINVAL if it cannot apply. */
+int fo_adopt(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch);
+
 /* The state file: "shard <name> epoch <n> primary <id>" lines, a checksum, written
  * with write, fsync, rename, fsync of the directory. */
 int fo_state_save(const struct fo_cluster *c, const char *path, char *err, size_t errlen);

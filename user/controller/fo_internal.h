@@ -87,6 +87,7 @@ void fo_say_restarted_empty(struct fo_cluster *c, struct fo_shard *s, const stru
 void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 		   const struct fo_node *p, bool ok, const char *err);
 void fo_say_primary_unknown(struct fo_cluster *c, struct fo_shard *s, int nmasters);
+void fo_say_primary_adopted(struct fo_cluster *c, struct fo_shard *s, int from);
 void fo_say_primary_discovered(struct fo_cluster *c, struct fo_shard *s, int spi,
 			       const char *why);
 /* A failover's steps (fo_machine.c decides, these say it). */

@@ -26,8 +26,9 @@
  *   +--------------------------------------------------------------------------------+
  *                          abort: the offset not reached in time
  *
- * In NONE, fo_set_primary() is also how discovery at start (fo_discover) and the
- * state file (fo_state_parse) set the primary and epoch. Nothing else writes them. */
+ * In NONE, fo_set_primary() is also how discovery at start (fo_discover), the
+ * state file (fo_state_parse) and, on a follower controller, the leader's word
+ * (fo_adopt) set the primary and epoch. Nothing else writes them. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -524,4 +525,18 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 	fo_say_primary_discovered(c, s, spi, why);
 	if (c->ops->promoted)
 		c->ops->promoted(c->ctx, s->idx);
+}
+
+int fo_adopt(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch)
+{
+	int from = s->primary;
+
+	if (s->fo.state != FO_ST_NONE || node < 0)
+		return -EINVAL;
+	if (epoch < s->epoch || (node == from && epoch == s->epoch))
+		return 0;
+	if (fo_set_primary(c, s, node, epoch))
+		return -EINVAL;
+	fo_say_primary_adopted(c, s, from);
+	return 1;
 }

@@ -353,6 +353,24 @@ void fo_say_primary_discovered(struct fo_cluster *c, struct fo_shard *s, int spi
 	fo_emit(c, &e);
 }
 
+void fo_say_primary_adopted(struct fo_cluster *c, struct fo_shard *s, int from)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "primary_adopted", s);
+	evrec_str(&e.r, "instance", c->nodes[s->primary].id);
+	evrec_str(&e.r, "from", from >= 0 ? c->nodes[from].id : "");
+	evrec_str(&e.r, "reason", "the leader's word, from etcd");
+	fo_emit(c, &e);
+	/* As a Sentinel that learns a new configuration from another: +switch-master. */
+	if (from >= 0 && from != s->primary) {
+		const struct fo_node *o = &c->nodes[from], *n = &c->nodes[s->primary];
+
+		fo_publish(c, "+switch-master", "%s %s %d %s %d", s->name, o->host, o->port,
+			   n->host, n->port);
+	}
+}
+
 /* ------------------------------------------------------------------------- */
 /* A failover's steps */
 

@@ -727,3 +727,8 @@ int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn
 	}
 	return 0;
 }
+
+struct etcd *ha_etcd(const struct ha *h)
+{
+	return h->etcd;
+}

@@ -82,5 +82,7 @@ int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn
 int ha_controllers(const struct ha *h, const char **ids, const char **addrs, int max);
 
 const char *ha_role_name(enum ha_role r);
+/* The etcd client (for other calls: member list...). */
+struct etcd *ha_etcd(const struct ha *h);
 
 #endif

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* HA mode (an [etcd] section): this controller's part in the election (ha.c) and
+ * what follows from it. The leader acts (failovers, repairs, DNS) and writes every
+ * change of shard state to etcd in a transaction fenced by its leader key; followers
+ * observe (fo.starting: the rules run, nothing is started), take the shard state from
+ * etcd (fo_adopt) and serve clients from it. A new leader first asks every server for
+ * INFO (the same round as a start), so a promotion its predecessor made but did not
+ * write is adopted at the next epoch rather than made twice. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/event.h>
+#include "common/clock.h"
+#include "common/log.h"
+#include "controller/ctl.h"
+#include "controller/ha.h"
+
+#define CTL_HA_MEMBERS_MS 5000 /* etcd's member list, for status */
+#define CTL_HA_STOP_MS 1000    /* a clean stop waits this long for the lease revoke */
+
+bool ctl_may_act(const struct ctl *c)
+{
+	return !c->ha || ha_may_act(c->ha, fl_mono_ms());
+}
+
+static void ha_event(struct ctl *c, const char *kind, const char *why)
+{
+	struct evrec r;
+
+	evrec_begin(&r, NULL, "controller", kind);
+	evrec_str(&r, "controller_id", c->id);
+	if (c->ha && ha_leader(c->ha)[0])
+		evrec_str(&r, "leader", ha_leader(c->ha));
+	evrec_str(&r, "reason", why);
+	ctl_event(c, kind, &r);
+}
+
+static void on_role(void *ctx, enum ha_role role, const char *why)
+{
+	struct ctl *c = ctx;
+
+	c->ha_role_since_ms = fl_mono_ms();
+	if (role == HA_LEADER) {
+		pr_info("leading (%s): learning the servers' state before acting\n", why);
+		ha_event(c, "leader_elected", why);
+		c->was_leader = true;
+		/* Observe until the INFO round is in, as at a start. */
+		c->fo.starting = true;
+		ctl_discover_start(c);
+		return;
+	}
+	c->fo.starting = true; /* a follower observes */
+	if (c->was_leader) {
+		pr_warn("no longer leading: %s\n", why);
+		ha_event(c, "leader_lost", why);
+	} else {
+		pr_info("following (%s)\n", why);
+	}
+	c->was_leader = false;
+}
+
+/* "epoch <n> primary <id>" */
+static int parse_shard_state(const char *v, unsigned long long *epoch, char *id, size_t idlen)
+{
+	char *end;
+	size_t n;
+
+	if (strncmp(v, "epoch ", 6) || !isdigit((unsigned char)v[6]))
+		return -EINVAL;
+	errno = 0;
+	*epoch = strtoull(v + 6, &end, 10);
+	if (errno || strncmp(end, " primary ", 9))
+		return -EINVAL;
+	end += 9;
+	n = strcspn(end, " ");
+	if (!n || n >= idlen || end[n])
+		return -EINVAL;
+	memcpy(id, end, n);
+	id[n] = '\0';
+	return 0;
+}
+
+static void on_value(void *ctx, const char *rel, const char *val, size_t len, bool deleted)
+{
+	struct ctl *c = ctx;
+	struct fo_shard *s;
+	struct fo_node *n;
+	unsigned long long epoch;
+	char id[CFG_ID_MAX + 1];
+
+	(void)len;
+	if (deleted || strncmp(rel, "shard/", 6))
+		return;
+	s = fo_find_shard(&c->fo, rel + 6);
+	if (!s)
+		return; /* a shard this cluster file does not have */
+	if (parse_shard_state(val, &epoch, id, sizeof(id))) {
+		pr_warn("etcd: %s: unreadable shard state '%.80s'\n", rel, val);
+		return;
+	}
+	n = fo_find_node(&c->fo, id);
+	if (!n) {
+		pr_warn("etcd: %s: primary %s is not in this cluster file\n", rel, id);
+		return;
+	}
+	if (ha_role(c->ha) == HA_LEADER && !c->fo.starting)
+		return; /* our own write coming back */
+	fo_adopt(&c->fo, s, n->idx, epoch);
+}
+
+static void on_health(void *ctx, bool ok, const char *why)
+{
+	struct ctl *c = ctx;
+
+	snprintf(c->etcd_why, sizeof(c->etcd_why), "%s", ok ? "" : why);
+	ha_event(c, ok ? "etcd_available" : "etcd_unavailable", ok ? "etcd answers again" : why);
+}
+
+static const struct ha_ops ha_ops = { .on_role = on_role, .on_value = on_value,
+				      .on_health = on_health };
+
+/* ---- etcd's members, for status ---- */
+
+static void on_members(void *ctx, int err, const char *msg, struct json_object *resp)
+{
+	struct ctl *c = ctx;
+	struct json_object *ms, *m, *v;
+
+	if (err) {
+		snprintf(c->etcd_members, sizeof(c->etcd_members), "unknown (%s)", msg);
+		return;
+	}
+	c->etcd_members[0] = '\0';
+	if (!json_object_object_get_ex(resp, "members", &ms))
+		return;
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		size_t used = strlen(c->etcd_members);
+
+		m = json_object_array_get_idx(ms, i);
+		snprintf(c->etcd_members + used, sizeof(c->etcd_members) - used, "%s%s", used ? " " : "",
+			 json_object_object_get_ex(m, "name", &v) ? json_object_get_string(v) : "?");
+	}
+}
+
+static void on_members_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)fd;
+	(void)what;
+	etcd_call(ha_etcd(c->ha), "/v3/cluster/member/list", json_object_new_object(), 0,
+		  on_members, c);
+}
+
+/* ---- the state ---- */
+
+static void on_put(void *ctx, int err, const char *msg)
+{
+	struct ctl *c = ctx;
+
+	if (err)
+		pr_warn("failed to write shard state to etcd: %s\n", msg);
+	(void)c;
+}
+
+int ctl_ha_save(struct ctl *c, int shard)
+{
+	const struct fo_shard *s = &c->fo.shards[shard];
+	char key[128], val[160];
+	int err;
+
+	if (s->primary < 0)
+		return 0;
+	snprintf(key, sizeof(key), "shard/%s", s->name);
+	snprintf(val, sizeof(val), "epoch %llu primary %s", s->epoch, c->fo.nodes[s->primary].id);
+	err = ha_put(c->ha, key, val, strlen(val), on_put, c);
+	if (err)
+		pr_warn("failed to write shard state to etcd: %s\n",
+			err == -ESTALE ? "not the leader" : strerror(-err));
+	return err;
+}
+
+/* ---- start and stop ---- */
+
+int ctl_ha_start(struct ctl *c)
+{
+	const struct cfg *cfg = c->cfg;
+	struct ha_opts o = { 0 };
+	struct timeval tv = fl_ms_tv(CTL_HA_MEMBERS_MS);
+
+	o.etcd.n_endpoints = cfg->etcd.nendpoints;
+	for (int i = 0; i < cfg->etcd.nendpoints; i++)
+		o.etcd.endpoints[i] = cfg->etcd.endpoints[i];
+	o.etcd.user = cfg->etcd.user;
+	o.etcd.password = cfg->etcd.password;
+	o.etcd.cacert = cfg->etcd.cacert[0] ? cfg->etcd.cacert : NULL;
+	o.etcd.cert = cfg->etcd.cert[0] ? cfg->etcd.cert : NULL;
+	o.etcd.key = cfg->etcd.key[0] ? cfg->etcd.key : NULL;
+	o.etcd.timeout_ms = cfg->etcd.timeout_ms;
+	o.prefix = cfg->etcd.prefix;
+	o.id = c->id;
+	o.listen = c->listen_str;
+	o.lease_ms = cfg->etcd.lease_ms;
+	c->ha = ha_new(c->base, &o, &ha_ops, c);
+	c->members_timer = event_new(c->base, -1, EV_PERSIST, on_members_timer, c);
+	if (!c->ha || !c->members_timer) {
+		pr_warn("failed to set up the etcd client\n");
+		return -ENOMEM;
+	}
+	snprintf(c->etcd_members, sizeof(c->etcd_members), "unknown (not asked yet)");
+	event_add(c->members_timer, &tv);
+	event_active(c->members_timer, EV_TIMEOUT, 0);
+	return ha_start(c->ha);
+}
+
+static void on_stopped(void *ctx)
+{
+	struct ctl *c = ctx;
+
+	event_base_loopbreak(c->base);
+}
+
+static void on_stop_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	on_stopped(arg);
+}
+
+void ctl_ha_stop(struct ctl *c)
+{
+	struct timeval tv = fl_ms_tv(CTL_HA_STOP_MS);
+
+	c->stop_timer = evtimer_new(c->base, on_stop_timeout, c);
+	if (c->stop_timer)
+		evtimer_add(c->stop_timer, &tv);
+	ha_stop(c->ha, on_stopped, c);
+}
+
+void ctl_ha_free(struct ctl *c)
+{
+	if (c->members_timer)
+		event_free(c->members_timer);
+	if (c->stop_timer)
+		event_free(c->stop_timer);
+	ha_free(c->ha);
+	c->ha = NULL;
+}
+
+/* ---- what clients and status see ---- */
+
+int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max)
+{
+	return c->ha ? ha_controllers(c->ha, ids, addrs, max) : 0;
+}
+
+void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (!c->ha)
+		return;
+	v->enabled = true;
+	v->role = ha_role_name(ha_role(c->ha));
+	v->leader = ha_leader(c->ha);
+	v->may_act = ha_may_act(c->ha, fl_mono_ms());
+	v->deadline_in_ms = v->may_act ? ha_deadline_ms(c->ha) - fl_mono_ms() : 0;
+	v->revision = ha_revision(c->ha);
+	v->etcd_ok = !c->etcd_why[0];
+	v->etcd_why = c->etcd_why;
+	v->etcd_members = c->etcd_members;
+	v->endpoint = etcd_endpoint(ha_etcd(c->ha));
+}
