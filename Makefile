@@ -40,7 +40,7 @@ LIB_OBJS  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration tools check fuzz demo install clean format vmlinux
+.PHONY: all test unit integration tools check fuzz demo demo-ha install clean format vmlinux
 all: $(BUILD)/flatline
 
 # vmlinux.h is committed; only an explicit `make vmlinux` regenerates it.
@@ -111,6 +111,9 @@ test: $(BUILD)/flatline $(UNIT_BINS) $(ITEST_BINS)
 
 demo: $(BUILD)/flatline
 	$(Q)scripts/demo.sh
+
+demo-ha: $(BUILD)/flatline
+	$(Q)scripts/demo-ha.sh
 
 install: $(BUILD)/flatline
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX)/sbin/flatline)

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Controller HA benchmark (issue 15): three data hosts, three etcd members and three
+# controllers in namespaces (tests/lib/cluster_ha.sh), a DNS-following writer at 1,000
+# writes/s. Per trial:
+#   takeover  the leading controller SIGKILLed -> another logs leader_elected, and
+#             -> it is ready to act (its INFO round done: controller_ready)
+#   handover  the (new) leader stopped cleanly (SIGTERM: it revokes its lease) ->
+#             another leads
+#   failover  the primary SIGKILLed with etcd on the leader's path -> promoted, and ->
+#             the writer's first acknowledged write on the new primary
+#   (etcd is not on the failover path: the leader acts under its lease and writes
+#   the new primary and epoch to etcd after the promotion, one transaction)
+# Prints min / median / max over the trials.
+# usage: bench/ha.sh [-n TRIALS]   (root; FL_HA_LEASE_MS, FL_ETCD_ELECTION_MS as the harness)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=5
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) N=$2; shift 2 ;;
+	*) echo "usage: $0 [-n TRIALS]" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench/ha.sh: run as root (namespaces, BPF)" >&2; exit 1; }
+[ -n "${FL:-}" ] || make -s all
+export FL_HA=1
+# shellcheck source=tests/lib/cluster.sh
+. tests/lib/cluster.sh
+out=$(mktemp /tmp/flatline-bench-ha.XXXXXX)
+trap 'cl_down >/dev/null 2>&1; rm -f "$out"' EXIT
+export FL_NODE_PREFIX=bha$$-n
+ev_ns() { date -u -d "$(jq -r "select(.kind == \"$2\") | .ts" "$1" | tail -n 1)" +%s%N; }
+other_leads() { local l; l=$(cl_ha_leader) && [ "$l" != "$1" ]; }
+
+for t in $(seq "$N"); do
+	cl_init "$(mktemp -d /tmp/flatline-bench-ha-cl.XXXXXX)" "flbha$t"
+	cl_up >/dev/null 2>&1 || { echo "trial $t: cluster did not come up" >&2; cl_down; continue; }
+	cl_writer_start --rate 1000 >/dev/null
+	sleep 0.5
+	lead=$(cl_ha_leader)
+	t0=$(cl_now_ns)
+	kill -KILL "$(cl_pid "controller-c$lead")"
+	cl_until 10 other_leads "$lead" || { echo "trial $t: no takeover" >&2; cl_down; continue; }
+	nl=$(cl_ha_leader)
+	cl_until 5 cl_has_event "$(cl_ha_log "$nl")" '.kind == "controller_ready"'
+	take=$((($(ev_ns "$(cl_ha_log "$nl")" leader_elected) - t0) / 1000))
+	ready=$((($(ev_ns "$(cl_ha_log "$nl")" controller_ready) - t0) / 1000))
+	cl_ha_controller_start "$lead"
+	sleep 0.5
+	t1=$(cl_now_ns)
+	kill -TERM "$(cl_pid "controller-c$nl")"
+	cl_until 10 other_leads "$nl" || { echo "trial $t: no handover" >&2; cl_down; continue; }
+	l3=$(cl_ha_leader)
+	cl_until 5 cl_has_event "$(cl_ha_log "$l3")" '.kind == "controller_ready"'
+	hand=$((($(ev_ns "$(cl_ha_log "$l3")" leader_elected) - t1) / 1000))
+	sleep 0.5
+	T0=$(cl_now_ns)
+	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
+	cl_until 10 cl_has_event "$(cl_ha_log "$l3")" '.kind == "failover_end"' || { echo "trial $t: no failover" >&2; cl_down; continue; }
+	sleep 0.5
+	cl_writer_stop
+	new=$(cl_idx_of_ip "$(cl_api_primary)")
+	CL_CLI_TIMEOUT=10 cl_redis "$new" lrange w 0 -1 >"$CL_DIR/final"
+	j=$(/usr/bin/python3 tests/lib/cltimeline.py --fault-ns "$T0" --fault kill --old "$(cl_ip 1)" \
+		--controller "$(cl_ha_log "$l3")" --writer "$CL_DIR/writer.out" --final "$CL_DIR/final" \
+		--dns-name "$CL_DNS_NAME" --json)
+	puts=$(jq -c 'select(.kind == "promoted")' "$(cl_ha_log "$l3")" | wc -l)
+	echo "$take $ready $hand $(jq -r '"\(.promoted_ms) \(.first_write_ms) \(.lost)"' <<<"$j") $puts" >>"$out"
+	echo "trial $t: takeover $((take / 1000)) ms (ready $((ready / 1000)) ms), handover $((hand / 1000)) ms, $(jq -r '"promoted \(.promoted_ms) ms, writable \(.first_write_ms) ms, \(.lost) lost"' <<<"$j")" >&2
+	cl_down >/dev/null 2>&1
+	rm -rf "$CL_DIR"
+done
+
+/usr/bin/python3 - "$out" "${FL_HA_LEASE_MS:-1000}" "${FL_ETCD_ELECTION_MS:-500}" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+print("\ncontroller HA, %d trials (lease %s ms, etcd election timeout %s ms)\n" % (len(rows), sys.argv[2], sys.argv[3]))
+print("| measure | min | median | max |")
+print("|---|---|---|---|")
+def row(name, i, scale):
+    v = [r[i] / scale for r in rows]
+    print("| %s | %.1f | %.1f | %.1f |" % (name, min(v), statistics.median(v), max(v)))
+if rows:
+    row("takeover: leader SIGKILL -> new leader elected (ms)", 0, 1000)
+    row("takeover: leader SIGKILL -> new leader ready to act (ms)", 1, 1000)
+    row("clean handover: SIGTERM -> new leader elected (ms)", 2, 1000)
+    row("primary SIGKILL -> promoted (ms)", 3, 1)
+    row("primary SIGKILL -> first acknowledged write (ms)", 4, 1)
+    row("acknowledged writes lost", 5, 1)
+    print("\netcd round trips on the failover's path: 0 (the leader's lease fences it); after it: 1 transaction per promotion")
+PY
