@@ -17,7 +17,7 @@ setup_cluster() {
 		[ "$CTL_PORT" = "$P1" ] || [ "$CTL_PORT" = "$P2" ] || [ "$CTL_PORT" = "$P3" ]; do
 		P2=$(free_port) P3=$(free_port) CTL_PORT=$(free_port)
 	done
-	CONF=$T/cluster.conf CLOG=$T/controller.jsonl STATE=$T/state
+	CONF=$T/cluster.conf CLOG=$T/controller.jsonl STATE=${STATE_PATH:-$T/state}
 	cat >"$CONF" <<-EOF
 	[cluster]
 	name = t
@@ -265,6 +265,8 @@ test_state_file_restart() {
 	setup_cluster
 	kill -KILL "$PID_1"
 	wait_event "$CLOG" '.kind == "failover_end"' >/dev/null || fail "no failover"
+	# Written by the state thread, off the failover's path: within moments.
+	for _ in $(seq 100); do grep -q "^shard s epoch 1 primary ct[23]$" "$STATE" && break; sleep 0.02; done
 	grep -q "^shard s epoch 1 primary ct[23]$" "$STATE" || fail "state: $(cat "$STATE")"
 	kill -TERM "$CTL_PID"
 	wait "$CTL_PID" || true
@@ -278,6 +280,23 @@ test_state_file_restart() {
 	sed -i 's/epoch 1/epoch 7/' "$STATE"
 	out=$("$FL" controller -c "$CONF" 2>&1) && fail "started with a damaged state file"
 	grep -q "failed to load state file $STATE: checksum mismatch" <<<"$out" || fail "error: $out"
+}
+
+# A state file that cannot be written (its directory is missing): the failover is not
+# held up, status says so, and the write is retried until it succeeds.
+test_state_file_retry() {
+	STATE_PATH=$T/later/state setup_cluster
+	kill -KILL "$PID_1"
+	wait_event "$CLOG" '.kind == "failover_end"' >/dev/null || fail "no failover"
+	sleep 0.3
+	status_json | jq -e '.controller.state_file_error | test("later/state")' >/dev/null ||
+		fail "status does not show the failed write: $(status_json | jq -c .controller)"
+	"$FL" status -c "$CONF" | grep -q "STATE FILE NOT WRITTEN" || fail "text status silent"
+	mkdir "$T/later"
+	for _ in $(seq 150); do grep -q "^shard s epoch 1 primary ct[23]$" "$STATE" 2>/dev/null && break; sleep 0.02; done
+	grep -q "^shard s epoch 1 primary ct[23]$" "$STATE" || fail "not written after the directory came"
+	[ "$(status_json | jq -r '.controller.state_file_error // "none"')" = none ] ||
+		fail "status still shows an error: $(status_json | jq -c .controller)"
 }
 
 # resp PAYLOAD: raw bytes to the controller, its answer (connection closed by it or after 1 s).
@@ -421,6 +440,6 @@ test_restart_mid_failover() {
 	keys_eq "$P1" 100
 }
 
-TESTS=(test_restart_mid_failover test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
+TESTS=(test_state_file_retry test_restart_mid_failover test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
 	test_state_file_restart test_bad_input test_pubsub_switch_master)
 run_tests

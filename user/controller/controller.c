@@ -73,16 +73,13 @@ static void op_promoted(void *ctx, int shard)
 {
 	struct ctl *c = ctx;
 	struct fo_shard *s = &c->fo.shards[shard];
-	char err[512];
-	int rc;
 
-	if (c->ha) {
+	/* Off the promotion's path: the state goes to a worker thread (or to etcd),
+	 * DNS and the repoints go out at once. */
+	if (c->ha)
 		ctl_ha_save(c, shard);
-	} else {
-		rc = fo_state_save(&c->fo, c->state_file, err, sizeof(err));
-		if (rc)
-			pr_warn("%s\n", err);
-	}
+	else
+		ctl_state_save(c);
 	if (s->primary >= 0)
 		ctl_dns_promoted(c, shard, c->fo.nodes[s->primary].host);
 }
@@ -303,6 +300,11 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	if (!cfg->etcd.enabled) {
+		rc = ctl_state_start(c);
+		if (rc)
+			goto fail;
+	}
 	lo.path = c->event_log;
 	lo.max_bytes = EVLOG_DEFAULT_MAX_BYTES;
 	lo.max_segments = EVLOG_DEFAULT_SEGMENTS;
@@ -404,6 +406,7 @@ void ctl_free(struct ctl *c)
 		ctl_conn_free(k);
 	}
 	ctl_ha_free(c);
+	ctl_state_stop(c);
 	ctl_servers_free(c);
 	for (int i = 0; i < FO_MAX_NODES; i++)
 		if (c->node_timer[i])

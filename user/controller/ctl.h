@@ -10,6 +10,7 @@
  *   ctl_servers.c   requests to the Redis servers (the I/O behind struct fo_ops)
  *   ctl_dns.c       DNS wiring: the update after a promotion, drift check and repair
  *   ctl_ha.c        HA mode ([etcd]): leader or follower, the shard state in etcd
+ *   ctl_state.c     the state file, written by a worker thread off the loop
  */
 #ifndef FL_CTL_H
 #define FL_CTL_H
@@ -27,6 +28,7 @@
 struct evbuffer;
 struct ctl_server;
 struct ha;
+struct ctl_state_writer;
 
 #define CTL_TICK_MS 100         /* TILT check */
 #define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
@@ -93,6 +95,7 @@ struct ctl {
 	struct dns_updater *dns;
 	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
 	struct event *dns_check;  /* the drift check, every [dns] check_ms */
+	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	/* HA mode (ctl_ha.c): NULL without an [etcd] section */
 	struct ha *ha;
 	char id[CFG_ID_MAX + 1];  /* --id: this controller's [controller "id"] */
@@ -121,6 +124,15 @@ void ctl_log(struct ctl *c, struct evrec *r);
 /* The INFO round of every node, then fo_discover (at start, and for a new leader). */
 void ctl_discover_start(struct ctl *c);
 void ctl_discover_one_done(struct ctl *c);
+
+/* ctl_state.c */
+int ctl_state_start(struct ctl *c);
+/* Hands the current state to the writer thread (returns at once). */
+void ctl_state_save(struct ctl *c);
+/* True while the last write failed (then buf says why). */
+bool ctl_state_error(struct ctl *c, char *buf, size_t len);
+/* Writes what is pending, then stops the thread. */
+void ctl_state_stop(struct ctl *c);
 
 /* ctl_ha.c */
 /* May this controller act on servers and DNS now? Always without HA; in HA mode

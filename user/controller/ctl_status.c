@@ -138,6 +138,14 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			    c->myid, getpid(), now - c->start_ms, c->fo.tilt ? "true" : "false",
 			    c->fo.starting ? "true" : "false");
 	ha_json(c, b);
+	{
+		char err[512];
+
+		if (ctl_state_error(c, err, sizeof(err))) {
+			evbuffer_add_printf(b, ",\"state_file_error\":");
+			json_str(b, err);
+		}
+	}
 	evbuffer_add_printf(b, "},\"shards\":[");
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
@@ -229,6 +237,13 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 			    c->fo.tilt ? "  TILT" : "",
 			    c->ha && !ctl_may_act(c) ? "" : c->fo.starting ? "  (starting)" : "");
 	ha_text(c, b);
+	{
+		char err[512];
+
+		if (ctl_state_error(c, err, sizeof(err)))
+			evbuffer_add_printf(b, "STATE FILE NOT WRITTEN (retrying every second): %s\n",
+					    err);
+	}
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 		struct fo_node *p = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;

@@ -287,6 +287,10 @@ int fo_adopt(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long l
 /* The state file: "shard <name> epoch <n> primary <id>" lines, a checksum, written
  * with write, fsync, rename, fsync of the directory. */
 int fo_state_save(const struct fo_cluster *c, const char *path, char *err, size_t errlen);
+/* The two halves of fo_state_save: the text (malloc'd; NULL if out of memory), and
+ * writing a text to path as above (from any thread: it touches nothing else). */
+char *fo_state_format(const struct fo_cluster *c, size_t *len);
+int fo_state_write(const char *path, const char *buf, size_t len, char *err, size_t errlen);
 /* Reads it into the shards (primary, epoch). -ENOENT if absent (a first start),
  * -EINVAL with a clear message when damaged. Shards or nodes no longer in the
  * cluster file are skipped with a warning in err (return 0, err non-empty). */

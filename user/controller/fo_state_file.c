@@ -191,15 +191,13 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-int fo_state_save(const struct fo_cluster *c, const char *path, char *err, size_t errlen)
+char *fo_state_format(const struct fo_cluster *c, size_t *lenp)
 {
-	char *buf, tmp[300], dir[300];
 	size_t cap = 256 + (size_t)c->nshards * 200, len = 0;
-	int fd = -1, dfd = -1, rc = 0;
+	char *buf = malloc(cap);
 
-	buf = malloc(cap);
 	if (!buf)
-		return -ENOMEM;
+		return NULL;
 	len += snprintf(buf + len, cap - len,
 			FO_STATE_MAGIC "\n# written by the flatline controller; do not edit "
 				       "while it runs\n");
@@ -211,6 +209,28 @@ int fo_state_save(const struct fo_cluster *c, const char *path, char *err, size_
 	}
 	len += snprintf(buf + len, cap - len, "end %d %08lx\n", c->nshards,
 			crc32(0, (const unsigned char *)buf, len));
+	*lenp = len;
+	return buf;
+}
+
+int fo_state_save(const struct fo_cluster *c, const char *path, char *err, size_t errlen)
+{
+	size_t len;
+	char *buf = fo_state_format(c, &len);
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	rc = fo_state_write(path, buf, len, err, errlen);
+	free(buf);
+	return rc;
+}
+
+int fo_state_write(const char *path, const char *buf, size_t len, char *err, size_t errlen)
+{
+	char tmp[300], dir[300];
+	int fd = -1, dfd = -1, rc = 0;
+
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -249,6 +269,5 @@ cleanup:
 	}
 	if (dfd >= 0)
 		close(dfd);
-	free(buf);
 	return rc;
 }
