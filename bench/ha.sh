@@ -31,6 +31,18 @@ trap 'cl_down >/dev/null 2>&1; rm -f "$out"' EXIT
 export FL_NODE_PREFIX=bha$$-n
 ev_ns() { date -u -d "$(jq -r "select(.kind == \"$2\") | .ts" "$1" | tail -n 1)" +%s%N; }
 other_leads() { local l; l=$(cl_ha_leader) && [ "$l" != "$1" ]; }
+# stop_leader SIGNAL IDX: signals the leading controller; NL the next leader, TAKE and
+# READY the µs from the signal to its leader_elected and controller_ready.
+stop_leader() {
+	local t0
+	t0=$(cl_now_ns)
+	kill -"$1" "$(cl_pid "controller-c$2")"
+	cl_until 10 other_leads "$2" || return 1
+	NL=$(cl_ha_leader)
+	cl_until 5 cl_has_event "$(cl_ha_log "$NL")" '.kind == "controller_ready"'
+	TAKE=$((($(ev_ns "$(cl_ha_log "$NL")" leader_elected) - t0) / 1000))
+	READY=$((($(ev_ns "$(cl_ha_log "$NL")" controller_ready) - t0) / 1000))
+}
 
 for t in $(seq "$N"); do
 	cl_init "$(mktemp -d /tmp/flatline-bench-ha-cl.XXXXXX)" "flbha$t"
@@ -38,21 +50,12 @@ for t in $(seq "$N"); do
 	cl_writer_start --rate 1000 >/dev/null
 	sleep 0.5
 	lead=$(cl_ha_leader)
-	t0=$(cl_now_ns)
-	kill -KILL "$(cl_pid "controller-c$lead")"
-	cl_until 10 other_leads "$lead" || { echo "trial $t: no takeover" >&2; cl_down; continue; }
-	nl=$(cl_ha_leader)
-	cl_until 5 cl_has_event "$(cl_ha_log "$nl")" '.kind == "controller_ready"'
-	take=$((($(ev_ns "$(cl_ha_log "$nl")" leader_elected) - t0) / 1000))
-	ready=$((($(ev_ns "$(cl_ha_log "$nl")" controller_ready) - t0) / 1000))
+	stop_leader KILL "$lead" || { echo "trial $t: no takeover" >&2; cl_down; continue; }
+	nl=$NL take=$TAKE ready=$READY
 	cl_ha_controller_start "$lead"
 	sleep 0.5
-	t1=$(cl_now_ns)
-	kill -TERM "$(cl_pid "controller-c$nl")"
-	cl_until 10 other_leads "$nl" || { echo "trial $t: no handover" >&2; cl_down; continue; }
-	l3=$(cl_ha_leader)
-	cl_until 5 cl_has_event "$(cl_ha_log "$l3")" '.kind == "controller_ready"'
-	hand=$((($(ev_ns "$(cl_ha_log "$l3")" leader_elected) - t1) / 1000))
+	stop_leader TERM "$nl" || { echo "trial $t: no handover" >&2; cl_down; continue; }
+	l3=$NL hand=$TAKE
 	sleep 0.5
 	T0=$(cl_now_ns)
 	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"

@@ -168,16 +168,19 @@ cl_net_up() {
 	ip -n "$CL_NS_CTL" link add br0 type bridge
 	ip -n "$CL_NS_CTL" addr add "$CL_CTL_IP/24" dev br0
 	ip -n "$CL_NS_CTL" link set br0 up
-	for i in 1 2 3; do
-		ns=$(cl_ns "$i")
-		ip netns add "$ns"
-		ip -n "$CL_NS_CTL" link add "veth$i" type veth peer name eth0 netns "$ns"
-		ip -n "$CL_NS_CTL" link set "veth$i" master br0 up
-		ip -n "$ns" link set lo up
-		ip -n "$ns" addr add "$(cl_ip "$i")/24" dev eth0
-		ip -n "$ns" link set eth0 up
-	done
+	for i in 1 2 3; do cl_netns_attach "$(cl_ns "$i")" "veth$i" "$(cl_ip "$i")"; done
 	[ -z "$CL_HA" ] || cl_ha_net_up
+}
+
+# cl_netns_attach NS VETH IP: a new namespace NS whose eth0 (IP/24) is on the bridge
+# through VETH.
+cl_netns_attach() {
+	ip netns add "$1"
+	ip -n "$CL_NS_CTL" link add "$2" type veth peer name eth0 netns "$1"
+	ip -n "$CL_NS_CTL" link set "$2" master br0 up
+	ip -n "$1" link set lo up
+	ip -n "$1" addr add "$3/24" dev eth0
+	ip -n "$1" link set eth0 up
 }
 
 # Link cut (the host's cable pulled at the switch) and back.

@@ -15,16 +15,8 @@ cl_ha_ips() { local i; for i in 1 2 3; do cl_ha_ip "$i"; done; }
 cl_ha_log() { echo "$CL_DIR/controller-c$1.jsonl"; } # IDX -> the controller's event log
 
 cl_ha_net_up() {
-	local i ns
-	for i in 1 2 3; do
-		ns=$(cl_ha_ns "$i")
-		ip netns add "$ns"
-		ip -n "$CL_NS_CTL" link add "vc$i" type veth peer name eth0 netns "$ns"
-		ip -n "$CL_NS_CTL" link set "vc$i" master br0 up
-		ip -n "$ns" link set lo up
-		ip -n "$ns" addr add "$(cl_ha_ip "$i")/24" dev eth0
-		ip -n "$ns" link set eth0 up
-	done
+	local i
+	for i in 1 2 3; do cl_netns_attach "$(cl_ha_ns "$i")" "vc$i" "$(cl_ha_ip "$i")"; done
 }
 
 cl_ha_conf() {

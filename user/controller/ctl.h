@@ -115,6 +115,8 @@ struct ctl_ha_view {
 	long long revision;
 	bool etcd_ok;
 	const char *etcd_why, *etcd_members;
+	int nctls; /* the controllers registered in etcd, this one included */
+	const char *ctl_ids[CFG_MAX_CTLS * 2], *ctl_addrs[CFG_MAX_CTLS * 2];
 };
 
 #define ARG_IS(i, s) (!strcasecmp(cmd->argv[i], s))

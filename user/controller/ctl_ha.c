@@ -272,4 +272,5 @@ void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v)
 	v->etcd_why = c->etcd_why;
 	v->etcd_members = c->etcd_members;
 	v->endpoint = etcd_endpoint(ha_etcd(c->ha));
+	v->nctls = ha_controllers(c->ha, v->ctl_ids, v->ctl_addrs, CFG_MAX_CTLS * 2);
 }

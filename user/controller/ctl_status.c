@@ -75,8 +75,6 @@ void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const stru
 static void ha_json(struct ctl *c, struct evbuffer *b)
 {
 	struct ctl_ha_view v;
-	const char *ids[CFG_MAX_CTLS * 2], *addrs[CFG_MAX_CTLS * 2];
-	int n;
 
 	ctl_ha_status(c, &v);
 	if (!v.enabled)
@@ -94,14 +92,13 @@ static void ha_json(struct ctl *c, struct evbuffer *b)
 	evbuffer_add_printf(b, ",\"members\":");
 	json_str(b, v.etcd_members);
 	evbuffer_add_printf(b, "},\"controllers\":[");
-	n = ctl_ha_controllers(c, ids, addrs, CFG_MAX_CTLS * 2);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < v.nctls; i++) {
 		evbuffer_add_printf(b, "%s{\"id\":", i ? "," : "");
-		json_str(b, ids[i]);
+		json_str(b, v.ctl_ids[i]);
 		evbuffer_add_printf(b, ",\"listen\":");
-		json_str(b, addrs[i]);
+		json_str(b, v.ctl_addrs[i]);
 		evbuffer_add_printf(b, ",\"role\":\"%s\"}",
-				    !strcmp(ids[i], v.leader) ? "leader" : "follower");
+				    !strcmp(v.ctl_ids[i], v.leader) ? "leader" : "follower");
 	}
 	evbuffer_add_printf(b, "]}");
 }
@@ -109,8 +106,6 @@ static void ha_json(struct ctl *c, struct evbuffer *b)
 static void ha_text(struct ctl *c, struct evbuffer *b)
 {
 	struct ctl_ha_view v;
-	const char *ids[CFG_MAX_CTLS * 2], *addrs[CFG_MAX_CTLS * 2];
-	int n;
 
 	ctl_ha_status(c, &v);
 	if (!v.enabled)
@@ -119,10 +114,9 @@ static void ha_text(struct ctl *c, struct evbuffer *b)
 			    c->id, v.role, v.may_act ? " (lease live)" : "",
 			    v.leader[0] ? v.leader : "none", v.etcd_ok ? "ok" : "UNAVAILABLE",
 			    v.etcd_ok ? v.endpoint : v.etcd_why, v.etcd_members);
-	n = ctl_ha_controllers(c, ids, addrs, CFG_MAX_CTLS * 2);
-	for (int i = 0; i < n; i++)
-		evbuffer_add_printf(b, "  controller %-12s %-24s %s\n", ids[i], addrs[i],
-				    !strcmp(ids[i], v.leader) ? "leader" : "follower");
+	for (int i = 0; i < v.nctls; i++)
+		evbuffer_add_printf(b, "  controller %-12s %-24s %s\n", v.ctl_ids[i], v.ctl_addrs[i],
+				    !strcmp(v.ctl_ids[i], v.leader) ? "leader" : "follower");
 }
 
 void ctl_status_json(struct ctl *c, struct evbuffer *b)

@@ -1,3 +1,0 @@
-build-lead/tests/test_config: tests/unit/test_config.c \
- user/common/config.h
-user/common/config.h:

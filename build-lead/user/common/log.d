@@ -1,2 +1,0 @@
-build-lead/user/common/log.o: user/common/log.c user/common/log.h
-user/common/log.h:
