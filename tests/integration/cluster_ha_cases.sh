@@ -128,6 +128,53 @@ test_ha_etcd_member_down() {
 	expect_ms "$J" first_write_ms 1000
 }
 
+# etcd with authentication: the controllers log in (user and password from the
+# cluster file) and work as without it; one with a wrong password says why and never
+# leads.
+test_ha_etcd_auth() {
+	export FL_ETCD_AUTH=1
+	cluster
+	local lead bad=$CL_DIR/bad.conf
+	lead=$(cl_ha_leader) || fail "no leader with etcd auth on"
+	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	check_primary
+	sed "s/^password = .*/password = wrong-password-$$/" "$CL_CONF" >"$bad"
+	printf '[controller "cbad"]\nlisten = %s:26390\n' "$(cl_ha_ip "$lead")" >>"$bad"
+	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller -c "$bad" --id cbad \
+		--event-log "$CL_DIR/bad.jsonl"
+	sleep 2
+	grep -q "failed to authenticate to etcd.*authentication failed" "$CL_DIR/log/ctl-bad.out" ||
+		fail "no clear message for a wrong etcd password: $(tail -n 3 "$CL_DIR/log/ctl-bad.out")"
+	! cl_has_event "$CL_DIR/bad.jsonl" '.kind == "leader_elected"' || fail "it led anyway"
+	cl_stop ctl-bad
+	cl_redis_start "$OLD"
+	old_back_as_replica
+	finish "SIGKILL, etcd with authentication"
+}
+
+# etcd over TLS with client certificates (https endpoints, cacert/cert/key): the same;
+# a controller without the client certificate is refused by etcd and says why.
+test_ha_etcd_tls() {
+	export FL_ETCD_TLS=1
+	cluster
+	local lead bad=$CL_DIR/bad.conf
+	lead=$(cl_ha_leader) || fail "no leader with etcd over TLS"
+	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	check_primary
+	grep -v '^cert = \|^key = ' "$CL_CONF" >"$bad"
+	printf '[controller "cbad"]\nlisten = %s:26390\n' "$(cl_ha_ip "$lead")" >>"$bad"
+	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller -c "$bad" --id cbad \
+		--event-log "$CL_DIR/bad.jsonl"
+	sleep 2
+	grep -qi "failed to grant an etcd lease: https://.*\(certificate\|ssl\|tls\|alert\)" "$CL_DIR/log/ctl-bad.out" ||
+		fail "no clear message without a client certificate: $(tail -n 3 "$CL_DIR/log/ctl-bad.out")"
+	! cl_has_event "$CL_DIR/bad.jsonl" '.kind == "leader_elected"' || fail "it led anyway"
+	cl_stop ctl-bad
+	cl_redis_start "$OLD"
+	old_back_as_replica
+	finish "SIGKILL, etcd over TLS with client certificates"
+}
+
 # Clients learn every controller (SENTINEL sentinels) and the quorum (ckquorum).
 test_ha_sentinel_view() {
 	cluster
@@ -156,4 +203,4 @@ api_of_is() {
 }
 
 TESTS+=(test_ha_leader_killed test_ha_cut_from_etcd test_ha_etcd_quorum_lost
-	test_ha_etcd_member_down test_ha_sentinel_view)
+	test_ha_etcd_member_down test_ha_sentinel_view test_ha_etcd_auth test_ha_etcd_tls)

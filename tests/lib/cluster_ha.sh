@@ -19,9 +19,31 @@ cl_ha_net_up() {
 	for i in 1 2 3; do cl_netns_attach "$(cl_ha_ns "$i")" "vc$i" "$(cl_ha_ip "$i")"; done
 }
 
+# FL_ETCD_TLS=1: etcd serves clients over TLS and asks for a client certificate;
+# cl_etcd_pki makes a CA, one server certificate (the three addresses) and one client
+# certificate in DIR/pki.
+cl_etcd_scheme() { if [ -n "${FL_ETCD_TLS:-}" ]; then echo https; else echo http; fi; }
+cl_etcd_pki() {
+	local d=$CL_DIR/pki san="" i
+	mkdir -p "$d"
+	for i in 1 2 3; do san="$san${san:+,}IP:$(cl_ha_ip "$i")"; done
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=flatline-test-ca" \
+		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null &&
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=etcd" -keyout "$d/server.key" \
+		-out "$d/server.csr" 2>/dev/null &&
+	openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 2 -extfile <(printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$san") \
+		-out "$d/server.pem" 2>/dev/null &&
+	openssl req -newkey rsa:2048 -nodes -subj "/CN=flatline" -keyout "$d/client.key" \
+		-out "$d/client.csr" 2>/dev/null &&
+	openssl x509 -req -in "$d/client.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 2 -extfile <(printf 'extendedKeyUsage=clientAuth\n') -out "$d/client.pem" 2>/dev/null &&
+	chmod 0600 "$d"/*.key
+}
+
 cl_ha_conf() {
 	local i eps=""
-	for i in 1 2 3; do eps="$eps${eps:+,}http://$(cl_ha_ip "$i"):2379"; done
+	for i in 1 2 3; do eps="$eps${eps:+,}$(cl_etcd_scheme)://$(cl_ha_ip "$i"):2379"; done
 	cat >>"$CL_CONF" <<-EOF
 
 		[etcd]
@@ -30,6 +52,10 @@ cl_ha_conf() {
 		lease_ms = ${FL_HA_LEASE_MS:-1000}
 		timeout_ms = 300
 	EOF
+	# FL_ETCD_AUTH=1: etcd with authentication on (root's password below).
+	[ -z "${FL_ETCD_AUTH:-}" ] || printf 'user = root\npassword = %s\n' "$CL_SECRET" >>"$CL_CONF"
+	[ -z "${FL_ETCD_TLS:-}" ] || printf 'cacert = %s\ncert = %s\nkey = %s\n' "$CL_DIR/pki/ca.pem" \
+		"$CL_DIR/pki/client.pem" "$CL_DIR/pki/client.key" >>"$CL_CONF"
 	for i in 1 2 3; do
 		cat >>"$CL_CONF" <<-EOF
 
@@ -40,11 +66,14 @@ cl_ha_conf() {
 }
 
 cl_etcd_start() {
-	local i=$1 el=${FL_ETCD_ELECTION_MS:-500} peers="" j
+	local i=$1 el=${FL_ETCD_ELECTION_MS:-500} peers="" j tls=() sc
+	sc=$(cl_etcd_scheme)
 	for j in 1 2 3; do peers="$peers${peers:+,}e$j=http://$(cl_ha_ip "$j"):2380"; done
+	[ -z "${FL_ETCD_TLS:-}" ] || tls=(--cert-file "$CL_DIR/pki/server.pem"
+		--key-file "$CL_DIR/pki/server.key" --trusted-ca-file "$CL_DIR/pki/ca.pem" --client-cert-auth)
 	cl_spawn "etcd-e$i" "$(cl_ha_ns "$i")" etcd --name "e$i" --data-dir "$CL_DIR/etcd-e$i" \
-		--listen-client-urls "http://$(cl_ha_ip "$i"):2379" \
-		--advertise-client-urls "http://$(cl_ha_ip "$i"):2379" \
+		--listen-client-urls "$sc://$(cl_ha_ip "$i"):2379" \
+		--advertise-client-urls "$sc://$(cl_ha_ip "$i"):2379" "${tls[@]}" \
 		--listen-peer-urls "http://$(cl_ha_ip "$i"):2380" \
 		--initial-advertise-peer-urls "http://$(cl_ha_ip "$i"):2380" \
 		--initial-cluster "$peers" --initial-cluster-state new \
@@ -52,10 +81,14 @@ cl_etcd_start() {
 		--heartbeat-interval $((el / 10)) --election-timeout "$el"
 }
 
-cl_etcd_healthy() {
-	cl_ha_in 1 env ETCDCTL_API=3 etcdctl --endpoints "http://$(cl_ha_ip 1):2379" \
-		--command-timeout=1s endpoint health >/dev/null 2>&1
+cl_etcdctl() {
+	local tls=()
+	[ -z "${FL_ETCD_TLS:-}" ] || tls=(--cacert "$CL_DIR/pki/ca.pem" --cert "$CL_DIR/pki/client.pem"
+		--key "$CL_DIR/pki/client.key")
+	cl_ha_in 1 env ETCDCTL_API=3 etcdctl --endpoints "$(cl_etcd_scheme)://$(cl_ha_ip 1):2379" \
+		"${tls[@]}" --command-timeout=2s "$@"
 }
+cl_etcd_healthy() { cl_etcdctl endpoint health >/dev/null 2>&1; }
 
 cl_ha_controller_start() {
 	local i=$1
@@ -92,9 +125,14 @@ cl_ha_leader_ready() {
 cl_ha_start() {
 	local i
 	command -v etcd >/dev/null || { cl_die "needs etcd (scripts/install-deps.sh)"; return 1; }
+	[ -z "${FL_ETCD_TLS:-}" ] || cl_etcd_pki || { cl_die "could not make the test certificates"; return 1; }
 	for i in 1 2 3; do cl_etcd_start "$i"; done
 	cl_until "$CL_WAIT_S" cl_etcd_healthy ||
 		{ cl_die "etcd did not come up: $(tail -n 5 "$CL_DIR/log/etcd-e1.out")"; return 1; }
+	if [ -n "${FL_ETCD_AUTH:-}" ]; then
+		{ cl_etcdctl user add "root:$CL_SECRET" && cl_etcdctl user grant-role root root &&
+			cl_etcdctl auth enable; } >/dev/null 2>&1 || { cl_die "could not enable etcd auth"; return 1; }
+	fi
 	for i in 1 2 3; do cl_ha_controller_start "$i"; done
 	cl_until "$CL_WAIT_S" cl_ha_leader_ready ||
 		{ cl_die "no controller leads: $(tail -n 5 "$CL_DIR/log/controller-c1.out")"; return 1; }
