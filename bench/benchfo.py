@@ -89,7 +89,7 @@ for run in range(runs):
     others = [p for p in ports if p != old]
     key = "bench:%d" % run
     acked_file = "%s/acked-%d" % (workdir, run)
-    w = subprocess.Popen([sys.executable, os.path.join(here, "flwriter.py"), "--sentinel",
+    w = subprocess.Popen([sys.executable, os.path.join(here, "..", "tests", "lib", "flwriter.py"), "--sentinel",
                           str(ctl_port), "--service", service, "--key", key, "--rate",
                           str(rate), "--out", acked_file], stdout=subprocess.PIPE)
     writers.append(w)

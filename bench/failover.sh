@@ -79,7 +79,7 @@ for n in n1 n2 n3; do
 	pids+=($!)
 done
 for _ in $(seq 200); do
-	[ "$(grep -c agent_connected "$dir/controller.jsonl" 2>/dev/null)" -ge 3 ] && break
+	[ "$(grep -c agent_connected "$dir/controller.jsonl" 2>/dev/null || echo 0)" -ge 3 ] && break
 	sleep 0.05
 done
 "$PY" bench/benchfo.py "$CTL" "$P1,$P2,$P3" "$N" "$RATE" "$dir"
