@@ -8,7 +8,9 @@
  * stall_after after the previous one). An agent that was stopped or starved judges
  * nothing until it has probed on schedule for a whole window again. The peer is UP
  * again at the first reply. A peer that answers no echo but whose other traffic
- * (replication) keeps arriving is PASSIVE: alive, and the evidence says why. */
+ * (replication) keeps arriving is PASSIVE: alive, and the evidence says why. A
+ * peer silent while our own probes could not leave this host (its route gone, our
+ * interface without carrier) is LOCAL_FAULT, not DOWN: we cannot tell. */
 #ifndef FL_PEER_VERDICT_H
 #define FL_PEER_VERDICT_H
 
@@ -23,6 +25,8 @@ enum verdict_state {
 	VERDICT_UP = 1,      /* echo replies arrive */
 	VERDICT_PASSIVE = 2, /* no echo reply for down_after, but other packets from it do arrive */
 	VERDICT_DOWN = 3,    /* silent for down_after while we probed on schedule */
+	VERDICT_LOCAL_FAULT = 4, /* silent for down_after, but our probes could not leave
+				  * (no route, no carrier): not evidence against the peer */
 };
 
 struct verdict_config {

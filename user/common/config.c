@@ -317,6 +317,63 @@ static bool set_ip(struct parser *p, const char *key, const char *v, char *out, 
 	return set_str(p, key, v, out, len);
 }
 
+const char *cfg_address_unprobeable(const char *address)
+{
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const unsigned char zero[16];
+	unsigned char a[16];
+
+	if (inet_pton(AF_INET, address, a) == 1) {
+		if (!memcmp(a, zero, 4))
+			return "0.0.0.0 is no host's address";
+		if (a[0] >= 224 && a[0] <= 239)
+			return "a multicast address is no host's own";
+		if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
+			return "the broadcast address is no host's own";
+		return NULL;
+	}
+	if (inet_pton(AF_INET6, address, a) != 1)
+		return "not an IPv4 or IPv6 address";
+	if (!memcmp(a, zero, 16))
+		return ":: is no host's address";
+	if (a[0] == 0xff)
+		return "a multicast address is no host's own";
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return "an IPv6 link-local address needs an interface the cluster file cannot "
+		       "name; use the host's global or ULA (fd00::/8) address";
+	if (!memcmp(a, mapped, 12))
+		return "an IPv4-mapped IPv6 address is probed as neither; write the IPv4 address";
+	return NULL;
+}
+
+int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len)
+{
+	unsigned char a[16], b[16];
+	int fa = strchr(n->address, ':') ? AF_INET6 : AF_INET;
+
+	if (inet_pton(fa, n->address, a) != 1)
+		return 0;
+	if ((fa == AF_INET && a[0] == 127) ||
+	    (fa == AF_INET6 && !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16))) {
+		snprintf(buf, len, "%s is loopback: every host answers for it, so a dead host "
+			 "of node %s cannot be detected by its peers", n->address, n->id);
+		return 1;
+	}
+	if (n->shard < 0)
+		return 0;
+	for (int i = 0; i < c->shards[n->shard].nnodes; i++) {
+		const struct cfg_node *o = &c->nodes[c->shards[n->shard].nodes[i]];
+
+		if (o == n || (strchr(o->address, ':') ? AF_INET6 : AF_INET) != fa ||
+		    inet_pton(fa, o->address, b) != 1 || memcmp(a, b, fa == AF_INET ? 4 : 16))
+			continue;
+		snprintf(buf, len, "%s is also node %s's address: one probe answers for both, so "
+			 "the peers cannot tell which host died", n->address, o->id);
+		return 1;
+	}
+	return 0;
+}
+
 static bool set_dns_name(struct parser *p, const char *key, const char *v, char *out, size_t len)
 {
 	size_t n = strlen(v);
@@ -531,8 +588,19 @@ static bool key_node(struct parser *p, const char *name, const char *v)
 {
 	struct cfg_node *n = &p->c->nodes[p->cur];
 
-	if (KEY("address"))
-		return set_ip(p, name, v, n->address, sizeof(n->address));
+	if (KEY("address")) {
+		const char *why;
+
+		if (!set_ip(p, name, v, n->address, sizeof(n->address)))
+			return false;
+		n->address_line = p->line;
+		why = cfg_address_unprobeable(v);
+		if (why) {
+			perr(p, p->line, name, "%s cannot be probed by the node's peers: %s", v, why);
+			return false;
+		}
+		return true;
+	}
 	if (KEY("redis"))
 		return set_endpoint(p, name, v, &n->redis, 6379) &&
 		       set_str(p, name, v, n->redis_str, sizeof(n->redis_str));
