@@ -63,6 +63,9 @@ static void test_good_file(void **state)
 	assert_string_equal(c->agent.event_log, "/tmp/ev.jsonl");
 	assert_string_equal(c->controller.listen.host, "127.0.0.1");
 	assert_int_equal(c->controller.listen.port, 26400);
+	/* No address: agents and clients connect where it listens. */
+	assert_string_equal(c->controller.address.host, "127.0.0.1");
+	assert_int_equal(c->controller.address.port, 26400);
 	assert_string_equal(c->redis.user, "");
 	assert_string_equal(c->redis.password, "pw");
 	assert_true(c->dns.enabled);
@@ -150,6 +153,12 @@ static const struct {
 	  "[shard \"s\"]\nnodes = n1\ndns_name = cache.other.\n",
 	  "t.conf:8: [shard \"s\"] dns_name: cache.other. is not inside zone ha.example." },
 	{ "[controller]\nlisten = 1.2.3.4:x\n", "t.conf:2: [controller] listen: not host:port" },
+	{ "[controller]\nlisten = [::]:26379\n",
+	  "t.conf:2: [controller] address: missing: listen = :: is every address of the controller's "
+	  "host, so agents and clients need the one to connect to (address = host:port)" },
+	{ "[controller]\nlisten = 0.0.0.0\n", "t.conf:2: [controller] address: missing: listen = 0.0.0.0" },
+	{ "[controller]\naddress = unix:/run/x.sock\n",
+	  "t.conf:2: [controller] address: a host:port or [v6]:port agents and clients connect to" },
 	{ "[agent]\nping_interval_ms = 100\n  continued\n",
 	  "t.conf:3: not a 'key = value' line or a [section] header" },
 	{ "[etcd]\nendpoints = 127.0.0.1:2379\n",
@@ -268,6 +277,21 @@ static void test_probe_warnings(void **state)
 	cfg_free(c);
 }
 
+/* The controller on every address ([::]: IPv6 and IPv4), reached at one of them. */
+static void test_controller_any(void **state)
+{
+	static const char text[] = "[controller]\nlisten = [::]:26400\naddress = [fd00:77::fe]\n";
+	struct cfg *c = NULL;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_string("a.conf", text, &c, err, sizeof(err)), 0);
+	assert_string_equal(c->controller.listen.host, "::");
+	assert_string_equal(c->controller.address.host, "fd00:77::fe");
+	assert_int_equal(c->controller.address.port, 26379);
+	cfg_free(c);
+}
+
 static void test_endpoints(void **state)
 {
 	struct cfg_endpoint ep;
@@ -293,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_long_line_and_missing_file),
 		cmocka_unit_test(test_probe_warnings),
+		cmocka_unit_test(test_controller_any),
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_etcd),
 	};

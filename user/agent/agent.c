@@ -580,7 +580,7 @@ static int start_cluster(struct agent *a)
 		.info_interval_ms = c->agent.heartbeat_ms,
 	};
 	struct reporter_opts ro = {
-		.ep = c->controller.listen,
+		.ep = c->controller.address,
 		.node = a->node,
 		.secret = c->secret,
 		.heartbeat_ms = c->agent.heartbeat_ms,

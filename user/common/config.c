@@ -30,6 +30,7 @@ struct parser {
 	char sect_text[CFG_ID_MAX + 32]; /* as written, for messages */
 	int cur;                         /* node or shard index */
 	int dns_line;                    /* line of the [dns] header */
+	int listen_line;                 /* line of [controller] listen */
 	int etcd_line;                   /* line of the [etcd] header */
 	char **shard_nodes;              /* per shard: "nodes" as written */
 	int *shard_nodes_line;
@@ -433,8 +434,15 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 {
 	typeof(p->c->controller) *k = &p->c->controller;
 
-	if (KEY("listen"))
+	if (KEY("listen")) {
+		p->listen_line = p->line;
 		return set_endpoint(p, name, v, &k->listen, 26379);
+	}
+	if (KEY("address")) {
+		k->have_address = true;
+		k->address_line = p->line;
+		return set_endpoint(p, name, v, &k->address, 26379);
+	}
 	if (KEY("node_down_after_ms"))
 		return set_int(p, name, v, 1, MS_MAX, &k->node_down_after_ms);
 	if (KEY("state_file"))
@@ -777,6 +785,24 @@ static void validate(struct parser *p)
 		if (!c->etcd.prefix[0])
 			snprintf(c->etcd.prefix, sizeof(c->etcd.prefix), "/flatline/%s/",
 				 c->name[0] ? c->name : "default");
+	}
+	if (!p->failed) {
+		static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+		bool wild = false;
+
+		for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+			wild |= !strcmp(c->controller.listen.host, any[i]);
+		snprintf(p->sect_text, sizeof(p->sect_text), "controller");
+		if (c->controller.have_address && !c->controller.address.host[0])
+			perr(p, c->controller.address_line, "address",
+			     "a host:port or [v6]:port agents and clients connect to, not a unix socket");
+		else if (!c->controller.have_address && wild)
+			perr(p, p->listen_line, "address",
+			     "missing: listen = %s is every address of the controller's host, so "
+			     "agents and clients need the one to connect to (address = host:port)",
+			     c->controller.listen.host);
+		else if (!c->controller.have_address)
+			c->controller.address = c->controller.listen;
 	}
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;

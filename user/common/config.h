@@ -63,6 +63,11 @@ struct cfg {
 	} agent;
 	struct {
 		struct cfg_endpoint listen;
+		/* Where agents and clients reach it: `address`, by default listen (which
+		 * must then name a host, not a wildcard such as [::] or 0.0.0.0). */
+		struct cfg_endpoint address;
+		bool have_address; /* address was given */
+		int address_line;
 		int node_down_after_ms;
 		char state_file[256];
 		char event_log[256];
