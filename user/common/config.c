@@ -318,6 +318,12 @@ static bool set_ip(struct parser *p, const char *key, const char *v, char *out, 
 	return set_str(p, key, v, out, len);
 }
 
+const char *cfg_hostport(char *buf, size_t len, const char *host, int port)
+{
+	snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+	return buf;
+}
+
 const char *cfg_address_unprobeable(const char *address)
 {
 	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };

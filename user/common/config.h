@@ -129,6 +129,8 @@ const char *cfg_address_unprobeable(const char *address);
  * its shard has the same address); 0 if nothing, 1 with the reason in buf. The
  * agent warns with it, naming file:line. */
 int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len);
+/* host:port, or [host]:port for an IPv6 address (as Redis's anetFormatAddr). */
+const char *cfg_hostport(char *buf, size_t len, const char *host, int port);
 /* Parses "host:port", "[v6]:port" or "unix:/path"; -EINVAL if malformed. */
 int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port);
 
