@@ -100,8 +100,8 @@ static void find_route(struct prober *p, struct probe_peer *pp, uint64_t now)
 
 static int cmp_addr(const void *a, const void *b)
 {
-	return memcmp(&(*(struct probe_peer *const *)a)->key, &(*(struct probe_peer *const *)b)->key,
-		      sizeof(struct fl_peer_key));
+	return icmp_watch_key_cmp(&(*(struct probe_peer *const *)a)->key,
+				  &(*(struct probe_peer *const *)b)->key);
 }
 
 static struct probe_peer *peer_by_key(struct prober *p, const struct fl_peer_key *k)
@@ -159,7 +159,7 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 		return -EINVAL;
 	}
 	for (int i = 0; i < p->npeers; i++) {
-		if (!memcmp(&p->peers[i]->key, &a, sizeof(a)) || !strcmp(p->peers[i]->id, id)) {
+		if (!icmp_watch_key_cmp(&p->peers[i]->key, &a) || !strcmp(p->peers[i]->id, id)) {
 			pr_warn("failed to add peer %s (%s): already probed as %s (%s)\n", id, addr,
 				p->peers[i]->id, p->peers[i]->addr_str);
 			return -EEXIST;

@@ -146,12 +146,8 @@ static void print_row(const struct peer_row *r, uint64_t now, int w)
 /* IPv4 peers first, then IPv6, each by address. */
 static int cmp_rows(const void *a, const void *b)
 {
-	const struct fl_peer_key *x = &((const struct peer_row *)a)->key;
-	const struct fl_peer_key *y = &((const struct peer_row *)b)->key;
-
-	if (x->family != y->family)
-		return x->family < y->family ? -1 : 1;
-	return memcmp(x->addr6, y->addr6, sizeof(x->addr6));
+	return icmp_watch_key_cmp(&((const struct peer_row *)a)->key,
+				  &((const struct peer_row *)b)->key);
 }
 
 /* Every entry of the map, sorted by address; *n of them in a new *out. */

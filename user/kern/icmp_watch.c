@@ -159,6 +159,13 @@ int icmp_watch_key_parse(const char *s, struct fl_peer_key *k)
 	return -EINVAL;
 }
 
+int icmp_watch_key_cmp(const struct fl_peer_key *a, const struct fl_peer_key *b)
+{
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->addr6, b->addr6, sizeof(a->addr6));
+}
+
 const char *icmp_watch_key_str(const struct fl_peer_key *k, char *buf, size_t len)
 {
 	if (!inet_ntop(k->family == FL_AF_INET6 ? AF_INET6 : AF_INET, k->addr6, buf, len))

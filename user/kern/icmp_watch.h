@@ -64,6 +64,8 @@ void icmp_watch_close(struct icmp_watch *iw);
 
 /* An IPv4 dotted quad or an IPv6 address as a fl_peers key; -EINVAL if neither. */
 int icmp_watch_key_parse(const char *s, struct fl_peer_key *k);
+/* Orders keys: family, then address bytes (IPv4 before IPv6); 0 when equal. */
+int icmp_watch_key_cmp(const struct fl_peer_key *a, const struct fl_peer_key *b);
 /* The key's address as text (INET6_ADDRSTRLEN is enough). */
 const char *icmp_watch_key_str(const struct fl_peer_key *k, char *buf, size_t len);
 /* The interface the kernel routes dst through (RTM_GETROUTE, either family);
