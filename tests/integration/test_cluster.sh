@@ -437,6 +437,11 @@ test_sentinel_client_ipv6() {
 		fail "+switch-master not as Sentinel writes it: $(cat "$T/sub.out")"
 	cl_ctl redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" sentinel masters | grep -qx "$(cl_ip "$NEW")" ||
 		fail "SENTINEL masters does not name $(cl_ip "$NEW")"
+	# A replica's name is [v6]:port, its ip field the bare address (Sentinel's anetFormatAddr).
+	for i in 2 3; do [ "$i" = "$NEW" ] || R=$i; done
+	cl_ctl redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" sentinel replicas "$CL_SHARD" >"$T/replicas.out"
+	grep -qx "\[$(cl_ip "$R")\]:6379" "$T/replicas.out" || fail "SENTINEL replicas: no name [$(cl_ip "$R")]:6379: $(tr '\n' ' ' <"$T/replicas.out")"
+	grep -qx "$(cl_ip "$R")" "$T/replicas.out" || fail "SENTINEL replicas: no ip $(cl_ip "$R")"
 	cl_until 5 grep -q "^A .* \[$(cl_ip "$NEW")\]:6379" "$CL_DIR/writer.out" ||
 		fail "the Sentinel client did not follow to $(cl_ip "$NEW")"
 	cl_redis_start "$OLD"
