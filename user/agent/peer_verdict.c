@@ -109,7 +109,9 @@ static void measure(struct verdict_peer *p, const struct verdict_config *c, cons
 	ev->judged = full && base->t_ns >= p->resumed_ns &&
 		     ev->probes_in_window >= VERDICT_MIN_PROBES;
 	ev->local_fault = ev->packet_age_ns >= c->down_after_ns && ev->probes_in_window &&
-			  (!ev->left_in_window || o->no_carrier);
+			  (!ev->left_in_window || o->no_carrier || o->no_route);
+	/* Only what this host can see is its own: no route, no carrier. */
+	p->local_cause = o->no_route || o->no_carrier;
 }
 
 static enum verdict_state next_state(const struct verdict_peer *p, const struct verdict_config *c)
@@ -129,7 +131,7 @@ static enum verdict_state next_state(const struct verdict_peer *p, const struct 
 	/* Silent: the peer's fault, or ours when the probes could not leave. */
 	if (!ev->judged)
 		return p->state;
-	return ev->local_fault ? VERDICT_LOCAL_FAULT : VERDICT_DOWN;
+	return ev->local_fault && p->local_cause ? VERDICT_LOCAL_FAULT : VERDICT_DOWN;
 }
 
 bool verdict_round(struct verdict_peer *p, const struct verdict_config *c, const struct verdict_obs *o)

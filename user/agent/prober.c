@@ -410,7 +410,9 @@ static void log_change(const struct probe_peer_info *pi)
 				NS_PER_MS,
 			(unsigned long long)ev->left_in_window,
 			(unsigned long long)ev->probes_in_window,
-			ev->local_fault ? " (local fault: no route or no carrier)" : "");
+			ev->state == VERDICT_LOCAL_FAULT ? " (no route or no carrier here)" :
+			ev->local_fault			 ? " (local fault?)" :
+							   "");
 	else
 		pr_info("peer %s (%s) is %s (was %s)\n", pi->id, pi->addr,
 			verdict_state_name(ev->state), verdict_state_name(ev->prev));
@@ -431,6 +433,7 @@ static void judge(struct prober *p, struct probe_peer *pp, uint64_t now)
 	/* Only worth an ioctl when the peer has gone quiet. */
 	if (!st->last_rx_ns || now - st->last_rx_ns >= p->cfg.down_after_ns / 2)
 		o.no_carrier = !carrier(p, pp->ifindex);
+	o.no_route = !pp->ifindex;
 	if (verdict_round(&pp->pv, &p->cfg, &o)) {
 		pp->info.ev = pp->pv.ev;
 		log_change(&pp->info);
