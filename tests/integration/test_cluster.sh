@@ -453,7 +453,7 @@ test_sentinel_client_ipv6() {
 TESTS=(test_sigkill test_segfault test_oom_kill test_hung_then_resumed test_host_failure
 	test_isolation test_fast_restart test_controller_restart test_agent_killed test_lossy_no_fault)
 # The IPv6 runs with one controller (the HA harness's etcd members and controllers are IPv4).
-[ -n "$CL_HA" ] ||
+[ -n "${FL_HA:-}" ] ||
 	TESTS+=(test_host_failure_ipv6 test_isolation_ipv6 test_sentinel_client_ipv6 test_lossy_no_fault_ipv6)
 # shellcheck source=tests/integration/cluster_ha_cases.sh
 [ -z "$CL_HA" ] || . tests/integration/cluster_ha_cases.sh
