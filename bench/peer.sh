@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Host-failure detection benchmark (issue 7), in namespaces this script makes and
-# removes (a bridge and two "hosts" on 198.18.0.0/16; nothing leaves them):
+# Host-failure detection benchmark (issues 7 and 20), in namespaces this script makes
+# and removes (a bridge and two "hosts" on 198.18.0.0/16 and fd00:f1::/64; nothing
+# leaves them):
 #   1. link cut -> peer_down at probe intervals 10, 100, 1000 ms (threshold 10 x
-#      interval): mean and spread over a few trials;
+#      interval): mean and spread over a few trials, ICMP (IPv4) and ICMPv6 (IPv6);
 #   2. RTT measured in the kernel (tc egress -> tc ingress) vs in userspace
 #      (sendto -> recvfrom) for the same probes, p50/p99, idle and with both cores
-#      busy;
+#      busy (both families idle, IPv4 busy);
 #   3. prober CPU at 100 peers x 10 probes/s, and the BPF programs' own cost.
 # usage: bench/peer.sh [-n TRIALS]      (root; prints a table)
+#        FAMILIES="4 6" (default) or "4" or "6": the families of parts 1 and 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=5
 [ "${1:-}" = "-n" ] && N=$2
+FAMILIES=${FAMILIES:-4 6}
 [ "$(id -u)" -eq 0 ] || { echo "bench-peer: run as root" >&2; exit 1; }
 [ -n "${FL:-}" ] || make -s all
 FL=${FL:-$PWD/build/flatline}
@@ -47,6 +50,11 @@ for h in a b; do
 done
 ip -n "$P-a" addr add 198.18.0.1/16 dev eth0
 ip -n "$P-b" addr add 198.18.0.2/16 dev eth0
+# IPv6 addresses are flushed on link down unless asked to stay.
+nsenter --net=/run/netns/$P-b sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1
+ip -n "$P-a" addr add fd00:f1::1/64 dev eth0 nodad
+ip -n "$P-b" addr add fd00:f1::2/64 dev eth0 nodad
+peer_of() { [ "$1" = 6 ] && echo fd00:f1::2 || echo 198.18.0.2; }
 for i in $(seq 1 100); do ip -n "$P-b" addr add "198.18.1.$i/16" dev eth0; done
 
 # probe LOG ARGS...: flatline probe in namespace a (under $NICE if set); waits for
@@ -73,16 +81,17 @@ wait_kind() {
 }
 
 # 1. Link cut -> peer_down.
+for fam in $FAMILIES; do
 for iv in 10 100 1000; do
-	log=$dir/cut-$iv.jsonl
+	log=$dir/cut-$fam-$iv.jsonl
 	trials=$N
 	[ "$iv" -ge 1000 ] && trials=$(((N + 1) / 2))
-	probe "$log" --peer b=198.18.0.2 --probe-interval-ms $iv --peer-down-after-ms $((10 * iv))
+	probe "$log" --peer "b=$(peer_of $fam)" --probe-interval-ms $iv --peer-down-after-ms $((10 * iv))
 	wait_kind "$log" peer_up 1 10
 	for t in $(seq "$trials"); do
 		sleep "0.$((RANDOM % 10))$((RANDOM % 10))" # a random phase against the probe rounds
 		sleep $((iv / 1000))
-		echo "$iv $(date +%s%N)" >>"$dir/cuts.txt"
+		echo "$fam $iv $(date +%s%N)" >>"$dir/cuts.txt"
 		ip -n "$P-b" link set eth0 down
 		wait_kind "$log" peer_down "$t" $((iv / 50 + 5))
 		ip -n "$P-b" link set eth0 up
@@ -90,11 +99,14 @@ for iv in 10 100 1000; do
 	done
 	stop
 done
+done
 
 # 2. RTT in the kernel vs userspace, 10 ms interval, 10 s each.
-probe "$dir/rtt.jsonl" --peer b=198.18.0.2 --probe-interval-ms 10 --rtt-log "$dir/rtt-idle.txt" \
-	--duration-ms 10000
-wait "$PROBE" || true
+for fam in $FAMILIES; do
+	probe "$dir/rtt-$fam.jsonl" --peer "b=$(peer_of $fam)" --probe-interval-ms 10 \
+		--rtt-log "$dir/rtt-idle$fam.txt" --duration-ms 10000
+	wait "$PROBE" || true
+done
 busy=()
 for _ in 1 2; do
 	(while :; do :; done) &
@@ -158,23 +170,28 @@ def pct(v, p):
     v = sorted(v); return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 cuts = {}
 for line in open(f"{d}/cuts.txt"):
-    iv, t = map(int, line.split()); cuts.setdefault(iv, []).append(t)
+    fam, iv, t = map(int, line.split()); cuts.setdefault((fam, iv), []).append(t)
 print("link cut -> peer_down (threshold 10 x interval; ms from `ip link set down`)")
-print(f"{'interval':>9} {'threshold':>10} {'trials':>7} {'mean':>8} {'min':>8} {'max':>8} {'stdev':>7} {'mean-thr':>9}")
-for iv in sorted(cuts):
-    downs_ts = [ts_ns(json.loads(l)["ts"]) for l in open(f"{d}/cut-{iv}.jsonl") if '"peer_down"' in l]
-    lat = [(e - c) / 1e6 for c, e in zip(cuts[iv], downs_ts)]
+print(f"{'family':<7} {'interval':>9} {'threshold':>10} {'trials':>7} {'mean':>8} {'min':>8} {'max':>8} {'stdev':>7} {'mean-thr':>9}")
+for fam, iv in sorted(cuts):
+    downs_ts = [ts_ns(json.loads(l)["ts"]) for l in open(f"{d}/cut-{fam}-{iv}.jsonl") if '"peer_down"' in l]
+    lat = [(e - c) / 1e6 for c, e in zip(cuts[(fam, iv)], downs_ts)]
     sd = st.stdev(lat) if len(lat) > 1 else 0
-    print(f"{iv:>7}ms {10*iv:>8}ms {len(lat):>7} {st.mean(lat):>8.1f} {min(lat):>8.1f} {max(lat):>8.1f} {sd:>7.1f} {st.mean(lat)-10*iv:>9.1f}")
+    name = "ICMPv6" if fam == 6 else "ICMP"
+    print(f"{name:<7} {iv:>7}ms {10*iv:>8}ms {len(lat):>7} {st.mean(lat):>8.1f} {min(lat):>8.1f} {max(lat):>8.1f} {sd:>7.1f} {st.mean(lat)-10*iv:>9.1f}")
 print()
 print("RTT of the same probes (10 ms interval, 10 s): kernel tc egress->ingress vs userspace sendto->recvfrom, us")
-print(f"{'load':<14} {'n':>6} {'kernel p50':>11} {'kernel p99':>11} {'user p50':>9} {'user p99':>9} {'user max':>9}")
-for k in ("idle", "busy", "nice"):
+print(f"{'load':<20} {'n':>6} {'kernel p50':>11} {'kernel p99':>11} {'user p50':>9} {'user p99':>9} {'user max':>9}")
+import os
+for k in ("idle4", "idle6", "busy", "nice"):
+    if not os.path.exists(f"{d}/rtt-{k}.txt"):
+        continue
     rows = [l.split() for l in open(f"{d}/rtt-{k}.txt")]
     u = [int(r[2]) / 1000 for r in rows]
     kk = [int(r[3]) / 1000 for r in rows if int(r[3])]
-    label = {"idle": "idle", "busy": "2 cores busy", "nice": "busy, nice 19"}[k]
-    print(f"{label:<14} {len(u):>6} {pct(kk,50):>11.1f} {pct(kk,99):>11.1f} {pct(u,50):>9.1f} {pct(u,99):>9.1f} {max(u):>9.1f}")
+    label = {"idle4": "ICMP idle", "idle6": "ICMPv6 idle", "busy": "ICMP 2 cores busy",
+             "nice": "ICMP busy, nice 19"}[k]
+    print(f"{label:<20} {len(u):>6} {pct(kk,50):>11.1f} {pct(kk,99):>11.1f} {pct(u,50):>9.1f} {pct(u,99):>9.1f} {max(u):>9.1f}")
 print()
 secs = (w1 - w0) / 1e9
 cpu = (cpu1 - cpu0) / 1e9 / secs * 100

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Peer probing timed in the kernel. At tc egress: the time each echo request of
+/* Peer probing timed in the kernel, ICMP echo over IPv4 and ICMPv6 echo over IPv6
+ * (extension headers walked up to FL_IPV6_MAX_EXT). At tc egress: the time each echo request of
  * this agent leaves toward a peer. At tc ingress: the matching echo reply, its RTT,
  * and the time any packet at all last came from the peer (passive liveness). An
  * agent that is itself stalled still gets true times. Loaded by user/icmp_watch.c.
@@ -14,7 +15,7 @@
 #include "bpf_consts.h"
 #include "icmp_event.h"
 
-/* Set between open and load: the ICMP echo id of this agent's probes. Requests and
+/* Set between open and load: the ICMP/ICMPv6 echo id of this agent's probes. Requests and
  * replies with another id (someone's ping) are not ours. Zero: passive liveness only. */
 const volatile __u16 targ_echo_id = 0;
 
@@ -50,9 +51,28 @@ struct cursor {
 
 enum ip_parse {
 	IP_OK = 0,
-	IP_NONE = 1,      /* not IPv4 */
-	IP_MALFORMED = 2, /* truncated, IHL < 5, total length < IHL */
+	IP_NONE = 1,      /* neither IPv4 nor IPv6 */
+	IP_MALFORMED = 2, /* truncated IP header, IHL < 5, total length < IHL, bad version */
 	IP_FRAGMENT = 3,  /* a fragment: addresses valid, no transport header to read */
+	IP_TRUNCATED = 4, /* IPv6: addresses valid, extension header chain cut short */
+	IP_EXT_LIMIT = 5, /* IPv6: addresses valid, more than FL_IPV6_MAX_EXT ext headers */
+};
+
+/* One parsed IP packet: its family, addresses (in the packet) and upper protocol. */
+struct ip_pkt {
+	__u32 family; /* FL_AF_INET or FL_AF_INET6 */
+	void *saddr;  /* 4 or 16 bytes */
+	void *daddr;
+	__u8 proto;   /* IPPROTO_ICMP, IPPROTO_ICMPV6, ... after extension headers */
+};
+
+/* ICMP and ICMPv6 echo share this layout (RFC 792, RFC 4443 4.1). */
+struct echo_hdr {
+	__u8 type;
+	__u8 code;
+	__u16 csum;
+	__be16 id;
+	__be16 seq;
 };
 
 static __always_inline void count(__u32 why)
@@ -75,7 +95,7 @@ static __always_inline __u16 parse_eth(struct cursor *c)
 }
 
 /* IPv4, options skipped through IHL. The cursor ends at the transport header. */
-static __always_inline enum ip_parse parse_ipv4(struct cursor *c, struct iphdr **out)
+static __always_inline enum ip_parse parse_ipv4(struct cursor *c, struct ip_pkt *p)
 {
 	struct iphdr *ip = c->pos;
 	__u32 hlen;
@@ -90,31 +110,135 @@ static __always_inline enum ip_parse parse_ipv4(struct cursor *c, struct iphdr *
 	if (c->pos + hlen > c->end)
 		return IP_MALFORMED;
 	c->pos += hlen;
-	*out = ip;
+	p->family = FL_AF_INET;
+	p->saddr = &ip->saddr;
+	p->daddr = &ip->daddr;
+	p->proto = ip->protocol;
 	if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
 		return IP_FRAGMENT;
 	return IP_OK;
 }
 
-static __always_inline struct icmphdr *parse_icmp(struct cursor *c)
+/* IPv6 and its extension headers, at most FL_IPV6_MAX_EXT of them (a bounded loop).
+ * The cursor ends at the upper-layer header; p->proto names it. A fragment header
+ * anywhere makes it a fragment, as IPv4's MF or offset does. */
+static __always_inline enum ip_parse parse_ipv6(struct cursor *c, struct ip_pkt *p)
 {
-	struct icmphdr *icmp = c->pos;
+	struct ipv6hdr *ip6 = c->pos;
+	struct ipv6_opt_hdr *ext;
+	__u8 next;
 
-	if ((void *)(icmp + 1) > c->end)
-		return NULL;
-	c->pos = icmp + 1;
-	return icmp;
+	if ((void *)(ip6 + 1) > c->end)
+		return IP_MALFORMED;
+	if (ip6->version != 6)
+		return IP_MALFORMED;
+	c->pos = ip6 + 1;
+	p->family = FL_AF_INET6;
+	p->saddr = &ip6->saddr;
+	p->daddr = &ip6->daddr;
+	next = ip6->nexthdr;
+	for (int i = 0; i < FL_IPV6_MAX_EXT; i++) {
+		switch (next) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_ROUTING:
+		case IPPROTO_DSTOPTS:
+		case IPPROTO_MH:
+			ext = c->pos;
+			if ((void *)(ext + 1) > c->end)
+				return IP_TRUNCATED;
+			next = ext->nexthdr;
+			c->pos += ((__u32)ext->hdrlen + 1) * 8;
+			break;
+		case IPPROTO_AH:
+			ext = c->pos;
+			if ((void *)(ext + 1) > c->end)
+				return IP_TRUNCATED;
+			next = ext->nexthdr;
+			c->pos += ((__u32)ext->hdrlen + 2) * 4;
+			break;
+		case IPPROTO_FRAGMENT:
+			p->proto = next;
+			return IP_FRAGMENT;
+		default:
+			p->proto = next;
+			return IP_OK;
+		}
+	}
+	switch (next) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_MH:
+	case IPPROTO_AH:
+		return IP_EXT_LIMIT;
+	case IPPROTO_FRAGMENT:
+		p->proto = next;
+		return IP_FRAGMENT;
+	}
+	p->proto = next;
+	return IP_OK;
 }
 
-/* Up to the IPv4 header of an Ethernet frame; IP_NONE for anything else. */
-static __always_inline enum ip_parse parse_frame(struct __sk_buff *skb, struct cursor *c,
-						 struct iphdr **ip)
+static __always_inline struct echo_hdr *parse_echo(struct cursor *c)
 {
+	struct echo_hdr *h = c->pos;
+
+	if ((void *)(h + 1) > c->end)
+		return NULL;
+	c->pos = h + 1;
+	return h;
+}
+
+/* Up to the upper-layer header of an IPv4 or IPv6 Ethernet frame; IP_NONE for
+ * anything else. */
+static __always_inline enum ip_parse parse_frame(struct __sk_buff *skb, struct cursor *c,
+						 struct ip_pkt *p)
+{
+	__u16 proto;
+
 	c->pos = (void *)(long)skb->data;
 	c->end = (void *)(long)skb->data_end;
-	if (parse_eth(c) != bpf_htons(ETH_P_IP))
-		return IP_NONE;
-	return parse_ipv4(c, ip);
+	proto = parse_eth(c);
+	if (proto == bpf_htons(ETH_P_IP))
+		return parse_ipv4(c, p);
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return parse_ipv6(c, p);
+	return IP_NONE;
+}
+
+/* The fl_peers key of an address in the packet. */
+static __always_inline void make_key(struct fl_peer_key *key, const struct ip_pkt *p, void *addr)
+{
+	__builtin_memset(key, 0, sizeof(*key));
+	key->family = p->family;
+	if (p->family == FL_AF_INET)
+		__builtin_memcpy(key->addr, addr, 4);
+	else
+		__builtin_memcpy(key->addr6, addr, 16);
+}
+
+static __always_inline void make_req(struct fl_echo_key *req, const struct fl_peer_key *key,
+				     const struct echo_hdr *h)
+{
+	__builtin_memcpy(req->addr, key->addr6, sizeof(req->addr));
+	req->family = key->family;
+	req->id = h->id;
+	req->seq = h->seq;
+}
+
+/* Is the packet an echo of the family (request or reply)? */
+static __always_inline bool is_echo(const struct ip_pkt *p, const struct echo_hdr *h, bool request)
+{
+	if (h->code != 0)
+		return false;
+	if (p->family == FL_AF_INET)
+		return h->type == (request ? ICMP_ECHO : ICMP_ECHOREPLY);
+	return h->type == (request ? ICMPV6_ECHO_REQUEST : ICMPV6_ECHO_REPLY);
+}
+
+static __always_inline bool is_icmp(const struct ip_pkt *p)
+{
+	return p->proto == (p->family == FL_AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
 }
 
 SEC("tc")
@@ -123,28 +247,25 @@ int fl_icmp_egress(struct __sk_buff *skb)
 	struct fl_peer_stats *st;
 	struct fl_peer_key key;
 	struct fl_echo_key req;
-	struct icmphdr *icmp;
-	struct iphdr *ip;
+	struct echo_hdr *h;
+	struct ip_pkt p = {};
 	struct cursor c;
 	__u64 now;
 
 	if (!targ_echo_id)
 		return TC_ACT_UNSPEC;
-	if (parse_frame(skb, &c, &ip) != IP_OK || ip->protocol != IPPROTO_ICMP)
+	if (parse_frame(skb, &c, &p) != IP_OK || !is_icmp(&p))
 		return TC_ACT_UNSPEC;
-	__builtin_memcpy(key.addr, &ip->daddr, sizeof(key.addr));
+	make_key(&key, &p, p.daddr);
 	st = bpf_map_lookup_elem(&fl_peers, &key);
 	if (!st)
 		return TC_ACT_UNSPEC;
-	icmp = parse_icmp(&c);
-	if (!icmp || icmp->type != ICMP_ECHO || icmp->code != 0 ||
-	    icmp->un.echo.id != bpf_htons(targ_echo_id))
+	h = parse_echo(&c);
+	if (!h || !is_echo(&p, h, true) || h->id != bpf_htons(targ_echo_id))
 		return TC_ACT_UNSPEC;
 
 	now = bpf_ktime_get_ns();
-	__builtin_memcpy(req.addr, key.addr, sizeof(req.addr));
-	req.id = icmp->un.echo.id;
-	req.seq = icmp->un.echo.sequence;
+	make_req(&req, &key, h);
 	bpf_map_update_elem(&fl_echo_reqs, &req, &now, BPF_ANY);
 	__sync_fetch_and_add(&st->sent, 1);
 	st->last_tx_ns = now;
@@ -178,20 +299,20 @@ int fl_icmp_ingress(struct __sk_buff *skb)
 	struct fl_peer_stats *st;
 	struct fl_peer_key key;
 	struct fl_echo_key req;
-	struct icmphdr *icmp;
+	struct echo_hdr *h;
+	struct ip_pkt p = {};
 	enum ip_parse res;
-	struct iphdr *ip;
 	struct cursor c;
 	__u64 now, *sent;
 
-	res = parse_frame(skb, &c, &ip);
+	res = parse_frame(skb, &c, &p);
 	if (res == IP_NONE)
 		return TC_ACT_UNSPEC;
 	if (res == IP_MALFORMED) {
 		count(FL_IC_MALFORMED);
 		return TC_ACT_UNSPEC;
 	}
-	__builtin_memcpy(key.addr, &ip->saddr, sizeof(key.addr));
+	make_key(&key, &p, p.saddr);
 	st = bpf_map_lookup_elem(&fl_peers, &key);
 	if (!st)
 		return TC_ACT_UNSPEC;
@@ -204,24 +325,30 @@ int fl_icmp_ingress(struct __sk_buff *skb)
 		count(FL_IC_FRAGMENT);
 		return TC_ACT_UNSPEC;
 	}
-	if (ip->protocol != IPPROTO_ICMP || !targ_echo_id)
-		return TC_ACT_UNSPEC;
-	icmp = parse_icmp(&c);
-	if (!icmp) {
+	if (res == IP_TRUNCATED) {
 		count(FL_IC_TRUNCATED);
 		return TC_ACT_UNSPEC;
 	}
-	if (icmp->type != ICMP_ECHOREPLY || icmp->code != 0) {
+	if (res == IP_EXT_LIMIT) {
+		count(FL_IC_EXT_LIMIT);
+		return TC_ACT_UNSPEC;
+	}
+	if (!is_icmp(&p) || !targ_echo_id)
+		return TC_ACT_UNSPEC;
+	h = parse_echo(&c);
+	if (!h) {
+		count(FL_IC_TRUNCATED);
+		return TC_ACT_UNSPEC;
+	}
+	if (!is_echo(&p, h, false)) {
 		count(FL_IC_OTHER);
 		return TC_ACT_UNSPEC;
 	}
-	if (icmp->un.echo.id != bpf_htons(targ_echo_id)) {
+	if (h->id != bpf_htons(targ_echo_id)) {
 		count(FL_IC_FOREIGN);
 		return TC_ACT_UNSPEC;
 	}
-	__builtin_memcpy(req.addr, key.addr, sizeof(req.addr));
-	req.id = icmp->un.echo.id;
-	req.seq = icmp->un.echo.sequence;
+	make_req(&req, &key, h);
 	sent = bpf_map_lookup_elem(&fl_echo_reqs, &req);
 	if (!sent) {
 		__sync_fetch_and_add(&st->unmatched, 1);

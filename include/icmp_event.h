@@ -2,25 +2,36 @@
 /* Peer probing in the kernel (bpf/icmp.bpf.c): the keys and values of its maps.
  * Shared by BPF (after vmlinux.h) and userspace (after <linux/types.h>).
  *
- * IPv4 only for now. IPv6 would add fl_peers6 and fl_echo_reqs6 keyed by a 16-byte
- * address, with the same value types (struct fl_peer_stats, __u64), and ICMPv6 echo
- * parsing next to the IPv4 path; nothing below depends on the address size. */
+ * IPv4 and IPv6 peers share the maps: the key holds either family. */
 #ifndef FL_ICMP_EVENT_H
 #define FL_ICMP_EVENT_H
 
 #define FL_MAX_PEERS 1024  /* entries of fl_peers */
 #define FL_MAX_ECHO 16384  /* requests in flight remembered (LRU): peers x window */
+/* IPv6 extension headers walked before the upper-layer header; a longer chain is
+ * counted (FL_IC_EXT_LIMIT) and gives liveness only. Hosts send one or two. */
+#define FL_IPV6_MAX_EXT 8
+/* fl_peer_key.family: the socket API's values (BTF does not carry them). */
+#define FL_AF_INET 2
+#define FL_AF_INET6 10
 
-/* Key of fl_peers: the peer's IPv4 address, bytes in network order, so that
- * `bpftool map dump` prints it as "addr": [198,18,0,2]. */
+/* Key of fl_peers: the peer's address, bytes in network order, so that
+ * `bpftool map dump` prints an IPv4 one as "addr": [198,18,0,2] and an IPv6 one
+ * as "addr6": [253,0,...]. Bytes past an IPv4 address are zero. */
 struct fl_peer_key {
-	__u8 addr[4];
+	union {
+		__u8 addr[4];   /* family FL_AF_INET */
+		__u8 addr6[16]; /* family FL_AF_INET6 */
+	};
+	__u32 family; /* FL_AF_INET or FL_AF_INET6 */
 };
 
-/* Key of fl_echo_reqs: one echo request that left toward a peer. id and seq as on
- * the wire (network order). Value: bpf_ktime_get_ns() at tc egress. */
+/* Key of fl_echo_reqs: one echo request that left toward a peer (address as in
+ * fl_peer_key). id and seq as on the wire (network order). Value:
+ * bpf_ktime_get_ns() at tc egress. */
 struct fl_echo_key {
-	__u8 addr[4];
+	__u8 addr[16];
+	__u32 family;
 	__u16 id;
 	__u16 seq;
 };
@@ -32,11 +43,11 @@ struct fl_echo_key {
  * interval per peer, so two replies racing for one peer are rare and harmless). */
 struct fl_peer_stats {
 	__u64 last_reply_ns; /* last echo reply matched to a request of ours */
-	__u64 last_rx_ns;    /* last IPv4 packet of any kind from the peer (passive liveness) */
+	__u64 last_rx_ns;    /* last IP packet of any kind from the peer (passive liveness) */
 	__u64 last_tx_ns;    /* last echo request to the peer seen at tc egress */
 	__u64 sent;          /* echo requests that reached tc egress: left this host */
 	__u64 replied;       /* echo replies matched to a request */
-	__u64 rx_packets;    /* IPv4 packets of any kind from the peer */
+	__u64 rx_packets;    /* IP packets of any kind from the peer */
 	__u64 unmatched;     /* replies with our id that matched no request (late, duplicate) */
 	__u64 rtt_last_ns;   /* RTT of the last matched reply, egress to ingress */
 	__u64 rtt_min_ns;
@@ -47,20 +58,25 @@ struct fl_peer_stats {
 };
 
 /* Index of fl_icmp_cnt (per-CPU array): packets ignored, by why. Packets from hosts
- * that are not peers, and non-IPv4 frames, are not counted (they are most traffic). */
+ * that are not peers, and frames that are neither IPv4 nor IPv6, are not counted
+ * (they are most traffic). */
 enum fl_icmp_counter {
-	FL_IC_MALFORMED = 0, /* truncated IPv4 header, IHL < 5, total length < IHL */
+	FL_IC_MALFORMED = 0, /* truncated IPv4/IPv6 header, IHL < 5, total length < IHL,
+			      * IP version not the EtherType's */
 	FL_IC_FRAGMENT = 1,  /* a fragment from a peer: liveness only, not parsed */
-	FL_IC_OTHER = 2,     /* ICMP from a peer that is not an echo reply */
+	FL_IC_OTHER = 2,     /* ICMP/ICMPv6 from a peer that is not an echo reply */
 	FL_IC_FOREIGN = 3,   /* an echo reply from a peer with another id (someone's ping) */
 	FL_IC_UNMATCHED = 4, /* an echo reply with our id matching no request */
-	FL_IC_TRUNCATED = 5, /* ICMP from a peer cut short before its echo header */
-	FL_IC_MAX = 6,
+	FL_IC_TRUNCATED = 5, /* from a peer, cut short before its echo header (in the ICMP
+			      * header or in an IPv6 extension header): liveness only */
+	FL_IC_EXT_LIMIT = 6, /* from a peer, more than FL_IPV6_MAX_EXT IPv6 extension
+			      * headers: liveness only */
+	FL_IC_MAX = 7,
 };
 
 #ifndef __bpf__
-_Static_assert(sizeof(struct fl_peer_key) == 4, "fl_peer_key layout");
-_Static_assert(sizeof(struct fl_echo_key) == 8, "fl_echo_key layout");
+_Static_assert(sizeof(struct fl_peer_key) == 20, "fl_peer_key layout");
+_Static_assert(sizeof(struct fl_echo_key) == 24, "fl_echo_key layout");
 _Static_assert(sizeof(struct fl_peer_stats) == 96, "fl_peer_stats layout");
 #endif
 

@@ -383,8 +383,78 @@ test_lossy_no_fault() {
 	record "${LOSS_S} s at 20 % loss (peers probing: $peers): 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, $drops packets dropped, writer $(cat "$CL_DIR/writer.json")"
 }
 
+# ---- the same on IPv6 (issue 20): ULA addresses, ICMPv6 probes, the controller on [::]
+# with the agents reporting to its IPv6 address, DNS AAAA, the Sentinel API's IPv6 ----
+
+# ipv6_sane: the cluster file and the answers really are IPv6.
+ipv6_sane() {
+	grep -q "^listen = \[::\]:" "$CL_CONF" || fail "the controller does not listen on [::]: $(grep listen "$CL_CONF")"
+	[[ $(cl_dns) == fd00:77::* ]] || fail "no AAAA record: '$(cl_dns)'"
+	[[ $(cl_api_primary) == fd00:77::* ]] || fail "the Sentinel API's primary is not IPv6: '$(cl_api_primary)'"
+	grep -q '"kind":"peer_up".*"addr":"fd00:77::' "$CL_DIR/events-$(cl_node 2).jsonl" ||
+		fail "no ICMPv6 peer_up: $(grep peer_ "$CL_DIR/events-$(cl_node 2).jsonl" | head -n 3)"
+}
+
+test_host_failure_ipv6() {
+	export FL_FAMILY=6
+	test_host_failure
+	ipv6_sane
+}
+
+test_isolation_ipv6() {
+	export FL_FAMILY=6
+	test_isolation
+	ipv6_sane
+}
+
+test_lossy_no_fault_ipv6() {
+	export FL_FAMILY=6
+	test_lossy_no_fault
+}
+
+# A Sentinel-aware client (redis-py's Sentinel) asking the controller over IPv6 follows
+# a failover; +switch-master carries the IPv6 addresses as Sentinel writes them.
+test_sentinel_client_ipv6() {
+	export FL_FAMILY=6
+	need_root
+	need_cmd ip nsenter nft redis-server redis-cli named tsig-keygen dig jq setsid "$PY"
+	export FL_NODE_PREFIX=x${BASHPID}n
+	CL_KEEP=1
+	cl_init "$T/cl" "flt$BASHPID"
+	on_exit cl_down
+	cl_up || fail "cluster did not come up"
+	OLD=1
+	cl_writer_start --rate 1000 --sentinel "$(cl_hp "$CL_CTL_IP" "$CL_CTL_PORT")" --service "$CL_SHARD" ||
+		fail "writer did not start"
+	cl_until 5 writes_over 500 || fail "writer too slow"
+	grep -q "^R .* \[$(cl_ip 1)\]:6379" "$CL_DIR/writer.out" || fail "the writer did not find the primary over IPv6: $(head -n 2 "$CL_DIR/writer.out")"
+	cl_ctl timeout 10 redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" subscribe +switch-master >"$T/sub.out" &
+	on_exit "kill $! 2>/dev/null"
+	sleep 0.3
+	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	check_primary
+	grep -q "^$CL_SHARD $(cl_ip 1) 6379 $(cl_ip "$NEW") 6379\$" "$T/sub.out" ||
+		fail "+switch-master not as Sentinel writes it: $(cat "$T/sub.out")"
+	cl_ctl redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" sentinel masters | grep -qx "$(cl_ip "$NEW")" ||
+		fail "SENTINEL masters does not name $(cl_ip "$NEW")"
+	# A replica's name is [v6]:port, its ip field the bare address (Sentinel's anetFormatAddr).
+	for i in 2 3; do [ "$i" = "$NEW" ] || R=$i; done
+	cl_ctl redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" sentinel replicas "$CL_SHARD" >"$T/replicas.out"
+	grep -qx "\[$(cl_ip "$R")\]:6379" "$T/replicas.out" || fail "SENTINEL replicas: no name [$(cl_ip "$R")]:6379: $(tr '\n' ' ' <"$T/replicas.out")"
+	grep -qx "$(cl_ip "$R")" "$T/replicas.out" || fail "SENTINEL replicas: no ip $(cl_ip "$R")"
+	cl_until 5 grep -q "^A .* \[$(cl_ip "$NEW")\]:6379" "$CL_DIR/writer.out" ||
+		fail "the Sentinel client did not follow to $(cl_ip "$NEW")"
+	cl_redis_start "$OLD"
+	old_back_as_replica
+	finish "SIGKILL (IPv6, Sentinel client)"
+	expect_ms "$J" first_write_ms 1000
+}
+
 TESTS=(test_sigkill test_segfault test_oom_kill test_hung_then_resumed test_host_failure
 	test_isolation test_fast_restart test_controller_restart test_agent_killed test_lossy_no_fault)
+# The IPv6 runs with one controller (the HA harness's etcd members and controllers are IPv4).
+[ -n "${FL_HA:-}" ] ||
+	TESTS+=(test_host_failure_ipv6 test_isolation_ipv6 test_sentinel_client_ipv6 test_lossy_no_fault_ipv6)
 # shellcheck source=tests/integration/cluster_ha_cases.sh
 [ -z "$CL_HA" ] || . tests/integration/cluster_ha_cases.sh
 [ -z "${CLUSTER_TESTS:-}" ] || read -ra TESTS <<<"$CLUSTER_TESTS"

@@ -12,12 +12,15 @@ PEER_LOSS_S=${PEER_LOSS_S:-20} # the issue asks 60 s; FL_LONG=1 runs that, at 10
 
 A_IP=198.18.0.1
 B_IP=198.18.0.2
+# IPv6: a ULA prefix (RFC 4193) that exists only inside the test's namespaces.
+A6_IP=fd00:f1::1
+B6_IP=fd00:f1::2
 
 # make_topo: namespaces $P-br, $P-a, $P-b; sets P, NA, NB (nsenter prefixes).
 make_topo() {
 	need_cmd nft jq ping
 	P=flp$BASHPID
-	make_hosts "$P" 198.18.0
+	make_hosts "$P" 198.18.0 fd00:f1::
 }
 
 # start_probe NAME ARGS...: flatline probe in namespace a, peer b; waits for
@@ -27,7 +30,7 @@ start_probe() {
 	NODE=$1-$P
 	shift
 	LOG=$T/events-$NODE.jsonl
-	$NA "$FL" probe --node "$NODE" --event-log "$LOG" --peer "b=$B_IP" "$@" 2>"$T/probe-$NODE.err" &
+	$NA "$FL" probe --node "$NODE" --event-log "$LOG" --peer "b=${PEER_ADDR:-$B_IP}" "$@" 2>"$T/probe-$NODE.err" &
 	PROBE_PID=$!
 	on_exit "kill -CONT $PROBE_PID; kill -TERM $PROBE_PID; wait $PROBE_PID; rm -rf /sys/fs/bpf/flatline/$NODE"
 	wait_event "$LOG" ".kind == \"probe_start\" and .agent_pid == $PROBE_PID" >/dev/null || {
@@ -168,19 +171,190 @@ test_nft_drop_and_heal() {
 	expect_eq liveness "$(jq -r .liveness <<<"$ev")" reply
 }
 
-# Our own link down: the probes cannot leave; the event says it may be our fault.
+# Our own link down: the route is gone and the probes cannot leave. That says
+# nothing about the peer: peer_local_fault, never peer_down.
 test_own_link_local_fault() {
 	make_topo
 	start_probe pt4 --probe-interval-ms 100 --peer-down-after-ms 1000
 	wait_up >/dev/null
 	ip -n "$P-a" link set eth0 down
-	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down with our own link down"
+	ev=$(wait_event "$LOG" '.kind == "peer_local_fault"' 5) || fail "no peer_local_fault with our own link down"
+	expect_eq state "$(jq -r .state <<<"$ev")" local_fault
+	expect_eq "peer_down events" "$(count_events "$LOG" '.kind == "peer_down"')" 0
 	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" true
 	expect_eq left_in_window "$(jq -r .left_in_window <<<"$ev")" 0
 	ip -n "$P-a" link set eth0 up
 	ip -n "$P-a" addr replace $A_IP/24 dev eth0
-	wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5 >/dev/null || fail "no peer_up after our link came back"
+	wait_event "$LOG" '.kind == "peer_up" and .prev == "local_fault"' 5 >/dev/null || fail "no peer_up after our link came back"
 }
+
+# ---- IPv6: the same detection with ICMPv6 echo, ULA addresses ----
+
+# The peer up over ICMPv6, and `flatline peers` with an IPv4 and an IPv6 peer
+# (the same host by both families: two peers of one prober).
+test6_up_table_and_pins() {
+	make_topo
+	need_cmd bpftool
+	PEER_ADDR=$B6_IP start_probe p6t1 --peer "b4=$B_IP"
+	ev=$(wait_up)
+	expect_eq addr "$(jq -r .addr <<<"$ev")" $B6_IP
+	expect_eq liveness "$(jq -r .liveness <<<"$ev")" reply
+	[ "$(jq -r .rtt_us <<<"$ev")" != null ] || fail "no kernel RTT in $ev"
+	wait_event "$LOG" '.kind == "peer_up" and .peer == "b4"' >/dev/null || fail "no peer_up for the IPv4 peer"
+	sleep 0.5
+	"$FL" peers --node "$NODE" >"$T/peers.txt" || fail "flatline peers failed"
+	grep -Eq "^$B_IP +[0-9]+ +[0-9]+ +0 " "$T/peers.txt" || fail "no IPv4 row: $(cat "$T/peers.txt")"
+	grep -Eq "^$B6_IP +[0-9]+ +[0-9]+ +0 " "$T/peers.txt" || fail "no IPv6 row: $(cat "$T/peers.txt")"
+	row=$("$FL" peers --node "$NODE" --json | jq -c "select(.addr == \"$B6_IP\")")
+	[ "$(jq -r .replied <<<"$row")" -ge 3 ] || fail "IPv6 replied < 3: $row"
+	[ "$(jq -r .lost <<<"$row")" -eq 0 ] || fail "IPv6 loss on a clean link: $row"
+	[ "$(jq -r .rtt_us <<<"$row")" != null ] || fail "no IPv6 RTT: $row"
+	# BTF: the key shows the IPv6 address's bytes (fd00:f1::2) and the family.
+	bpftool map dump pinned /sys/fs/bpf/flatline/$NODE/fl_peers | tr -d ' \n' |
+		grep -q '"addr6":\[253,0,0,241,0,0,0,0,0,0,0,0,0,0,0,2\]},"family":10' ||
+		fail "fl_peers does not pretty-print the IPv6 key: $(bpftool map dump pinned /sys/fs/bpf/flatline/$NODE/fl_peers)"
+	stop_probe
+	[ ! -e /sys/fs/bpf/flatline/$NODE ] || fail "pins left after SIGTERM"
+}
+
+# Host failure: the peer's link cut, then back.
+test6_link_down_and_back() {
+	make_topo
+	PEER_ADDR=$B6_IP start_probe p6t2 --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	sleep 0.3
+	t0=$(now_ns)
+	ip -n "$P-b" link set eth0 down
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down after the link went down"
+	expect_within "$ev" "$t0" 1200
+	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" false
+	[ "$(jq -r .left_in_window <<<"$ev")" -ge 3 ] || fail "the probes did not leave: $ev"
+	expect_eq loss_ratio "$(jq -r .loss_ratio <<<"$ev")" 1
+	t0=$(now_ns)
+	ip -n "$P-b" link set eth0 up
+	ip -n "$P-b" addr replace $B6_IP/64 dev eth0 nodad
+	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the link came back"
+	expect_within "$ev" "$t0" 1000
+}
+
+# Isolation: every packet of the peer dropped (nftables, inet: both families).
+test6_nft_drop_and_heal() {
+	make_topo
+	PEER_ADDR=$B6_IP start_probe p6t3 --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	sleep 0.3
+	t0=$(now_ns)
+	isolate_b
+	on_exit "$NB nft delete table inet fltest"
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down with the peer's traffic dropped"
+	expect_within "$ev" "$t0" 1200
+	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" false
+	t0=$(now_ns)
+	heal_b
+	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the drop was lifted"
+	expect_within "$ev" "$t0" 1000
+}
+
+# Lossy link: 30 % of the echo requests reaching the peer dropped (neighbour
+# discovery left alone); no peer_down, and the loss is really there.
+test6_random_loss_no_down() {
+	make_topo
+	PEER_ADDR=$B6_IP start_probe p6l --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	$NB nft -f - <<-EOF
+		table inet fltest {
+			chain in { type filter hook input priority 0; icmpv6 type echo-request numgen random mod 100 < 30 drop; }
+		}
+	EOF
+	on_exit "$NB nft delete table inet fltest"
+	sleep "$PEER_LOSS_S"
+	expect_eq "peer_down events under 30 % loss" "$(count_events "$LOG" '.kind == "peer_down"')" 0
+	row=$("$FL" peers --node "$NODE" --json)
+	lost=$(jq -r .lost <<<"$row")
+	sent=$(jq -r .sent <<<"$row")
+	echo "    IPv6 100 ms: $lost of $sent lost over ${PEER_LOSS_S} s"
+	[ $((lost * 100 / sent)) -ge 12 ] && [ $((lost * 100 / sent)) -le 50 ] || fail "loss not as set up: $row"
+	stop_probe
+}
+
+# ---- networks that change ----
+
+# A second link between a and b (eth1, 198.18.1.0/24, fd00:f1:1::/64) and the
+# peer's service address on its loopback (198.18.9.2, fd00:f1:9::2), routed from a
+# through eth0 first.
+make_two_paths() {
+	make_topo
+	ip link add eth1 netns "$P-a" type veth peer name eth1 netns "$P-b"
+	for h in a b; do ip -n "$P-$h" link set eth1 up; done
+	ip -n "$P-a" addr add 198.18.1.1/24 dev eth1
+	ip -n "$P-b" addr add 198.18.1.2/24 dev eth1
+	ip -n "$P-a" addr add fd00:f1:1::1/64 dev eth1 nodad
+	ip -n "$P-b" addr add fd00:f1:1::2/64 dev eth1 nodad
+	ip -n "$P-b" addr add 198.18.9.2/32 dev lo
+	ip -n "$P-b" addr add fd00:f1:9::2/128 dev lo
+	ip -n "$P-a" route add 198.18.9.2/32 via $B_IP dev eth0
+	ip -n "$P-a" -6 route add fd00:f1:9::2/128 via $B6_IP dev eth0
+}
+
+# route_move FAMILY: the route to the peer moved from eth0 to eth1 mid-run: the
+# programs follow it (peer_route), the peer stays up, a failure after the move is
+# detected inside its bound; the route removed: peer_local_fault, not peer_down;
+# eth1 deleted and made again (a new interface): followed, the peer up again.
+route_move() {
+	local fam=$1 svc via1 ip6=""
+	if [ "$fam" = 6 ]; then svc=fd00:f1:9::2 via1=fd00:f1:1::2 ip6=-6; else svc=198.18.9.2 via1=198.18.1.2; fi
+	make_two_paths
+	PEER_ADDR=$svc start_probe "prm$fam" --probe-interval-ms 100 --peer-down-after-ms 1000
+	wait_up >/dev/null
+	ip -n "$P-a" $ip6 route replace "$svc" via $via1 dev eth1
+	ev=$(wait_event "$LOG" '.kind == "peer_route" and .ifname == "eth1"' 5) || fail "the route's move to eth1 was not followed"
+	expect_eq prev_ifname "$(jq -r .prev_ifname <<<"$ev")" eth0
+	r0=$("$FL" peers --node "$NODE" --json | jq .replied)
+	sleep 1.5
+	r1=$("$FL" peers --node "$NODE" --json | jq .replied)
+	[ $((r1 - r0)) -ge 10 ] || fail "the kernel saw $((r1 - r0)) replies in 1.5 s through eth1"
+	expect_eq "state changes after the move" "$(count_events "$LOG" '.kind | startswith("peer_") and . != "peer_route"')" 1
+	# Our programs moved: on eth1, gone from eth0 (no peer is routed there now). The
+	# replies counted above prove eth1; clsact filters show where they are.
+	if [ "${FLATLINE_TC:-}" = clsact ]; then
+		$NA tc filter show dev eth1 ingress | grep -q fl_icmp_ingress || fail "no filter on eth1"
+		$NA tc filter show dev eth0 ingress | grep -q fl_icmp && fail "our filter left on eth0"
+	fi
+	t0=$(now_ns)
+	isolate_b
+	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down after the move"
+	expect_within "$ev" "$t0" 1200
+	heal_b
+	wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5 >/dev/null || fail "no peer_up after the heal"
+	# No route at all: our fault, not the peer's.
+	t0=$(now_ns)
+	ip -n "$P-a" $ip6 route del "$svc"
+	wait_event "$LOG" '.kind == "peer_route" and .ifname == null' 5 >/dev/null || fail "no peer_route for the removed route"
+	ev=$(wait_event "$LOG" '.kind == "peer_local_fault"' 5) || fail "no peer_local_fault without a route"
+	expect_within "$ev" "$t0" 1200
+	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" true
+	expect_eq "peer_down events without a route" "$(count_events "$LOG" '.kind == "peer_down"')" 1
+	# eth1 re-created (a new ifindex) and the route through it again.
+	ip -n "$P-a" link del eth1
+	ip link add eth1 netns "$P-a" type veth peer name eth1 netns "$P-b"
+	for h in a b; do ip -n "$P-$h" link set eth1 up; done
+	ip -n "$P-a" addr add 198.18.1.1/24 dev eth1
+	ip -n "$P-b" addr add 198.18.1.2/24 dev eth1
+	ip -n "$P-a" addr add fd00:f1:1::1/64 dev eth1 nodad
+	ip -n "$P-b" addr add fd00:f1:1::2/64 dev eth1 nodad
+	t0=$(now_ns)
+	ip -n "$P-a" $ip6 route add "$svc" via $via1 dev eth1
+	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "local_fault"' 5) || fail "no peer_up through the new eth1"
+	expect_within "$ev" "$t0" 1000
+	[ "$(count_events "$LOG" '.kind == "peer_route" and .ifname == "eth1"')" -eq 2 ] || fail "the new eth1 was not followed"
+	stop_probe
+}
+
+test_route_move_ipv4() { # clsact filters this time: where they are can be listed
+	export FLATLINE_TC=clsact
+	route_move 4
+}
+test6_route_move() { route_move 6; }
 
 # loss_run INTERVAL_MS DOWN_AFTER_MS SECONDS: 30 % of the peer's incoming and
 # outgoing ICMP dropped at random; no peer_down, and the loss is really there.
@@ -380,7 +554,7 @@ test_bad_input() {
 	check 2 "node id" probe --node ../x --peer a=198.18.0.2
 	check 2 "not a number" probe --node x1 --peer a=198.18.0.2 --probe-interval-ms 0
 	check 2 "expected auto, tcx or clsact" probe --node x1 --peer a=198.18.0.2 --tc bogus
-	check 1 "not an IPv4 address" probe --node x1 --peer a=nowhere --event-log "$T/e.jsonl"
+	check 1 "not an IPv4 address or an IPv6 address" probe --node x1 --peer a=nowhere --event-log "$T/e.jsonl"
 	check 1 "at least 3 probe intervals" probe --node x1 --peer a=198.18.0.2 --probe-interval-ms 500 \
 		--peer-down-after-ms 1000 --event-log "$T/e.jsonl"
 	check 1 "no such pin" peers --node "no-such-node-$BASHPID"
@@ -389,5 +563,7 @@ test_bad_input() {
 
 TESTS=(test_icmp_packets test_up_table_and_pins test_link_down_and_back test_nft_drop_and_heal
 	test_own_link_local_fault test_random_loss_no_down test_sigstop_no_down test_passive_liveness
-	test_clsact_path test_chain_tcx test_chain_clsact test_sigkill_cleanup test_bad_input)
+	test_clsact_path test_chain_tcx test_chain_clsact test_sigkill_cleanup test_bad_input
+	test6_up_table_and_pins test6_link_down_and_back test6_nft_drop_and_heal test6_random_loss_no_down
+	test_route_move_ipv4 test6_route_move)
 run_tests

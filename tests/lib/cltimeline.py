@@ -79,6 +79,15 @@ def read_sentinel(path):
     return out
 
 
+def host_of(s):
+    """The host of "host", "host:port", "[v6]:port" or a bare IPv6 address."""
+    if s.startswith("["):
+        return s[1:].partition("]")[0]
+    if s.count(":") > 1:
+        return s
+    return s.split(":")[0]
+
+
 def describe(ev, dns_name):
     k = ev["kind"]
     n = ev.get("node", "")
@@ -164,7 +173,7 @@ def main():
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     t0 = a.fault_ns
-    old_host = a.old.split(":")[0]
+    old_host = host_of(a.old)
     rows = [(t0, a.fault)]
     res = {"master_mode_ms": None, "detect_ms": None, "kernel_ms": None, "promoted_ms": None, "dns_ms": None,
            "first_write_ms": None, "max_gap_ms": None, "acked": 0, "lost": None,
@@ -251,7 +260,7 @@ def main():
             if prev_ack is not None and t > t0 - 2000000000:
                 max_gap = max(max_gap, t - prev_ack)
             prev_ack = t
-            if t > t0 and first_new is None and addr.split(":")[0] != old_host:
+            if t > t0 and first_new is None and host_of(addr) != old_host:
                 first_new = t
                 rows.append((t, "writer: first acknowledged write on %s" % addr))
         elif f[0] == "E" and len(f) >= 5:

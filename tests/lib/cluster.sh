@@ -20,6 +20,8 @@
 #             commands read it from DIR
 #   --keep    down: keep DIR (logs) instead of removing it
 # env: FL_NODE_PREFIX (node ids PREFIX1..3, default n), FL_NET (default 10.77.0),
+#      FL_FAMILY=6 (an IPv6 cluster on FL_NET6, default the ULA prefix fd00:77::: hosts
+#      ::1..3, controller ::fe listening on [::], DNS AAAA records),
 #      FL_SHARD (cache), FL_ZONE (ha.test), FL_AGENT_CONF / FL_CTL_CONF / FL_DNS_CONF (extra
 #      lines for the [agent] / [controller] / [dns] sections), FL (the binary).
 #
@@ -38,6 +40,8 @@ cl_init() {
 	CL_NAME=${2:-${FL_CLUSTER_NAME:-flc}}
 	CL_NODE_PREFIX=${FL_NODE_PREFIX:-n}
 	CL_NET=${FL_NET:-10.77.0}
+	CL_FAMILY=${FL_FAMILY:-4}
+	CL_NET6=${FL_NET6:-fd00:77::}
 	CL_SHARD=${FL_SHARD:-cache}
 	CL_ZONE=${FL_ZONE:-ha.test}
 	CL_CG_KIND=
@@ -48,7 +52,9 @@ cl_init() {
 		. "$CL_DIR/cluster.env"
 		CL_HAVE_ENV=1
 	fi
-	CL_CTL_IP=$CL_NET.254
+	CL_CTL_IP=$(cl_ip fe)
+	CL_PLEN=24 CL_RR=A
+	[ "$CL_FAMILY" = 6 ] && CL_PLEN=64 CL_RR=AAAA
 	CL_CTL_PORT=26379
 	CL_DNS_NAME=$CL_SHARD.$CL_ZONE.
 	CL_CONF=$CL_DIR/cluster.conf
@@ -62,10 +68,15 @@ cl_log() { echo "cluster: $*" >&2; }
 cl_die() { cl_log "$*"; return 1; }
 
 cl_ns() { echo "$CL_NAME-h$1"; }                     # IDX -> namespace
-cl_ip() { echo "$CL_NET.$1"; }                       # IDX -> address
+cl_ip() { # IDX -> address (fe: the controller's)
+	if [ "$CL_FAMILY" = 6 ]; then echo "$CL_NET6$1"
+	elif [ "$1" = fe ]; then echo "$CL_NET.254"
+	else echo "$CL_NET.$1"; fi
+}
+cl_hp() { if [[ $1 == *:* ]]; then echo "[$1]:$2"; else echo "$1:$2"; fi; } # HOST PORT -> host:port
 cl_node() { echo "${CL_NODE_PREFIX}$1"; }            # IDX -> node id
 cl_idx() { echo "${1#"$CL_NODE_PREFIX"}"; }          # node id -> IDX
-cl_idx_of_ip() { echo "${1##*.}"; }                  # address -> IDX
+cl_idx_of_ip() { echo "${1##*[.:]}"; }               # address -> IDX
 cl_in() { local i=$1; shift; nsenter --net="/run/netns/$(cl_ns "$i")" "$@"; }
 cl_ctl() { nsenter --net="/run/netns/$CL_NS_CTL" "$@"; }
 cl_now_ns() { date +%s%N; }
@@ -166,20 +177,22 @@ cl_net_up() {
 	done
 	ip -n "$CL_NS_CTL" link set lo up
 	ip -n "$CL_NS_CTL" link add br0 type bridge
-	ip -n "$CL_NS_CTL" addr add "$CL_CTL_IP/24" dev br0
+	ip -n "$CL_NS_CTL" addr add "$CL_CTL_IP/$CL_PLEN" dev br0 $([ "$CL_FAMILY" = 6 ] && echo nodad)
 	ip -n "$CL_NS_CTL" link set br0 up
 	for i in 1 2 3; do cl_netns_attach "$(cl_ns "$i")" "veth$i" "$(cl_ip "$i")"; done
 	[ -z "$CL_HA" ] || cl_ha_net_up
 }
 
-# cl_netns_attach NS VETH IP: a new namespace NS whose eth0 (IP/24) is on the bridge
-# through VETH.
+# cl_netns_attach NS VETH IP: a new namespace NS whose eth0 (IP/24, or /64 in an IPv6
+# cluster) is on the bridge through VETH.
 cl_netns_attach() {
 	ip netns add "$1"
 	ip -n "$CL_NS_CTL" link add "$2" type veth peer name eth0 netns "$1"
 	ip -n "$CL_NS_CTL" link set "$2" master br0 up
 	ip -n "$1" link set lo up
-	ip -n "$1" addr add "$3/24" dev eth0
+	ip -n "$1" addr add "$3/$CL_PLEN" dev eth0 $([ "$CL_FAMILY" = 6 ] && echo nodad)
+	# IPv6 addresses would be flushed by a link down (a host failure and back).
+	[ "$CL_FAMILY" != 6 ] || nsenter --net="/run/netns/$1" sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1
 	ip -n "$1" link set eth0 up
 }
 
@@ -253,14 +266,15 @@ cl_write_conf() {
 		${FL_AGENT_CONF:-}
 
 		[controller]
-		listen = $CL_CTL_IP:$CL_CTL_PORT
+		listen = $([ "$CL_FAMILY" = 6 ] && echo "[::]:$CL_CTL_PORT" || cl_hp "$CL_CTL_IP" "$CL_CTL_PORT")
+		address = $(cl_hp "$CL_CTL_IP" "$CL_CTL_PORT")
 		node_down_after_ms = 1000
 		state_file = $CL_DIR/state
 		event_log = $CL_CLOG
 		${FL_CTL_CONF:-}
 
 		[dns]
-		server = $CL_CTL_IP:53
+		server = $(cl_hp "$CL_CTL_IP" 53)
 		zone = $CL_ZONE.
 		tsig_name = flatline
 		tsig_algorithm = hmac-sha256
@@ -273,7 +287,7 @@ cl_write_conf() {
 		cat >>"$CL_CONF" <<-EOF
 			[node "$(cl_node "$i")"]
 			address = $(cl_ip "$i")
-			redis = $(cl_ip "$i"):6379
+			redis = $(cl_hp "$(cl_ip "$i")" 6379)
 			pidfile = $CL_DIR/$(cl_node "$i")/redis.pid
 
 		EOF
@@ -295,8 +309,8 @@ cl_named_start() {
 		\$TTL 60
 		@	IN SOA	ns.$CL_ZONE. admin.$CL_ZONE. 1 60 60 600 60
 		@	IN NS	ns.$CL_ZONE.
-		ns	IN A	$CL_CTL_IP
-		$CL_SHARD	1 IN A	$(cl_ip 1)
+		ns	IN $CL_RR	$CL_CTL_IP
+		$CL_SHARD	1 IN $CL_RR	$(cl_ip 1)
 	EOF
 	cat >"$d/named.conf" <<-EOF
 		include "$d/keys.conf";
@@ -305,8 +319,8 @@ cl_named_start() {
 			pid-file "$d/named.pid";
 			session-keyfile "$d/session.key";
 			managed-keys-directory "$d";
-			listen-on port 53 { $CL_CTL_IP; };
-			listen-on-v6 { none; };
+			listen-on port 53 { $([ "$CL_FAMILY" = 6 ] && echo none || echo "$CL_CTL_IP"); };
+			listen-on-v6 port 53 { $([ "$CL_FAMILY" = 6 ] && echo "$CL_CTL_IP" || echo none); };
 			recursion no;
 			dnssec-validation no;
 			notify no;
@@ -315,7 +329,7 @@ cl_named_start() {
 		zone "$CL_ZONE" {
 			type primary;
 			file "$d/$CL_ZONE.db";
-			update-policy { grant flatline name $CL_DNS_NAME A; };
+			update-policy { grant flatline name $CL_DNS_NAME $CL_RR; };
 		};
 	EOF
 	cl_spawn named "$CL_NS_CTL" named -g -c "$d/named.conf"
@@ -325,7 +339,7 @@ cl_named_start() {
 cl_dig_ok() { [ -n "$(cl_dns)" ]; }
 # cl_dns: the address named gives for the shard's name (empty if none).
 cl_dns() {
-	cl_ctl dig +short +time=1 +tries=1 @"$CL_CTL_IP" "$CL_DNS_NAME" A 2>/dev/null | grep -v '^;' | head -n 1
+	cl_ctl dig +short +time=1 +tries=1 @"$CL_CTL_IP" "$CL_DNS_NAME" "$CL_RR" 2>/dev/null | grep -v '^;' | head -n 1
 }
 
 # ---------------------------------------------------------------------------
@@ -420,7 +434,8 @@ cl_writer_start() {
 			--out "$CL_DIR/writer.out" "$@"
 	else
 		cl_spawn writer "$CL_NS_CTL" "$CL_PY" "$CL_ROOT/tests/lib/clwriter.py" \
-			--dns "$CL_DNS_NAME" --dns-server "$CL_CTL_IP:53" --out "$CL_DIR/writer.out" "$@"
+			--dns "$CL_DNS_NAME" --dns-server "$(cl_hp "$CL_CTL_IP" 53)" --dns-type "$CL_RR" \
+			--out "$CL_DIR/writer.out" "$@"
 	fi
 	cl_until "$CL_WAIT_S" grep -q '^A ' "$CL_DIR/writer.out" 2>/dev/null ||
 		cl_die "the writer wrote nothing: $(tail -n 5 "$CL_DIR/log/writer.out")"
@@ -445,6 +460,8 @@ cl_save_env() {
 		CL_NAME=$CL_NAME
 		CL_NODE_PREFIX=$CL_NODE_PREFIX
 		CL_NET=$CL_NET
+		CL_FAMILY=$CL_FAMILY
+		CL_NET6=$CL_NET6
 		CL_SHARD=$CL_SHARD
 		CL_ZONE=$CL_ZONE
 		CL_CG_KIND=$CL_CG_KIND

@@ -7,7 +7,8 @@ the first sentinel that names a master that is not s_down/o_down).
 
   --dns NAME --dns-server IP[:PORT]   ask that server for NAME's A record (directly, as
                                       a resolver does when the record's TTL of 1 s ran
-                                      out) each time it (re)connects
+                                      out) each time it (re)connects; [IPv6]:PORT too
+  --dns-type A|AAAA                   the record asked for (AAAA: an IPv6 cluster)
   --sentinel HOST:PORT[,HOST:PORT]    ask these sentinels (or flatline's controller)
   --service NAME
 
@@ -41,14 +42,29 @@ def on_term(signum, frame):
     stop = True
 
 
-def dns_a(name, server, port, timeout):
-    """The A record of NAME from SERVER (one UDP query), or None."""
+def split_hp(s, default_port):
+    """HOST, PORT of "host:port", "[v6]:port", "[v6]", a bare IPv6 address or host."""
+    if s.startswith("["):
+        host, _, rest = s[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") else default_port
+    if s.count(":") > 1:
+        return s, default_port
+    host, _, port = s.partition(":")
+    return host, int(port or default_port)
+
+
+def join_hp(host, port):
+    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+
+
+def dns_a(name, server, port, timeout, rtype=1):
+    """The A (rtype 1) or AAAA (28) record of NAME from SERVER (one UDP query), or None."""
     qid = random.getrandbits(16)
     q = struct.pack(">HHHHHH", qid, 0, 1, 0, 0, 0)  # no RD: ask the authority itself
     for label in name.rstrip(".").split("."):
         q += bytes([len(label)]) + label.encode()
-    q += b"\0" + struct.pack(">HH", 1, 1)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    q += b"\0" + struct.pack(">HH", rtype, 1)
+    s = socket.socket(socket.AF_INET6 if ":" in server else socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(timeout)
     try:
         s.sendto(q, (server, port))
@@ -80,8 +96,10 @@ def dns_a(name, server, port, timeout):
         off = skip_name(off)
         typ, cls, _, rdlen = struct.unpack(">HHIH", data[off:off + 10])
         off += 10
-        if typ == 1 and cls == 1 and rdlen == 4:
+        if typ == 1 == rtype and cls == 1 and rdlen == 4:
             return socket.inet_ntoa(data[off:off + 4])
+        if typ == 28 == rtype and cls == 1 and rdlen == 16:
+            return socket.inet_ntop(socket.AF_INET6, data[off:off + 16])
         off += rdlen
     return None
 
@@ -90,6 +108,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dns")
     ap.add_argument("--dns-server")
+    ap.add_argument("--dns-type", choices=("A", "AAAA"), default="A")
     ap.add_argument("--port", type=int, default=6379, help="the servers' port (with --dns)")
     ap.add_argument("--sentinel", help="HOST:PORT[,HOST:PORT...]")
     ap.add_argument("--service", default="cache")
@@ -105,17 +124,16 @@ def main():
     tmo = a.timeout_ms / 1000.0
 
     if a.dns:
-        host, _, port = a.dns_server.partition(":")
-        dport = int(port or 53)
+        host, dport = split_hp(a.dns_server, 53)
+        rtype = 28 if a.dns_type == "AAAA" else 1
 
         def lookup():
-            ip = dns_a(a.dns, host, dport, tmo)
+            ip = dns_a(a.dns, host, dport, tmo, rtype)
             return (ip, a.port) if ip else None
     else:
         sents = []
         for hp in a.sentinel.split(","):
-            h, _, p = hp.rpartition(":")
-            sents.append((h, int(p)))
+            sents.append(split_hp(hp, 26379))
         sentinel = Sentinel(sents, socket_timeout=tmo, socket_connect_timeout=tmo)
 
         def lookup():
@@ -138,7 +156,7 @@ def main():
             if where is None:
                 time.sleep(0.001)
                 continue
-            addr = "%s:%d" % where
+            addr = join_hp(*where)
             if addr != last_addr:
                 out.write("R %d %s\n" % (time.time_ns(), addr))
                 last_addr = addr

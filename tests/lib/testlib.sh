@@ -61,9 +61,11 @@ count_events() { local n; n=$(jq -c "select($2)" "$1" 2>/dev/null | wc -l); echo
 # expect_eq WHAT GOT WANT
 expect_eq() { [ "$2" == "$3" ] || fail "$1: got '$2', want '$3'"; }
 
+# FL_ONLY=REGEX runs only the tests whose names match (while working on some).
 run_tests() {
 	local t rc
 	for t in "${TESTS[@]}"; do
+		[[ -z ${FL_ONLY:-} || $t =~ $FL_ONLY ]] || continue
 		T=$(mktemp -d /tmp/flatline-test.XXXXXX)
 		(
 			set -eu
@@ -115,12 +117,13 @@ free_port() {
 	done
 }
 
-# make_hosts PREFIX NET: namespaces PREFIX-br (a bridge) and PREFIX-a, PREFIX-b, each
-# joined to the bridge by a veth pair (eth0), with NET.1 and NET.2 (/24). Only these
+# make_hosts PREFIX NET [NET6]: namespaces PREFIX-br (a bridge) and PREFIX-a, PREFIX-b,
+# each joined to the bridge by a veth pair (eth0), with NET.1 and NET.2 (/24), and with
+# NET6 (a ULA prefix such as fd00:f1::) NET6 1 and NET6 2 (/64, no DAD wait). Only these
 # namespaces have the addresses: no packet leaves them. Removed on exit. Sets NA and NB
 # (nsenter prefixes: not `ip netns exec`, which remounts /sys and hides bpffs).
 make_hosts() {
-	local pfx=$1 net=$2 h
+	local pfx=$1 net=$2 net6=${3:-} h
 	need_root
 	need_cmd ip nsenter
 	ip netns add "$pfx-br"
@@ -137,6 +140,10 @@ make_hosts() {
 	done
 	ip -n "$pfx-a" addr add "$net.1/24" dev eth0
 	ip -n "$pfx-b" addr add "$net.2/24" dev eth0
+	if [ -n "$net6" ]; then
+		ip -n "$pfx-a" addr add "${net6}1/64" dev eth0 nodad
+		ip -n "$pfx-b" addr add "${net6}2/64" dev eth0 nodad
+	fi
 	NA="nsenter --net=/run/netns/$pfx-a"
 	NB="nsenter --net=/run/netns/$pfx-b"
 }

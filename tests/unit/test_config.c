@@ -63,6 +63,9 @@ static void test_good_file(void **state)
 	assert_string_equal(c->agent.event_log, "/tmp/ev.jsonl");
 	assert_string_equal(c->controller.listen.host, "127.0.0.1");
 	assert_int_equal(c->controller.listen.port, 26400);
+	/* No address: agents and clients connect where it listens. */
+	assert_string_equal(c->controller.address.host, "127.0.0.1");
+	assert_int_equal(c->controller.address.port, 26400);
 	assert_string_equal(c->redis.user, "");
 	assert_string_equal(c->redis.password, "pw");
 	assert_true(c->dns.enabled);
@@ -107,6 +110,22 @@ static const struct {
 	  "t.conf:4: [node \"n1\"]: node defined twice" },
 	{ "[node \"n1\"]\naddress = 300.1.1.1\n",
 	  "t.conf:2: [node \"n1\"] address: not an IPv4 or IPv6 address: '300.1.1.1'" },
+	/* Addresses no peer can ever probe: refused, with the reason. */
+	{ "[node \"n1\"]\naddress = fe80::1\n",
+	  "t.conf:2: [node \"n1\"] address: fe80::1 cannot be probed by the node's peers: an IPv6 "
+	  "link-local address needs an interface" },
+	{ "[node \"n1\"]\naddress = ::ffff:10.0.0.1\n",
+	  "t.conf:2: [node \"n1\"] address: ::ffff:10.0.0.1 cannot be probed by the node's peers: "
+	  "an IPv4-mapped IPv6 address is probed as neither; write the IPv4 address" },
+	{ "[node \"n1\"]\naddress = ::\n", "t.conf:2: [node \"n1\"] address: :: cannot be probed" },
+	{ "[node \"n1\"]\naddress = 0.0.0.0\n", "t.conf:2: [node \"n1\"] address: 0.0.0.0 cannot be probed" },
+	{ "[node \"n1\"]\naddress = ff02::1\n",
+	  "t.conf:2: [node \"n1\"] address: ff02::1 cannot be probed by the node's peers: a multicast" },
+	{ "[node \"n1\"]\naddress = 224.0.0.1\n",
+	  "t.conf:2: [node \"n1\"] address: 224.0.0.1 cannot be probed by the node's peers: a multicast" },
+	{ "[node \"n1\"]\naddress = 255.255.255.255\n",
+	  "t.conf:2: [node \"n1\"] address: 255.255.255.255 cannot be probed by the node's peers: the "
+	  "broadcast address" },
 	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = host:99999\n",
 	  "t.conf:3: [node \"n1\"] redis: not host:port, [v6]:port or unix:/path: 'host:99999'" },
 	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = unix:relative\n",
@@ -134,6 +153,12 @@ static const struct {
 	  "[shard \"s\"]\nnodes = n1\ndns_name = cache.other.\n",
 	  "t.conf:8: [shard \"s\"] dns_name: cache.other. is not inside zone ha.example." },
 	{ "[controller]\nlisten = 1.2.3.4:x\n", "t.conf:2: [controller] listen: not host:port" },
+	{ "[controller]\nlisten = [::]:26379\n",
+	  "t.conf:2: [controller] address: missing: listen = :: is every address of the controller's "
+	  "host, so agents and clients need the one to connect to (address = host:port)" },
+	{ "[controller]\nlisten = 0.0.0.0\n", "t.conf:2: [controller] address: missing: listen = 0.0.0.0" },
+	{ "[controller]\naddress = unix:/run/x.sock\n",
+	  "t.conf:2: [controller] address: a host:port or [v6]:port agents and clients connect to" },
 	{ "[agent]\nping_interval_ms = 100\n  continued\n",
 	  "t.conf:3: not a 'key = value' line or a [section] header" },
 	{ "[etcd]\nendpoints = 127.0.0.1:2379\n",
@@ -215,6 +240,58 @@ static void test_long_line_and_missing_file(void **state)
 				 "file or directory");
 }
 
+/* Valid files whose probing cannot tell a dead host: the agent warns with these. */
+static void test_probe_warnings(void **state)
+{
+	static const char text[] = "[node \"a\"]\naddress = fd00:f1::1\nredis = h:1\n"
+				   "[node \"b\"]\naddress = fd00:f1::2\nredis = h:2\n"
+				   "[node \"c\"]\naddress = fd00:f1:0::2\nredis = h:3\n"
+				   "[node \"d\"]\naddress = 127.0.0.1\nredis = h:4\n"
+				   "[node \"e\"]\naddress = ::1\nredis = h:5\n"
+				   "[node \"f\"]\naddress = 10.0.0.1\nredis = h:6\n"
+				   "[node \"g\"]\naddress = 10.0.0.1\nredis = h:7\n"
+				   "[shard \"s\"]\nnodes = a b c d e f\n"
+				   "[shard \"t\"]\nnodes = g\n";
+	struct cfg *c = NULL;
+	char err[512] = "", why[256];
+
+	(void)state;
+	assert_int_equal(cfg_load_string("w.conf", text, &c, err, sizeof(err)), 0);
+	assert_int_equal(cfg_find_node(c, "b")->address_line, 5);
+	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "a"), why, sizeof(why)), 0);
+	/* fd00:f1::2 and fd00:f1:0::2 are one address written two ways. */
+	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "b"), why, sizeof(why)), 1);
+	assert_string_equal(why, "fd00:f1::2 is also node c's address: one probe answers for "
+				 "both, so the peers cannot tell which host died");
+	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "d"), why, sizeof(why)), 1);
+	assert_string_equal(why, "127.0.0.1 is loopback: every host answers for it, so a dead "
+				 "host of node d cannot be detected by its peers");
+	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "e"), why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "::1 is loopback"));
+	/* f and g share 10.0.0.1 but not a shard: nobody probes the one for the other. */
+	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "f"), why, sizeof(why)), 0);
+	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "g"), why, sizeof(why)), 0);
+	assert_null(cfg_address_unprobeable("fd00::2"));
+	assert_null(cfg_address_unprobeable("2001:db8::1"));
+	assert_null(cfg_address_unprobeable("198.18.0.2"));
+	cfg_free(c);
+}
+
+/* The controller on every address ([::]: IPv6 and IPv4), reached at one of them. */
+static void test_controller_any(void **state)
+{
+	static const char text[] = "[controller]\nlisten = [::]:26400\naddress = [fd00:77::fe]\n";
+	struct cfg *c = NULL;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_string("a.conf", text, &c, err, sizeof(err)), 0);
+	assert_string_equal(c->controller.listen.host, "::");
+	assert_string_equal(c->controller.address.host, "fd00:77::fe");
+	assert_int_equal(c->controller.address.port, 26379);
+	cfg_free(c);
+}
+
 static void test_endpoints(void **state)
 {
 	struct cfg_endpoint ep;
@@ -239,6 +316,8 @@ int main(void)
 		cmocka_unit_test(test_good_file),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_long_line_and_missing_file),
+		cmocka_unit_test(test_probe_warnings),
+		cmocka_unit_test(test_controller_any),
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_etcd),
 	};

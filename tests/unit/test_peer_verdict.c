@@ -214,6 +214,8 @@ static void test_local_fault(void **state)
 	sim_init(&s, MS(100), MS(1000));
 	sim_up(&s);
 	assert_int_equal(steps(&s, 10, 0), 9);
+	/* Down all the same: a dead peer on our link looks so once its neighbour entry
+	 * has failed. The evidence says the probes did not leave. */
 	assert_int_equal(s.p.state, VERDICT_DOWN);
 	assert_true(s.p.ev.local_fault);
 	assert_int_equal(s.p.ev.left_in_window, 0);
@@ -221,19 +223,42 @@ static void test_local_fault(void **state)
 	assert_true(s.p.ev.loss_ratio == 0);
 	verdict_free(&s.p);
 
+	/* No route at all: nothing can be told about the peer. */
+	sim_init(&s, MS(100), MS(1000));
+	sim_up(&s);
+	s.o.no_route = true;
+	assert_int_equal(steps(&s, 10, 0), 9);
+	assert_int_equal(s.p.state, VERDICT_LOCAL_FAULT); /* not DOWN: we cannot tell */
+	assert_int_equal(s.p.ev.prev, VERDICT_UP);
+	assert_true(s.p.ev.local_fault);
+	/* The route back, the peer still silent: now it is down. */
+	s.o.no_route = false;
+	assert_int_equal(steps(&s, 10, LEFT), 0);
+	assert_int_equal(s.p.state, VERDICT_DOWN);
+	assert_int_equal(s.p.ev.prev, VERDICT_LOCAL_FAULT);
+	verdict_free(&s.p);
+
 	/* They left (tc egress saw them) but the interface has no carrier. */
 	sim_init(&s, MS(100), MS(1000));
 	sim_up(&s);
 	s.o.no_carrier = true;
 	assert_int_equal(steps(&s, 10, LEFT), 9);
+	assert_int_equal(s.p.state, VERDICT_LOCAL_FAULT);
 	assert_true(s.p.ev.local_fault);
 	assert_int_equal(s.p.ev.left_in_window, 10);
+	/* The carrier back, still silent: now it is the peer. */
+	s.o.no_carrier = false;
+	assert_int_equal(steps(&s, 10, LEFT), 0);
+	assert_int_equal(s.p.state, VERDICT_DOWN);
+	assert_int_equal(s.p.ev.prev, VERDICT_LOCAL_FAULT);
+	assert_false(s.p.ev.local_fault);
 	verdict_free(&s.p);
 
 	/* Some left, carrier fine: the peer's fault. */
 	sim_init(&s, MS(100), MS(1000));
 	sim_up(&s);
 	assert_int_equal(steps(&s, 10, LEFT), 9);
+	assert_int_equal(s.p.state, VERDICT_DOWN);
 	assert_false(s.p.ev.local_fault);
 	verdict_free(&s.p);
 }

@@ -379,6 +379,15 @@ static void on_peer_change(void *ctx, const struct probe_peer_info *peer)
 		fence_eval_now(a);
 }
 
+static void on_peer_route(void *ctx, const struct probe_peer_info *peer, int prev_ifindex)
+{
+	struct agent *a = ctx;
+	struct evrec r;
+
+	probe_route_evrec(&r, a->node, peer, prev_ifindex);
+	agent_log(a, &r);
+}
+
 static void report_peers(struct agent *a, struct rep_msg *m)
 {
 	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++) {
@@ -401,7 +410,9 @@ static void report_peers(struct agent *a, struct rep_msg *m)
 static int start_probe(struct agent *a)
 {
 	struct probe_opts po = { .base = a->base, .node = a->node, .on_change = on_peer_change,
-				 .ctx = a };
+				 .on_route = on_peer_route, .ctx = a };
+	char why[256];
+	struct evrec r;
 	int err;
 
 	if (a->cfg) {
@@ -429,8 +440,17 @@ static int start_probe(struct agent *a)
 		for (int i = 0; i < s->nnodes; i++) {
 			const struct cfg_node *n = &a->cfg->nodes[s->nodes[i]];
 
-			if (n == a->me || !strchr(n->address, '.'))
-				continue; /* ourselves; IPv6 peers are not probed yet */
+			if (cfg_probe_warning(a->cfg, n, why, sizeof(why))) {
+				pr_warn("%s:%d: [node \"%s\"] address: %s\n", a->cfg->path,
+					n->address_line, n->id, why);
+				evrec_begin(&r, NULL, a->node, "probe_warning");
+				evrec_str(&r, "peer", n->id);
+				evrec_str(&r, "addr", n->address);
+				evrec_str(&r, "reason", why);
+				agent_log(a, &r);
+			}
+			if (n == a->me)
+				continue;
 			err = probe_add_peer(a->probe, n->id, n->address);
 			if (err && err != -EEXIST) {
 				pr_warn("failed to add peer %s=%s: %s\n", n->id, n->address,
@@ -501,8 +521,9 @@ static void fence_eval_now(struct agent *a)
 	if (!a->cfg->agent.self_fence)
 		return;
 	for (int i = 0; in.have_peers && i < probe_npeers(a->probe); i++)
-		if (probe_peer(a->probe, i)->ev.state == VERDICT_DOWN)
-			down++;
+		if (probe_peer(a->probe, i)->ev.state == VERDICT_DOWN ||
+		    probe_peer(a->probe, i)->ev.state == VERDICT_LOCAL_FAULT)
+			down++; /* unreachable from here, whoever is at fault */
 	in.any_peer_reachable = in.have_peers && down < probe_npeers(a->probe);
 	switch (fence_eval(&a->fence, &in)) {
 	case FENCE_NONE:
@@ -559,7 +580,7 @@ static int start_cluster(struct agent *a)
 		.info_interval_ms = c->agent.heartbeat_ms,
 	};
 	struct reporter_opts ro = {
-		.ep = c->controller.listen,
+		.ep = c->controller.address,
 		.node = a->node,
 		.secret = c->secret,
 		.heartbeat_ms = c->agent.heartbeat_ms,

@@ -109,7 +109,9 @@ static void measure(struct verdict_peer *p, const struct verdict_config *c, cons
 	ev->judged = full && base->t_ns >= p->resumed_ns &&
 		     ev->probes_in_window >= VERDICT_MIN_PROBES;
 	ev->local_fault = ev->packet_age_ns >= c->down_after_ns && ev->probes_in_window &&
-			  (!ev->left_in_window || o->no_carrier);
+			  (!ev->left_in_window || o->no_carrier || o->no_route);
+	/* Only what this host can see is its own: no route, no carrier. */
+	p->local_cause = o->no_route || o->no_carrier;
 }
 
 static enum verdict_state next_state(const struct verdict_peer *p, const struct verdict_config *c)
@@ -122,12 +124,14 @@ static enum verdict_state next_state(const struct verdict_peer *p, const struct 
 	/* No reply, but other traffic: alive. From DOWN this is a packet that came after
 	 * the verdict (at that point nothing had come for down_after). */
 	if (ev->packet_age_ns < c->down_after_ns) {
-		if (p->state == VERDICT_DOWN || ev->judged)
+		if (p->state == VERDICT_DOWN || p->state == VERDICT_LOCAL_FAULT || ev->judged)
 			return VERDICT_PASSIVE;
 		return p->state;
 	}
-	/* Silent. */
-	return ev->judged ? VERDICT_DOWN : p->state;
+	/* Silent: the peer's fault, or ours when the probes could not leave. */
+	if (!ev->judged)
+		return p->state;
+	return ev->local_fault && p->local_cause ? VERDICT_LOCAL_FAULT : VERDICT_DOWN;
 }
 
 bool verdict_round(struct verdict_peer *p, const struct verdict_config *c, const struct verdict_obs *o)
@@ -164,6 +168,8 @@ const char *verdict_state_name(enum verdict_state s)
 		return "passive";
 	case VERDICT_DOWN:
 		return "down";
+	case VERDICT_LOCAL_FAULT:
+		return "local_fault";
 	default:
 		return "unknown";
 	}

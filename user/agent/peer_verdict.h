@@ -8,7 +8,11 @@
  * stall_after after the previous one). An agent that was stopped or starved judges
  * nothing until it has probed on schedule for a whole window again. The peer is UP
  * again at the first reply. A peer that answers no echo but whose other traffic
- * (replication) keeps arriving is PASSIVE: alive, and the evidence says why. */
+ * (replication) keeps arriving is PASSIVE: alive, and the evidence says why. A
+ * peer silent while this host has no route to it or no carrier on the route's
+ * interface is LOCAL_FAULT, not DOWN: we cannot tell. Probes held back for another
+ * reason (an unresolved neighbour: what a dead peer on the same link looks like
+ * once its ARP/ND entry fails) leave the peer DOWN, with local_fault in the evidence. */
 #ifndef FL_PEER_VERDICT_H
 #define FL_PEER_VERDICT_H
 
@@ -23,6 +27,9 @@ enum verdict_state {
 	VERDICT_UP = 1,      /* echo replies arrive */
 	VERDICT_PASSIVE = 2, /* no echo reply for down_after, but other packets from it do arrive */
 	VERDICT_DOWN = 3,    /* silent for down_after while we probed on schedule */
+	VERDICT_LOCAL_FAULT = 4, /* silent for down_after while this host has no route to it
+				  * or no carrier on the route's interface: not evidence
+				  * against the peer */
 };
 
 struct verdict_config {
@@ -45,6 +52,7 @@ struct verdict_obs {
 	uint64_t rtt_ns;        /* kernel: last RTT */
 	uint64_t srtt_ns;       /* kernel: smoothed RTT */
 	bool no_carrier;        /* the peer's route goes out of an interface without carrier */
+	bool no_route;          /* there is no route to the peer at all */
 };
 
 /* Why the state is what it is, as of the last round. */
@@ -76,6 +84,7 @@ struct verdict_peer {
 	uint64_t last_round_ns; /* previous round, 0 before the first */
 	uint64_t resumed_ns;   /* first round after the last stall (or the first round) */
 	struct verdict_evidence ev; /* as of the last round */
+	bool local_cause;      /* this round: no route or no carrier (LOCAL_FAULT, not DOWN) */
 	struct verdict_sample *hist; /* ring of past rounds, oldest overwritten */
 	unsigned int cap, head, n;
 };

@@ -10,8 +10,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <net/if.h>
 #include <sys/socket.h>
 #include <linux/icmp.h>
+#include <netinet/icmp6.h>
 #include <netinet/ip.h>
 #include "common/clock.h"
 #include "common/log.h"
@@ -23,8 +25,8 @@
 
 struct probe_peer {
 	char id[65];
-	char addr_str[INET_ADDRSTRLEN];
-	struct in_addr addr;
+	char addr_str[INET6_ADDRSTRLEN];
+	struct fl_peer_key key;    /* its address, as the kernel's table is keyed */
 	int ifindex;               /* route's interface; 0 = no route (yet) */
 	uint64_t next_route_ns;    /* when to look for a route again */
 	uint16_t seq;              /* of the last probe sent */
@@ -41,14 +43,16 @@ struct prober {
 	struct verdict_config cfg;
 	struct icmp_watch *iw;
 	int fd;           /* raw ICMP socket */
+	int fd6;          /* raw ICMPv6 socket, opened with the first IPv6 peer; -1 before */
 	uint16_t echo_id; /* the ICMP id of all our probes */
-	struct event *ev_round, *ev_read;
+	struct event *ev_round, *ev_read, *ev_read6, *ev_nl;
+	int nl_fd;        /* route and link notifications; -1 if none */
 	struct probe_peer **peers;
 	int npeers, cap;
 	/* Per round: scratch for sendmmsg and the carrier of each interface. */
 	struct mmsghdr *msgs;
 	struct iovec *iov;
-	struct sockaddr_in *dst;
+	struct sockaddr_in6 *dst; /* room for either family */
 	uint8_t (*pkt)[sizeof(struct icmphdr) + PROBE_PAYLOAD];
 	struct { int ifindex, carrier; } carrier[ICMP_WATCH_MAX_IFACES];
 	int ncarrier;
@@ -57,6 +61,7 @@ struct prober {
 	struct fl_peer_key *keys;
 	struct fl_peer_stats *vals;
 	struct probe_peer **byaddr;
+	struct probe_peer **sendq; /* the peer of each sendmmsg slot */
 };
 
 static uint16_t csum16(const void *p, size_t n)
@@ -80,7 +85,7 @@ static void find_route(struct prober *p, struct probe_peer *pp, uint64_t now)
 	int ifindex, err;
 
 	pp->next_route_ns = now + PROBE_ROUTE_RETRY_NS;
-	err = icmp_watch_route_ifindex(pp->addr, &ifindex);
+	err = icmp_watch_route_ifindex(&pp->key, &ifindex);
 	if (err) {
 		if (pp->ifindex || !pp->info.ifindex)
 			pr_debug("no route to peer %s (%s): %s\n", pp->id, pp->addr_str,
@@ -95,21 +100,21 @@ static void find_route(struct prober *p, struct probe_peer *pp, uint64_t now)
 
 static int cmp_addr(const void *a, const void *b)
 {
-	uint32_t x = ntohl((*(struct probe_peer *const *)a)->addr.s_addr);
-	uint32_t y = ntohl((*(struct probe_peer *const *)b)->addr.s_addr);
-
-	return (x > y) - (x < y);
+	return icmp_watch_key_cmp(&(*(struct probe_peer *const *)a)->key,
+				  &(*(struct probe_peer *const *)b)->key);
 }
 
 static struct probe_peer *peer_by_key(struct prober *p, const struct fl_peer_key *k)
 {
 	struct probe_peer key, *kp = &key, **found;
 
-	memcpy(&key.addr, k->addr, sizeof(k->addr));
+	key.key = *k;
 	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
 	found = bsearch(&kp, p->byaddr, p->npeers, sizeof(*p->byaddr), cmp_addr);
 	return found ? *found : NULL;
 }
+
+static int open_socket6(struct prober *p);
 
 /* Room for twice the peers, in the list and in the per-round scratch. */
 static int grow(struct prober *p)
@@ -128,6 +133,7 @@ static int grow(struct prober *p)
 	GROW(msgs);
 	GROW(iov);
 	GROW(dst);
+	GROW(sendq); // NOLINT(bugprone-sizeof-expression): array of pointers
 	GROW(pkt);
 	GROW(keys);
 	GROW(vals);
@@ -140,11 +146,12 @@ static int grow(struct prober *p)
 int probe_add_peer(struct prober *p, const char *id, const char *addr)
 {
 	struct probe_peer *pp;
-	struct in_addr a;
+	struct fl_peer_key a;
 	int err;
 
-	if (inet_pton(AF_INET, addr, &a) != 1) {
-		pr_warn("failed to add peer %s: '%s' is not an IPv4 address\n", id, addr);
+	if (icmp_watch_key_parse(addr, &a)) {
+		pr_warn("failed to add peer %s: '%s' is not an IPv4 address or an IPv6 address\n",
+			id, addr);
 		return -EINVAL;
 	}
 	if (strlen(id) >= sizeof(pp->id)) {
@@ -152,7 +159,7 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 		return -EINVAL;
 	}
 	for (int i = 0; i < p->npeers; i++) {
-		if (p->peers[i]->addr.s_addr == a.s_addr || !strcmp(p->peers[i]->id, id)) {
+		if (!icmp_watch_key_cmp(&p->peers[i]->key, &a) || !strcmp(p->peers[i]->id, id)) {
 			pr_warn("failed to add peer %s (%s): already probed as %s (%s)\n", id, addr,
 				p->peers[i]->id, p->peers[i]->addr_str);
 			return -EEXIST;
@@ -162,19 +169,24 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 		pr_warn("failed to add peer %s: at most %d peers\n", id, PROBE_MAX_PEERS);
 		return -E2BIG;
 	}
+	if (a.family == FL_AF_INET6 && p->fd6 < 0) {
+		err = open_socket6(p);
+		if (err)
+			return err;
+	}
 	if (p->npeers == p->cap && grow(p))
 		return -ENOMEM;
 	pp = calloc(1, sizeof(*pp));
 	if (!pp)
 		return -ENOMEM;
 	snprintf(pp->id, sizeof(pp->id), "%s", id);
-	inet_ntop(AF_INET, &a, pp->addr_str, sizeof(pp->addr_str));
-	pp->addr = a;
+	icmp_watch_key_str(&a, pp->addr_str, sizeof(pp->addr_str));
+	pp->key = a;
 	pp->info.id = pp->id;
 	pp->info.addr = pp->addr_str;
 	err = verdict_init(&pp->pv, &p->cfg);
 	if (!err)
-		err = icmp_watch_add_peer(p->iw, a);
+		err = icmp_watch_add_peer(p->iw, &a);
 	if (err) {
 		pr_warn("failed to add peer %s (%s): %s\n", id, addr, strerror(-err));
 		verdict_free(&pp->pv);
@@ -194,53 +206,178 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 	return 0;
 }
 
+/* ---- following routes and links ---- */
+
+static const char *ifname_of(int ifindex, char *buf)
+{
+	if (!ifindex)
+		return NULL;
+	if (!if_indextoname(ifindex, buf))
+		snprintf(buf, IF_NAMESIZE, "if%d", ifindex);
+	return buf;
+}
+
+/* Our programs leave an interface no peer is routed through any more. */
+static void detach_unused(struct prober *p, int ifindex)
+{
+	if (!ifindex)
+		return;
+	for (int i = 0; i < p->npeers; i++)
+		if (p->peers[i]->ifindex == ifindex)
+			return;
+	icmp_watch_detach(p->iw, ifindex, false);
+}
+
+static void route_changed(struct prober *p, struct probe_peer *pp, int prev)
+{
+	char a[IF_NAMESIZE], b[IF_NAMESIZE];
+	const char *now_if = ifname_of(pp->ifindex, a), *prev_if = ifname_of(prev, b);
+
+	if (pp->ifindex)
+		pr_info("peer %s (%s) is now routed through %s (was %s)\n", pp->id, pp->addr_str,
+			now_if, prev_if ? prev_if : "no route");
+	else
+		pr_info("peer %s (%s): no route any more (was through %s)\n", pp->id, pp->addr_str,
+			prev_if ? prev_if : "?");
+	if (p->o.on_route)
+		p->o.on_route(p->o.ctx, &pp->info, prev);
+	detach_unused(p, prev);
+}
+
+/* The route to pp now: attach where it goes, note where it went (prev: the
+ * interface it went through before, to report). */
+static void reroute_from(struct prober *p, struct probe_peer *pp, uint64_t now, int prev)
+{
+	int ifindex = 0, err;
+
+	pp->next_route_ns = now + PROBE_ROUTE_RETRY_NS;
+	err = icmp_watch_route_ifindex(&pp->key, &ifindex);
+	if (err)
+		ifindex = 0;
+	if (ifindex == pp->ifindex && ifindex == prev)
+		return;
+	if (ifindex && icmp_watch_attach(p->iw, ifindex))
+		ifindex = 0; /* retried with the next notification or round */
+	pp->ifindex = ifindex;
+	pp->info.ifindex = ifindex;
+	if (ifindex != prev)
+		route_changed(p, pp, prev);
+}
+
+static void reroute(struct prober *p, struct probe_peer *pp, uint64_t now)
+{
+	reroute_from(p, pp, now, pp->ifindex);
+}
+
+static void on_netlink(evutil_socket_t fd, short what, void *arg)
+{
+	struct prober *p = arg;
+	struct icmp_watch_nl_news nw;
+	uint64_t now = (uint64_t)fl_mono_ns();
+	int err;
+
+	(void)what;
+	err = icmp_watch_nl_read(fd, &nw);
+	if (err)
+		pr_warn("failed to read route notifications: %s\n", strerror(-err));
+	if (!nw.routes && !nw.links)
+		return;
+	/* A deleted interface took our links with it; its peers have no route now
+	 * (unless another one is found just below). */
+	for (int g = 0; g < nw.ngone; g++) {
+		icmp_watch_detach(p->iw, nw.gone[g], true);
+		for (int i = 0; i < p->npeers; i++) {
+			struct probe_peer *pp = p->peers[i];
+
+			if (pp->ifindex == nw.gone[g]) {
+				pp->ifindex = pp->info.ifindex = 0;
+				reroute_from(p, pp, now, nw.gone[g]);
+			}
+		}
+	}
+	for (int i = 0; i < p->npeers; i++)
+		reroute(p, p->peers[i], now);
+}
+
 /* ---- one round ---- */
 
-static void send_all(struct prober *p, uint64_t now)
+/* The echo request to pp in slot i of the round's scratch: ICMP or ICMPv6 (whose
+ * checksum the kernel fills in on raw ICMPv6 sockets). */
+static void build_probe(struct prober *p, struct probe_peer *pp, int i, uint64_t now)
 {
-	int n = p->npeers, off = 0;
+	struct icmphdr *h = (struct icmphdr *)p->pkt[i];
+	uint8_t *payload = p->pkt[i] + sizeof(*h);
+	bool v6 = pp->key.family == FL_AF_INET6;
 
-	for (int i = 0; i < n; i++) {
-		struct probe_peer *pp = p->peers[i];
-		struct icmphdr *h = (struct icmphdr *)p->pkt[i];
-		uint8_t *payload = p->pkt[i] + sizeof(*h);
-
-		pp->seq++;
-		pp->probes++;
-		pp->last_send_ns = now;
-		memset(h, 0, sizeof(*h));
-		h->type = ICMP_ECHO;
-		h->un.echo.id = htons(p->echo_id);
-		h->un.echo.sequence = htons(pp->seq);
-		memcpy(payload, "flatline", 8); // NOLINT(bugprone-not-null-terminated-result): magic bytes
-		memcpy(payload + 8, &now, 8);
+	pp->seq++;
+	pp->probes++;
+	pp->last_send_ns = now;
+	memset(h, 0, sizeof(*h));
+	h->type = v6 ? ICMP6_ECHO_REQUEST : ICMP_ECHO;
+	h->un.echo.id = htons(p->echo_id);
+	h->un.echo.sequence = htons(pp->seq);
+	memcpy(payload, "flatline", 8); // NOLINT(bugprone-not-null-terminated-result): magic bytes
+	memcpy(payload + 8, &now, 8);
+	if (!v6)
 		h->checksum = csum16(p->pkt[i], sizeof(p->pkt[i]));
-		p->dst[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr = pp->addr };
-		p->iov[i] = (struct iovec){ p->pkt[i], sizeof(p->pkt[i]) };
-		p->msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &p->dst[i],
-							    .msg_namelen = sizeof(p->dst[i]),
-							    .msg_iov = &p->iov[i],
-							    .msg_iovlen = 1 } };
+	memset(&p->dst[i], 0, sizeof(p->dst[i]));
+	if (v6) {
+		p->dst[i].sin6_family = AF_INET6;
+		memcpy(&p->dst[i].sin6_addr, pp->key.addr6, 16);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&p->dst[i];
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, pp->key.addr, 4);
 	}
+	p->iov[i] = (struct iovec){ p->pkt[i], sizeof(p->pkt[i]) };
+	p->msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &p->dst[i],
+						    .msg_namelen = v6 ? sizeof(struct sockaddr_in6)
+								      : sizeof(struct sockaddr_in),
+						    .msg_iov = &p->iov[i],
+						    .msg_iovlen = 1 } };
+	p->sendq[i] = pp;
+}
+
+/* Sends slots [0, n) on fd, one sendmmsg as long as it goes. */
+static void send_batch(struct prober *p, int fd, int n)
+{
+	int off = 0;
+
 	while (off < n) {
-		int sent = sendmmsg(p->fd, p->msgs + off, n - off, 0);
+		int sent = sendmmsg(fd, p->msgs + off, n - off, 0);
 		struct probe_peer *pp;
 
 		if (sent > 0) {
 			for (int i = off; i < off + sent; i++)
-				p->peers[i]->last_errno = 0;
+				p->sendq[i]->last_errno = 0;
 			off += sent;
 			continue;
 		}
 		if (errno == EINTR)
 			continue;
 		/* The error belongs to the first message not sent: note it, go on. */
-		pp = p->peers[off++];
+		pp = p->sendq[off++];
 		pp->info.send_errors++;
 		if (pp->last_errno != errno)
 			pr_debug("failed to send a probe to %s (%s): %s\n", pp->id, pp->addr_str,
 				 strerror(errno));
 		pp->last_errno = errno;
+	}
+}
+
+/* Every peer its probe: the IPv4 ones in one batch, the IPv6 ones in another. */
+static void send_all(struct prober *p, uint64_t now)
+{
+	for (int fam = 0; fam < 2; fam++) {
+		__u32 want = fam ? FL_AF_INET6 : FL_AF_INET;
+		int n = 0;
+
+		for (int i = 0; i < p->npeers; i++)
+			if (p->peers[i]->key.family == want)
+				build_probe(p, p->peers[i], n++, now);
+		if (n)
+			send_batch(p, fam ? p->fd6 : p->fd, n);
 	}
 }
 
@@ -264,16 +401,18 @@ static void log_change(const struct probe_peer_info *pi)
 {
 	const struct verdict_evidence *ev = &pi->ev;
 
-	if (ev->state == VERDICT_DOWN)
-		pr_info("peer %s (%s) is down: nothing from it for %llu ms, %llu of %llu probes "
+	if (ev->state == VERDICT_DOWN || ev->state == VERDICT_LOCAL_FAULT)
+		pr_info("peer %s (%s) is %s: nothing from it for %llu ms, %llu of %llu probes "
 			"left this host%s\n",
-			pi->id, pi->addr,
+			pi->id, pi->addr, ev->state == VERDICT_DOWN ? "down" : "unreachable from here",
 			(unsigned long long)(ev->packet_age_ns == VERDICT_NEVER ? ev->window_ns
 									  : ev->packet_age_ns) /
 				NS_PER_MS,
 			(unsigned long long)ev->left_in_window,
 			(unsigned long long)ev->probes_in_window,
-			ev->local_fault ? " (local fault?)" : "");
+			ev->state == VERDICT_LOCAL_FAULT ? " (no route or no carrier here)" :
+			ev->local_fault			 ? " (local fault?)" :
+							   "");
 	else
 		pr_info("peer %s (%s) is %s (was %s)\n", pi->id, pi->addr,
 			verdict_state_name(ev->state), verdict_state_name(ev->prev));
@@ -294,6 +433,7 @@ static void judge(struct prober *p, struct probe_peer *pp, uint64_t now)
 	/* Only worth an ioctl when the peer has gone quiet. */
 	if (!st->last_rx_ns || now - st->last_rx_ns >= p->cfg.down_after_ns / 2)
 		o.no_carrier = !carrier(p, pp->ifindex);
+	o.no_route = !pp->ifindex;
 	if (verdict_round(&pp->pv, &p->cfg, &o)) {
 		pp->info.ev = pp->pv.ev;
 		log_change(&pp->info);
@@ -328,7 +468,7 @@ static void read_stats(struct prober *p)
 
 		if (pp->round_read)
 			continue;
-		err = icmp_watch_peer_stats(p->iw, pp->addr, &pp->info.st);
+		err = icmp_watch_peer_stats(p->iw, &pp->key, &pp->info.st);
 		if (err)
 			pr_warn("failed to read the statistics of peer %s: %s\n", pp->id,
 				strerror(-err));
@@ -345,7 +485,7 @@ static void on_round(evutil_socket_t fd, short what, void *arg)
 	p->ncarrier = 0;
 	for (int i = 0; i < p->npeers; i++)
 		if (!p->peers[i]->ifindex && now >= p->peers[i]->next_route_ns)
-			find_route(p, p->peers[i], now);
+			reroute(p, p->peers[i], now);
 	send_all(p, now);
 	read_stats(p);
 	for (int i = 0; i < p->npeers; i++)
@@ -353,6 +493,23 @@ static void on_round(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- replies in userspace (measurements only) ---- */
+
+/* The peer of an address with the echo's sequence, timed. */
+static void got_reply(struct prober *p, const struct fl_peer_key *from, uint16_t id, uint16_t seq,
+		      uint64_t now)
+{
+	struct probe_peer *pp;
+	uint64_t kern = 0;
+
+	if (id != p->echo_id)
+		return;
+	pp = peer_by_key(p, from);
+	if (!pp || seq != pp->seq)
+		return; /* late: its send time is gone */
+	if (!icmp_watch_peer_stats(p->iw, &pp->key, &pp->info.st) && pp->info.st.last_seq == pp->seq)
+		kern = pp->info.st.rtt_last_ns;
+	p->o.on_reply(p->o.ctx, &pp->info, pp->seq, now - pp->last_send_ns, kern);
+}
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
@@ -365,9 +522,9 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	for (;;) {
 		const struct iphdr *ip = (const struct iphdr *)buf;
+		struct fl_peer_key k = { .family = FL_AF_INET };
 		const struct icmphdr *h;
-		struct probe_peer *pp = NULL;
-		uint64_t now, user, kern = 0;
+		uint64_t now;
 		size_t hlen;
 
 		flen = sizeof(from);
@@ -379,17 +536,35 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		if ((size_t)n < sizeof(*ip) || hlen < sizeof(*ip) || (size_t)n < hlen + sizeof(*h))
 			continue;
 		h = (const struct icmphdr *)(buf + hlen);
-		if (h->type != ICMP_ECHOREPLY || ntohs(h->un.echo.id) != p->echo_id)
+		if (h->type != ICMP_ECHOREPLY)
 			continue;
-		for (int i = 0; i < p->npeers && !pp; i++)
-			if (p->peers[i]->addr.s_addr == ip->saddr)
-				pp = p->peers[i];
-		if (!pp || ntohs(h->un.echo.sequence) != pp->seq)
-			continue; /* late: its send time is gone */
-		user = now - pp->last_send_ns;
-		if (!icmp_watch_peer_stats(p->iw, pp->addr, &pp->info.st) && pp->info.st.last_seq == pp->seq)
-			kern = pp->info.st.rtt_last_ns;
-		p->o.on_reply(p->o.ctx, &pp->info, pp->seq, user, kern);
+		memcpy(k.addr, &ip->saddr, 4);
+		got_reply(p, &k, ntohs(h->un.echo.id), ntohs(h->un.echo.sequence), now);
+	}
+}
+
+/* ICMPv6 raw sockets deliver the ICMPv6 message alone, without the IPv6 header. */
+static void on_readable6(evutil_socket_t fd, short what, void *arg)
+{
+	struct prober *p = arg;
+	uint8_t buf[1500];
+	struct sockaddr_in6 from;
+	socklen_t flen;
+	ssize_t n;
+
+	(void)what;
+	for (;;) {
+		struct fl_peer_key k = { .family = FL_AF_INET6 };
+		const struct icmp6_hdr *h = (const struct icmp6_hdr *)buf;
+
+		flen = sizeof(from);
+		n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
+		if (n < 0)
+			return; /* EAGAIN: drained */
+		if ((size_t)n < sizeof(*h) || h->icmp6_type != ICMP6_ECHO_REPLY)
+			continue;
+		memcpy(k.addr6, &from.sin6_addr, 16);
+		got_reply(p, &k, ntohs(h->icmp6_id), ntohs(h->icmp6_seq), (uint64_t)fl_mono_ns());
 	}
 }
 
@@ -418,6 +593,36 @@ static int open_socket(struct prober *p)
 	return 0;
 }
 
+/* The raw ICMPv6 socket, with the first IPv6 peer; read like the ICMP one. */
+static int open_socket6(struct prober *p)
+{
+	struct icmp6_filter filt;
+	int err;
+
+	ICMP6_FILTER_SETBLOCKALL(&filt);
+	if (p->o.on_reply)
+		ICMP6_FILTER_SETPASS(ICMP6_ECHO_REPLY, &filt);
+	p->fd6 = socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_ICMPV6);
+	if (p->fd6 < 0) {
+		err = -errno;
+		pr_warn("failed to open a raw ICMPv6 socket: %s\n", strerror(errno));
+		return err;
+	}
+	if (setsockopt(p->fd6, IPPROTO_ICMPV6, ICMP6_FILTER, &filt, sizeof(filt))) {
+		err = -errno;
+		pr_warn("failed to set ICMP6_FILTER: %s\n", strerror(errno));
+		close(p->fd6);
+		p->fd6 = -1;
+		return err;
+	}
+	if (p->o.on_reply && p->ev_round) {
+		p->ev_read6 = event_new(p->o.base, p->fd6, EV_READ | EV_PERSIST, on_readable6, p);
+		if (!p->ev_read6 || event_add(p->ev_read6, NULL))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int probe_open(struct prober **out, const struct probe_opts *opts)
 {
 	struct icmp_watch_opts io = { .node = opts->node, .mode = opts->tc_mode };
@@ -430,6 +635,8 @@ int probe_open(struct prober **out, const struct probe_opts *opts)
 	if (!p)
 		return -ENOMEM;
 	p->fd = -1;
+	p->fd6 = -1;
+	p->nl_fd = -1;
 	p->o = *opts;
 	if (!p->o.interval_ms)
 		p->o.interval_ms = PROBE_DEFAULT_INTERVAL_MS;
@@ -470,6 +677,22 @@ int probe_start(struct prober *p)
 		p->ev_read = event_new(p->o.base, p->fd, EV_READ | EV_PERSIST, on_readable, p);
 		if (!p->ev_read || event_add(p->ev_read, NULL))
 			return -ENOMEM;
+		if (p->fd6 >= 0) {
+			p->ev_read6 = event_new(p->o.base, p->fd6, EV_READ | EV_PERSIST,
+						on_readable6, p);
+			if (!p->ev_read6 || event_add(p->ev_read6, NULL))
+				return -ENOMEM;
+		}
+	}
+	p->nl_fd = icmp_watch_nl_open();
+	if (p->nl_fd < 0) {
+		pr_warn("failed to follow route changes: %s (a peer without a route is looked "
+			"up again every second; a route that moves is not followed)\n",
+			strerror(-p->nl_fd));
+	} else {
+		p->ev_nl = event_new(p->o.base, p->nl_fd, EV_READ | EV_PERSIST, on_netlink, p);
+		if (!p->ev_nl || event_add(p->ev_nl, NULL))
+			return -ENOMEM;
 	}
 	on_round(-1, 0, p);
 	return 0;
@@ -508,6 +731,8 @@ void probe_close(struct prober *p)
 		event_free(p->ev_round);
 	if (p->ev_read)
 		event_free(p->ev_read);
+	if (p->ev_read6)
+		event_free(p->ev_read6);
 	for (int i = 0; i < p->npeers; i++) {
 		verdict_free(&p->peers[i]->pv);
 		free(p->peers[i]);
@@ -516,6 +741,7 @@ void probe_close(struct prober *p)
 	free(p->msgs);
 	free(p->iov);
 	free(p->dst);
+	free(p->sendq);
 	free(p->pkt);
 	free(p->keys);
 	free(p->vals);
@@ -523,11 +749,18 @@ void probe_close(struct prober *p)
 	icmp_watch_close(p->iw);
 	if (p->fd >= 0)
 		close(p->fd);
+	if (p->fd6 >= 0)
+		close(p->fd6);
+	if (p->ev_nl)
+		event_free(p->ev_nl);
+	if (p->nl_fd >= 0)
+		close(p->nl_fd);
 	free(p);
 }
 
 /* ---- events ---- */
 
+/* A local fault says nothing about the peer: "unknown" to the controller. */
 const char *probe_report_state(enum verdict_state s)
 {
 	return s == VERDICT_UP || s == VERDICT_PASSIVE ? "up" : s == VERDICT_DOWN ? "down" : "unknown";
@@ -542,6 +775,8 @@ const char *probe_event_kind(enum verdict_state s)
 		return "peer_passive";
 	case VERDICT_DOWN:
 		return "peer_down";
+	case VERDICT_LOCAL_FAULT:
+		return "peer_local_fault";
 	default:
 		return "peer_unknown";
 	}
@@ -561,6 +796,18 @@ static void add_us(struct evrec *r, const char *key, uint64_t ns)
 		evrec_str(r, key, NULL);
 	else
 		evrec_double(r, key, ns / 1000.0, 1);
+}
+
+void probe_route_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer,
+		       int prev_ifindex)
+{
+	char a[IF_NAMESIZE], b[IF_NAMESIZE];
+
+	evrec_begin(r, NULL, node, "peer_route");
+	evrec_str(r, "peer", peer->id);
+	evrec_str(r, "addr", peer->addr);
+	evrec_str(r, "ifname", ifname_of(peer->ifindex, a));
+	evrec_str(r, "prev_ifname", ifname_of(prev_ifindex, b));
 }
 
 void probe_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The peer prober: one ICMP echo per peer every probe_interval_ms from a raw socket,
+/* The peer prober: one ICMP (IPv4) or ICMPv6 (IPv6) echo per peer every
+ * probe_interval_ms from a raw socket,
  * on a libevent timer of the caller's event_base; the kernel (bpf/icmp.bpf.c through
  * user/icmp_watch.c) times requests and replies; each round feeds the verdict
  * (user/peer_verdict.c) and calls back on every change of a peer's state.
@@ -29,7 +30,7 @@
 /* One peer as of the last round: what callbacks get and reports read. */
 struct probe_peer_info {
 	const char *id;         /* node id */
-	const char *addr;       /* dotted quad */
+	const char *addr;       /* IPv4 dotted quad or IPv6 address */
 	int ifindex;            /* the interface the route goes out of, 0 if none */
 	struct verdict_evidence ev;  /* state and why (peer_verdict.h) */
 	struct fl_peer_stats st; /* the kernel's counters and times */
@@ -37,6 +38,9 @@ struct probe_peer_info {
 };
 
 typedef void (*probe_change_fn)(void *ctx, const struct probe_peer_info *peer);
+/* Optional: the route to a peer changed interface (prev_ifindex: the one before,
+ * 0 if none; peer->ifindex: the new one, 0 if the route is gone). */
+typedef void (*probe_route_fn)(void *ctx, const struct probe_peer_info *peer, int prev_ifindex);
 /* Optional, for measurements: each echo reply as userspace received it, with
  * sendto -> recvfrom time and the kernel's egress -> ingress RTT of the same probe
  * (0 if the kernel's last reply is another one). */
@@ -50,19 +54,24 @@ struct probe_opts {
 	uint32_t down_after_ms;    /* 0 = PROBE_DEFAULT_DOWN_AFTER_MS; >= 3 intervals */
 	enum icmp_watch_tc_mode tc_mode;   /* ICMP_WATCH_TC_AUTO unless testing */
 	probe_change_fn on_change; /* required */
+	probe_route_fn on_route;   /* NULL: route changes are only logged */
 	probe_reply_fn on_reply;   /* NULL: replies are not read in userspace at all */
 	void *ctx;
 };
 
 struct prober;
 
-/* Opens the raw ICMP socket, loads and pins the icmp programs' maps. -errno with
- * a message (-EINVAL for a bad interval / threshold). */
+/* Opens the raw ICMP socket (the ICMPv6 one comes with the first IPv6 peer), loads
+ * and pins the icmp programs' maps. -errno with a message (-EINVAL for a bad
+ * interval / threshold). */
 int probe_open(struct prober **out, const struct probe_opts *opts);
-/* addr: IPv4 dotted quad. Finds the route's interface and attaches there (a peer
+/* addr: IPv4 dotted quad or IPv6 address. Finds the route's interface and attaches there (a peer
  * with no route yet is retried every second). -EINVAL bad address, -EEXIST dup. */
 int probe_add_peer(struct prober *p, const char *id, const char *addr);
-/* Probes once now, then every interval. */
+/* Probes once now, then every interval; follows route and link notifications
+ * (rtnetlink) from then on: when the route to a peer moves to another interface,
+ * or an interface comes back, the programs are attached there at once (and
+ * detached from an interface no peer is routed through any more). */
 int probe_start(struct prober *p);
 int probe_npeers(const struct prober *p);
 const struct probe_peer_info *probe_peer(const struct prober *p, int i);
@@ -73,10 +82,13 @@ enum icmp_watch_tc_mode probe_tc_mode(const struct prober *p);
 void probe_close(struct prober *p);
 
 /* REPORT's peer.<node-id> value (docs/protocol.md): "up" (replies, or passive
- * liveness), "down" or "unknown". */
+ * liveness), "down" or "unknown" (also for a local fault). */
 const char *probe_report_state(enum verdict_state s);
-/* "peer_up", "peer_passive" or "peer_down" for the state. */
+/* "peer_up", "peer_passive", "peer_down" or "peer_local_fault" for the state. */
 const char *probe_event_kind(enum verdict_state s);
+/* Begins r as a "peer_route" event: peer, addr, ifname, prev_ifname (null: none). */
+void probe_route_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer,
+		       int prev_ifindex);
 /* Begins r as that event for node, with the evidence: peer, addr, state, prev,
  * liveness, reply_age_ms, packet_age_ms (null if never), window_ms,
  * probes_in_window, left_in_window, replied_in_window, local_fault, loss_ratio,

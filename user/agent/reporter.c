@@ -238,7 +238,7 @@ struct reporter *reporter_new(struct event_base *base, const struct reporter_opt
 	if (o->ep.unix_path[0])
 		snprintf(r->where, sizeof(r->where), "unix:%s", o->ep.unix_path);
 	else
-		snprintf(r->where, sizeof(r->where), "%s:%d", o->ep.host, o->ep.port);
+		cfg_hostport(r->where, sizeof(r->where), o->ep.host, o->ep.port);
 	r->ops = *ops;
 	r->ctx = ctx;
 	r->link = redis_link_new(base, &o->ep, "controller", 1000, &lops, r);

@@ -360,7 +360,7 @@ struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 	if (o->ep.unix_path[0])
 		snprintf(m->where, sizeof(m->where), "unix:%s", o->ep.unix_path);
 	else
-		snprintf(m->where, sizeof(m->where), "%s:%d", o->ep.host, o->ep.port);
+		cfg_hostport(m->where, sizeof(m->where), o->ep.host, o->ep.port);
 	m->ops = *ops;
 	m->ctx = ctx;
 	m->hung = (struct hung_sm){ .interval_ms = o->ping_interval_ms, .hung_after = o->hung_after };

@@ -18,6 +18,7 @@
 #include "icmp_event.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "kern/icmp_watch.h"
 #include "kern/proc_watch.h"
 
 #define NS_PER_MS 1000000ull
@@ -33,7 +34,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: flatline peers [--node ID] [--json]\n"
 		   "\n"
-		   "Print this host's per-peer ICMP table from the pinned map of the running\n"
+		   "Print this host's per-peer ICMP/ICMPv6 table from the pinned map of the running\n"
 		   "agent: probes sent (that left the host), replies, loss, RTT measured in the\n"
 		   "kernel, and how long ago a reply / any packet came from each peer.\n"
 		   "\n"
@@ -96,9 +97,9 @@ static const char *age_ms(uint64_t t, uint64_t now, char *buf, size_t len)
 static void print_json(const struct peer_row *r, uint64_t now)
 {
 	const struct fl_peer_stats *st = &r->st;
-	char addr[INET_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN];
 
-	inet_ntop(AF_INET, r->key.addr, addr, sizeof(addr));
+	icmp_watch_key_str(&r->key, addr, sizeof(addr));
 	printf("{\"addr\":\"%s\",\"sent\":%llu,\"replied\":%llu,\"lost\":%llu,"
 	       "\"unmatched\":%llu,\"rx_packets\":%llu",
 	       addr, (unsigned long long)st->sent, (unsigned long long)st->replied,
@@ -126,14 +127,15 @@ static void print_json(const struct peer_row *r, uint64_t now)
 	printf("}\n");
 }
 
-static void print_row(const struct peer_row *r, uint64_t now)
+/* One row; w: the width of the address column. */
+static void print_row(const struct peer_row *r, uint64_t now, int w)
 {
 	const struct fl_peer_stats *st = &r->st;
-	char addr[INET_ADDRSTRLEN], b[6][32];
+	char addr[INET6_ADDRSTRLEN], b[6][32];
 	uint64_t l = lost(st, now);
 
-	inet_ntop(AF_INET, r->key.addr, addr, sizeof(addr));
-	printf("%-15s %8llu %8llu %6llu %6.1f %9s %9s %9s %9s %9s %9s\n", addr,
+	icmp_watch_key_str(&r->key, addr, sizeof(addr));
+	printf("%-*s %8llu %8llu %6llu %6.1f %9s %9s %9s %9s %9s %9s\n", w, addr,
 	       (unsigned long long)st->sent, (unsigned long long)st->replied,
 	       (unsigned long long)l, st->sent ? 100.0 * l / st->sent : 0.0,
 	       us(st->rtt_last_ns, b[0], 32), us(st->rtt_min_ns, b[1], 32),
@@ -141,10 +143,11 @@ static void print_row(const struct peer_row *r, uint64_t now)
 	       age_ms(st->last_reply_ns, now, b[4], 32), age_ms(st->last_rx_ns, now, b[5], 32));
 }
 
+/* IPv4 peers first, then IPv6, each by address. */
 static int cmp_rows(const void *a, const void *b)
 {
-	return memcmp(((const struct peer_row *)a)->key.addr, ((const struct peer_row *)b)->key.addr,
-		      sizeof(struct fl_peer_key));
+	return icmp_watch_key_cmp(&((const struct peer_row *)a)->key,
+				  &((const struct peer_row *)b)->key);
 }
 
 /* Every entry of the map, sorted by address; *n of them in a new *out. */
@@ -182,7 +185,7 @@ int cmd_peers(int argc, char **argv)
 	char node[HOST_NAME_MAX + 1] = "", path[PATH_MAX];
 	struct peer_row *rows = NULL;
 	bool json = false;
-	int c, fd, n, err;
+	int c, fd, n, err, w = 15;
 	uint64_t now;
 
 	optind = 1;
@@ -238,15 +241,22 @@ int cmd_peers(int argc, char **argv)
 		return 1;
 	}
 	now = (uint64_t)fl_mono_ns();
+	for (int i = 0; i < n; i++) {
+		char a[INET6_ADDRSTRLEN];
+		int l = strlen(icmp_watch_key_str(&rows[i].key, a, sizeof(a)));
+
+		if (l > w)
+			w = l;
+	}
 	if (!json)
-		printf("%-15s %8s %8s %6s %6s %9s %9s %9s %9s %9s %9s\n", "PEER", "SENT", "REPLIED",
+		printf("%-*s %8s %8s %6s %6s %9s %9s %9s %9s %9s %9s\n", w, "PEER", "SENT", "REPLIED",
 		       "LOST", "LOSS%", "RTT_US", "MIN_US", "MAX_US", "SRTT_US", "REPLY_MS",
 		       "PACKET_MS");
 	for (int i = 0; i < n; i++) {
 		if (json)
 			print_json(&rows[i], now);
 		else
-			print_row(&rows[i], now);
+			print_row(&rows[i], now, w);
 	}
 	free(rows);
 	return 0;

@@ -77,6 +77,15 @@ static void on_change(void *ctx, const struct probe_peer_info *peer)
 	log_event(c, &r);
 }
 
+static void on_route(void *ctx, const struct probe_peer_info *peer, int prev_ifindex)
+{
+	struct probe_cmd *c = ctx;
+	struct evrec r;
+
+	probe_route_evrec(&r, c->node, peer, prev_ifindex);
+	log_event(c, &r);
+}
+
 static void on_reply(void *ctx, const struct probe_peer_info *peer, uint16_t seq,
 		     uint64_t user_rtt_ns, uint64_t kernel_rtt_ns)
 {
@@ -281,7 +290,7 @@ int cmd_probe(int argc, char **argv)
 	struct probe_cmd c = { .event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1 };
 	struct evlog_opts lo = { .max_bytes = EVLOG_DEFAULT_MAX_BYTES,
 				 .max_segments = EVLOG_DEFAULT_SEGMENTS };
-	struct probe_opts po = { .on_change = on_change, .ctx = &c };
+	struct probe_opts po = { .on_change = on_change, .on_route = on_route, .ctx = &c };
 	struct evrec r;
 	int err;
 

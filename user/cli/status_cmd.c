@@ -22,7 +22,7 @@ static int n_controllers(const struct cfg *cfg)
 
 static const struct cfg_endpoint *controller_ep(const struct cfg *cfg, int i)
 {
-	return cfg->etcd.enabled ? &cfg->ctls[i].listen : &cfg->controller.listen;
+	return cfg->etcd.enabled ? &cfg->ctls[i].listen : &cfg->controller.address;
 }
 
 static redisContext *connect_one(const struct cfg_endpoint *ep, int timeout_ms)

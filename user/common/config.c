@@ -30,6 +30,7 @@ struct parser {
 	char sect_text[CFG_ID_MAX + 32]; /* as written, for messages */
 	int cur;                         /* node or shard index */
 	int dns_line;                    /* line of the [dns] header */
+	int listen_line;                 /* line of [controller] listen */
 	int etcd_line;                   /* line of the [etcd] header */
 	char **shard_nodes;              /* per shard: "nodes" as written */
 	int *shard_nodes_line;
@@ -317,6 +318,69 @@ static bool set_ip(struct parser *p, const char *key, const char *v, char *out, 
 	return set_str(p, key, v, out, len);
 }
 
+const char *cfg_hostport(char *buf, size_t len, const char *host, int port)
+{
+	snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+	return buf;
+}
+
+const char *cfg_address_unprobeable(const char *address)
+{
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const unsigned char zero[16];
+	unsigned char a[16];
+
+	if (inet_pton(AF_INET, address, a) == 1) {
+		if (!memcmp(a, zero, 4))
+			return "0.0.0.0 is no host's address";
+		if (a[0] >= 224 && a[0] <= 239)
+			return "a multicast address is no host's own";
+		if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
+			return "the broadcast address is no host's own";
+		return NULL;
+	}
+	if (inet_pton(AF_INET6, address, a) != 1)
+		return "not an IPv4 or IPv6 address";
+	if (!memcmp(a, zero, 16))
+		return ":: is no host's address";
+	if (a[0] == 0xff)
+		return "a multicast address is no host's own";
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return "an IPv6 link-local address needs an interface the cluster file cannot "
+		       "name; use the host's global or ULA (fd00::/8) address";
+	if (!memcmp(a, mapped, 12))
+		return "an IPv4-mapped IPv6 address is probed as neither; write the IPv4 address";
+	return NULL;
+}
+
+int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len)
+{
+	unsigned char a[16], b[16];
+	int fa = strchr(n->address, ':') ? AF_INET6 : AF_INET;
+
+	if (inet_pton(fa, n->address, a) != 1)
+		return 0;
+	if ((fa == AF_INET && a[0] == 127) ||
+	    (fa == AF_INET6 && !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16))) {
+		snprintf(buf, len, "%s is loopback: every host answers for it, so a dead host "
+			 "of node %s cannot be detected by its peers", n->address, n->id);
+		return 1;
+	}
+	if (n->shard < 0)
+		return 0;
+	for (int i = 0; i < c->shards[n->shard].nnodes; i++) {
+		const struct cfg_node *o = &c->nodes[c->shards[n->shard].nodes[i]];
+
+		if (o == n || (strchr(o->address, ':') ? AF_INET6 : AF_INET) != fa ||
+		    inet_pton(fa, o->address, b) != 1 || memcmp(a, b, fa == AF_INET ? 4 : 16))
+			continue;
+		snprintf(buf, len, "%s is also node %s's address: one probe answers for both, so "
+			 "the peers cannot tell which host died", n->address, o->id);
+		return 1;
+	}
+	return 0;
+}
+
 static bool set_dns_name(struct parser *p, const char *key, const char *v, char *out, size_t len)
 {
 	size_t n = strlen(v);
@@ -376,8 +440,15 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 {
 	typeof(p->c->controller) *k = &p->c->controller;
 
-	if (KEY("listen"))
+	if (KEY("listen")) {
+		p->listen_line = p->line;
 		return set_endpoint(p, name, v, &k->listen, 26379);
+	}
+	if (KEY("address")) {
+		k->have_address = true;
+		k->address_line = p->line;
+		return set_endpoint(p, name, v, &k->address, 26379);
+	}
 	if (KEY("node_down_after_ms"))
 		return set_int(p, name, v, 1, MS_MAX, &k->node_down_after_ms);
 	if (KEY("state_file"))
@@ -531,8 +602,19 @@ static bool key_node(struct parser *p, const char *name, const char *v)
 {
 	struct cfg_node *n = &p->c->nodes[p->cur];
 
-	if (KEY("address"))
-		return set_ip(p, name, v, n->address, sizeof(n->address));
+	if (KEY("address")) {
+		const char *why;
+
+		if (!set_ip(p, name, v, n->address, sizeof(n->address)))
+			return false;
+		n->address_line = p->line;
+		why = cfg_address_unprobeable(v);
+		if (why) {
+			perr(p, p->line, name, "%s cannot be probed by the node's peers: %s", v, why);
+			return false;
+		}
+		return true;
+	}
 	if (KEY("redis"))
 		return set_endpoint(p, name, v, &n->redis, 6379) &&
 		       set_str(p, name, v, n->redis_str, sizeof(n->redis_str));
@@ -709,6 +791,24 @@ static void validate(struct parser *p)
 		if (!c->etcd.prefix[0])
 			snprintf(c->etcd.prefix, sizeof(c->etcd.prefix), "/flatline/%s/",
 				 c->name[0] ? c->name : "default");
+	}
+	if (!p->failed) {
+		static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+		bool wild = false;
+
+		for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+			wild |= !strcmp(c->controller.listen.host, any[i]);
+		snprintf(p->sect_text, sizeof(p->sect_text), "controller");
+		if (c->controller.have_address && !c->controller.address.host[0])
+			perr(p, c->controller.address_line, "address",
+			     "a host:port or [v6]:port agents and clients connect to, not a unix socket");
+		else if (!c->controller.have_address && wild)
+			perr(p, p->listen_line, "address",
+			     "missing: listen = %s is every address of the controller's host, so "
+			     "agents and clients need the one to connect to (address = host:port)",
+			     c->controller.listen.host);
+		else if (!c->controller.have_address)
+			c->controller.address = c->controller.listen;
 	}
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;

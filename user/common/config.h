@@ -18,7 +18,8 @@ struct cfg_endpoint {
 
 struct cfg_node {
 	char id[CFG_ID_MAX + 1];
-	char address[64];          /* the host's IP, probed with ICMP by its peers */
+	char address[64];          /* the host's IP, probed with ICMP/ICMPv6 by its peers */
+	int address_line;          /* line of its address key */
 	struct cfg_endpoint redis; /* the server on it */
 	char redis_str[300];       /* as written, for messages */
 	int priority;              /* 0 = never promote; default 100 */
@@ -62,6 +63,11 @@ struct cfg {
 	} agent;
 	struct {
 		struct cfg_endpoint listen;
+		/* Where agents and clients reach it: `address`, by default listen (which
+		 * must then name a host, not a wildcard such as [::] or 0.0.0.0). */
+		struct cfg_endpoint address;
+		bool have_address; /* address was given */
+		int address_line;
 		int node_down_after_ms;
 		char state_file[256];
 		char event_log[256];
@@ -113,6 +119,18 @@ void cfg_free(struct cfg *c);
 struct cfg_node *cfg_find_node(const struct cfg *c, const char *id);
 struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name);
 struct cfg_ctl *cfg_find_ctl(const struct cfg *c, const char *id);
+/* Why a node at this address can never be probed by its peers (ICMP echo to an
+ * IPv4 address, ICMPv6 echo to an IPv6 one), so that its host's failure would go
+ * unseen: unspecified, multicast or broadcast, IPv6 link-local (no interface can
+ * be named), IPv4-mapped IPv6. NULL if it can be. The file refuses such a node. */
+const char *cfg_address_unprobeable(const char *address);
+/* Why the failure of node n's host cannot be told apart by probing though the file
+ * is valid (its address is loopback, which every host answers for; another node of
+ * its shard has the same address); 0 if nothing, 1 with the reason in buf. The
+ * agent warns with it, naming file:line. */
+int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len);
+/* host:port, or [host]:port for an IPv6 address (as Redis's anetFormatAddr). */
+const char *cfg_hostport(char *buf, size_t len, const char *host, int port);
 /* Parses "host:port", "[v6]:port" or "unix:/path"; -EINVAL if malformed. */
 int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port);
 

@@ -122,7 +122,7 @@ int ctl_dns_start(struct ctl *c)
 	if (!cf->dns.enabled)
 		return 0;
 	dns_cfg_init(&d);
-	snprintf(hp, sizeof(hp), "%s:%d", cf->dns.server.host, cf->dns.server.port);
+	cfg_hostport(hp, sizeof(hp), cf->dns.server.host, cf->dns.server.port);
 	if (dns_cfg_set_server(&d, hp)) {
 		pr_warn("failed to configure DNS: server %s is not an IP address\n", hp);
 		return -EINVAL;

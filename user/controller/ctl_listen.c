@@ -322,7 +322,7 @@ int ctl_listen(struct ctl *c)
 			pr_warn("failed to listen on %s: not an IP address\n", ep->host);
 			return -EINVAL;
 		}
-		snprintf(c->listen_str, sizeof(c->listen_str), "%s:%d", ep->host, ep->port);
+		cfg_hostport(c->listen_str, sizeof(c->listen_str), ep->host, ep->port);
 	}
 	c->lis = evconnlistener_new_bind(c->base, on_accept, c, flags, 128, (struct sockaddr *)&ss,
 					 len);

@@ -240,7 +240,7 @@ static void reply_replica(struct ctl *c, struct evbuffer *o, const struct fo_sha
 	char name[300], flags[96];
 	bool link = r->link_up == 1;
 
-	snprintf(name, sizeof(name), "%s:%d", n->host, n->port);
+	cfg_hostport(name, sizeof(name), n->host, n->port); /* [v6]:port, as Sentinel names it */
 	snprintf(flags, sizeof(flags), "slave%s%s", (n->flags & FO_N_SDOWN) ? ",s_down" : "",
 		 (n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok ?
 			 "" :

@@ -39,6 +39,7 @@ const char *fo_state_name(enum fo_state s)
 
 void fo_instance_str(const struct fo_cluster *c, const struct fo_node *n, char *buf, size_t len)
 {
+	char hp[300];
 	const struct fo_shard *s = n->shard >= 0 ? &c->shards[n->shard] : NULL;
 	const struct fo_node *m = s && s->primary >= 0 ? &c->nodes[s->primary] : NULL;
 
@@ -47,8 +48,10 @@ void fo_instance_str(const struct fo_cluster *c, const struct fo_node *n, char *
 	else if (m == n || !m)
 		snprintf(buf, len, "master %s %s %d", s->name, n->host, n->port);
 	else
-		snprintf(buf, len, "slave %s:%d %s %d @ %s %s %d", n->host, n->port, n->host,
-			 n->port, s->name, m->host, m->port);
+		/* A replica's name is its address as anetFormatAddr writes it: [v6]:port. */
+		snprintf(buf, len, "slave %s %s %d @ %s %s %d",
+			 cfg_hostport(hp, sizeof(hp), n->host, n->port), n->host, n->port, s->name,
+			 m->host, m->port);
 }
 
 void fo_master_str(const struct fo_cluster *c, const struct fo_shard *s, int node, char *buf,

@@ -4,6 +4,7 @@
  * Elsewhere clsact direct-action filters at a fixed handle and priority, which the
  * next agent recognises (by program name) and replaces; a clsact qdisc is removed
  * only by the agent that created it, and only when no other filter is on it. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <net/if.h>
@@ -123,45 +124,85 @@ cleanup:
 	return err;
 }
 
+struct route_answer {
+	int oif;
+	unsigned char type; /* RTN_UNICAST, RTN_UNREACHABLE, ... */
+};
+
 static int route_msg(const struct nlmsghdr *nh, void *arg)
 {
 	const struct rtmsg *rt = NLMSG_DATA(nh);
+	struct route_answer *ans = arg;
 	int len = RTM_PAYLOAD(nh);
 	const struct rtattr *a;
 
 	if (nh->nlmsg_type != RTM_NEWROUTE)
 		return 0;
+	ans->type = rt->rtm_type;
 	for (a = RTM_RTA(rt); RTA_OK(a, len); a = RTA_NEXT(a, len))
 		if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= sizeof(int))
-			memcpy(arg, RTA_DATA(a), sizeof(int));
+			memcpy(&ans->oif, RTA_DATA(a), sizeof(int));
 	return 0;
 }
 
-int icmp_watch_route_ifindex(struct in_addr dst, int *ifindex)
+int icmp_watch_key_parse(const char *s, struct fl_peer_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (inet_pton(AF_INET, s, k->addr) == 1) {
+		k->family = FL_AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, k->addr6) == 1) {
+		k->family = FL_AF_INET6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int icmp_watch_key_cmp(const struct fl_peer_key *a, const struct fl_peer_key *b)
+{
+	if (a->family != b->family)
+		return a->family < b->family ? -1 : 1;
+	return memcmp(a->addr6, b->addr6, sizeof(a->addr6));
+}
+
+const char *icmp_watch_key_str(const struct fl_peer_key *k, char *buf, size_t len)
+{
+	if (!inet_ntop(k->family == FL_AF_INET6 ? AF_INET6 : AF_INET, k->addr6, buf, len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+int icmp_watch_route_ifindex(const struct fl_peer_key *dst, int *ifindex)
 {
 	struct {
 		struct nlmsghdr nh;
 		struct rtmsg rt;
 		struct rtattr dst_attr;
-		struct in_addr dst;
+		__u8 dst[16];
 	} req = {
-		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETROUTE,
-			.nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 },
-		.rt = { .rtm_family = AF_INET, .rtm_dst_len = 32 },
-		.dst_attr = { .rta_len = RTA_LENGTH(sizeof(struct in_addr)), .rta_type = RTA_DST },
-		.dst = dst,
+		.nh = { .nlmsg_type = RTM_GETROUTE, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 },
+		.dst_attr = { .rta_type = RTA_DST },
 	};
-	int oif = 0, err;
+	struct route_answer ans = {};
+	size_t alen = dst->family == FL_AF_INET6 ? 16 : 4;
+	int err;
 
-	_Static_assert(sizeof(req) == NLMSG_LENGTH(sizeof(struct rtmsg)) +
-					      RTA_LENGTH(sizeof(struct in_addr)),
+	_Static_assert(sizeof(req) == NLMSG_LENGTH(sizeof(struct rtmsg)) + RTA_LENGTH(16),
 		       "no padding in the route request");
-	err = nl_talk(&req.nh, route_msg, &oif);
+	req.rt.rtm_family = dst->family == FL_AF_INET6 ? AF_INET6 : AF_INET;
+	req.rt.rtm_dst_len = alen * 8;
+	req.dst_attr.rta_len = RTA_LENGTH(alen);
+	memcpy(req.dst, dst->addr6, alen);
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)) + RTA_LENGTH(alen);
+	err = nl_talk(&req.nh, route_msg, &ans);
 	if (err)
 		return err;
-	if (!oif)
+	/* An unreachable, prohibit or blackhole route names no device (IPv6: loopback). */
+	if (!ans.oif || ans.type == RTN_UNREACHABLE || ans.type == RTN_BLACKHOLE ||
+	    ans.type == RTN_PROHIBIT || ans.type == RTN_THROW)
 		return -ENETUNREACH;
-	*ifindex = oif;
+	*ifindex = ans.oif;
 	return 0;
 }
 
@@ -205,6 +246,69 @@ int icmp_watch_if_carrier(int ifindex)
 		return err;
 	/* IFF_RUNNING: up, with carrier, operationally up (dev_get_flags()). */
 	return (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+}
+
+/* ---- notifications ---- */
+
+int icmp_watch_nl_open(void)
+{
+	struct sockaddr_nl sa = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
+	};
+	int fd, err;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int icmp_watch_nl_read(int fd, struct icmp_watch_nl_news *news)
+{
+	char buf[16384];
+
+	memset(news, 0, sizeof(*news));
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *nh;
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			if (errno == ENOBUFS) {
+				/* The kernel dropped some: anything may have changed. */
+				news->routes = news->links = true;
+				continue;
+			}
+			return -errno;
+		}
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, n); nh = NLMSG_NEXT(nh, n)) {
+			switch (nh->nlmsg_type) {
+			case RTM_NEWROUTE:
+			case RTM_DELROUTE:
+				news->routes = true;
+				break;
+			case RTM_DELLINK:
+				if (news->ngone < ICMP_WATCH_NL_MAX_GONE &&
+				    nh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+					news->gone[news->ngone++] =
+						((struct ifinfomsg *)NLMSG_DATA(nh))->ifi_index;
+				news->links = true;
+				break;
+			case RTM_NEWLINK:
+				news->links = true;
+				break;
+			}
+		}
+	}
 }
 
 /* ---- attaching ---- */
@@ -398,6 +502,28 @@ int icmp_watch_attach(struct icmp_watch *iw, int ifindex)
 	return 0;
 }
 
+void icmp_watch_detach(struct icmp_watch *iw, int ifindex, bool gone)
+{
+	char name[IF_NAMESIZE];
+
+	for (int i = 0; i < iw->nifaces; i++) {
+		struct icmp_watch_iface *ifc = &iw->ifaces[i];
+
+		if (ifc->ifindex != ifindex)
+			continue;
+		if (ifc->mode == ICMP_WATCH_TC_TCX) {
+			close(ifc->link_in);
+			close(ifc->link_out);
+		} else if (!gone) {
+			detach_clsact(ifc);
+		}
+		pr_debug("icmp programs detached from %s%s\n", ifname(ifindex, name),
+			 gone ? " (deleted)" : "");
+		iw->ifaces[i] = iw->ifaces[--iw->nifaces];
+		return;
+	}
+}
+
 enum icmp_watch_tc_mode icmp_watch_mode(const struct icmp_watch *iw)
 {
 	return iw->mode;
@@ -481,34 +607,27 @@ cleanup:
 	return err;
 }
 
-int icmp_watch_add_peer(struct icmp_watch *iw, struct in_addr addr)
+int icmp_watch_add_peer(struct icmp_watch *iw, const struct fl_peer_key *k)
 {
 	struct fl_peer_stats zero = {};
-	struct fl_peer_key k;
 
-	memcpy(k.addr, &addr, sizeof(k.addr));
-	if (bpf_map_update_elem(bpf_map__fd(iw->skel->maps.fl_peers), &k, &zero, BPF_NOEXIST) &&
+	if (bpf_map_update_elem(bpf_map__fd(iw->skel->maps.fl_peers), k, &zero, BPF_NOEXIST) &&
 	    errno != EEXIST)
 		return -errno;
 	return 0;
 }
 
-int icmp_watch_del_peer(struct icmp_watch *iw, struct in_addr addr)
+int icmp_watch_del_peer(struct icmp_watch *iw, const struct fl_peer_key *k)
 {
-	struct fl_peer_key k;
-
-	memcpy(k.addr, &addr, sizeof(k.addr));
-	if (bpf_map_delete_elem(bpf_map__fd(iw->skel->maps.fl_peers), &k) && errno != ENOENT)
+	if (bpf_map_delete_elem(bpf_map__fd(iw->skel->maps.fl_peers), k) && errno != ENOENT)
 		return -errno;
 	return 0;
 }
 
-int icmp_watch_peer_stats(const struct icmp_watch *iw, struct in_addr addr, struct fl_peer_stats *st)
+int icmp_watch_peer_stats(const struct icmp_watch *iw, const struct fl_peer_key *k,
+			  struct fl_peer_stats *st)
 {
-	struct fl_peer_key k;
-
-	memcpy(k.addr, &addr, sizeof(k.addr));
-	if (bpf_map_lookup_elem(bpf_map__fd(iw->skel->maps.fl_peers), &k, st))
+	if (bpf_map_lookup_elem(bpf_map__fd(iw->skel->maps.fl_peers), k, st))
 		return -errno;
 	return 0;
 }

@@ -41,11 +41,16 @@ int icmp_watch_open(struct icmp_watch **out, const struct icmp_watch_opts *opts)
 /* Attaches both programs to the interface (once per ifindex). A stale clsact
  * filter of a killed agent on it is replaced. -errno, with a message. */
 int icmp_watch_attach(struct icmp_watch *iw, int ifindex);
+/* Detaches both programs from the interface (nothing if they are not there). gone:
+ * the interface was deleted, and our links or filters with it. */
+void icmp_watch_detach(struct icmp_watch *iw, int ifindex, bool gone);
 /* How the programs are attached: ICMP_WATCH_TC_TCX or ICMP_WATCH_TC_CLSACT (AUTO before any). */
 enum icmp_watch_tc_mode icmp_watch_mode(const struct icmp_watch *iw);
-int icmp_watch_add_peer(struct icmp_watch *iw, struct in_addr addr);
-int icmp_watch_del_peer(struct icmp_watch *iw, struct in_addr addr);
-int icmp_watch_peer_stats(const struct icmp_watch *iw, struct in_addr addr, struct fl_peer_stats *st);
+/* Peers by their key (icmp_watch_key_parse): IPv4 or IPv6. */
+int icmp_watch_add_peer(struct icmp_watch *iw, const struct fl_peer_key *k);
+int icmp_watch_del_peer(struct icmp_watch *iw, const struct fl_peer_key *k);
+int icmp_watch_peer_stats(const struct icmp_watch *iw, const struct fl_peer_key *k,
+			  struct fl_peer_stats *st);
 /* Every peer's entry at once (one BPF_MAP_LOOKUP_BATCH where the kernel has it):
  * up to max of them into keys[] and vals[], their number in *n. -errno. */
 int icmp_watch_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl_peer_stats *vals,
@@ -57,13 +62,32 @@ const char *icmp_watch_pin_dir(const struct icmp_watch *iw);
  * filter is on it), removes the pins. NULL is fine. */
 void icmp_watch_close(struct icmp_watch *iw);
 
-/* The interface the kernel routes dst through (RTM_GETROUTE); -errno (-ENETUNREACH
- * when there is no route). */
-int icmp_watch_route_ifindex(struct in_addr dst, int *ifindex);
+/* An IPv4 dotted quad or an IPv6 address as a fl_peers key; -EINVAL if neither. */
+int icmp_watch_key_parse(const char *s, struct fl_peer_key *k);
+/* Orders keys: family, then address bytes (IPv4 before IPv6); 0 when equal. */
+int icmp_watch_key_cmp(const struct fl_peer_key *a, const struct fl_peer_key *b);
+/* The key's address as text (INET6_ADDRSTRLEN is enough). */
+const char *icmp_watch_key_str(const struct fl_peer_key *k, char *buf, size_t len);
+/* The interface the kernel routes dst through (RTM_GETROUTE, either family);
+ * -errno (-ENETUNREACH when there is no route, or an unreachable/blackhole one). */
+int icmp_watch_route_ifindex(const struct fl_peer_key *dst, int *ifindex);
 /* 1 when the interface is up with carrier (IFF_UP and IFF_RUNNING), 0 if not,
  * -errno if it cannot be told. */
 int icmp_watch_if_carrier(int ifindex);
 const char *icmp_watch_mode_name(enum icmp_watch_tc_mode m);
+
+/* Route and link notifications (rtnetlink groups: links, IPv4 and IPv6 routes) on
+ * a non-blocking socket for the caller's event loop; -errno. */
+int icmp_watch_nl_open(void);
+#define ICMP_WATCH_NL_MAX_GONE 16
+struct icmp_watch_nl_news {
+	bool routes;   /* a route was added, changed or removed (or messages were lost) */
+	bool links;    /* a link was added, changed or removed */
+	int gone[ICMP_WATCH_NL_MAX_GONE]; /* interfaces deleted (RTM_DELLINK) */
+	int ngone;
+};
+/* Reads every pending notification into *news (zeroed first). 0, or -errno. */
+int icmp_watch_nl_read(int fd, struct icmp_watch_nl_news *news);
 __u32 icmp_watch_tc_handle(const char *node);
 
 #endif
