@@ -96,6 +96,15 @@ $(BUILD)/tools/%: bench/%.c
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
 tools: $(TOOLS)
 
+# The scale benchmark's load generator speaks the agent protocol with the agent's own
+# REPORT key table and INFO parser (the library); the server simulator needs libevent.
+$(BUILD)/tools/loadgen: bench/loadgen.c $(BUILD)/libflatline.a
+	$(call msg,CC-TOOL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -o $@
+$(BUILD)/tools/serversim: bench/serversim.c
+	$(call msg,CC-TOOL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -levent -o $@
+
 # Tools that drive the library itself (tests/integration/test_dns.sh) link it too.
 $(BUILD)/tools/dnsupdate: tests/lib/dnsupdate.c $(BUILD)/libflatline.a
 	$(call msg,CC-TOOL,$@)

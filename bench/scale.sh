@@ -1,59 +1,73 @@
 #!/usr/bin/env bash
-# Scale (issue 8, part 5): SHARDS shards of three redis-servers (a primary, two
-# replicas) on 127.0.0.1 ports, one flatline controller, a third of the primaries
-# killed with SIGKILL at once; how long until every shard has a primary again, and the
-# controller's CPU and memory.
+# Scale (issue 19): SHARDS shards of three servers (a primary, two replicas) on
+# 127.0.0.1 ports, one flatline controller, a third of the primaries killed at once;
+# how long until every shard has a primary again, and the controller's CPU.
 #
-# Who reports: every node, every heartbeat_ms (100 ms), as an agent would. The
-# primaries killed in a trial get real `flatline agent`s just before it (BPF exit
-# watch, PING, INFO: the path whose speed is measured); every other node is reported by
-# bench/agentsim.py, which speaks the agent protocol for many nodes from one
-# process (the same REPORT, built from the server's INFO replication; no BPF). At most
-# SHARDS/3 real agents run at a time: the kernel takes at most 64 BPF programs on one
-# classic tracepoint machine-wide, and each agent attaches one to oom/mark_victim.
-# Nodes have the address ::1 so the agents do not ICMP-probe each other: hundreds of
-# tc programs on one loopback would measure lo, not the controller; host failure is not
-# part of this benchmark.
+# Every trial starts from nothing (servers, controller, reporters), so every trial
+# kills the same number of primaries of a cluster in the same state.
 #
-# The controller's node limit: if it refuses SHARDS x 3 nodes, the script says so and
-# runs the largest shard count it accepts.
+# Servers (-m): "redis" runs real redis-servers (--hz 1), killed with SIGKILL; "sim"
+# runs bench/serversim.c, one process answering for every port with Redis's replies
+# and consistent replication state, where SIMKILL closes a port (connections refused
+# from then on). Default: redis up to 100 shards, sim above.
 #
-# usage: bench/scale.sh [-s SHARDS] [-n TRIALS]   (root; default 100 shards,
-#        3 trials, each killing a different third of the primaries)
+# Reporters: bench/loadgen.c, one thread speaking the agent protocol for every node
+# (HELLO, REPORT every heartbeat_ms and at once on a change, the agent's REPORT key
+# table and INFO parser, the agent's rule for a probe: refused = down, lost = unknown,
+# timed out = unchanged). No BPF: a killed server is seen by its refused connection,
+# not by the kernel (bench/detect.sh measures that path). The generator's own health
+# is judged over each trial: a report slot sent late, a slot missed, or a controller
+# connection lost makes the trial INVALID, and it is not counted in the figures.
+#
+# usage: bench/scale.sh [-s SHARDS] [-n TRIALS] [-m redis|sim] [-k SECONDS]
+#        (default 100 shards, 5 trials; -k: steady-state window, default 5 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARDS=100
-TRIALS=3
-while getopts s:n: o; do
+TRIALS=5
+MODE=
+STEADY=5
+while getopts s:n:m:k: o; do
 	case $o in
 	s) SHARDS=$OPTARG ;;
 	n) TRIALS=$OPTARG ;;
-	*) echo "usage: bench/scale.sh [-s SHARDS] [-n TRIALS]" >&2; exit 2 ;;
+	m) MODE=$OPTARG ;;
+	k) STEADY=$OPTARG ;;
+	*) echo "usage: bench/scale.sh [-s SHARDS] [-n TRIALS] [-m redis|sim] [-k SECONDS]" >&2; exit 2 ;;
 	esac
 done
-[ "$(id -u)" -eq 0 ] || { echo "bench-scale: run as root (agents load BPF)" >&2; exit 1; }
-[ -n "${FL:-}" ] || make -s all
+[ -n "$MODE" ] || { [ "$SHARDS" -le 100 ] && MODE=redis || MODE=sim; }
+case $MODE in redis | sim) ;; *) echo "bench-scale: -m redis or sim" >&2; exit 2 ;; esac
+for t in jq redis-cli; do command -v $t >/dev/null || { echo "bench-scale: needs $t" >&2; exit 1; }; done
+[ -n "${FL:-}" ] || make -s all build/tools/loadgen build/tools/serversim
 FL=${FL:-$PWD/build/flatline}
-PY=/usr/bin/python3
 dir=$(mktemp -d /tmp/flatline-bench-scale.XXXXXX)
-cp "$FL" "$dir/flatline" # a rebuild in the tree during the run must not break it
+# Copies: a rebuild in the tree during the run must not break it.
+cp "$FL" "$dir/flatline"
+cp build/tools/loadgen build/tools/serversim "$dir/"
 FL=$dir/flatline
-pfx=sc$$
-pids=()
-agent_pids=()
-sims=()
-ctl=
+NODES=$((SHARDS * 3))
+KILL=$((SHARDS / 3))
+[ "$KILL" -ge 1 ] || KILL=1
+pids=() # servers of the current trial
+sim= ctl= lg=
 
-cleanup() {
+stop_trial() {
 	set +e
-	for p in "${sims[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for p in "${agent_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	[ -z "$lg" ] || kill -TERM "$lg" 2>/dev/null
 	[ -z "$ctl" ] || kill -TERM "$ctl" 2>/dev/null
+	[ -z "$sim" ] || kill -TERM "$sim" 2>/dev/null
 	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	sleep 0.5
-	for p in "${agent_pids[@]}" "${sims[@]}" $ctl; do kill -KILL "$p" 2>/dev/null; done
+	for p in $lg $ctl $sim; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null
+	done
 	wait 2>/dev/null
-	rm -rf /sys/fs/bpf/flatline/"$pfx"* /run/flatline/agent-"$pfx"*.lock
+	pids=() sim= ctl= lg=
+	set -e
+}
+cleanup() {
+	stop_trial
 	[ -n "${KEEP:-}" ] || rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -61,226 +75,185 @@ trap 'exit 130' INT TERM
 
 free_from() { # a base port with N free consecutive ports above it
 	local base p ok
-	for base in 21000 23000 25000 27000 29000; do
+	for base in 21000 25000 29000 33000 37000; do
 		ok=1
-		for ((p = base; p < base + $1; p++)); do
+		for ((p = base; p <= base + $1; p += 7)); do
 			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then ok=0; break; fi
 		done
 		[ $ok = 1 ] && { echo "$base"; return 0; }
 	done
 	return 1
 }
-
-node() { printf '%ss%03dn%d' "$pfx" "$1" "$2"; }          # SHARD K -> id
+BASE=$(free_from $((NODES + 1))) || { echo "bench-scale: no free port range" >&2; exit 1; }
+node() { printf 's%04dn%d' "$1" "$2"; }                  # SHARD K -> id
 port() { echo $((BASE + 1 + ($1 - 1) * 3 + $2 - 1)); }   # SHARD K -> port
 
-write_conf() { # SHARDS
-	local s k
-	{
-		cat <<-EOF
-			[cluster]
-			name = scale
-			secret = scale-secret
-			[agent]
-			event_log = $dir/events.jsonl
-			[controller]
-			listen = 127.0.0.1:$BASE
-			state_file = $dir/state
-			event_log = $dir/controller.jsonl
-		EOF
-		for ((s = 1; s <= $1; s++)); do
-			for k in 1 2 3; do
-				printf '[node "%s"]\naddress = ::1\nredis = 127.0.0.1:%d\npidfile = %s/redis-%d.pid\n' \
-					"$(node $s $k)" "$(port $s $k)" "$dir" "$(port $s $k)"
-			done
-			printf '[shard "s%03d"]\nnodes = %s %s %s\n' "$s" "$(node $s 1)" "$(node $s 2)" "$(node $s 3)"
+{
+	cat <<-EOF
+		[cluster]
+		name = scale
+		secret = scale-secret
+		[controller]
+		listen = 127.0.0.1:$BASE
+		state_file = STATE
+		event_log = EVLOG
+	EOF
+	for ((s = 1; s <= SHARDS; s++)); do
+		for k in 1 2 3; do
+			printf '[node "%s"]\naddress = ::1\nredis = 127.0.0.1:%d\n' "$(node $s $k)" "$(port $s $k)"
 		done
-	} >"$dir/cluster.conf"
-}
-
-# accepts N: the controller takes a cluster file of N shards (it refuses too many nodes
-# at once, before touching any server).
-accepts() {
-	write_conf "$1"
-	timeout 0.5 "$FL" controller -c "$dir/cluster.conf" --event-log "$dir/probe.jsonl" \
-		--state-file "$dir/probe.state" >"$dir/probe.out" 2>&1
-	[ $? = 124 ]
-}
-
-BASE=$(free_from $((SHARDS * 3 + 1))) || { echo "bench-scale: no free port range" >&2; exit 1; }
-asked=$SHARDS
-if ! accepts "$SHARDS"; then
-	why=$(tail -n 1 "$dir/probe.out")
-	lo=1 hi=$SHARDS
-	while [ $((hi - lo)) -gt 1 ]; do
-		mid=$(((lo + hi) / 2))
-		if accepts "$mid"; then lo=$mid; else hi=$mid; fi
+		printf '[shard "s%04d"]\nnodes = %s %s %s\n' "$s" "$(node $s 1)" "$(node $s 2)" "$(node $s 3)"
 	done
-	SHARDS=$lo
-	echo "bench-scale: the controller refuses $asked shards ($((asked * 3)) nodes): \"$why\"" >&2
-	echo "bench-scale: running the largest it accepts: $SHARDS shards ($((SHARDS * 3)) nodes)" >&2
-fi
-rm -f "$dir"/probe.*
-KILL=$((SHARDS / 3))
-[ "$KILL" -ge 1 ] || KILL=1
-[ $((KILL * TRIALS)) -le "$SHARDS" ] || TRIALS=$((SHARDS / KILL))
-write_conf "$SHARDS"
-
-echo "bench-scale: $SHARDS shards, $((SHARDS * 3)) redis-servers on 127.0.0.1:$((BASE + 1))-$((BASE + SHARDS * 3)), controller on :$BASE ($dir)" >&2
+} >"$dir/cluster.tmpl"
+: >"$dir/nodes" && : >"$dir/layout"
 for ((s = 1; s <= SHARDS; s++)); do
 	for k in 1 2 3; do
-		p=$(port $s $k)
-		args=(--port "$p" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir"
-			--dbfilename "dump-$p.rdb" --pidfile "$dir/redis-$p.pid" --logfile "$dir/redis-$p.log"
-			--repl-diskless-sync-delay 0)
-		[ "$k" = 1 ] || args+=(--replicaof 127.0.0.1 "$(port $s 1)")
-		redis-server "${args[@]}" &
-		pids+=($!)
-		disown $!
+		echo "$(node $s $k) $(port $s $k)" >>"$dir/nodes"
+		if [ $k = 1 ]; then echo "$(port $s 1) master"; else echo "$(port $s $k) replica-of $(port $s 1)"; fi >>"$dir/layout"
 	done
 done
 
-# INFO of every server in one process: roles, links.
-cat >"$dir/check.py" <<'EOF'
-import sys, redis
-base, shards, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-bad = 0
-masters_of = {}
-for s in range(1, shards + 1):
-    ms = []
-    for k in (1, 2, 3):
-        p = base + 1 + (s - 1) * 3 + k - 1
-        try:
-            i = redis.Redis(port=p, socket_timeout=1).info("replication")
-        except Exception:
-            continue
-        if i["role"] == "master":
-            ms.append(p)
-        elif mode == "linked" and i.get("master_link_status") != "up":
-            bad += 1
-    if len(ms) != 1:
-        bad += 1
-    masters_of[s] = ms
-if mode == "masters":
-    print(" ".join("%d:%s" % (s, ",".join(map(str, m))) for s, m in masters_of.items()))
-sys.exit(1 if bad else 0)
-EOF
-for _ in $(seq 300); do "$PY" "$dir/check.py" "$BASE" "$SHARDS" linked && break; sleep 0.2; done
-"$PY" "$dir/check.py" "$BASE" "$SHARDS" linked || { echo "bench-scale: replicas did not sync" >&2; exit 1; }
-
-"$FL" controller -c "$dir/cluster.conf" 2>"$dir/controller.err" &
-ctl=$!
-for _ in $(seq 500); do grep -q controller_ready "$dir/controller.jsonl" 2>/dev/null && break; sleep 0.02; done
-grep -q controller_ready "$dir/controller.jsonl" || { cat "$dir/controller.err" >&2; exit 1; }
-
-# Reporters: agentsim "rest" for every node outside the trials' groups, agentsim "gT"
-# for trial T's primaries until just before that trial, when real agents take over
-# those nodes (at most KILL real agents at a time: a classic tracepoint takes at most
-# 64 BPF programs machine-wide, and the agent attaches one to oom/mark_victim).
-sims=()
-start_sim() { # NAME: agentsim for the nodes in $dir/sim.NAME
-	"$PY" bench/agentsim.py --controller "127.0.0.1:$BASE" --secret scale-secret \
-		--nodes-file "$dir/sim.$1" >"$dir/sim.$1.json" 2>"$dir/sim.$1.err" &
-	sims+=($!)
-	eval "sim_$1=$!"
-	sim_rest=${sim_rest:-}
+cpu_ns() { awk '{ print $1 }' "/proc/$1/schedstat"; } # time on a CPU, ns
+snap() { # loadgen's counters now, as one JSON line
+	local n
+	n=$(wc -l <"$dir/t/lg.out")
+	kill -USR1 "$lg"
+	for _ in $(seq 100); do [ "$(wc -l <"$dir/t/lg.out")" -gt "$n" ] && break; sleep 0.02; done
+	tail -n 1 "$dir/t/lg.out"
 }
-: >"$dir/sim.rest"
-for ((s = 1; s <= SHARDS; s++)); do
-	g=$(((s - 1) / KILL + 1))
-	if [ "$g" -le "$TRIALS" ]; then
-		echo "$(node $s 1) $(port $s 1)" >>"$dir/sim.g$g"
-	else
-		echo "$(node $s 1) $(port $s 1)" >>"$dir/sim.rest"
-	fi
-	for k in 2 3; do echo "$(node $s $k) $(port $s $k)" >>"$dir/sim.rest"; done
-done
-t=$SECONDS
-start_sim rest
-for ((g = 1; g <= TRIALS; g++)); do start_sim "g$g"; done
+# health A B: the generator over the window between snapshots A and B: "ok" or INVALID(why)
+health() {
+	jq -rn --argjson a "$1" --argjson b "$2" '
+		($b.late - $a.late) as $late | ($b.missed - $a.missed) as $missed
+		| ($b.ctl_reconnects - $a.ctl_reconnects) as $rc | ($b.slots - $a.slots) as $slots
+		| "\($b.on_time - $a.on_time)/\($slots) on time, \($late) late, \($missed) missed, \($b.answered - $a.answered) answered (\($b.slow_answers - $a.slow_answers) after > 1 heartbeat, worst \($b.max_answer_ms) ms), \($rc) reconnects, timer lag <= \($b.max_lag_ms) ms, loadgen \((($b.cpu_s - $a.cpu_s) * 100 / ($b.seconds - $a.seconds)) | floor) % CPU"
+		+ (if $late + $missed + $rc > 0 then " INVALID" else " ok" end)'
+}
 status_ok() {
-	"$FL" status -c "$dir/cluster.conf" --json 2>/dev/null |
-		jq '[.shards[].nodes[] | select(.health == "ok")] | length'
+	"$FL" status -c "$dir/t/cluster.conf" --json 2>/dev/null |
+		jq '[.shards[].nodes[] | select(.health == "ok")] | length' 2>/dev/null || echo 0
 }
-for _ in $(seq 600); do [ "$(status_ok)" = $((SHARDS * 3)) ] && break; sleep 0.1; done
-[ "$(status_ok)" = $((SHARDS * 3)) ] || { echo "bench-scale: only $(status_ok) nodes healthy" >&2; exit 1; }
-echo "bench-scale: $((SHARDS * 3)) nodes reporting (emulated) after $((SECONDS - t)) s" >&2
 
-cpu_ns() { awk '{ print $1 }' "/proc/$ctl/schedstat"; } # time on a CPU, ns
-rss_kb() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$ctl/status"; }
-sleep 2
-c0=$(cpu_ns)
-s0=$(date +%s%N)
-sleep 5
-steady=$(awk -v d=$(($(cpu_ns) - c0)) -v ns=$(($(date +%s%N) - s0)) 'BEGIN { printf "%.1f", 100 * d / ns }')
-
-rows=()
-for ((tr = 1; tr <= TRIALS; tr++)); do
-	first=$(((tr - 1) * KILL + 1))
-	last=$((first + KILL - 1))
-	# Real agents take over this trial's primaries.
-	agent_pids=()
-	for ((s = first; s <= last; s++)); do
-		"$FL" agent -c "$dir/cluster.conf" --node "$(node $s 1)" --event-log "$dir/events-$s.jsonl" \
-			2>"$dir/agent-$s.err" &
-		agent_pids+=($!)
-	done
-	for ((s = first; s <= last; s++)); do
-		for _ in $(seq 500); do grep -q '"kind":"agent_start"' "$dir/events-$s.jsonl" 2>/dev/null && break; sleep 0.02; done
-	done
-	eval "kill -TERM \$sim_g$tr"
-	want=$((tr * KILL))
-	for _ in $(seq 500); do
-		[ "$(grep -c '"kind":"controller_connected"' "$dir"/events-*.jsonl | awk -F: '{ n += $2 } END { print n }')" -ge "$want" ] && break
-		sleep 0.02
-	done
-	sleep 1 # a few heartbeats from the real agents
-	kill_pids=()
-	for ((s = first; s <= last; s++)); do kill_pids+=("$(cat "$dir/redis-$(port $s 1).pid")"); done
-	c0=$(cpu_ns)
+run_trial() { # TRIAL: one line of results in $dir/rows
+	local tr=$1 t=$dir/t s k p args c0 c1 w0 w1 s0 s1 a b t0 since steady ok n row
+	rm -rf "$t" && mkdir -p "$t"
+	sed -e "s|STATE|$t/state|" -e "s|EVLOG|$t/controller.jsonl|" "$dir/cluster.tmpl" >"$t/cluster.conf"
+	if [ "$MODE" = sim ]; then
+		"$dir/serversim" --layout "$dir/layout" >"$t/sim.out" 2>"$t/sim.err" &
+		sim=$!
+		for _ in $(seq 200); do grep -q servers "$t/sim.out" 2>/dev/null && break; sleep 0.05; done
+		grep -q servers "$t/sim.out" || { cat "$t/sim.err" >&2; return 1; }
+	else
+		for ((s = 1; s <= SHARDS; s++)); do
+			for k in 1 2 3; do
+				p=$(port $s $k)
+				args=(--port "$p" --bind 127.0.0.1 --save '' --appendonly no --dir "$t" --hz 1
+					--dbfilename "dump-$p.rdb" --pidfile "$t/redis-$p.pid" --logfile "$t/redis-$p.log"
+					--repl-diskless-sync-delay 0)
+				[ "$k" = 1 ] || args+=(--replicaof 127.0.0.1 "$(port $s 1)")
+				redis-server "${args[@]}" &
+				pids+=($!)
+			done
+		done
+		for ((s = 1; s <= SHARDS; s++)); do
+			for k in 2 3; do
+				for _ in $(seq 300); do
+					redis-cli -p "$(port $s $k)" info replication 2>/dev/null | grep -q 'master_link_status:up' && break
+					sleep 0.1
+				done
+			done
+		done
+	fi
+	"$FL" controller -c "$t/cluster.conf" 2>"$t/controller.err" &
+	ctl=$!
+	for _ in $(seq 500); do grep -q controller_ready "$t/controller.jsonl" 2>/dev/null && break; sleep 0.02; done
+	grep -q controller_ready "$t/controller.jsonl" || { cat "$t/controller.err" >&2; return 1; }
+	: >"$t/lg.out"
+	"$dir/loadgen" --controller "127.0.0.1:$BASE" --secret scale-secret --nodes-file "$dir/nodes" \
+		>>"$t/lg.out" 2>"$t/lg.err" &
+	lg=$!
+	for _ in $(seq 300); do [ "$(status_ok)" = "$NODES" ] && break; sleep 0.2; done
+	n=$(status_ok)
+	[ "$n" = "$NODES" ] || { echo "bench-scale: only $n of $NODES nodes healthy" >&2; return 1; }
+	sleep 2
+	# Steady state: every node reporting, nothing failing.
+	a=$(snap)
+	c0=$(cpu_ns "$ctl") w0=$(date +%s%N)
+	sleep "$STEADY"
+	c1=$(cpu_ns "$ctl") w1=$(date +%s%N)
+	b=$(snap)
+	steady=$(awk -v d=$((c1 - c0)) -v ns=$((w1 - w0)) 'BEGIN { printf "%.1f", 100 * d / ns }')
+	echo "$(health "$a" "$b")" >"$t/health.steady"
+	# The kill: shards 1..KILL lose their primary at once.
+	a=$(snap)
+	c0=$(cpu_ns "$ctl")
 	t0=$(date +%s%N)
-	kill -KILL "${kill_pids[@]}"
+	if [ "$MODE" = sim ]; then
+		redis-cli -p "$(port "$SHARDS" 3)" SIMKILL $(for ((s = 1; s <= KILL; s++)); do port $s 1; done) >/dev/null
+	else
+		kill -KILL $(for ((s = 1; s <= KILL; s++)); do cat "$t/redis-$(port $s 1).pid"; done)
+	fi
 	since=$(date -u -d "@$((t0 / 1000000000))" +%Y-%m-%dT%H:%M:%S)
-	for _ in $(seq 1500); do
-		n=$(grep -c '"kind":"failover_end"' "$dir/controller.jsonl" || true)
-		[ "$n" -ge $((tr * KILL)) ] && break
+	for _ in $(seq 500); do
+		n=$(grep -c '"kind":"failover_end"' "$t/controller.jsonl" || true)
+		[ "$n" -ge "$KILL" ] && break
 		sleep 0.02
 	done
-	c1=$(cpu_ns)
-	for p in "${agent_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	wait "${agent_pids[@]}" 2>/dev/null || true
-	agent_pids=()
-	"$PY" "$dir/check.py" "$BASE" "$SHARDS" masters >"$dir/masters.$tr" && ok=yes || ok=NO
-	row=$(jq -rs --arg since "$since" --argjson t0 "$t0" --argjson first "$first" --argjson last "$last" '
+	c1=$(cpu_ns "$ctl")
+	sleep 0.3 # the reports that follow the last failover are in the window too
+	b=$(snap)
+	echo "$(health "$a" "$b")" >"$t/health.trial"
+	row=$(jq -rs --arg since "$since" --argjson t0 "$t0" --argjson kill "$KILL" '
 		def ms: (.ts | sub("\\.(?<f>[0-9]+)Z$"; "Z") | fromdateiso8601) * 1000
 			+ ((.ts | capture("\\.(?<f>[0-9]+)Z$").f) | tonumber / 1000) - ($t0 / 1000000);
 		[.[] | select(.ts >= $since) | select(((.shard // "s0") | ltrimstr("s") | tonumber) as $n
-			| $n >= $first and $n <= $last)] as $ev
+			| $n >= 1 and $n <= $kill)] as $ev
 		| [$ev[] | select(.kind == "node_down") | ms] as $d
 		| [$ev[] | select(.kind == "promoted") | ms] | sort as $p
 		| [$ev[] | select(.kind == "failover_end") | ms] | sort as $e
-		| "\($p | length) \($d | min // -1) \($p[0] // -1) \($p[($p | length) / 2 | floor] // -1) \($p[-1] // -1) \($e[-1] // -1)"
-		' "$dir/controller.jsonl")
-	read -r np dmin pfirst pmed plast elast <<<"$row"
-	cpu_ms=$(awk -v d=$((c1 - c0)) 'BEGIN { printf "%.1f", d / 1e6 }')
-	rows+=("$(printf '| %d | %d | %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %s ms | %s |' \
-		"$tr" "$KILL" "$np" "$dmin" "$pfirst" "$pmed" "$plast" "$elast" "$cpu_ms" "$ok")")
-	sleep 1
-done
-rss=$(rss_kb VmRSS)
-hwm=$(rss_kb VmHWM)
-kill -TERM "$sim_rest"
-wait "$sim_rest" 2>/dev/null || true
-simj=$(cat "$dir/sim.rest.json")
+		| "\($p | length) \($d | min // -1) \($p[0] // -1) \($p[($p | length) / 2 | floor] // -1) \($p[-1] // -1) \($e | length)"
+		' "$t/controller.jsonl")
+	read -r np dmin pfirst pmed plast nend <<<"$row"
+	ok=$([ "$np" = "$KILL" ] && [ "$nend" = "$KILL" ] && echo yes || echo NO)
+	printf '%d %d %d %.1f %.1f %.1f %.1f %s %s %.1f %s|%s|%s\n' "$tr" "$KILL" "$np" "$dmin" "$pfirst" "$pmed" "$plast" \
+		"$(awk -v d=$((c1 - c0)) 'BEGIN { printf "%.1f", d / 1e6 }')" "$steady" \
+		"$(awk -v r="$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$ctl/status")" 'BEGIN { printf "%.1f", r / 1024 }')" \
+		"$ok" "$(cat "$t/health.steady")" "$(cat "$t/health.trial")" >>"$dir/rows"
+	stop_trial
+	[ -z "${KEEP:-}" ] || cp -r "$t" "$dir/trial$tr"
+}
 
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "bench-scale: $SHARDS shards, $NODES servers ($MODE) on 127.0.0.1:$((BASE + 1))-$((BASE + NODES)), controller on :$BASE, $TRIALS trials ($dir)" >&2
+: >"$dir/rows"
+for ((tr = 1; tr <= TRIALS; tr++)); do
+	run_trial "$tr" || { echo "bench-scale: trial $tr failed to set up" >&2; stop_trial; }
+	sed -n "${tr}p" "$dir/rows" | cut -d'|' -f1 >&2
+done
+
+servers=$([ "$MODE" = sim ] && echo "bench/serversim (one process answering for every port)" || echo "real redis-server 7.0 (--hz 1)")
 echo
-echo "flatline bench-scale: $SHARDS shards ($((SHARDS * 3)) redis-server on 127.0.0.1 ports) through one controller;"
-echo "reports for all $((SHARDS * 3)) nodes every 100 ms: real flatline agents on the $KILL primaries killed in each trial, agentsim.py for the rest; $(nproc) CPUs"
-[ "$asked" = "$SHARDS" ] || echo "(asked for $asked shards: the controller refused $((asked * 3)) nodes, see above)"
+echo "flatline bench-scale: $SHARDS shards ($NODES nodes: $servers), one controller, reports from bench/loadgen for"
+echo "every node every 100 ms; $KILL primaries killed at once per trial; $(nproc) CPUs, load average before the run $load"
 echo
-echo "| trial | killed at once | promoted | first node_down | first promoted | median promoted | all promoted | all failover_end | controller CPU, T0 → all done | one primary per shard (INFO) |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
-printf '%s\n' "${rows[@]}"
+echo "| trial | killed | promoted | first node_down | first promoted | median promoted | all promoted | controller CPU, kill → all done | controller CPU, steady | controller peak RSS | all ended ok | loadgen, steady | loadgen, trial |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+while IFS='|' read -r r hs ht; do
+	read -r tr k np dmin pf pm pl cpu st rss ok <<<"$r"
+	echo "| $tr | $k | $np | $dmin ms | $pf ms | $pm ms | $pl ms | $cpu ms | $st % | $rss MiB | $ok | $hs | $ht |"
+done <"$dir/rows"
 echo
-echo "controller: $steady % of one core at steady state ($((SHARDS * 3)) nodes reporting; agentsim for $(wc -l <"$dir/sim.rest") of them sent $(jq .reports_per_s <<<"$simj") reports/s); RSS $((rss / 1024)) MiB, peak $((hwm / 1024)) MiB"
-echo "agentsim (rest): $simj"
+# Figures over the valid trials only (both windows ok, every shard promoted).
+awk -F'|' '$2 ~ / ok$/ && $3 ~ / ok$/ { split($1, f, " "); if (f[11] == "yes") print $1 }' "$dir/rows" >"$dir/valid"
+nv=$(wc -l <"$dir/valid")
+echo "valid trials: $nv of $(wc -l <"$dir/rows") (a trial is INVALID when loadgen sent a report late, missed one, or lost a controller connection, in the steady window or the trial)"
+if [ "$nv" -gt 0 ]; then
+	echo
+	echo "| over valid trials | min | median | max |"
+	echo "|---|---|---|---|"
+	for col in "5 first promoted ms" "6 median promoted ms" "7 all promoted ms" "8 controller CPU kill → all done ms" "9 controller CPU steady %"; do
+		read -r i label <<<"$col"
+		sort -n -k"$i","$i" "$dir/valid" | awk -v i="$i" -v l="$label" '{ v[NR] = $i } END {
+			printf "| %s | %s | %s | %s |\n", l, v[1], v[int((NR + 1) / 2)], v[NR] }'
+	done
+fi
