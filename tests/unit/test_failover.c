@@ -65,11 +65,11 @@ static void test_rules_table(void **state)
 		n2->flags |= FO_N_REPORTED;
 		n2->rep.proc = FO_PROC_UP;
 		n2->last_report_ms = t->stale2 ? now - 5000 : now - 10;
-		n2->rep.peer[n1->idx] = t->p2;
+		fo_report_set_peer(&n2->rep, n1->idx, t->p2);
 		n3->flags |= FO_N_REPORTED;
 		n3->rep.proc = FO_PROC_UP;
 		n3->last_report_ms = t->stale3 ? now - 5000 : now - 10;
-		n3->rep.peer[n1->idx] = t->p3;
+		fo_report_set_peer(&n3->rep, n1->idx, t->p3);
 		if (fo_judge(&C, n1, now) != t->want)
 			fail_msg("rule '%s': got %s, want %s", t->name,
 				 fo_verdict_name(fo_judge(&C, n1, now)), fo_verdict_name(t->want));
@@ -325,7 +325,7 @@ static void test_agent_lost_no_failover(void **state)
 	healthy();
 	R.mono += 1500;
 	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 1000);
-	r.peer[N("n1")->idx] = FO_PEER_UP;
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_UP);
 	fo_on_report(&C, N("n2"), &r);
 	assert_true(evented("agent_lost"));
 	assert_false(evented("failover_start"));
@@ -341,7 +341,7 @@ static void test_host_path_failover(void **state)
 	healthy();
 	R.mono += 1500;
 	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
-	r.peer[N("n1")->idx] = FO_PEER_DOWN;
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
 	fo_on_report(&C, N("n2"), &r);
 	assert_true(evented("node_down"));
 	assert_true(evented("failover_start"));

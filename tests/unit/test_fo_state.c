@@ -99,8 +99,8 @@ static void test_report_parse(void **state)
 	assert_int_equal(r.repl.master_port, 6379);
 	assert_int_equal(r.repl.link_up, 1);
 	assert_int_equal(r.repl.offset, 123);
-	assert_int_equal(r.peer[N("n1")->idx], FO_PEER_DOWN);
-	assert_int_equal(r.peer[N("n2")->idx], FO_PEER_UNKNOWN);
+	assert_int_equal(fo_report_peer(&r, N("n1")->idx), FO_PEER_DOWN);
+	assert_int_equal(fo_report_peer(&r, N("n2")->idx), FO_PEER_UNKNOWN);
 	assert_int_equal(fo_report_parse(&C, &r, argc - 1, argv, lens, why, sizeof(why)), -EINVAL);
 	argv[13] = "12x";
 	lens[13] = 3;

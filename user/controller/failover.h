@@ -15,7 +15,14 @@
 #include "common/event_log.h"
 #include "common/info.h"
 
-#define FO_MAX_NODES 512 /* nodes in one cluster file the controller takes */
+/* The cluster has no fixed node limit (the model is allocated for the cluster file);
+ * a shard has at most FO_MAX_SHARD_NODES nodes, and a report carries at most
+ * FO_MAX_PEERS peer verdicts (more are ignored: an agent probes its own shard and its
+ * --peer flags). */
+#define FO_MAX_SHARD_NODES 64
+#define FO_MAX_PEERS 64
+/* The controller's own per-node arrays (controller.c) until they are allocated too. */
+#define FO_MAX_NODES 512
 #define FO_TIMELINE_MAX 24
 #define FO_TILT_TRIGGER_MS 2000 /* a loop stall or clock jump larger than this enters TILT */
 
@@ -35,8 +42,22 @@ struct fo_report {
 	int fenced;
 	char auth_error[128];
 	struct info_repl repl; /* role, master, link, replid, offset, priority, server */
-	unsigned char peer[FO_MAX_NODES]; /* enum fo_peer, indexed like fo_cluster.nodes */
+	/* Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on node peer_node[i]. */
+	int npeers;
+	int peer_node[FO_MAX_PEERS];
+	unsigned char peer_v[FO_MAX_PEERS];
 };
+
+/* rep's verdict on node (an index of fo_cluster.nodes): FO_PEER_UNKNOWN if it has none. */
+static inline enum fo_peer fo_report_peer(const struct fo_report *rep, int node)
+{
+	for (int i = 0; i < rep->npeers; i++)
+		if (rep->peer_node[i] == node)
+			return (enum fo_peer)rep->peer_v[i];
+	return FO_PEER_UNKNOWN;
+}
+/* Sets rep's verdict on node; -ENOSPC past FO_MAX_PEERS peers. */
+int fo_report_set_peer(struct fo_report *rep, int node, enum fo_peer v);
 
 /* The verdict of the failure rules on one node (fo_judge). */
 enum fo_verdict {
@@ -70,6 +91,7 @@ struct fo_node {
 	const char *id;
 	int idx;
 	int shard;    /* index in fo_cluster.shards, -1 if in none */
+	int spos;     /* its position in that shard's nodes */
 	int priority; /* cluster file; 0 = never promote */
 	char host[256];
 	int port;
@@ -113,9 +135,9 @@ struct fo_failover {
 	int from;   /* the primary failed over from */
 	int to;     /* the node promoted, -1 until promoted */
 	int target; /* planned: the operator's choice, -1 = best */
-	int cand[FO_MAX_NODES], ncand, cand_next; /* ranked candidates */
-	int pending;                              /* replies outstanding in this state */
-	unsigned char asked[FO_MAX_NODES];        /* SELECT: INFO asked of this node */
+	int cand[FO_MAX_SHARD_NODES], ncand, cand_next; /* ranked candidates */
+	int pending;                 /* replies outstanding in this state */
+	unsigned long long asked;    /* SELECT: INFO asked of the node at this bit (spos) */
 	int repointed, repoint_failed;
 	long long pause_offset; /* planned: the primary's offset once paused */
 	bool paused;
@@ -174,8 +196,9 @@ struct fo_ops {
 };
 
 struct fo_cluster {
-	struct fo_node nodes[FO_MAX_NODES];
+	struct fo_node *nodes; /* nnodes of them, as the cluster file lists them */
 	int nnodes;
+	struct fo_node **by_id; /* the same, sorted by id (fo_find_node) */
 	struct fo_shard *shards;
 	int nshards;
 	const struct cfg *cfg;
@@ -200,7 +223,8 @@ struct fo_cluster {
 	void *ctx;
 };
 
-/* Builds nodes and shards from a loaded cluster file. */
+/* Builds nodes and shards from a loaded cluster file. -E2BIG: a shard of more than
+ * FO_MAX_SHARD_NODES nodes. */
 int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo_ops *ops,
 		    void *ctx);
 void fo_cluster_free(struct fo_cluster *c);
@@ -223,13 +247,16 @@ int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const
 /* The failure rules (issue 5, "Failure rules"). */
 enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now_ms);
 
-/* A new REPORT from node's agent: stores it, re-judges every node, starts a
- * failover or repairs a stray node where the rules say so. */
+/* A new REPORT from node's agent: stores it, re-judges its shard (and the shards
+ * of the peers whose verdict in it changed), starts a failover or repairs a stray
+ * node where the rules say so. Its cost is the shard's, not the cluster's. */
 void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep);
 /* The agent connection of node opened (1) or closed (0). */
 void fo_on_agent(struct fo_cluster *c, struct fo_node *n, bool connected);
 /* Re-judges every node and shard (heartbeat deadlines, end of TILT). */
 void fo_evaluate(struct fo_cluster *c);
+/* Re-judges n's shard (its nodes and its primary), or n alone outside any shard. */
+void fo_evaluate_node(struct fo_cluster *c, struct fo_node *n);
 /* The controller's own reachability check of node (PING/INFO) succeeded or failed. */
 void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok);
 

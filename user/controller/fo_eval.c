@@ -207,11 +207,51 @@ void fo_evaluate(struct fo_cluster *c)
 		fo_check_shard(c, &c->shards[i], now);
 }
 
+static void evaluate_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
+{
+	for (int i = 0; i < s->nnodes; i++)
+		update_node(c, &c->nodes[s->nodes[i]], now);
+	fo_check_shard(c, s, now);
+}
+
+void fo_evaluate_node(struct fo_cluster *c, struct fo_node *n)
+{
+	struct fo_shard *s = fo_shard_of(c, n);
+	long long now = fo_now(c);
+
+	if (s)
+		evaluate_shard(c, s, now);
+	else
+		update_node(c, n, now);
+}
+
+/* The nodes whose verdict from n changed between reports a and b (at most
+ * 2 * FO_MAX_PEERS): their shards are judged again too, since a peer's word decides
+ * a node whose own heartbeat is stale (the host path). */
+static int peers_touched(const struct fo_report *a, const struct fo_report *b, int *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < a->npeers; i++)
+		if (fo_report_peer(b, a->peer_node[i]) != a->peer_v[i])
+			out[n++] = a->peer_node[i];
+	for (int i = 0; i < b->npeers; i++)
+		if (fo_report_peer(a, b->peer_node[i]) != b->peer_v[i] &&
+		    fo_report_peer(a, b->peer_node[i]) == FO_PEER_UNKNOWN)
+			out[n++] = b->peer_node[i];
+	return n;
+}
+
 void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep)
 {
 	struct fo_shard *s = fo_shard_of(c, n);
 	long long now = fo_now(c);
 	bool changed = !(n->flags & FO_N_REPORTED) || fo_report_changed(&n->rep, rep);
+	int touched[2 * FO_MAX_PEERS], ntouched = 0;
+	struct fo_report none = { 0 };
+
+	if (rep->npeers || n->rep.npeers)
+		ntouched = peers_touched((n->flags & FO_N_REPORTED) ? &n->rep : &none, rep, touched);
 
 	n->rep = *rep;
 	n->last_report_ms = now;
@@ -226,11 +266,24 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
 				 rep->repl.master_replid);
 	}
-	if (changed && c->shards) {
-		for (int i = 0; i < c->nshards; i++)
-			c->shards[i].flags &= ~FO_S_NO_GOOD_REPLICA;
+	/* A change may turn "no good replica" into a good one: in this shard, or in a
+	 * shard whose node this report now judges otherwise. */
+	if (changed && s)
+		s->flags &= ~FO_S_NO_GOOD_REPLICA;
+	fo_evaluate_node(c, n);
+	for (int i = 0; i < ntouched; i++) {
+		struct fo_node *p = &c->nodes[touched[i]];
+		struct fo_shard *ps = fo_shard_of(c, p);
+		bool done = p->shard == n->shard && ps;
+
+		for (int j = 0; j < i && !done; j++)
+			done = ps && c->nodes[touched[j]].shard == p->shard;
+		if (done)
+			continue; /* that shard was judged already */
+		if (ps)
+			ps->flags &= ~FO_S_NO_GOOD_REPLICA;
+		fo_evaluate_node(c, p);
 	}
-	fo_evaluate(c);
 }
 
 void fo_on_agent(struct fo_cluster *c, struct fo_node *n, bool connected)
@@ -239,5 +292,5 @@ void fo_on_agent(struct fo_cluster *c, struct fo_node *n, bool connected)
 		n->flags |= FO_N_AGENT;
 	else
 		n->flags &= ~FO_N_AGENT;
-	fo_evaluate(c);
+	fo_evaluate_node(c, n);
 }

@@ -46,6 +46,8 @@ int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, 
 		     int *nmasters);
 /* Fields of a report whose change may turn "no good replica" into a good one. */
 bool fo_report_changed(const struct fo_report *a, const struct fo_report *b);
+/* The peer verdicts of a and b differ. */
+bool fo_report_peers_changed(const struct fo_report *a, const struct fo_report *b);
 
 /* fo_eval.c */
 /* The answer to a REPLICAOF sent by a repair (outside a failover). */

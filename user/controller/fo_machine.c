@@ -173,7 +173,7 @@ int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
 static void st_select(struct fo_cluster *c, struct fo_shard *s)
 {
 	struct fo_failover *f = &s->fo;
-	int ask[FO_MAX_NODES], nask = 0;
+	int ask[FO_MAX_SHARD_NODES], nask = 0;
 
 	for (int i = 0; i < s->nnodes; i++) {
 		struct fo_node *n = &c->nodes[s->nodes[i]];
@@ -183,7 +183,7 @@ static void st_select(struct fo_cluster *c, struct fo_shard *s)
 		if (f->target >= 0 && n->idx != f->target)
 			continue;
 		n->info_ok = 0;
-		f->asked[n->idx] = 1;
+		f->asked |= 1ULL << n->spos;
 		ask[nask++] = n->idx;
 	}
 	if (fo_transition(c, s, FO_ST_SELECT, NULL))
@@ -200,17 +200,17 @@ static void st_select(struct fo_cluster *c, struct fo_shard *s)
 static void select_done(struct fo_cluster *c, struct fo_shard *s)
 {
 	struct fo_failover *f = &s->fo;
-	int ranked[FO_MAX_NODES], n;
+	int ranked[FO_MAX_SHARD_NODES], n;
 	long long since = f->start_ms - c->node_down_after_ms;
 	char list[256] = "";
 	size_t off = 0;
 
-	n = fo_rank(c, s, f->from, s->primary_replid, since, ranked, FO_MAX_NODES);
+	n = fo_rank(c, s, f->from, s->primary_replid, since, ranked, FO_MAX_SHARD_NODES);
 	f->ncand = 0;
 	for (int i = 0; i < n; i++) {
 		struct fo_node *nd = &c->nodes[ranked[i]];
 
-		if (!f->asked[nd->idx] || !nd->info_ok || nd->info_ms < f->start_ms)
+		if (!(f->asked & (1ULL << nd->spos)) || !nd->info_ok || nd->info_ms < f->start_ms)
 			continue; /* not asked, or did not answer INFO in time: not reachable */
 		f->cand[f->ncand++] = nd->idx;
 		fo_list_add(list, sizeof(list), &off, nd->id);
@@ -324,7 +324,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 static void st_repoint(struct fo_cluster *c, struct fo_shard *s)
 {
 	struct fo_failover *f = &s->fo;
-	int send[FO_MAX_NODES], nsend = 0;
+	int send[FO_MAX_SHARD_NODES], nsend = 0;
 
 	for (int i = 0; i < s->nnodes; i++) {
 		struct fo_node *n = &c->nodes[s->nodes[i]];

@@ -8,12 +8,24 @@
 #include <strings.h>
 #include "controller/fo_internal.h"
 
+static int by_id_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct fo_node *const *)a)->id, (*(struct fo_node *const *)b)->id);
+}
+
 int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo_ops *ops,
 		    void *ctx)
 {
-	if (cfg->nnodes > FO_MAX_NODES)
-		return -E2BIG;
 	memset(c, 0, sizeof(*c));
+	for (int i = 0; i < cfg->nshards; i++)
+		if (cfg->shards[i].nnodes > FO_MAX_SHARD_NODES)
+			return -E2BIG;
+	c->nodes = calloc(cfg->nnodes ? cfg->nnodes : 1, sizeof(*c->nodes));
+	c->by_id = calloc(cfg->nnodes ? cfg->nnodes : 1, sizeof(*c->by_id));
+	if (!c->nodes || !c->by_id) {
+		fo_cluster_free(c);
+		return -ENOMEM;
+	}
 	c->cfg = cfg;
 	c->ops = ops;
 	c->ctx = ctx;
@@ -36,10 +48,14 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 		n->priority = cn->priority;
 		snprintf(n->host, sizeof(n->host), "%s", cn->redis.host);
 		n->port = cn->redis.port;
+		c->by_id[i] = n;
 	}
+	qsort(c->by_id, c->nnodes, sizeof(*c->by_id), by_id_cmp);
 	c->shards = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(*c->shards));
-	if (!c->shards)
+	if (!c->shards) {
+		fo_cluster_free(c);
 		return -ENOMEM;
+	}
 	c->nshards = cfg->nshards;
 	for (int i = 0; i < cfg->nshards; i++) {
 		struct fo_shard *s = &c->shards[i];
@@ -50,6 +66,8 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 		s->nnodes = cfg->shards[i].nnodes;
 		s->primary = -1;
 		s->fo.to = s->fo.from = s->fo.target = -1;
+		for (int k = 0; k < s->nnodes; k++)
+			c->nodes[s->nodes[k]].spos = k;
 	}
 	return 0;
 }
@@ -57,16 +75,43 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 void fo_cluster_free(struct fo_cluster *c)
 {
 	free(c->shards);
+	free(c->nodes);
+	free(c->by_id);
 	c->shards = NULL;
-	c->nshards = 0;
+	c->nodes = NULL;
+	c->by_id = NULL;
+	c->nshards = c->nnodes = 0;
 }
 
 struct fo_node *fo_find_node(struct fo_cluster *c, const char *id)
 {
-	for (int i = 0; i < c->nnodes; i++)
-		if (!strcmp(c->nodes[i].id, id))
-			return &c->nodes[i];
+	int lo = 0, hi = c->nnodes - 1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2, d = strcmp(c->by_id[mid]->id, id);
+
+		if (!d)
+			return c->by_id[mid];
+		if (d < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
 	return NULL;
+}
+
+int fo_report_set_peer(struct fo_report *rep, int node, enum fo_peer v)
+{
+	for (int i = 0; i < rep->npeers; i++)
+		if (rep->peer_node[i] == node) {
+			rep->peer_v[i] = v;
+			return 0;
+		}
+	if (rep->npeers == FO_MAX_PEERS)
+		return -ENOSPC;
+	rep->peer_node[rep->npeers] = node;
+	rep->peer_v[rep->npeers++] = v;
+	return 0;
 }
 
 struct fo_shard *fo_find_shard(struct fo_cluster *c, const char *name)

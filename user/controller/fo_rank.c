@@ -46,7 +46,7 @@ static int rank_cmp(const struct rank_key *a, const struct rank_key *b)
 int fo_rank(const struct fo_cluster *c, const struct fo_shard *s, int from, const char *ref_replid,
 	    long long since_ms, int *out, int max)
 {
-	struct rank_key keys[FO_MAX_NODES];
+	struct rank_key keys[FO_MAX_SHARD_NODES];
 	const struct fo_node *old = from >= 0 ? &c->nodes[from] : NULL;
 	int n = 0;
 

@@ -101,9 +101,10 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 	case RK_PEER:
 		p = fo_find_node(c, peer);
 		if (p)
-			rep->peer[p->idx] = !strcmp(v, "up")   ? FO_PEER_UP :
-					    !strcmp(v, "down") ? FO_PEER_DOWN :
-								 FO_PEER_UNKNOWN;
+			fo_report_set_peer(rep, p->idx,
+					   !strcmp(v, "up")   ? FO_PEER_UP :
+					   !strcmp(v, "down") ? FO_PEER_DOWN :
+								FO_PEER_UNKNOWN);
 		break;
 	default: /* peer.X.rtt_us …: informational */
 		break;

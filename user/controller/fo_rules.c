@@ -23,15 +23,18 @@ enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, lo
 		return FO_V_PROC_DOWN;
 	if (fo_fresh(c, n, now))
 		return n->rep.proc == FO_PROC_HUNG ? FO_V_PROC_HUNG : FO_V_OK;
-	/* The host path: only peers whose own heartbeat is fresh have a say. */
+	/* The host path: only peers whose own heartbeat is fresh have a say (every node
+	 * may name any peer; this runs only for a node whose heartbeat is stale). */
 	for (int i = 0; i < c->nnodes; i++) {
 		const struct fo_node *p = &c->nodes[i];
 
 		if (p == n || !fo_fresh(c, p, now))
 			continue;
-		if (p->rep.peer[n->idx] == FO_PEER_DOWN)
+		enum fo_peer v = p->rep.npeers ? fo_report_peer(&p->rep, n->idx) : FO_PEER_UNKNOWN;
+
+		if (v == FO_PEER_DOWN)
 			downs++;
-		else if (p->rep.peer[n->idx] == FO_PEER_UP)
+		else if (v == FO_PEER_UP)
 			ups++;
 	}
 	return downs > 0 && ups == 0 ? FO_V_HOST_DOWN : FO_V_AGENT_LOST;
@@ -45,7 +48,17 @@ bool fo_report_changed(const struct fo_report *a, const struct fo_report *b)
 	       strcmp(a->repl.master_host, b->repl.master_host) ||
 	       a->repl.slave_priority != b->repl.slave_priority ||
 	       a->repl.sync_in_progress != b->repl.sync_in_progress ||
-	       a->repl.loading != b->repl.loading || memcmp(a->peer, b->peer, sizeof(a->peer));
+	       a->repl.loading != b->repl.loading || fo_report_peers_changed(a, b);
+}
+
+bool fo_report_peers_changed(const struct fo_report *a, const struct fo_report *b)
+{
+	if (a->npeers != b->npeers)
+		return true;
+	for (int i = 0; i < a->npeers; i++)
+		if (fo_report_peer(b, a->peer_node[i]) != a->peer_v[i])
+			return true;
+	return false;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -139,7 +152,7 @@ struct fo_node *fo_restarted_empty(struct fo_cluster *c, struct fo_shard *s)
 int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, size_t whylen,
 		     int *nmasters)
 {
-	int masters[FO_MAX_NODES], nm = 0, pick = -1;
+	int masters[FO_MAX_SHARD_NODES], nm = 0, pick = -1;
 	const int spi = s->primary; /* the state file's word, -1 if none */
 
 	why[0] = '\0';
