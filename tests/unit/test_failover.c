@@ -198,7 +198,7 @@ static int rank(int *out)
 {
 	struct fo_shard *s = fo_find_shard(&C, "s");
 
-	return fo_rank(&C, s, N("n1")->idx, "replid-a", R.mono - 1000, out, FO_MAX_NODES);
+	return fo_rank(&C, s, N("n1")->idx, "replid-a", R.mono - 1000, out, FO_MAX_SHARD_NODES);
 }
 
 static void set_info(const char *id, struct info_repl i)
@@ -209,7 +209,7 @@ static void set_info(const char *id, struct info_repl i)
 
 static void test_rank_offset_then_priority(void **state)
 {
-	int out[FO_MAX_NODES];
+	int out[FO_MAX_SHARD_NODES];
 
 	(void)state;
 	healthy();
@@ -225,7 +225,7 @@ static void test_rank_offset_then_priority(void **state)
 
 static void test_rank_priority_zero(void **state)
 {
-	int out[FO_MAX_NODES];
+	int out[FO_MAX_SHARD_NODES];
 	struct info_repl i4 = slave_info("n1", 1, 9999);
 
 	(void)state;
@@ -241,7 +241,7 @@ static void test_rank_priority_zero(void **state)
 
 static void test_rank_replid_mismatch(void **state)
 {
-	int out[FO_MAX_NODES];
+	int out[FO_MAX_SHARD_NODES];
 	struct info_repl i3 = slave_info("n1", 1, 900000);
 
 	(void)state;
@@ -258,7 +258,7 @@ static void test_rank_replid_mismatch(void **state)
 
 static void test_rank_disconnected_fallback(void **state)
 {
-	int out[FO_MAX_NODES];
+	int out[FO_MAX_SHARD_NODES];
 
 	(void)state;
 	/* Nobody was connected (a partition): priority, then offset, then id. */
@@ -280,7 +280,7 @@ static void test_rank_disconnected_fallback(void **state)
 
 static void test_rank_dragonfly(void **state)
 {
-	int out[FO_MAX_NODES];
+	int out[FO_MAX_SHARD_NODES];
 	struct info_repl i2 = slave_info("n1", 1, -1), i3 = slave_info("n1", 1, 300),
 			 i4 = slave_info("n1", 1, -1);
 
@@ -301,7 +301,7 @@ static void test_rank_dragonfly(void **state)
 
 static void test_rank_skips_down_and_masters(void **state)
 {
-	int out[FO_MAX_NODES];
+	int out[FO_MAX_SHARD_NODES];
 	struct info_repl m = slave_info(NULL, -1, 5000);
 
 	(void)state;

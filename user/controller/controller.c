@@ -270,8 +270,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	make_myid(c);
 	rc = fo_cluster_init(&c->fo, cfg, &ctl_ops, c);
 	if (rc == -E2BIG) {
-		pr_warn("failed to set up the cluster: %d nodes in %s, at most %d\n", cfg->nnodes,
-			cfg->path, FO_MAX_NODES);
+		pr_warn("failed to set up the cluster: a shard of %s has more than %d nodes\n",
+			cfg->path, FO_MAX_SHARD_NODES);
 		goto fail;
 	} else if (rc) {
 		pr_warn("failed to set up the cluster: %s\n", strerror(-rc));
@@ -330,8 +330,19 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		a->shard = i;
 		c->shard_timer[i] = evtimer_new(c->base, on_shard_timer, a);
 	}
-	for (int i = 0; i < cfg->nnodes; i++)
-		c->node_timer[i] = evtimer_new(c->base, ctl_on_node_deadline, c);
+	c->servers = calloc(cfg->nnodes + 1, sizeof(*c->servers));
+	c->node_timer = calloc(cfg->nnodes + 1, sizeof(*c->node_timer));
+	c->deadline = calloc(cfg->nnodes + 1, sizeof(*c->deadline));
+	c->reject_last = calloc(cfg->nnodes + 1, sizeof(*c->reject_last));
+	if (!c->servers || !c->node_timer || !c->deadline || !c->reject_last) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->nnodes = cfg->nnodes;
+	for (int i = 0; i < cfg->nnodes; i++) {
+		c->deadline[i] = (struct ctl_deadline){ c, i };
+		c->node_timer[i] = evtimer_new(c->base, ctl_on_node_deadline, &c->deadline[i]);
+	}
 	rc = ctl_servers_start(c);
 	if (rc)
 		goto fail;
@@ -408,9 +419,12 @@ void ctl_free(struct ctl *c)
 	ctl_ha_free(c);
 	ctl_state_stop(c);
 	ctl_servers_free(c);
-	for (int i = 0; i < FO_MAX_NODES; i++)
+	for (int i = 0; c->node_timer && i < c->nnodes; i++)
 		if (c->node_timer[i])
 			event_free(c->node_timer[i]);
+	free(c->node_timer);
+	free(c->deadline);
+	free(c->reject_last);
 	for (int i = 0; c->shard_timer && i < c->cfg->nshards; i++) {
 		if (c->shard_timer[i]) {
 			free(event_get_callback_arg(c->shard_timer[i]));

@@ -82,8 +82,11 @@ struct ctl {
 	char myid[41];
 	long long start_ms;
 	struct ctl_conn *conns;
-	struct ctl_server *servers[FO_MAX_NODES]; /* ctl_servers.c */
-	struct event *node_timer[FO_MAX_NODES]; /* heartbeat deadline */
+	/* Per node (nnodes of each, allocated for the cluster file): */
+	int nnodes;
+	struct ctl_server **servers;      /* ctl_servers.c */
+	struct event **node_timer;        /* heartbeat deadline */
+	struct ctl_deadline *deadline;    /* its argument */
 	struct event **shard_timer;
 	struct ctl_conn **waiter; /* per shard: the client waiting for FLATLINE FAILOVER */
 	struct event *tick, *sigint, *sigterm;
@@ -91,7 +94,7 @@ struct ctl {
 	bool discover_pending_round; /* an INFO round is out (start, or a new leader) */
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	struct event *discover_timer;
-	char reject_last[FO_MAX_NODES + 1][160]; /* last rejection logged per node (+unknown) */
+	char (*reject_last)[160]; /* last rejection logged per node (+ one for unknown ids) */
 	struct dns_updater *dns;
 	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
 	struct event *dns_check;  /* the drift check, every [dns] check_ms */
@@ -117,6 +120,12 @@ struct ctl_ha_view {
 	const char *etcd_why, *etcd_members;
 	int nctls; /* the controllers registered in etcd, this one included */
 	const char *ctl_ids[CFG_MAX_CTLS * 2], *ctl_addrs[CFG_MAX_CTLS * 2];
+};
+
+/* A node's heartbeat deadline: which node, for ctl_on_node_deadline. */
+struct ctl_deadline {
+	struct ctl *c;
+	int node;
 };
 
 #define ARG_IS(i, s) (!strcasecmp(cmd->argv[i], s))

@@ -17,7 +17,7 @@ static void reject_log(struct ctl *c, int node, const char *node_id, const char 
 		       const char *why)
 {
 	char key[160];
-	int slot = node >= 0 ? node : FO_MAX_NODES;
+	int slot = node >= 0 ? node : c->nnodes;
 	struct evrec r;
 
 	snprintf(key, sizeof(key), "%s|%s", node_id, why);
@@ -120,13 +120,14 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	fo_on_agent(&c->fo, n, true);
 }
 
+/* A node's heartbeat deadline passed without a report: its shard is judged again. */
 void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg)
 {
-	struct ctl *c = arg;
+	struct ctl_deadline *d = arg;
 
 	(void)fd;
 	(void)what;
-	fo_evaluate(&c->fo);
+	fo_evaluate_node(&d->c->fo, &d->c->fo.nodes[d->node]);
 }
 
 void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)

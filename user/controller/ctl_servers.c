@@ -295,11 +295,13 @@ int ctl_servers_start(struct ctl *c)
 
 void ctl_servers_free(struct ctl *c)
 {
-	for (int i = 0; i < FO_MAX_NODES; i++) {
+	for (int i = 0; c->servers && i < c->nnodes; i++) {
 		if (!c->servers[i])
 			continue;
 		redis_link_free(c->servers[i]->link);
 		free(c->servers[i]);
 		c->servers[i] = NULL;
 	}
+	free(c->servers);
+	c->servers = NULL;
 }

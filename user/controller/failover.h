@@ -21,8 +21,6 @@
  * --peer flags). */
 #define FO_MAX_SHARD_NODES 64
 #define FO_MAX_PEERS 64
-/* The controller's own per-node arrays (controller.c) until they are allocated too. */
-#define FO_MAX_NODES 512
 #define FO_TIMELINE_MAX 24
 #define FO_TILT_TRIGGER_MS 2000 /* a loop stall or clock jump larger than this enters TILT */
 
