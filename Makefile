@@ -98,7 +98,7 @@ tools: $(TOOLS)
 
 # The scale benchmark's load generator speaks the agent protocol with the agent's own
 # REPORT key table and INFO parser (the library); the server simulator needs libevent.
-$(BUILD)/tools/loadgen: bench/loadgen.c $(BUILD)/libflatline.a
+$(BUILD)/tools/loadgen $(BUILD)/tools/report_cost: $(BUILD)/tools/%: bench/%.c $(BUILD)/libflatline.a
 	$(call msg,CC-TOOL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -o $@
 $(BUILD)/tools/serversim: bench/serversim.c

@@ -41,7 +41,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#define MAX_ARGS 64
+#define MAX_ARGS 4096 /* SIMKILL of a third of 3,000 ports in one command */
 #define BYTES_PER_MS 10
 
 struct client;
@@ -71,8 +71,7 @@ struct client {
 	struct evbuffer *queued; /* replies of the queued commands, in order */
 	struct {
 		int argc;
-		char *argv[MAX_ARGS];
-		size_t lens[MAX_ARGS];
+		char **argv;
 	} q[16]; /* commands queued in MULTI */
 	bool pubsub;
 };
@@ -402,6 +401,13 @@ static void run(struct client *c, struct evbuffer *o, int argc, char **argv)
 /* ------------------------------------------------------------------------- */
 /* Connections */
 
+static void free_args(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
 static void client_free(struct client *c)
 {
 	if (c->prev)
@@ -411,20 +417,22 @@ static void client_free(struct client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	for (int i = 0; i < c->nqueued; i++)
-		for (int j = 0; j < c->q[i].argc; j++)
-			free(c->q[i].argv[j]);
+		free_args(c->q[i].argc, c->q[i].argv);
 	bufferevent_free(c->bev);
 	free(c);
 }
 
-/* One command from in, if whole: argc, or 0 (need more), -1 (protocol error). */
-static int parse(struct evbuffer *in, char **argv, size_t *lens)
+/* One command from in, if whole: argc (*pargv allocated), or 0 (need more), -1
+ * (protocol error). */
+static int parse(struct evbuffer *in, char ***pargv)
 {
+	char **argv = NULL;
 	size_t len = evbuffer_get_length(in), pos;
 	const char *p, *e;
 	long n;
 	int argc;
 
+	*pargv = NULL;
 	if (!len)
 		return 0;
 	p = (const char *)evbuffer_pullup(in, -1);
@@ -434,32 +442,46 @@ static int parse(struct evbuffer *in, char **argv, size_t *lens)
 		const char *nl = memchr(p, '\n', len);
 		char *line, *save, *tok;
 
-		if (!nl)
-			return len > 65536 ? -1 : 0;
+		if (!nl) {
+			argc = 0;
+			if (len > 65536)
+				goto bad;
+			goto more;
+		}
 		line = strndup(p, nl - p);
-		if (!line)
-			return -1;
+		argv = calloc(64, sizeof(*argv));
+		if (!line || !argv) {
+			free(line);
+			argc = 0;
+			goto bad;
+		}
 		if (nl > p && line[nl - p - 1] == '\r')
 			line[nl - p - 1] = '\0';
 		argc = 0;
-		for (tok = strtok_r(line, " ", &save); tok && argc < MAX_ARGS;
+		for (tok = strtok_r(line, " ", &save); tok && argc < 64;
 		     tok = strtok_r(NULL, " ", &save)) {
-			argv[argc] = strdup(tok);
-			lens[argc++] = strlen(tok);
+			argv[argc++] = strdup(tok);
 		}
 		free(line);
 		evbuffer_drain(in, nl - p + 1);
+		if (!argc)
+			goto more;
+		*pargv = argv;
 		return argc;
 	}
 	{
 		const char *nl = memchr(p, '\n', len);
 		char *end;
 
+		argc = 0;
 		if (!nl)
-			return 0;
+			goto more;
 		n = strtol(p + 1, &end, 10);
 		if (n < 1 || n > MAX_ARGS)
-			return -1;
+			goto bad;
+		argv = calloc(n, sizeof(*argv));
+		if (!argv)
+			goto bad;
 		pos = nl - p + 1;
 	}
 	for (argc = 0; argc < n; argc++) {
@@ -481,18 +503,18 @@ static int parse(struct evbuffer *in, char **argv, size_t *lens)
 		if (pos + bl + 2 > len)
 			goto more;
 		argv[argc] = strndup(p + pos, bl);
-		lens[argc] = bl;
 		pos += bl + 2;
 	}
 	evbuffer_drain(in, pos);
+	*pargv = argv;
 	return argc;
 more:
-	for (int i = 0; i < argc; i++)
-		free(argv[i]);
+	free_args(argc, argv);
+	*pargv = NULL;
 	return 0;
 bad:
-	for (int i = 0; i < argc; i++)
-		free(argv[i]);
+	free_args(argc, argv);
+	*pargv = NULL;
 	return -1;
 }
 
@@ -500,11 +522,10 @@ static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct client *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev), *o = bufferevent_get_output(bev);
-	char *argv[MAX_ARGS];
-	size_t lens[MAX_ARGS];
+	char **argv;
 	int argc;
 
-	while ((argc = parse(in, argv, lens)) > 0) {
+	while ((argc = parse(in, &argv)) > 0) {
 		bool keep = true;
 		struct server *s = c->s;
 
@@ -519,8 +540,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 			c->multi = true;
 		} else if (!strcasecmp(argv[0], "DISCARD")) {
 			for (int i = 0; i < c->nqueued; i++)
-				for (int j = 0; j < c->q[i].argc; j++)
-					free(c->q[i].argv[j]);
+				free_args(c->q[i].argc, c->q[i].argv);
 			c->nqueued = 0;
 			c->multi = false;
 			r_status(o, "OK");
@@ -535,8 +555,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 				evbuffer_add_printf(o, "*%d\r\n", nq);
 				for (int i = 0; i < nq; i++) {
 					run(c, o, c->q[i].argc, c->q[i].argv);
-					for (int j = 0; j < c->q[i].argc; j++)
-						free(c->q[i].argv[j]);
+					free_args(c->q[i].argc, c->q[i].argv);
 				}
 			}
 		} else if (c->multi) {
@@ -544,17 +563,17 @@ static void on_read(struct bufferevent *bev, void *arg)
 				r_err(o, "ERR simulator: too many queued commands");
 			} else {
 				c->q[c->nqueued].argc = argc;
-				for (int j = 0; j < argc; j++)
-					c->q[c->nqueued].argv[j] = argv[j];
+				c->q[c->nqueued].argv = argv;
 				c->nqueued++;
 				argc = 0; /* kept */
+				argv = NULL;
 				r_status(o, "QUEUED");
 			}
 		} else {
 			run(c, o, argc, argv);
 		}
-		for (int i = 0; i < argc; i++)
-			free(argv[i]);
+		if (argv)
+			free_args(argc, argv);
 		if (!s->alive)
 			return; /* SIMKILL of its own port: c is gone */
 		if (!keep) {
