@@ -79,7 +79,7 @@ free_from() { # a base port with N free consecutive ports above it
 	local base p ok
 	for base in 21000 25000 29000 33000 37000; do
 		ok=1
-		for ((p = base; p <= base + $1; p += 7)); do
+		for ((p = base; p <= base + $1; p++)); do
 			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then ok=0; break; fi
 		done
 		[ $ok = 1 ] && { echo "$base"; return 0; }
@@ -155,6 +155,7 @@ run_trial() { # TRIAL: one line of results in $dir/rows
 				[ "$k" = 1 ] || args+=(--replicaof 127.0.0.1 "$(port $s 1)")
 				redis-server "${args[@]}" &
 				pids+=($!)
+				disown $!
 			done
 		done
 		for ((s = 1; s <= SHARDS; s++)); do
