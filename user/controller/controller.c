@@ -330,8 +330,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		a->shard = i;
 		c->shard_timer[i] = evtimer_new(c->base, on_shard_timer, a);
 	}
-	c->servers = calloc(cfg->nnodes + 1, sizeof(*c->servers));
-	c->node_timer = calloc(cfg->nnodes + 1, sizeof(*c->node_timer));
+	c->servers = calloc(cfg->nnodes + 1, sizeof(struct ctl_server *));
+	c->node_timer = calloc(cfg->nnodes + 1, sizeof(struct event *));
 	c->deadline = calloc(cfg->nnodes + 1, sizeof(*c->deadline));
 	c->reject_last = calloc(cfg->nnodes + 1, sizeof(*c->reject_last));
 	if (!c->servers || !c->node_timer || !c->deadline || !c->reject_last) {

@@ -238,6 +238,8 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 			evbuffer_add_printf(b, "STATE FILE NOT WRITTEN (retrying every second): %s\n",
 					    err);
 	}
+	if (!c->fo.nodes)
+		return; /* not set up (and the analyzer knows the nodes below are real) */
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 		struct fo_node *p = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;

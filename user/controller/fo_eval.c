@@ -247,7 +247,7 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 	struct fo_shard *s = fo_shard_of(c, n);
 	long long now = fo_now(c);
 	bool changed = !(n->flags & FO_N_REPORTED) || fo_report_changed(&n->rep, rep);
-	int touched[2 * FO_MAX_PEERS], ntouched = 0;
+	int touched[2 * FO_MAX_PEERS] = { 0 }, ntouched = 0;
 	struct fo_report none = { 0 };
 
 	if (rep->npeers || n->rep.npeers)

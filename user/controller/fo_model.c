@@ -21,7 +21,7 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 		if (cfg->shards[i].nnodes > FO_MAX_SHARD_NODES)
 			return -E2BIG;
 	c->nodes = calloc(cfg->nnodes ? cfg->nnodes : 1, sizeof(*c->nodes));
-	c->by_id = calloc(cfg->nnodes ? cfg->nnodes : 1, sizeof(*c->by_id));
+	c->by_id = calloc(cfg->nnodes ? cfg->nnodes : 1, sizeof(struct fo_node *));
 	if (!c->nodes || !c->by_id) {
 		fo_cluster_free(c);
 		return -ENOMEM;
@@ -50,7 +50,7 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 		n->port = cn->redis.port;
 		c->by_id[i] = n;
 	}
-	qsort(c->by_id, c->nnodes, sizeof(*c->by_id), by_id_cmp);
+	qsort(c->by_id, c->nnodes, sizeof(struct fo_node *), by_id_cmp);
 	c->shards = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(*c->shards));
 	if (!c->shards) {
 		fo_cluster_free(c);

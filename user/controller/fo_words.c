@@ -468,6 +468,8 @@ void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	char inst[400], m[400];
 	struct fo_event e;
 
+	if (!c->nodes)
+		return; /* never: the model is set up (for the analyzer) */
 	fo_instance_str(c, n, inst, sizeof(inst));
 	fo_publish(c, "+promoted-slave", "%s", inst);
 	fo_master_str(c, s, from, m, sizeof(m));
