@@ -68,7 +68,8 @@ struct node {
 	struct info_repl info;
 	/* The controller. */
 	redisAsyncContext *ctl;
-	int ctl_state; /* 0 none, 1 HELLO sent, 2 reporting */
+	int ctl_state; /* 0 none or connecting, 1 HELLO sent, 2 reporting */
+	long long ctl_since_ms; /* connect or HELLO sent: dropped if no answer in 2 heartbeats */
 	int ctl_backoff_ms;
 	struct event *ctl_retry;
 	unsigned long long seq;
@@ -319,6 +320,7 @@ static void on_ctl_connect(const redisAsyncContext *ac, int status)
 		return;
 	}
 	n->ctl_state = 1;
+	n->ctl_since_ms = mono_ms();
 	redisAsyncCommandArgv(n->ctl, on_hello, n, 5, argv, NULL);
 }
 
@@ -335,6 +337,7 @@ static void ctl_connect(struct node *n)
 	}
 	ac->data = n;
 	n->ctl = ac;
+	n->ctl_since_ms = mono_ms();
 	redisLibeventAttach(ac, g.base);
 	redisAsyncSetConnectCallback(ac, on_ctl_connect);
 	redisAsyncSetDisconnectCallback(ac, on_ctl_disconnect);
@@ -541,6 +544,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		}
 	} else {
 		g.missed++;
+		/* A connect or HELLO unanswered for 2 heartbeats (a full accept queue drops
+		 * it silently): dropped and dialled again, as the agent's request deadline. */
+		if (n->ctl && now - n->ctl_since_ms > 2 * g.hb_ms)
+			ctl_drop(n);
 	}
 	n->due_ms += g.hb_ms;
 	next = (int)(n->due_ms - mono_ms());
