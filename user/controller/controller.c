@@ -268,6 +268,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		c->listen_ep = &cfg->controller.listen;
 	}
 	make_myid(c);
+	ctl_myid_persist(c);
 	rc = fo_cluster_init(&c->fo, cfg, &ctl_ops, c);
 	if (rc == -E2BIG) {
 		pr_warn("failed to set up the cluster: a shard of %s has more than %d nodes\n",

@@ -59,6 +59,11 @@ struct ctl_conn {
 	char *psubs[CTL_MAX_SUBS];
 	int npsubs;
 	struct ctl_conn *next, *prev;
+	/* CLIENT ID/LIST/INFO/GETNAME/SETNAME/KILL (ctl_clients.c) */
+	unsigned long long id;
+	long long created_ms, last_cmd_ms;
+	char name[64];
+	char last_cmd[32];
 };
 
 /* The DNS record of one shard as the controller knows it. */
@@ -175,6 +180,12 @@ void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
 /* ctl_sentinel.c */
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
+/* ctl_clients.c: the connection's identity and the commands about commands */
+void ctl_client_opened(struct ctl_conn *k);
+void ctl_client_command(struct ctl_conn *k, const char *name);
+void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd);
+int ctl_clients_count(const struct ctl *c);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
@@ -182,6 +193,10 @@ void ctl_on_psubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_punsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_publish(struct ctl *c, const char *channel, const char *msg);
+/* Sentinel's myid survives a restart: kept in <state_file>.myid (written once). */
+void ctl_myid_persist(struct ctl *c);
+/* The server's run_id (INFO server, asked on every connect), or "". */
+const char *ctl_server_runid(const struct ctl *c, int node);
 /* fo_ops.event: logged, and published on flatline.<kind> (kind: r's) */
 void ctl_event(void *ctx, const char *kind, struct evrec *r);
 /* fo_ops.done: answers the client waiting for FLATLINE FAILOVER */

@@ -57,18 +57,17 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 			resp_error_reply(out, "NOPROTO sorry, this protocol version is not supported");
 			return;
 		}
-		resp_array(out, 14);
+		/* As a Sentinel answers it (no "role" in sentinel mode). */
+		resp_array(out, 12);
 		resp_str(out, "server");
-		resp_str(out, "flatline");
+		resp_str(out, "redis");
 		resp_str(out, "version");
 		resp_str(out, CTL_REDIS_VERSION);
 		resp_str(out, "proto");
 		resp_int(out, 2);
 		resp_str(out, "id");
-		resp_int(out, (long long)(intptr_t)k & 0xffffff);
+		resp_int(out, (long long)k->id);
 		resp_str(out, "mode");
-		resp_str(out, "sentinel");
-		resp_str(out, "role");
 		resp_str(out, "sentinel");
 		resp_str(out, "modules");
 		resp_array(out, 0);

@@ -21,11 +21,33 @@ struct ctl_server {
 	struct ctl *ctl;
 	int node;
 	struct redis_link *link;
+	char run_id[48]; /* INFO server's, asked on every connect */
 };
 
 static struct fo_node *server_node(const struct ctl_server *s)
 {
 	return &s->ctl->fo.nodes[s->node];
+}
+
+static void on_server_info(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	struct ctl_server *s = ctx;
+	const char *p;
+	size_t n;
+
+	(void)err;
+	(void)priv;
+	if (!rep || rep->type != REDIS_REPLY_STRING || !(p = strstr(rep->str, "run_id:")))
+		return;
+	p += 7;
+	n = strcspn(p, "\r\n");
+	if (n < sizeof(s->run_id))
+		snprintf(s->run_id, sizeof(s->run_id), "%.*s", (int)n, p);
+}
+
+const char *ctl_server_runid(const struct ctl *c, int node)
+{
+	return node >= 0 && node < FO_MAX_NODES && c->servers[node] ? c->servers[node]->run_id : "";
 }
 
 /* The handshake: before anything held for the connection. */
@@ -45,6 +67,12 @@ static void on_server_up(void *ctx)
 			redis_link_send(s->link, 2, auth_default);
 	}
 	redis_link_send(s->link, 3, setname);
+	s->run_id[0] = '\0'; /* a restart gets another */
+	{
+		const char *info[] = { "INFO", "server" };
+
+		redis_link_request(s->link, 1000, on_server_info, NULL, 2, info);
+	}
 }
 
 static void on_server_down(void *ctx, const char *why, int err)
