@@ -38,6 +38,7 @@ cluster() {
 	cl_up || fail "cluster did not come up"
 	OLD=1
 	local s="$CL_CTL_IP:$CL_CTL_PORT"
+	cl_spawn events "$CL_NS_CTL" "$PY" "$PWD/tests/lib/sentinel_events.py" "$CL_CTL_IP" "$CL_CTL_PORT" "$CL_DIR/events.txt"
 	cl_spawn ioredis "$CL_NS_CTL" node "$NODE_DIR/app.js" "$s" "$CL_SHARD" wio "$RATE" "$CL_DIR/ioredis.out"
 	cl_spawn redispy "$CL_NS_CTL" "$PY" "$PWD/tests/lib/clientapp.py" "$s" "$CL_SHARD" wpy "$RATE" "$CL_DIR/redispy.out"
 	cl_until 15 acked_over ioredis 100 || fail "ioredis wrote nothing: $(tail -n 3 "$CL_DIR/log/ioredis.out" "$CL_DIR/ioredis.out")"
@@ -69,12 +70,59 @@ new_primary() {
 	[ "$(grep -c . <<<"$NEW")" = 1 ] && [ "$NEW" != "$OLD" ] || fail "primaries now: $(tr '\n' ' ' <<<"$NEW")"
 }
 
+# events_in_order CHANNEL-OR-"CHANNEL PAYLOAD-REGEX"...: each appears in the recorded
+# Sentinel event stream, after the one before it (Sentinel's order).
+events_in_order() {
+	local from=0 e line
+	for e in "$@"; do
+		line=$(awk -v from="$from" -v e="$e" 'BEGIN { sub(/^[+]/, "[+]", e); re = "^" e "( |$)" }
+			NR > from && $0 ~ re { print NR; exit }' "$CL_DIR/events.txt")
+		[ -n "$line" ] || fail "no '$e' after line $from of the event stream: $(cat "$CL_DIR/events.txt")"
+		from=$line
+	done
+}
+
+# The replica addresses as Sentinel words them.
+slave_of() { # IDX MASTER-IDX
+	echo "slave $(cl_ip "$1"):6379 $(cl_ip "$1") 6379 @ $CL_SHARD $(cl_ip "$2") 6379"
+}
+master_at() { echo "master $CL_SHARD $(cl_ip "$1") 6379"; }
+
+# The stream of a failover from OLD to NEW, the third node R: Sentinel's kinds, payloads
+# and order (sentinel.c: sentinelStartFailover ... sentinelFailoverSwitchToPromotedSlave).
+failover_stream() { # OLD NEW R [crash]
+	local o=$1 n=$2 r=$3 crash=${4:-}
+	local head=() tail=()
+	[ -z "$crash" ] || head=("+sdown $(master_at "$o")" "+odown $(master_at "$o") #quorum 1/1")
+	[ -z "$crash" ] || tail=("-odown $(master_at "$o")")
+	cl_until 10 grep -q '^+switch-master ' "$CL_DIR/events.txt" || fail "no +switch-master: $(cat "$CL_DIR/events.txt")"
+	events_in_order "${head[@]}" "+new-epoch [0-9]+" "+try-failover $(master_at "$o")" \
+		"+elected-leader $(master_at "$o")" "+failover-state-select-slave $(master_at "$o")" \
+		"+selected-slave $(slave_of "$n" "$o")" \
+		"+failover-state-send-slaveof-noone $(slave_of "$n" "$o")" \
+		"+failover-state-wait-promotion $(slave_of "$n" "$o")" \
+		"+promoted-slave $(slave_of "$n" "$o")" "+failover-state-reconf-slaves $(master_at "$o")" \
+		"+slave-reconf-sent $(slave_of "$r" "$o")" "+slave-reconf-inprog $(slave_of "$r" "$o")" \
+		"+slave-reconf-done $(slave_of "$r" "$o")" "${tail[@]}" \
+		"+failover-end $(master_at "$o")" \
+		"+switch-master $CL_SHARD $(cl_ip "$o") 6379 $(cl_ip "$n") 6379" \
+		"+slave $(slave_of "$r" "$n")"
+}
+
 test_clients_sigkill() {
 	cluster
 	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
 	new_primary
 	moved ioredis
 	moved redispy
+	failover_stream 1 "$NEW" $((5 - NEW)) crash
+	events_in_order "+switch-master" "+sdown $(slave_of 1 "$NEW")"
+	cl_redis_start 1 # back, empty: converted
+	cl_until 10 cl_linked 1 "$NEW" || fail "the old primary did not come back as a replica"
+	cl_until 10 grep -q '^+convert-to-slave ' "$CL_DIR/events.txt" || fail "no +convert-to-slave"
+	events_in_order "+switch-master" "-sdown $(slave_of 1 "$NEW")"
+	events_in_order "+switch-master" "-role-change $(slave_of 1 "$NEW") new reported role is master" \
+		"+convert-to-slave $(slave_of 1 "$NEW")"
 }
 
 test_clients_switchover() {
@@ -86,6 +134,10 @@ test_clients_switchover() {
 	cl_until 10 cl_linked 1 2 || fail "the old primary does not follow the new one: $(cl_role 1)"
 	moved ioredis
 	moved redispy
+	failover_stream 1 2 3
+	events_in_order "+switch-master" "+slave $(slave_of 1 2)" \
+		"-role-change $(slave_of 1 2) new reported role is master" "+convert-to-slave $(slave_of 1 2)"
+	! grep -q '^[+-]odown\|^+sdown' "$CL_DIR/events.txt" || fail "a planned switchover with sdown/odown: $(cat "$CL_DIR/events.txt")"
 }
 
 TESTS=(test_clients_switchover test_clients_sigkill)
