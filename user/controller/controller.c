@@ -281,6 +281,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	c->fo.now_ms = clk_mono;
 	c->fo.wall_ms = clk_wall;
 	c->fo.starting = true;
+	rc = ctl_runtime_load(c);
+	if (rc < 0)
+		pr_warn("failed to read %s.runtime: %s\n", c->state_file, strerror(-rc));
 	rc = c->ha || cfg->etcd.enabled ? -ENOENT : fo_state_load(&c->fo, c->state_file, err, sizeof(err));
 	if (rc == -ENOENT && cfg->etcd.enabled) {
 		pr_info("HA mode: controller %s, the state in etcd under %s\n", c->id,

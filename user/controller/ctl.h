@@ -186,6 +186,12 @@ void ctl_client_command(struct ctl_conn *k, const char *name);
 void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd);
 int ctl_clients_count(const struct ctl *c);
+/* ctl_runtime.c: runtime configuration (<state_file>.runtime) */
+int ctl_runtime_load(struct ctl *c);
+bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_runtime_status(struct ctl *c, struct evbuffer *b);
+void ctl_runtime_event(struct ctl *c, const char *kind);
+unsigned ctl_runtime_simulate_flags(void);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);

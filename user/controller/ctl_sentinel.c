@@ -69,6 +69,7 @@ void ctl_event(void *ctx, const char *kind, struct evrec *r)
 	ctl_log(c, r);
 	snprintf(chan, sizeof(chan), "flatline.%.50s", kind);
 	ctl_publish(c, chan, line);
+	ctl_runtime_event(c, kind);
 }
 
 void ctl_failover_done(void *ctx, int shard, const char *result)
@@ -409,15 +410,8 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "ckquorum") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
 			reply_ckquorum(c, out);
-	} else if (!strcasecmp(sub, "flushconfig") && cmd->argc == 2) {
-		resp_status(out, "OK");
-	} else if (!strcasecmp(sub, "is-master-down-by-addr") ||
-		   !strcasecmp(sub, "monitor") || !strcasecmp(sub, "remove") ||
-		   !strcasecmp(sub, "set") || !strcasecmp(sub, "reset") ||
-		   !strcasecmp(sub, "config") || !strcasecmp(sub, "simulate-failure")) {
-		snprintf(e, sizeof(e), "ERR SENTINEL %.40s is not supported by flatline: the cluster "
-				       "file is the configuration", sub);
-		resp_error_reply(out, e);
+	} else if (ctl_runtime_sentinel(k, cmd)) {
+		return;
 	} else {
 		snprintf(e, sizeof(e), "ERR unknown subcommand or wrong number of arguments for "
 				       "'%.40s'. Try SENTINEL HELP.", sub);
@@ -462,8 +456,9 @@ void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
 		evbuffer_add_printf(t, "# Sentinel\r\nsentinel_masters:%d\r\nsentinel_tilt:%d\r\n"
 				       "sentinel_tilt_since_seconds:%d\r\n"
 				       "sentinel_running_scripts:0\r\nsentinel_scripts_queue_length:0\r\n"
-				       "sentinel_simulate_failure_flags:0\r\n",
-				    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1);
+				       "sentinel_simulate_failure_flags:%u\r\n",
+				    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1,
+				    ctl_runtime_simulate_flags());
 		for (int i = 0; i < c->fo.nshards; i++) {
 			struct fo_shard *s = &c->fo.shards[i];
 			struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
