@@ -140,5 +140,46 @@ test_clients_switchover() {
 	! grep -q '^[+-]odown\|^+sdown' "$CL_DIR/events.txt" || fail "a planned switchover with sdown/odown: $(cat "$CL_DIR/events.txt")"
 }
 
-TESTS=(test_clients_switchover test_clients_sigkill)
+ctl_cli() { cl_ctl timeout 5 redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" "$@"; }
+
+# What a client library and an operator ask beyond the failover: the identity
+# (runid, a myid that survives a restart, replica-announced, HELLO, INFO sections,
+# CLIENT and COMMAND through redis-py's own methods) and runtime configuration
+# (SENTINEL SET kept across a restart, shown by flatline status).
+test_identity_and_runtime_config() {
+	local myid runid out
+	cluster
+	myid=$(ctl_cli sentinel myid)
+	runid=$(cl_redis 1 info server | tr -d '\r' | sed -n 's/^run_id://p')
+	[ "$(ctl_cli sentinel master "$CL_SHARD" | sed -n '/^runid$/{n;p}')" = "$runid" ] ||
+		fail "runid is not the server's ($runid): $(ctl_cli sentinel master "$CL_SHARD" | head -8 | tr '\n' ' ')"
+	ctl_cli sentinel replicas "$CL_SHARD" | grep -qx replica-announced || fail "no replica-announced"
+	out=$(ctl_cli hello 2 | tr '\n' ' ')
+	[[ $out == "server redis version "*" proto 2 id "*" mode sentinel modules "* ]] || fail "HELLO: $out"
+	out=$(ctl_cli info sentinel | tr -d '\r')
+	grep -q '^# Sentinel' <<<"$out" && ! grep -q '^# Server' <<<"$out" || fail "INFO sentinel: $out"
+	cl_ctl "$PY" - "$CL_CTL_IP" "$CL_CTL_PORT" <<-'PYEOF' || fail "redis-py's client and command methods failed"
+		import sys, redis
+		r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), decode_responses=True)
+		i = r.client_id()
+		assert r.client_setname("app") and r.client_getname() == "app"
+		assert r.client_info()["id"] == i and r.client_info()["name"] == "app"
+		assert any(c["id"] == str(i) for c in r.client_list())
+		assert r.command_count() > 10
+	PYEOF
+	# Runtime configuration: AUTH first, kept in <state_file>.runtime, over a restart.
+	out=$(ctl_cli sentinel set "$CL_SHARD" down-after-milliseconds 4321)
+	[[ $out == NOAUTH* ]] || fail "SENTINEL SET without AUTH: $out"
+	out=$(ctl_cli -a "$CL_SECRET" --no-auth-warning sentinel set "$CL_SHARD" down-after-milliseconds 4321)
+	[ "$out" = OK ] || fail "SENTINEL SET: $out"
+	cl_stop controller
+	cl_controller_start || fail "controller did not restart"
+	[ "$(ctl_cli sentinel myid)" = "$myid" ] || fail "myid changed over a restart"
+	[ "$(ctl_cli sentinel master "$CL_SHARD" | sed -n '/^down-after-milliseconds$/{n;p}')" = 4321 ] ||
+		fail "down-after-milliseconds not kept: $(ctl_cli sentinel master "$CL_SHARD" | tr '\n' ' ')"
+	cl_ctl "$FL" status -c "$CL_CONF" | grep -q 'set at runtime.*down-after-milliseconds=4321' ||
+		fail "flatline status does not show it: $(cl_ctl "$FL" status -c "$CL_CONF" | tail -n 3)"
+}
+
+TESTS=(test_clients_switchover test_clients_sigkill test_identity_and_runtime_config)
 run_tests
