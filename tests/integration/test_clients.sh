@@ -167,6 +167,20 @@ test_identity_and_runtime_config() {
 		assert any(c["id"] == str(i) for c in r.client_list())
 		assert r.command_count() > 10
 	PYEOF
+	# RESP3 after HELLO 3: a map for SENTINEL MASTER, push messages for pub/sub.
+	cl_ctl "$PY" - "$CL_CTL_IP" "$CL_CTL_PORT" "$CL_SHARD" <<-'PYEOF' || fail "RESP3 replies"
+		import socket, sys, time
+		s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)
+		def cmd(*a):
+		    s.sendall(("*%d\r\n" % len(a) + "".join("$%d\r\n%s\r\n" % (len(x), x) for x in a)).encode())
+		def read():
+		    time.sleep(0.2)
+		    return s.recv(65536).decode()
+		cmd("HELLO", "3"); r = read(); assert r.startswith("%6\r\n") and "proto\r\n:3" in r, r
+		cmd("SENTINEL", "MASTER", sys.argv[3]); r = read(); assert r.startswith("%20\r\n"), r[:40]
+		cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "nosuch"); r = read(); assert r == "_\r\n", r
+		cmd("SUBSCRIBE", "+switch-master"); r = read(); assert r.startswith(">3\r\n"), r
+	PYEOF
 	# Runtime configuration: AUTH first, kept in <state_file>.runtime, over a restart.
 	out=$(ctl_cli sentinel set "$CL_SHARD" down-after-milliseconds 4321)
 	[[ $out == NOAUTH* ]] || fail "SENTINEL SET without AUTH: $out"

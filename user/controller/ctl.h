@@ -51,6 +51,7 @@ struct ctl_conn {
 #define CTL_C_PUBSUB (1u << 2)  /* subscribed to a channel or a pattern */
 #define CTL_C_CLOSING (1u << 3) /* closes once its output is flushed */
 #define CTL_C_WAITING (1u << 4) /* a FLATLINE FAILOVER answer is deferred */
+#define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
 	int node;
 	long long seq;
 	struct event *resume; /* reads on after a deferred answer */
@@ -186,6 +187,10 @@ void ctl_client_command(struct ctl_conn *k, const char *name);
 void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd);
 int ctl_clients_count(const struct ctl *c);
+/* Reply types that differ with the protocol (RESP2 / RESP3 after HELLO 3). */
+void ctl_reply_map(const struct ctl_conn *k, struct evbuffer *o, long npairs);
+void ctl_reply_null(const struct ctl_conn *k, struct evbuffer *o, bool array);
+void ctl_reply_push(const struct ctl_conn *k, struct evbuffer *o, long n);
 /* ctl_runtime.c: runtime configuration (<state_file>.runtime) */
 int ctl_runtime_load(struct ctl *c);
 bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);

@@ -33,6 +33,32 @@ void ctl_client_command(struct ctl_conn *k, const char *name)
 	k->last_cmd[i] = '\0';
 }
 
+void ctl_reply_map(const struct ctl_conn *k, struct evbuffer *o, long npairs)
+{
+	if (k->flags & CTL_C_RESP3)
+		evbuffer_add_printf(o, "%%%ld\r\n", npairs);
+	else
+		resp_array(o, 2 * npairs);
+}
+
+void ctl_reply_null(const struct ctl_conn *k, struct evbuffer *o, bool array)
+{
+	if (k->flags & CTL_C_RESP3)
+		evbuffer_add(o, "_\r\n", 3);
+	else if (array)
+		resp_null_array(o);
+	else
+		resp_nil(o);
+}
+
+void ctl_reply_push(const struct ctl_conn *k, struct evbuffer *o, long n)
+{
+	if (k->flags & CTL_C_RESP3)
+		evbuffer_add_printf(o, ">%ld\r\n", n);
+	else
+		resp_array(o, n);
+}
+
 int ctl_clients_count(const struct ctl *c)
 {
 	int n = 0;
@@ -57,11 +83,12 @@ static void client_line(struct evbuffer *b, const struct ctl_conn *k)
 			    "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s "
 			    "db=0 sub=%d psub=%d ssub=0 multi=-1 qbuf=%zu qbuf-free=0 argv-mem=0 "
 			    "multi-mem=0 rbs=16384 rbp=0 obl=%zu oll=0 omem=%zu tot-mem=%zu "
-			    "events=r%s cmd=%s user=default redir=-1 resp=2\n",
+			    "events=r%s cmd=%s user=default redir=-1 resp=%d\n",
 			    k->id, k->peer, laddr, (int)bufferevent_getfd(k->bev), k->name,
 			    (now - k->created_ms) / 1000, (now - k->last_cmd_ms) / 1000,
 			    (k->flags & CTL_C_PUBSUB) ? "P" : "N", k->nsubs, k->npsubs, qbuf, obl,
-			    obl, obl + qbuf, obl ? "w" : "", k->last_cmd);
+			    obl, obl + qbuf, obl ? "w" : "", k->last_cmd,
+			    (k->flags & CTL_C_RESP3) ? 3 : 2);
 }
 
 static void reply_text(struct evbuffer *out, struct evbuffer *t)
@@ -160,7 +187,7 @@ void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd)
 		if (k->name[0])
 			resp_str(out, k->name);
 		else
-			resp_nil(out);
+			ctl_reply_null(k, out, false);
 	} else if (!strcasecmp(sub, "setname") && cmd->argc == 3) {
 		if (strpbrk(cmd->argv[2], " \n") || strlen(cmd->argv[2]) >= sizeof(k->name)) {
 			resp_error_reply(out, "ERR Client names cannot contain spaces, newlines or "
@@ -309,7 +336,7 @@ void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd)
 			int i = cmd->argc == 2 ? a : find_command(cmd->argv[a + 2]);
 
 			if (i < 0)
-				resp_null_array(out);
+				ctl_reply_null(k, out, true);
 			else
 				command_info(out, i);
 		}
@@ -320,7 +347,7 @@ void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd)
 			n += find_command(cmd->argv[a]) >= 0;
 		if (cmd->argc == 2)
 			n = NCOMMANDS;
-		resp_array(out, 2 * n);
+		ctl_reply_map(k, out, n);
 		for (int a = 0; a < (cmd->argc == 2 ? NCOMMANDS : cmd->argc - 2); a++) {
 			int i = cmd->argc == 2 ? a : find_command(cmd->argv[a + 2]);
 

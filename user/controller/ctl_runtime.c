@@ -329,7 +329,7 @@ static void rt_config_get(struct ctl_conn *k, const char *pattern)
 
 	for (int i = 0; i < NKEYS; i++)
 		n += keys[i].config && !fnmatch(pattern, keys[i].name, FNM_CASEFOLD);
-	resp_array(out, 2 * n);
+	ctl_reply_map(k, out, n);
 	for (int i = 0; i < NKEYS; i++) {
 		if (!keys[i].config || fnmatch(pattern, keys[i].name, FNM_CASEFOLD))
 			continue;
@@ -367,7 +367,7 @@ static void rt_debug(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_status(out, "OK");
 		return;
 	}
-	resp_array(out, 2 * 4);
+	ctl_reply_map(k, out, 4);
 	for (size_t j = 0; j < sizeof(shown) / sizeof(shown[0]); j++) {
 		current(c, key_idx(shown[j]), v, sizeof(v));
 		kv(out, shown[j], v);

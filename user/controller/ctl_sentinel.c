@@ -21,11 +21,11 @@ static void conn_send_message(struct ctl_conn *k, const char *pattern, const cha
 	struct evbuffer *out = bufferevent_get_output(k->bev);
 
 	if (pattern) {
-		resp_array(out, 4);
+		ctl_reply_push(k, out, 4);
 		resp_str(out, "pmessage");
 		resp_str(out, pattern);
 	} else {
-		resp_array(out, 3);
+		ctl_reply_push(k, out, 3);
 		resp_str(out, "message");
 	}
 	resp_str(out, channel);
@@ -166,10 +166,13 @@ static long long age_ms(long long since)
 }
 
 /* The first 14 fields SENTINEL MASTER and SENTINEL REPLICAS answer with. */
-static void reply_instance(struct ctl *c, struct evbuffer *o, int nfields, const char *name,
-			   const struct fo_node *n, const char *flags, const char *role)
+static void reply_instance(const struct ctl_conn *k, struct evbuffer *o, int nfields,
+			   const char *name, const struct fo_node *n, const char *flags,
+			   const char *role)
 {
-	resp_array(o, 2 * nfields);
+	struct ctl *c = k->ctl;
+
+	ctl_reply_map(k, o, nfields);
 	kv_str(o, "name", name);
 	kv_str(o, "ip", n->host);
 	kv_int(o, "port", n->port);
@@ -253,8 +256,9 @@ static void reply_ckquorum(struct ctl *c, struct evbuffer *o)
 	resp_status(o, msg);
 }
 
-static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shard *s)
+static void reply_master(const struct ctl_conn *k, struct evbuffer *o, const struct fo_shard *s)
 {
+	struct ctl *c = k->ctl;
 	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] :
 						    &c->fo.nodes[s->nodes[0]];
 	char flags[96];
@@ -262,7 +266,7 @@ static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shar
 	snprintf(flags, sizeof(flags), "master%s%s%s", (m->flags & FO_N_SDOWN) ? ",s_down" : "",
 		 (s->flags & FO_S_ODOWN) || s->primary < 0 ? ",o_down" : "",
 		 s->fo.state != FO_ST_NONE ? ",failover_in_progress" : "");
-	reply_instance(c, o, 20, s->name, m, flags, "master");
+	reply_instance(k, o, 20, s->name, m, flags, "master");
 	kv_int(o, "config-epoch", s->epoch);
 	kv_int(o, "num-slaves", s->nnodes - 1);
 	kv_int(o, "num-other-sentinels", other_controllers(c, NULL, NULL, 0));
@@ -271,9 +275,10 @@ static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shar
 	kv_int(o, "parallel-syncs", s->nnodes);
 }
 
-static void reply_replica(struct ctl *c, struct evbuffer *o, const struct fo_shard *s,
+static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const struct fo_shard *s,
 			  const struct fo_node *n)
 {
+	struct ctl *c = k->ctl;
 	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
 	const struct info_repl *r = n->info_ok && n->info_ms >= n->last_report_ms ? &n->info :
 										     &n->rep.repl;
@@ -285,7 +290,7 @@ static void reply_replica(struct ctl *c, struct evbuffer *o, const struct fo_sha
 		 (n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok ?
 			 "" :
 			 ",disconnected");
-	reply_instance(c, o, 21, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
+	reply_instance(k, o, 21, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
 	kv_int(o, "master-link-down-time", 0);
 	kv_str(o, "master-link-status", link ? "ok" : "err");
 	kv_str(o, "master-host", r->master_host[0] ? r->master_host : (m ? m->host : "?"));
@@ -374,7 +379,7 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 
 		s = fo_find_shard(&c->fo, cmd->argv[2]);
 		if (!s || s->primary < 0) {
-			resp_null_array(out);
+			ctl_reply_null(k, out, true);
 			return;
 		}
 		snprintf(port, sizeof(port), "%d", c->fo.nodes[s->primary].port);
@@ -384,10 +389,10 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "masters") && cmd->argc == 2) {
 		resp_array(out, c->fo.nshards);
 		for (int i = 0; i < c->fo.nshards; i++)
-			reply_master(c, out, &c->fo.shards[i]);
+			reply_master(k, out, &c->fo.shards[i]);
 	} else if (!strcasecmp(sub, "master") && cmd->argc == 3) {
 		if ((s = shard_arg(k, cmd->argv[2])))
-			reply_master(c, out, s);
+			reply_master(k, out, s);
 	} else if ((!strcasecmp(sub, "replicas") || !strcasecmp(sub, "slaves")) &&
 		   cmd->argc == 3) {
 		int n = 0;
@@ -399,7 +404,7 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_array(out, n);
 		for (int i = 0; i < s->nnodes; i++)
 			if (s->nodes[i] != s->primary)
-				reply_replica(c, out, s, &c->fo.nodes[s->nodes[i]]);
+				reply_replica(k, out, s, &c->fo.nodes[s->nodes[i]]);
 	} else if (!strcasecmp(sub, "sentinels") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
 			reply_sentinels(c, out); /* HA: the other controllers; else none */
@@ -490,15 +495,15 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 	}
 	if (!sub && cmd->argc == 1) { /* all of them */
 		if (!*n) {
-			resp_array(out, 3);
+			ctl_reply_push(k, out, 3);
 			resp_str(out, verb);
-			resp_nil(out);
+			ctl_reply_null(k, out, false);
 			resp_int(out, k->nsubs + k->npsubs);
 		}
 		while (*n) {
 			char *ch = list[--*n];
 
-			resp_array(out, 3);
+			ctl_reply_push(k, out, 3);
 			resp_str(out, verb);
 			resp_str(out, ch);
 			resp_int(out, k->nsubs + k->npsubs);
@@ -519,7 +524,7 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 			free(list[found]);
 			list[found] = list[--*n];
 		}
-		resp_array(out, 3);
+		ctl_reply_push(k, out, 3);
 		resp_str(out, verb);
 		resp_str(out, cmd->argv[a]);
 		resp_int(out, k->nsubs + k->npsubs);
