@@ -350,6 +350,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_servers_start(c);
 	if (rc)
 		goto fail;
+	rc = ctl_hooks_start(c);
+	if (rc)
+		goto fail;
 	rc = ctl_listen(c);
 	if (rc)
 		goto fail;
@@ -423,6 +426,7 @@ void ctl_free(struct ctl *c)
 	ctl_ha_free(c);
 	ctl_state_stop(c);
 	ctl_servers_free(c);
+	ctl_hooks_stop();
 	for (int i = 0; c->node_timer && i < c->nnodes; i++)
 		if (c->node_timer[i])
 			event_free(c->node_timer[i]);

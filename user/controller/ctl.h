@@ -197,6 +197,13 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_runtime_status(struct ctl *c, struct evbuffer *b);
 void ctl_runtime_event(struct ctl *c, const char *kind);
 unsigned ctl_runtime_simulate_flags(void);
+/* ctl_hooks.c: notification_script and client_reconfig_script */
+int ctl_hooks_start(struct ctl *c);
+void ctl_hooks_stop(void);
+void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg);
+int ctl_hooks_running(void);
+int ctl_hooks_queued(void);
+void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);

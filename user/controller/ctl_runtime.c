@@ -482,7 +482,7 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "info-cache") && cmd->argc >= 2) {
 		rt_info_cache(k, cmd);
 	} else if (!strcasecmp(sub, "pending-scripts") && cmd->argc == 2) {
-		resp_array(out, 0); /* no scripts configured */
+		ctl_hooks_pending(k, out);
 	} else if (!strcasecmp(sub, "help") && cmd->argc == 2) {
 		rt_help(out);
 	} else if (!strcasecmp(sub, "reset") && cmd->argc == 3) {

@@ -34,6 +34,8 @@ static void conn_send_message(struct ctl_conn *k, const char *pattern, const cha
 
 void ctl_publish(struct ctl *c, const char *channel, const char *msg)
 {
+	if (strncmp(channel, "flatline.", 9))
+		ctl_hooks_event(c, channel, msg);
 	for (struct ctl_conn *k = c->conns; k; k = k->next) {
 		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))
 			continue;
@@ -460,10 +462,10 @@ void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
 	if (info_wants(cmd, "sentinel")) {
 		evbuffer_add_printf(t, "# Sentinel\r\nsentinel_masters:%d\r\nsentinel_tilt:%d\r\n"
 				       "sentinel_tilt_since_seconds:%d\r\n"
-				       "sentinel_running_scripts:0\r\nsentinel_scripts_queue_length:0\r\n"
+				       "sentinel_running_scripts:%d\r\nsentinel_scripts_queue_length:%d\r\n"
 				       "sentinel_simulate_failure_flags:%u\r\n",
-				    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1,
-				    ctl_runtime_simulate_flags());
+				    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(),
+				    ctl_hooks_queued() - ctl_hooks_running(), ctl_runtime_simulate_flags());
 		for (int i = 0; i < c->fo.nshards; i++) {
 			struct fo_shard *s = &c->fo.shards[i];
 			struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
