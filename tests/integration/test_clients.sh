@@ -32,6 +32,11 @@ need_clients() {
 cluster() {
 	need_clients
 	export FL_NODE_PREFIX=c${BASHPID}n
+	# Sentinel's scripts: each call's arguments, a line in $T/hook.out.
+	printf '#!/bin/sh\necho "$@" >>%s/hook.out\n' "$T" >"$T/hook.sh"
+	chmod +x "$T/hook.sh"
+	export FL_CTL_CONF="notification_script = $T/hook.sh
+client_reconfig_script = $T/hook.sh"
 	CL_KEEP=1
 	cl_init "$T/cl" "flc$BASHPID"
 	on_exit cl_down
@@ -117,6 +122,12 @@ test_clients_sigkill() {
 	moved redispy
 	failover_stream 1 "$NEW" $((5 - NEW)) crash
 	events_in_order "+switch-master" "+sdown $(slave_of 1 "$NEW")"
+	# The scripts ran, with Sentinel's arguments.
+	cl_until 10 grep -q "^$CL_SHARD leader start $(cl_ip 1) 6379 $(cl_ip "$NEW") 6379\$" "$T/hook.out" ||
+		fail "client_reconfig_script not run as Sentinel runs it: $(cat "$T/hook.out" 2>&1)"
+	grep -q "^+switch-master $CL_SHARD $(cl_ip 1) 6379 $(cl_ip "$NEW") 6379\$" "$T/hook.out" &&
+		grep -q "^+odown master $CL_SHARD $(cl_ip 1) 6379 #quorum 1/1\$" "$T/hook.out" ||
+		fail "notification_script not run as Sentinel runs it: $(cat "$T/hook.out")"
 	cl_redis_start 1 # back, empty: converted
 	cl_until 10 cl_linked 1 "$NEW" || fail "the old primary did not come back as a replica"
 	cl_until 10 grep -q '^+convert-to-slave ' "$CL_DIR/events.txt" || fail "no +convert-to-slave"
