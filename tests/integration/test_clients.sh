@@ -49,7 +49,10 @@ client_reconfig_script = $T/hook.sh"
 	cl_until 15 acked_over ioredis 100 || fail "ioredis wrote nothing: $(tail -n 3 "$CL_DIR/log/ioredis.out" "$CL_DIR/ioredis.out")"
 	cl_until 15 acked_over redispy 100 || fail "redis-py wrote nothing: $(tail -n 3 "$CL_DIR/log/redispy.out" "$CL_DIR/redispy.out")"
 }
-acked_over() { [ "$(grep -c '^A ' "$CL_DIR/$1.out" 2>/dev/null)" -gt "$2" ]; }
+count_lines() { # KIND FILE: lines starting with KIND (0 when none or no file)
+	awk -v k="$1" '$1 == k { n++ } END { print n + 0 }' "$2" 2>/dev/null || echo 0
+}
+acked_over() { [ "$(count_lines A "$CL_DIR/$1.out")" -gt "$2" ]; }
 
 ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
 
@@ -60,19 +63,19 @@ ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
 # server dies or drops it. ioredis resends such a command on its new connection.
 moved() {
 	local app=$1 window=${2:-} n addr errs late
-	n=$(grep -c '^A ' "$CL_DIR/$app.out")
+	n=$(count_lines A "$CL_DIR/$app.out")
 	cl_until 10 acked_over "$app" $((n + 100)) ||
 		fail "$app stopped writing: $(tail -n 3 "$CL_DIR/$app.out")"
 	addr=$(grep '^A ' "$CL_DIR/$app.out" | tail -n 1 | awk '{ print $4 }')
 	[ "${addr%:*}" = "$(cl_ip "$NEW")" ] ||
 		fail "$app writes to $addr, not to the new primary $(cl_ip "$NEW")"
-	errs=$(grep -c '^E ' "$CL_DIR/$app.out")
+	errs=$(count_lines E "$CL_DIR/$app.out")
 	if [ -z "$window" ] && [ "$errs" != 0 ]; then
 		fail "$errs errors reached $app: $(grep '^E ' "$CL_DIR/$app.out" | head -n 3)"
 	fi
 	late=$(awk -v end="$T_END_NS" '$1 == "E" && ($3 > end + 1000000000 || $0 !~ /ConnectionError|Connection closed|Error while reading|Connection refused|Connection reset/)' "$CL_DIR/$app.out")
 	[ -z "$late" ] || fail "errors reached $app outside the failover or not a lost connection: $(head -n 3 <<<"$late")"
-	echo "    $app: $(grep -c '^A ' "$CL_DIR/$app.out") writes acknowledged, $errs errors (lost connections during the failover), now on $addr" >&2
+	echo "    $app: $(count_lines A "$CL_DIR/$app.out") writes acknowledged, $errs errors (lost connections during the failover), now on $addr" >&2
 	record_fig "$app $errs errors"
 }
 record_fig() { FIGS="${FIGS:+$FIGS, }$*"; }
