@@ -589,9 +589,15 @@ void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *o
 			continue;
 		slave_str(c, s, n, f->to, inst, sizeof(inst));
 		fo_publish(c, "+slave", "%s", inst);
-		if (n->idx == f->from && (n->flags & FO_N_SDOWN))
+	}
+	{
+		const struct fo_node *o = &c->nodes[f->from];
+		char inst[400];
+
+		slave_str(c, s, o, f->to, inst, sizeof(inst));
+		if (o->flags & FO_N_SDOWN)
 			fo_publish(c, "+sdown", "%s", inst);
-		else if (n->idx == f->from && list_has(ok, n->id))
+		else if (list_has(ok, o->id))
 			say_converted(c, inst);
 	}
 	fo_ev_begin(&e, "failover_end", s);
