@@ -293,9 +293,11 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, bool config)
 			resp_error_reply(out, why);
 			return;
 		}
-		if (apply(c, i, cmd->argv[a + 1], why + 4, sizeof(why) - 4)) {
-			memcpy(why, "ERR ", 4);
-			resp_error_reply(out, why);
+		if (apply(c, i, cmd->argv[a + 1], why, sizeof(why))) {
+			char e[260];
+
+			snprintf(e, sizeof(e), "ERR %s", why);
+			resp_error_reply(out, e);
 			return;
 		}
 	}
@@ -393,7 +395,7 @@ static void rt_info_cache(struct ctl_conn *k, struct resp_cmd *cmd)
 			want |= !strcmp(cmd->argv[a], c->fo.shards[i].name);
 		n += want;
 	}
-	resp_array(out, 2 * n);
+	resp_array(out, 2L * n);
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 		bool want = cmd->argc == 2;
@@ -521,7 +523,8 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		simulate_flags = f;
 		resp_status(out, "OK");
 	} else if (!strcasecmp(sub, "is-master-down-by-addr") && cmd->argc == 6) {
-		struct fo_node *n = fo_node_by_addr(&c->fo, cmd->argv[2], atoi(cmd->argv[3]));
+		struct fo_node *n = fo_node_by_addr(&c->fo, cmd->argv[2],
+							   (int)strtol(cmd->argv[3], NULL, 10));
 		struct fo_shard *s = n && n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 		bool down = s && s->primary == n->idx && (n->flags & FO_N_SDOWN);
 

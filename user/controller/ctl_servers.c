@@ -199,7 +199,7 @@ static void on_replicaof_reply(void *ctx, redisReply *rep, const char *err_in, v
 	struct ctl_server *s = ctx;
 	struct ctl *c = s->ctl;
 	struct fo_node *n = server_node(s);
-	struct fo_node *m = &c->fo.nodes[(intptr_t)priv];
+	const struct fo_node *m = priv; /* the new master: c->fo.nodes[] stays put */
 	char err[200] = "";
 	bool ok;
 
@@ -331,7 +331,7 @@ void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms)
 	redis_link_send(l, 2, rewrite);
 	redis_link_send(l, 4, kill_normal);
 	redis_link_send(l, 4, kill_pubsub);
-	redis_link_request(l, timeout_ms, on_replicaof_reply, (void *)(intptr_t)master, 1, exec);
+	redis_link_request(l, timeout_ms, on_replicaof_reply, (void *)m, 1, exec);
 }
 
 /* The first INFO round at start: answers count down c->discover_pending. */
