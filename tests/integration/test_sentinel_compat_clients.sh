@@ -59,8 +59,9 @@ ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
 # moved APP [window]: after the failover, APP has had 100 more writes acknowledged, by
 # the new primary; no error reached it — or, with "window", errors only for writes
 # issued while the shard had no primary (until the failover ended, within 1 s), each a
-# lost connection: what redis-py's default (no retry) gives a command in flight when its
-# server dies or drops it. ioredis resends such a command on its new connection.
+# lost connection or MasterNotFoundError (the API says the master is down): what
+# redis-py's default (no retry) gives a command in flight when its server dies or drops
+# it, or issued before the failover ends. ioredis resends and waits instead.
 moved() {
 	local app=$1 window=${2:-} n addr errs late
 	n=$(count_lines A "$CL_DIR/$app.out")
@@ -73,7 +74,7 @@ moved() {
 	if [ -z "$window" ] && [ "$errs" != 0 ]; then
 		fail "$errs errors reached $app: $(grep '^E ' "$CL_DIR/$app.out" | head -n 3)"
 	fi
-	late=$(awk -v end="$T_END_NS" '$1 == "E" && ($3 > end + 1000000000 || $0 !~ /ConnectionError|Connection closed|Error while reading|Connection refused|Connection reset/)' "$CL_DIR/$app.out")
+	late=$(awk -v end="$T_END_NS" '$1 == "E" && ($3 > end + 1000000000 || $0 !~ /ConnectionError|MasterNotFoundError|Connection closed|Error while reading|Connection refused|Connection reset/)' "$CL_DIR/$app.out")
 	[ -z "$late" ] || fail "errors reached $app outside the failover or not a lost connection: $(head -n 3 <<<"$late")"
 	echo "    $app: $(count_lines A "$CL_DIR/$app.out") writes acknowledged, $errs errors (lost connections during the failover), now on $addr" >&2
 	record_fig "$app $errs errors"
