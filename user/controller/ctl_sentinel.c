@@ -210,8 +210,9 @@ static int other_controllers(const struct ctl *c, const char **ids, const char *
 }
 
 /* SENTINEL sentinels: each other controller as Sentinel describes a peer. */
-static void reply_sentinels(struct ctl *c, struct evbuffer *o)
+static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 {
+	struct ctl *c = k->ctl;
 	const char *ids[CFG_MAX_CTLS * 2], *addrs[CFG_MAX_CTLS * 2];
 	int n = other_controllers(c, ids, addrs, CFG_MAX_CTLS * 2);
 
@@ -225,7 +226,7 @@ static void reply_sentinels(struct ctl *c, struct evbuffer *o)
 		if (cfg_parse_endpoint(addrs[i], &ep, 26379) < 0)
 			memset(&ep, 0, sizeof(ep));
 		snprintf(port, sizeof(port), "%d", ep.port);
-		resp_array(o, 10);
+		ctl_reply_map(k, o, 5);
 		kv_str(o, "name", addrs[i]);
 		kv_str(o, "ip", ep.host);
 		kv_str(o, "port", port);
@@ -409,7 +410,7 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 				reply_replica(k, out, s, &c->fo.nodes[s->nodes[i]]);
 	} else if (!strcasecmp(sub, "sentinels") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
-			reply_sentinels(c, out); /* HA: the other controllers; else none */
+			reply_sentinels(k, out); /* HA: the other controllers; else none */
 	} else if (!strcasecmp(sub, "myid") && cmd->argc == 2) {
 		resp_str(out, c->myid);
 	} else if (!strcasecmp(sub, "failover") && cmd->argc == 3) {
