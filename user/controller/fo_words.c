@@ -512,6 +512,8 @@ void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	/* Still named under the old master, as Sentinel does until +switch-master
 	 * (published after +failover-end, fo_say_failover_end). */
 	slave_str(c, s, n, from, inst, sizeof(inst));
+	/* As Sentinel sees it: the replica now reports master, then is promoted. */
+	fo_publish(c, "-role-change", "%s new reported role is master", inst);
 	fo_publish(c, "+promoted-slave", "%s", inst);
 	fo_master_str(c, s, from, m, sizeof(m));
 	fo_publish(c, "+failover-state-reconf-slaves", "%s", m);
