@@ -47,7 +47,9 @@ static void on_server_info(void *ctx, redisReply *rep, const char *err, void *pr
 
 const char *ctl_server_runid(const struct ctl *c, int node)
 {
-	return node >= 0 && node < FO_MAX_NODES && c->servers[node] ? c->servers[node]->run_id : "";
+	if (!c->servers || node < 0 || node >= c->nnodes || !c->servers[node])
+		return "";
+	return c->servers[node]->run_id;
 }
 
 /* The handshake: before anything held for the connection. */
