@@ -28,8 +28,24 @@ missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Client libraries the tests run that Debian does not package (tests/node/package.json,
+# versions pinned by its package-lock.json), in tests/node/node_modules.
+node_clients() {
+	local dir
+	dir=$(cd "$(dirname "$0")/../tests/node" && pwd)
+	if ! command -v npm >/dev/null 2>&1; then
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+	fi
+	if [ ! -d "$dir/node_modules/ioredis" ]; then
+		echo "install-deps: npm ci in $dir"
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
 	echo "install-deps: all ${#PKGS[@]} packages present"
+	node_clients
 	exit 0
 fi
 
@@ -43,4 +59,5 @@ for svc in redis-server redis-sentinel named bind9 etcd; do
 		systemctl stop "$svc" || true
 	fi
 done
+node_clients
 echo "install-deps: done"

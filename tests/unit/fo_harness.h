@@ -188,6 +188,15 @@ static __attribute__((unused)) bool published(const char *prefix)
 	return false;
 }
 
+/* The index of the first message with that prefix, or a large number (absent). */
+static __attribute__((unused)) int pub_index(const char *prefix)
+{
+	for (int i = 0; i < R.npubs; i++)
+		if (!strncmp(R.pubs[i], prefix, strlen(prefix)))
+			return i;
+	return 1 << 20;
+}
+
 static __attribute__((unused)) void clear_rec(void)
 {
 	R.ncalls = R.nevents = R.npubs = 0;

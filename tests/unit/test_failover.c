@@ -109,7 +109,9 @@ static void test_process_path_failover(void **state)
 	assert_int_equal(s->primary, N("n3")->idx);
 	assert_int_equal(s->epoch, 1);
 	assert_int_equal(R.promoted, 1);
-	assert_true(published("+switch-master s 10.0.0.1 6379 10.0.0.3 6379"));
+	assert_true(published("+promoted-slave slave 10.0.0.3:6379 10.0.0.3 6379 @ s 10.0.0.1 6379"));
+	/* Sentinel's order: +switch-master only after +failover-end. */
+	assert_false(published("+switch-master"));
 	assert_true(called("replicaof n2 n3") && called("replicaof n4 n3"));
 	assert_false(called("replicaof n1 n3")); /* dead: demoted when it returns */
 	fo_on_replicaof(&C, N("n2"), true, NULL);
@@ -118,7 +120,18 @@ static void test_process_path_failover(void **state)
 	assert_int_equal(R.done, 1);
 	assert_string_equal(R.done_result, "ok");
 	assert_true(evented("replicas_repointed") && evented("failover_end"));
-	assert_true(published("+failover-end"));
+	assert_true(published("+failover-end master s 10.0.0.1 6379"));
+	assert_true(published("+switch-master s 10.0.0.1 6379 10.0.0.3 6379"));
+	assert_true(pub_index("-odown master s 10.0.0.1 6379") < pub_index("+failover-end") &&
+		    pub_index("+failover-end") < pub_index("+switch-master") &&
+		    pub_index("+switch-master") < pub_index("+slave slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.3 6379"));
+	assert_true(pub_index("+new-epoch 1") < pub_index("+try-failover") &&
+		    pub_index("+try-failover") < pub_index("+elected-leader") &&
+		    pub_index("+elected-leader") < pub_index("+failover-state-select-slave") &&
+		    pub_index("+selected-slave") < pub_index("+failover-state-send-slaveof-noone") &&
+		    pub_index("+failover-state-wait-promotion") < pub_index("+promoted-slave") &&
+		    pub_index("+slave-reconf-sent slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379") <
+			    pub_index("+slave-reconf-done slave 10.0.0.2:6379"));
 	assert_int_equal(s->fo.state, FO_ST_NONE);
 	assert_true(s->have_last);
 	assert_true(s->last.nsteps >= 5);

@@ -455,6 +455,11 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 		return set_path(p, name, v, k->state_file, sizeof(k->state_file));
 	if (KEY("event_log"))
 		return set_path(p, name, v, k->event_log, sizeof(k->event_log));
+	if (KEY("notification_script"))
+		return set_path(p, name, v, k->notification_script, sizeof(k->notification_script));
+	if (KEY("client_reconfig_script"))
+		return set_path(p, name, v, k->client_reconfig_script,
+				sizeof(k->client_reconfig_script));
 	if (KEY("failover_block_ms"))
 		return set_int(p, name, v, 0, MS_MAX, &k->failover_block_ms);
 	if (KEY("tilt_ms"))

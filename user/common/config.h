@@ -71,6 +71,8 @@ struct cfg {
 		int node_down_after_ms;
 		char state_file[256];
 		char event_log[256];
+		char notification_script[256];    /* Sentinel's notification-script */
+		char client_reconfig_script[256]; /* Sentinel's client-reconfig-script */
 		int failover_block_ms;
 		int tilt_ms;
 	} controller;

@@ -268,6 +268,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		c->listen_ep = &cfg->controller.listen;
 	}
 	make_myid(c);
+	ctl_myid_persist(c);
 	rc = fo_cluster_init(&c->fo, cfg, &ctl_ops, c);
 	if (rc == -E2BIG) {
 		pr_warn("failed to set up the cluster: a shard of %s has more than %d nodes\n",
@@ -280,6 +281,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	c->fo.now_ms = clk_mono;
 	c->fo.wall_ms = clk_wall;
 	c->fo.starting = true;
+	rc = ctl_runtime_load(c);
+	if (rc < 0)
+		pr_warn("failed to read %s.runtime: %s\n", c->state_file, strerror(-rc));
 	rc = c->ha || cfg->etcd.enabled ? -ENOENT : fo_state_load(&c->fo, c->state_file, err, sizeof(err));
 	if (rc == -ENOENT && cfg->etcd.enabled) {
 		pr_info("HA mode: controller %s, the state in etcd under %s\n", c->id,
@@ -344,6 +348,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		c->node_timer[i] = evtimer_new(c->base, ctl_on_node_deadline, &c->deadline[i]);
 	}
 	rc = ctl_servers_start(c);
+	if (rc)
+		goto fail;
+	rc = ctl_hooks_start(c);
 	if (rc)
 		goto fail;
 	rc = ctl_listen(c);
@@ -419,6 +426,7 @@ void ctl_free(struct ctl *c)
 	ctl_ha_free(c);
 	ctl_state_stop(c);
 	ctl_servers_free(c);
+	ctl_hooks_stop();
 	for (int i = 0; c->node_timer && i < c->nnodes; i++)
 		if (c->node_timer[i])
 			event_free(c->node_timer[i]);

@@ -51,6 +51,7 @@ struct ctl_conn {
 #define CTL_C_PUBSUB (1u << 2)  /* subscribed to a channel or a pattern */
 #define CTL_C_CLOSING (1u << 3) /* closes once its output is flushed */
 #define CTL_C_WAITING (1u << 4) /* a FLATLINE FAILOVER answer is deferred */
+#define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
 	int node;
 	long long seq;
 	struct event *resume; /* reads on after a deferred answer */
@@ -59,6 +60,11 @@ struct ctl_conn {
 	char *psubs[CTL_MAX_SUBS];
 	int npsubs;
 	struct ctl_conn *next, *prev;
+	/* CLIENT ID/LIST/INFO/GETNAME/SETNAME/KILL (ctl_clients.c) */
+	unsigned long long id;
+	long long created_ms, last_cmd_ms;
+	char name[64];
+	char last_cmd[32];
 };
 
 /* The DNS record of one shard as the controller knows it. */
@@ -175,6 +181,29 @@ void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
 /* ctl_sentinel.c */
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
+/* ctl_clients.c: the connection's identity and the commands about commands */
+void ctl_client_opened(struct ctl_conn *k);
+void ctl_client_command(struct ctl_conn *k, const char *name);
+void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd);
+int ctl_clients_count(const struct ctl *c);
+/* Reply types that differ with the protocol (RESP2 / RESP3 after HELLO 3). */
+void ctl_reply_map(const struct ctl_conn *k, struct evbuffer *o, long npairs);
+void ctl_reply_null(const struct ctl_conn *k, struct evbuffer *o, bool array);
+void ctl_reply_push(const struct ctl_conn *k, struct evbuffer *o, long n);
+/* ctl_runtime.c: runtime configuration (<state_file>.runtime) */
+int ctl_runtime_load(struct ctl *c);
+bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_runtime_status(struct ctl *c, struct evbuffer *b);
+void ctl_runtime_event(struct ctl *c, const char *kind);
+unsigned ctl_runtime_simulate_flags(void);
+/* ctl_hooks.c: notification_script and client_reconfig_script */
+int ctl_hooks_start(struct ctl *c);
+void ctl_hooks_stop(void);
+void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg);
+int ctl_hooks_running(void);
+int ctl_hooks_queued(void);
+void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
@@ -182,6 +211,10 @@ void ctl_on_psubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_punsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_publish(struct ctl *c, const char *channel, const char *msg);
+/* Sentinel's myid survives a restart: kept in <state_file>.myid (written once). */
+void ctl_myid_persist(struct ctl *c);
+/* The server's run_id (INFO server, asked on every connect), or "". */
+const char *ctl_server_runid(const struct ctl *c, int node);
 /* fo_ops.event: logged, and published on flatline.<kind> (kind: r's) */
 void ctl_event(void *ctx, const char *kind, struct evrec *r);
 /* fo_ops.done: answers the client waiting for FLATLINE FAILOVER */

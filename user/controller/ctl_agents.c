@@ -52,23 +52,26 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	char why[200];
 
 	if (cmd->argc < 2 || strcasecmp(cmd->argv[1], "flatline")) {
-		/* Redis's own HELLO [protover]: RESP2 only. */
-		if (cmd->argc >= 2 && strcmp(cmd->argv[1], "2")) {
-			resp_error_reply(out, "NOPROTO sorry, this protocol version is not supported");
+		/* Redis's own HELLO [protover]: RESP2, or RESP3 from now on. */
+		if (cmd->argc >= 2 && strcmp(cmd->argv[1], "2") && strcmp(cmd->argv[1], "3")) {
+			resp_error_reply(out, "NOPROTO unsupported protocol version");
 			return;
 		}
-		resp_array(out, 14);
+		if (cmd->argc >= 2 && !strcmp(cmd->argv[1], "3"))
+			k->flags |= CTL_C_RESP3;
+		else if (cmd->argc >= 2)
+			k->flags &= ~CTL_C_RESP3;
+		/* As a Sentinel answers it (no "role" in sentinel mode). */
+		ctl_reply_map(k, out, 6);
 		resp_str(out, "server");
-		resp_str(out, "flatline");
+		resp_str(out, "redis");
 		resp_str(out, "version");
 		resp_str(out, CTL_REDIS_VERSION);
 		resp_str(out, "proto");
-		resp_int(out, 2);
+		resp_int(out, (k->flags & CTL_C_RESP3) ? 3 : 2);
 		resp_str(out, "id");
-		resp_int(out, (long long)(intptr_t)k & 0xffffff);
+		resp_int(out, (long long)k->id);
 		resp_str(out, "mode");
-		resp_str(out, "sentinel");
-		resp_str(out, "role");
 		resp_str(out, "sentinel");
 		resp_str(out, "modules");
 		resp_array(out, 0);

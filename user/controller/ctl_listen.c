@@ -91,22 +91,6 @@ static void ctl_on_quit(struct ctl_conn *k, struct resp_cmd *cmd)
 	k->flags |= CTL_C_CLOSING;
 }
 
-static void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	struct evbuffer *out = bufferevent_get_output(k->bev);
-
-	if (cmd->argc >= 2 && ARG_IS(1, "GETNAME"))
-		resp_nil(out);
-	else
-		resp_status(out, "OK"); /* SETNAME and friends: nothing to keep */
-}
-
-static void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	(void)cmd;
-	resp_array(bufferevent_get_output(k->bev), 0);
-}
-
 /* Every command the controller answers; pubsub: allowed while subscribed (as Redis). */
 static const struct {
 	const char *name;
@@ -139,6 +123,7 @@ static void dispatch(struct ctl_conn *k, struct resp_cmd *cmd)
 			continue;
 		if ((k->flags & CTL_C_PUBSUB) && !ctl_commands[i].pubsub)
 			break;
+		ctl_client_command(k, ctl_commands[i].name);
 		ctl_commands[i].fn(k, cmd);
 		return;
 	}
@@ -254,6 +239,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	}
 	k->ctl = c;
 	k->node = -1;
+	ctl_client_opened(k);
 	if (sa->sa_family == AF_INET) {
 		struct sockaddr_in *in = (struct sockaddr_in *)sa;
 		char a[INET_ADDRSTRLEN];

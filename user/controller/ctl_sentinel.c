@@ -21,11 +21,11 @@ static void conn_send_message(struct ctl_conn *k, const char *pattern, const cha
 	struct evbuffer *out = bufferevent_get_output(k->bev);
 
 	if (pattern) {
-		resp_array(out, 4);
+		ctl_reply_push(k, out, 4);
 		resp_str(out, "pmessage");
 		resp_str(out, pattern);
 	} else {
-		resp_array(out, 3);
+		ctl_reply_push(k, out, 3);
 		resp_str(out, "message");
 	}
 	resp_str(out, channel);
@@ -34,6 +34,8 @@ static void conn_send_message(struct ctl_conn *k, const char *pattern, const cha
 
 void ctl_publish(struct ctl *c, const char *channel, const char *msg)
 {
+	if (strncmp(channel, "flatline.", 9))
+		ctl_hooks_event(c, channel, msg);
 	for (struct ctl_conn *k = c->conns; k; k = k->next) {
 		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))
 			continue;
@@ -69,6 +71,7 @@ void ctl_event(void *ctx, const char *kind, struct evrec *r)
 	ctl_log(c, r);
 	snprintf(chan, sizeof(chan), "flatline.%.50s", kind);
 	ctl_publish(c, chan, line);
+	ctl_runtime_event(c, kind);
 }
 
 void ctl_failover_done(void *ctx, int shard, const char *result)
@@ -113,11 +116,50 @@ static void kv_int(struct evbuffer *o, const char *k, long long v)
 	kv_str(o, k, b);
 }
 
-static const char *node_runid(const struct fo_node *n)
+/* The server's run_id: from INFO server on our link, else what the agent saw; a
+ * server that has none (Dragonfly) or not reached yet: "" as Sentinel before its
+ * first INFO. */
+static const char *node_runid(const struct ctl *c, const struct fo_node *n)
 {
 	const struct info_repl *r = n->info_ok ? &n->info : &n->rep.repl;
+	const char *id = ctl_server_runid(c, n->idx);
 
-	return r->run_id[0] ? r->run_id : "0000000000000000000000000000000000000000";
+	return id[0] ? id : r->run_id;
+}
+
+void ctl_myid_persist(struct ctl *c)
+{
+	char path[sizeof(c->state_file) + 8], tmp[sizeof(path) + 8], buf[64];
+	FILE *f;
+	size_t n;
+
+	if (!c->state_file[0])
+		return;
+	snprintf(path, sizeof(path), "%s.myid", c->state_file);
+	f = fopen(path, "re");
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		if (strlen(buf) == 40 && strspn(buf, "0123456789abcdef") == 40) {
+			memcpy(c->myid, buf, 41);
+			return;
+		}
+		pr_warn("%s: not a Sentinel id (40 hex digits): a new one written\n", path);
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (!f || fprintf(f, "%s\n", c->myid) < 0 || fflush(f) || fsync(fileno(f))) {
+		pr_warn("failed to write %s: %s (the id changes at the next start)\n", tmp,
+			strerror(errno));
+		if (f)
+			fclose(f);
+		return;
+	}
+	fclose(f);
+	if (rename(tmp, path))
+		pr_warn("failed to rename %s: %s\n", tmp, strerror(errno));
 }
 
 static long long age_ms(long long since)
@@ -125,15 +167,18 @@ static long long age_ms(long long since)
 	return since ? fl_mono_ms() - since : 0;
 }
 
-/* The first 15 of the 20 fields SENTINEL MASTER and SENTINEL REPLICAS answer with. */
-static void reply_instance(struct ctl *c, struct evbuffer *o, const char *name,
-			   const struct fo_node *n, const char *flags, const char *role)
+/* The first 14 fields SENTINEL MASTER and SENTINEL REPLICAS answer with. */
+static void reply_instance(const struct ctl_conn *k, struct evbuffer *o, int nfields,
+			   const char *name, const struct fo_node *n, const char *flags,
+			   const char *role)
 {
-	resp_array(o, 40);
+	struct ctl *c = k->ctl;
+
+	ctl_reply_map(k, o, nfields);
 	kv_str(o, "name", name);
 	kv_str(o, "ip", n->host);
 	kv_int(o, "port", n->port);
-	kv_str(o, "runid", node_runid(n));
+	kv_str(o, "runid", node_runid(c, n));
 	kv_str(o, "flags", flags);
 	kv_int(o, "link-pending-commands", 0);
 	kv_int(o, "link-refcount", 1);
@@ -165,8 +210,9 @@ static int other_controllers(const struct ctl *c, const char **ids, const char *
 }
 
 /* SENTINEL sentinels: each other controller as Sentinel describes a peer. */
-static void reply_sentinels(struct ctl *c, struct evbuffer *o)
+static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 {
+	struct ctl *c = k->ctl;
 	const char *ids[CFG_MAX_CTLS * 2], *addrs[CFG_MAX_CTLS * 2];
 	int n = other_controllers(c, ids, addrs, CFG_MAX_CTLS * 2);
 
@@ -180,7 +226,7 @@ static void reply_sentinels(struct ctl *c, struct evbuffer *o)
 		if (cfg_parse_endpoint(addrs[i], &ep, 26379) < 0)
 			memset(&ep, 0, sizeof(ep));
 		snprintf(port, sizeof(port), "%d", ep.port);
-		resp_array(o, 10);
+		ctl_reply_map(k, o, 5);
 		kv_str(o, "name", addrs[i]);
 		kv_str(o, "ip", ep.host);
 		kv_str(o, "port", port);
@@ -213,8 +259,9 @@ static void reply_ckquorum(struct ctl *c, struct evbuffer *o)
 	resp_status(o, msg);
 }
 
-static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shard *s)
+static void reply_master(const struct ctl_conn *k, struct evbuffer *o, const struct fo_shard *s)
 {
+	struct ctl *c = k->ctl;
 	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] :
 						    &c->fo.nodes[s->nodes[0]];
 	char flags[96];
@@ -222,7 +269,7 @@ static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shar
 	snprintf(flags, sizeof(flags), "master%s%s%s", (m->flags & FO_N_SDOWN) ? ",s_down" : "",
 		 (s->flags & FO_S_ODOWN) || s->primary < 0 ? ",o_down" : "",
 		 s->fo.state != FO_ST_NONE ? ",failover_in_progress" : "");
-	reply_instance(c, o, s->name, m, flags, "master");
+	reply_instance(k, o, 20, s->name, m, flags, "master");
 	kv_int(o, "config-epoch", s->epoch);
 	kv_int(o, "num-slaves", s->nnodes - 1);
 	kv_int(o, "num-other-sentinels", other_controllers(c, NULL, NULL, 0));
@@ -231,9 +278,10 @@ static void reply_master(struct ctl *c, struct evbuffer *o, const struct fo_shar
 	kv_int(o, "parallel-syncs", s->nnodes);
 }
 
-static void reply_replica(struct ctl *c, struct evbuffer *o, const struct fo_shard *s,
+static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const struct fo_shard *s,
 			  const struct fo_node *n)
 {
+	struct ctl *c = k->ctl;
 	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
 	const struct info_repl *r = n->info_ok && n->info_ms >= n->last_report_ms ? &n->info :
 										     &n->rep.repl;
@@ -245,13 +293,14 @@ static void reply_replica(struct ctl *c, struct evbuffer *o, const struct fo_sha
 		 (n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok ?
 			 "" :
 			 ",disconnected");
-	reply_instance(c, o, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
+	reply_instance(k, o, 21, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
 	kv_int(o, "master-link-down-time", 0);
 	kv_str(o, "master-link-status", link ? "ok" : "err");
 	kv_str(o, "master-host", r->master_host[0] ? r->master_host : (m ? m->host : "?"));
 	kv_int(o, "master-port", r->master_port ? r->master_port : (m ? m->port : 0));
 	kv_int(o, "slave-priority", n->priority);
 	kv_int(o, "slave-repl-offset", r->offset < 0 ? 0 : r->offset);
+	kv_int(o, "replica-announced", 1); /* every node is in the cluster file */
 }
 
 static struct fo_shard *shard_arg(struct ctl_conn *k, const char *name)
@@ -333,7 +382,7 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 
 		s = fo_find_shard(&c->fo, cmd->argv[2]);
 		if (!s || s->primary < 0) {
-			resp_null_array(out);
+			ctl_reply_null(k, out, true);
 			return;
 		}
 		snprintf(port, sizeof(port), "%d", c->fo.nodes[s->primary].port);
@@ -343,10 +392,10 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "masters") && cmd->argc == 2) {
 		resp_array(out, c->fo.nshards);
 		for (int i = 0; i < c->fo.nshards; i++)
-			reply_master(c, out, &c->fo.shards[i]);
+			reply_master(k, out, &c->fo.shards[i]);
 	} else if (!strcasecmp(sub, "master") && cmd->argc == 3) {
 		if ((s = shard_arg(k, cmd->argv[2])))
-			reply_master(c, out, s);
+			reply_master(k, out, s);
 	} else if ((!strcasecmp(sub, "replicas") || !strcasecmp(sub, "slaves")) &&
 		   cmd->argc == 3) {
 		int n = 0;
@@ -358,10 +407,10 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_array(out, n);
 		for (int i = 0; i < s->nnodes; i++)
 			if (s->nodes[i] != s->primary)
-				reply_replica(c, out, s, &c->fo.nodes[s->nodes[i]]);
+				reply_replica(k, out, s, &c->fo.nodes[s->nodes[i]]);
 	} else if (!strcasecmp(sub, "sentinels") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
-			reply_sentinels(c, out); /* HA: the other controllers; else none */
+			reply_sentinels(k, out); /* HA: the other controllers; else none */
 	} else if (!strcasecmp(sub, "myid") && cmd->argc == 2) {
 		resp_str(out, c->myid);
 	} else if (!strcasecmp(sub, "failover") && cmd->argc == 3) {
@@ -369,15 +418,8 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "ckquorum") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
 			reply_ckquorum(c, out);
-	} else if (!strcasecmp(sub, "flushconfig") && cmd->argc == 2) {
-		resp_status(out, "OK");
-	} else if (!strcasecmp(sub, "is-master-down-by-addr") ||
-		   !strcasecmp(sub, "monitor") || !strcasecmp(sub, "remove") ||
-		   !strcasecmp(sub, "set") || !strcasecmp(sub, "reset") ||
-		   !strcasecmp(sub, "config") || !strcasecmp(sub, "simulate-failure")) {
-		snprintf(e, sizeof(e), "ERR SENTINEL %.40s is not supported by flatline: the cluster "
-				       "file is the configuration", sub);
-		resp_error_reply(out, e);
+	} else if (ctl_runtime_sentinel(k, cmd)) {
+		return;
 	} else {
 		snprintf(e, sizeof(e), "ERR unknown subcommand or wrong number of arguments for "
 				       "'%.40s'. Try SENTINEL HELP.", sub);
@@ -385,31 +427,55 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	}
 }
 
+/* INFO [section ...]: Sentinel's sections (Server, Clients, CPU, Stats, Sentinel);
+ * "default", "all", "everything" or none: all of them; an unknown one: nothing,
+ * as Redis. */
+static bool info_wants(struct resp_cmd *cmd, const char *section)
+{
+	if (cmd->argc == 1)
+		return true;
+	for (int a = 1; a < cmd->argc; a++)
+		if (!strcasecmp(cmd->argv[a], section) || !strcasecmp(cmd->argv[a], "default") ||
+		    !strcasecmp(cmd->argv[a], "all") || !strcasecmp(cmd->argv[a], "everything"))
+			return true;
+	return false;
+}
+
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *t = evbuffer_new(), *out = bufferevent_get_output(k->bev);
+	long long up_s = age_ms(c->start_ms) / 1000;
 
-	(void)cmd;
 	if (!t)
 		return;
-	evbuffer_add_printf(t, "# Server\r\nredis_version:%s\r\nredis_mode:sentinel\r\n"
-			       "flatline_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\n"
-			       "tcp_port:%d\r\nuptime_in_seconds:%lld\r\n\r\n",
-			    CTL_REDIS_VERSION, CTL_VERSION, getpid(), c->myid,
-			    c->cfg->controller.listen.port, age_ms(c->start_ms) / 1000);
-	evbuffer_add_printf(t, "# Sentinel\r\nsentinel_masters:%d\r\nsentinel_tilt:%d\r\n"
-			       "sentinel_running_scripts:0\r\nsentinel_scripts_queue_length:0\r\n"
-			       "sentinel_simulate_failure_flags:0\r\n",
-			    c->fo.nshards, c->fo.tilt);
-	for (int i = 0; i < c->fo.nshards; i++) {
-		struct fo_shard *s = &c->fo.shards[i];
-		struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
+	if (info_wants(cmd, "server"))
+		evbuffer_add_printf(t, "# Server\r\nredis_version:%s\r\nredis_mode:sentinel\r\n"
+				       "flatline_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\n"
+				       "tcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
+				       "uptime_in_days:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\n\r\n",
+				    CTL_REDIS_VERSION, CTL_VERSION, getpid(), c->myid,
+				    c->cfg->controller.listen.port, up_s, up_s / 86400,
+				    "flatline", c->cfg->path);
+	if (info_wants(cmd, "clients"))
+		evbuffer_add_printf(t, "# Clients\r\nconnected_clients:%d\r\n\r\n",
+				    ctl_clients_count(c));
+	if (info_wants(cmd, "sentinel")) {
+		evbuffer_add_printf(t, "# Sentinel\r\nsentinel_masters:%d\r\nsentinel_tilt:%d\r\n"
+				       "sentinel_tilt_since_seconds:%d\r\n"
+				       "sentinel_running_scripts:%d\r\nsentinel_scripts_queue_length:%d\r\n"
+				       "sentinel_simulate_failure_flags:%u\r\n",
+				    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(),
+				    ctl_hooks_queued() - ctl_hooks_running(), ctl_runtime_simulate_flags());
+		for (int i = 0; i < c->fo.nshards; i++) {
+			struct fo_shard *s = &c->fo.shards[i];
+			struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
 
-		evbuffer_add_printf(t, "master%d:name=%s,status=%s,address=%s:%d,slaves=%d,"
-				       "sentinels=1\r\n",
-				    i, s->name, !m || (m->flags & FO_N_SDOWN) ? "odown" : "ok",
-				    m ? m->host : "?", m ? m->port : 0, s->nnodes - 1);
+			evbuffer_add_printf(t, "master%d:name=%s,status=%s,address=%s:%d,slaves=%d,"
+					       "sentinels=1\r\n",
+					    i, s->name, !m || (m->flags & FO_N_SDOWN) ? "odown" : "ok",
+					    m ? m->host : "?", m ? m->port : 0, s->nnodes - 1);
+		}
 	}
 	resp_bulk(out, (const char *)evbuffer_pullup(t, -1), evbuffer_get_length(t));
 	evbuffer_free(t);
@@ -432,15 +498,15 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 	}
 	if (!sub && cmd->argc == 1) { /* all of them */
 		if (!*n) {
-			resp_array(out, 3);
+			ctl_reply_push(k, out, 3);
 			resp_str(out, verb);
-			resp_nil(out);
+			ctl_reply_null(k, out, false);
 			resp_int(out, k->nsubs + k->npsubs);
 		}
 		while (*n) {
 			char *ch = list[--*n];
 
-			resp_array(out, 3);
+			ctl_reply_push(k, out, 3);
 			resp_str(out, verb);
 			resp_str(out, ch);
 			resp_int(out, k->nsubs + k->npsubs);
@@ -461,7 +527,7 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 			free(list[found]);
 			list[found] = list[--*n];
 		}
-		resp_array(out, 3);
+		ctl_reply_push(k, out, 3);
 		resp_str(out, verb);
 		resp_str(out, cmd->argv[a]);
 		resp_int(out, k->nsubs + k->npsubs);

@@ -4,6 +4,7 @@
  * reply or by its timeout). The I/O behind struct fo_ops (ping, info, pause,
  * unpause, promote, replicaof). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +21,35 @@ struct ctl_server {
 	struct ctl *ctl;
 	int node;
 	struct redis_link *link;
+	char run_id[48]; /* INFO server's, asked on every connect */
 };
 
 static struct fo_node *server_node(const struct ctl_server *s)
 {
 	return &s->ctl->fo.nodes[s->node];
+}
+
+static void on_server_info(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	struct ctl_server *s = ctx;
+	const char *p;
+	size_t n;
+
+	(void)err;
+	(void)priv;
+	if (!rep || rep->type != REDIS_REPLY_STRING || !(p = strstr(rep->str, "run_id:")))
+		return;
+	p += 7;
+	n = strcspn(p, "\r\n");
+	if (n < sizeof(s->run_id))
+		snprintf(s->run_id, sizeof(s->run_id), "%.*s", (int)n, p);
+}
+
+const char *ctl_server_runid(const struct ctl *c, int node)
+{
+	if (!c->servers || node < 0 || node >= c->nnodes || !c->servers[node])
+		return "";
+	return c->servers[node]->run_id;
 }
 
 /* The handshake: before anything held for the connection. */
@@ -44,6 +69,12 @@ static void on_server_up(void *ctx)
 			redis_link_send(s->link, 2, auth_default);
 	}
 	redis_link_send(s->link, 3, setname);
+	s->run_id[0] = '\0'; /* a restart gets another */
+	{
+		const char *info[] = { "INFO", "server" };
+
+		redis_link_request(s->link, 1000, on_server_info, NULL, 2, info);
+	}
 }
 
 static void on_server_down(void *ctx, const char *why, int err)
@@ -80,7 +111,7 @@ static bool reply_ok(redisReply *rep, char *err, size_t errlen)
 	return true;
 }
 
-/* The promotion's EXEC: REPLICAOF NO ONE must say OK; CONFIG REWRITE may fail
+/* The EXEC of a promotion or a repoint: REPLICAOF must say OK; CONFIG REWRITE may fail
  * (no config file, or a server without it); CLIENT KILL results do not matter. */
 static bool promote_result(struct ctl *c, int node, redisReply *rep, char *err, size_t errlen)
 {
@@ -93,7 +124,7 @@ static bool promote_result(struct ctl *c, int node, redisReply *rep, char *err, 
 		return false;
 	}
 	if (rep->element[0]->type == REDIS_REPLY_ERROR) {
-		snprintf(err, errlen, "REPLICAOF NO ONE: %s", rep->element[0]->str);
+		snprintf(err, errlen, "REPLICAOF: %s", rep->element[0]->str);
 		return false;
 	}
 	if (rep->elements > 1 && rep->element[1]->type == REDIS_REPLY_ERROR) {
@@ -157,10 +188,37 @@ static void on_pause_reply(void *ctx, redisReply *rep, const char *err, void *pr
 	answer_ok(ctx, rep, err, fo_on_pause);
 }
 
-static void on_replicaof_reply(void *ctx, redisReply *rep, const char *err, void *priv)
+/* REPLICAOF alone, for a server that refused the transaction. */
+static void on_replicaof_plain_reply(void *ctx, redisReply *rep, const char *err, void *priv)
 {
 	(void)priv;
 	answer_ok(ctx, rep, err, fo_on_replicaof);
+}
+
+/* The repoint's EXEC: REPLICAOF must say OK, as in the promotion. */
+static void on_replicaof_reply(void *ctx, redisReply *rep, const char *err_in, void *priv)
+{
+	struct ctl_server *s = ctx;
+	struct ctl *c = s->ctl;
+	struct fo_node *n = server_node(s);
+	const struct fo_node *m = priv; /* the new master: c->fo.nodes[] stays put */
+	char err[200] = "";
+	bool ok;
+
+	if (rep && rep->type == REDIS_REPLY_ERROR && strstr(rep->str, "EXECABORT")) {
+		char port[16];
+		const char *argv[] = { "REPLICAOF", m->host, port };
+
+		snprintf(port, sizeof(port), "%d", m->port);
+		pr_info("repoint transaction refused by %s (%s): REPLICAOF alone\n", n->id, rep->str);
+		redis_link_request(s->link, c->fo.promote_timeout_ms, on_replicaof_plain_reply, NULL,
+				   3, argv);
+		return;
+	}
+	if (!rep)
+		snprintf(err, sizeof(err), "%s", err_in);
+	ok = rep && promote_result(c, n->idx, rep, err, sizeof(err));
+	fo_on_replicaof(&c->fo, n, ok, err);
 }
 
 /* REPLICAOF NO ONE alone, for a server that refused the transaction. */
@@ -251,15 +309,31 @@ void ctl_op_promote(void *ctx, int node, int timeout_ms)
 	redis_link_request(l, timeout_ms, on_promote_reply, NULL, 1, exec);
 }
 
+/* As Sentinel reconfigures an instance (sentinelSendSlaveOf): REPLICAOF, CONFIG
+ * REWRITE and the kill of every normal and pub/sub client, in one transaction, so
+ * that clients connected to a demoted or repointed server reconnect and ask the
+ * Sentinel API again instead of meeting READONLY. Our own link is spared (CLIENT
+ * KILL skips the caller); the agent's reconnects. */
 void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms)
 {
 	struct ctl *c = ctx;
+	struct redis_link *l = link_of(ctx, node);
 	const struct fo_node *m = &c->fo.nodes[master];
 	char port[16];
-	const char *argv[] = { "REPLICAOF", m->host, port };
+	const char *multi[] = { "MULTI" };
+	const char *replicaof[] = { "REPLICAOF", m->host, port };
+	const char *rewrite[] = { "CONFIG", "REWRITE" };
+	const char *kill_normal[] = { "CLIENT", "KILL", "TYPE", "normal" };
+	const char *kill_pubsub[] = { "CLIENT", "KILL", "TYPE", "pubsub" };
+	const char *exec[] = { "EXEC" };
 
 	snprintf(port, sizeof(port), "%d", m->port);
-	redis_link_request(link_of(ctx, node), timeout_ms, on_replicaof_reply, NULL, 3, argv);
+	redis_link_send(l, 1, multi);
+	redis_link_send(l, 3, replicaof);
+	redis_link_send(l, 2, rewrite);
+	redis_link_send(l, 4, kill_normal);
+	redis_link_send(l, 4, kill_pubsub);
+	redis_link_request(l, timeout_ms, on_replicaof_reply, (void *)m, 1, exec);
 }
 
 /* The first INFO round at start: answers count down c->discover_pending. */

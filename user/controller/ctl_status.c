@@ -285,4 +285,5 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 			ctl_print_timeline(b, s, &s->last, &c->fo);
 		}
 	}
+	ctl_runtime_status(c, b);
 }

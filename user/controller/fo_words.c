@@ -54,6 +54,18 @@ void fo_instance_str(const struct fo_cluster *c, const struct fo_node *n, char *
 			 m->host, m->port);
 }
 
+/* A replica as Sentinel names it while it belongs to the master at node m (during a
+ * failover, the old one): "slave <ip>:<port> <ip> <port> @ <name> <mip> <mport>". */
+static void slave_str(const struct fo_cluster *c, const struct fo_shard *s, const struct fo_node *n,
+		      int m, char *buf, size_t len)
+{
+	const struct fo_node *mn = m >= 0 ? &c->nodes[m] : NULL;
+
+	if (snprintf(buf, len, "slave %s:%d %s %d @ %s %s %d", n->host, n->port, n->host, n->port,
+		     s->name, mn ? mn->host : "?", mn ? mn->port : 0) < 0)
+		buf[0] = '\0';
+}
+
 void fo_master_str(const struct fo_cluster *c, const struct fo_shard *s, int node, char *buf,
 		   size_t len)
 {
@@ -87,6 +99,25 @@ void fo_list_add(char *buf, size_t len, size_t *off, const char *id)
 {
 	if (*off < len)
 		*off += snprintf(buf + *off, len - *off, "%s%s", *off ? " " : "", id);
+}
+
+/* id is a word of the space-separated list. */
+static bool list_has(const char *list, const char *id)
+{
+	size_t len = strlen(id);
+
+	for (const char *p = list; (p = strstr(p, id)); p += len)
+		if ((p == list || p[-1] == ' ') && (p[len] == ' ' || !p[len]))
+			return true;
+	return false;
+}
+
+/* A node that said master made a replica of the shard's primary: Sentinel's
+ * mismatch (-role-change) and its fix (+convert-to-slave). */
+static void say_converted(struct fo_cluster *c, const char *inst)
+{
+	fo_publish(c, "-role-change", "%s new reported role is master", inst);
+	fo_publish(c, "+convert-to-slave", "%s", inst);
 }
 
 static void peers_saying(const struct fo_cluster *c, const struct fo_node *n, enum fo_peer what,
@@ -330,7 +361,7 @@ void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 		char inst[400];
 
 		fo_instance_str(c, n, inst, sizeof(inst));
-		fo_publish(c, "+convert-to-slave", "%s", inst);
+		say_converted(c, inst);
 	}
 }
 
@@ -392,8 +423,13 @@ void fo_say_failover_start(struct fo_cluster *c, struct fo_shard *s)
 		evrec_str(&e.r, "target", c->nodes[f->target].id);
 	fo_emit(c, &e);
 	fo_step(c, s, "failover_start %s: %s%s", p->id, f->reason, f->planned ? " (planned)" : "");
+	/* Sentinel's order (sentinelStartFailover, sentinelFailoverWaitStart): the
+	 * epoch this failover will carry, then the attempt, its leader (the one
+	 * controller, or the HA leader) and the first state. */
+	fo_publish(c, "+new-epoch", "%llu", (unsigned long long)s->epoch + 1);
 	fo_master_str(c, s, f->from, m, sizeof(m));
 	fo_publish(c, "+try-failover", "%s", m);
+	fo_publish(c, "+elected-leader", "%s", m);
 	fo_publish(c, "+failover-state-select-slave", "%s", m);
 }
 
@@ -439,8 +475,11 @@ void fo_say_replica_selected(struct fo_cluster *c, struct fo_shard *s, long long
 	fo_emit(c, &e);
 	fo_step(c, s, "replica_selected %s (offset %lld; candidates %s)", best->id,
 		best->info.offset, list);
-	fo_instance_str(c, best, inst, sizeof(inst));
+	slave_str(c, s, best, f->from, inst, sizeof(inst));
 	fo_publish(c, "+selected-slave", "%s", inst);
+	/* The promotion is sent at once: the two states Sentinel passes through. */
+	fo_publish(c, "+failover-state-send-slaveof-noone", "%s", inst);
+	fo_publish(c, "+failover-state-wait-promotion", "%s", inst);
 }
 
 void fo_say_promote_failed(struct fo_cluster *c, struct fo_node *n, const char *err)
@@ -470,12 +509,14 @@ void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 
 	if (!c->nodes)
 		return; /* never: the model is set up (for the analyzer) */
-	fo_instance_str(c, n, inst, sizeof(inst));
+	/* Still named under the old master, as Sentinel does until +switch-master
+	 * (published after +failover-end, fo_say_failover_end). */
+	slave_str(c, s, n, from, inst, sizeof(inst));
+	/* As Sentinel sees it: the replica now reports master, then is promoted. */
+	fo_publish(c, "-role-change", "%s new reported role is master", inst);
 	fo_publish(c, "+promoted-slave", "%s", inst);
 	fo_master_str(c, s, from, m, sizeof(m));
 	fo_publish(c, "+failover-state-reconf-slaves", "%s", m);
-	fo_publish(c, "+switch-master", "%s %s %d %s %d", s->name, o->host, o->port, n->host,
-		   n->port);
 	fo_ev_begin(&e, "switch_master", s);
 	evrec_str(&e.r, "from", o->id);
 	evrec_str(&e.r, "to", n->id);
@@ -498,10 +539,15 @@ void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		node_failed(c, "repoint_failed", n, err, true);
 		return;
 	}
-	fo_instance_str(c, n, inst, sizeof(inst));
-	fo_publish(c, "+slave-reconf-sent", "%s", inst);
-	if (n->idx != f->from)
+	if (n->idx != f->from) {
+		/* The replica accepted REPLICAOF: Sentinel's three steps at once (we do
+		 * not wait for its link, see README "Sentinel compatibility"). */
+		slave_str(c, s, n, f->from, inst, sizeof(inst));
+		fo_publish(c, "+slave-reconf-sent", "%s", inst);
+		fo_publish(c, "+slave-reconf-inprog", "%s", inst);
+		fo_publish(c, "+slave-reconf-done", "%s", inst);
 		return;
+	}
 	fo_ev_begin(&e, "old_primary_demoted", s);
 	evrec_str(&e.r, "instance", n->id);
 	evrec_str(&e.r, "primary", c->nodes[f->to].id);
@@ -527,8 +573,35 @@ void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *o
 	fo_emit(c, &e);
 	fo_step(c, s, "replicas_repointed to %s: %s%s%s", to->id, ok[0] ? ok : "(none)",
 		bad[0] ? "; failed: " : "", bad);
-	fo_master_str(c, s, f->to, m, sizeof(m));
+	/* Sentinel's end (sentinelFailoverSwitchToPromotedSlave): -odown of a master
+	 * that died, +failover-end and +switch-master under the old master, then every
+	 * other node as a replica of the new one; the old primary still down is
+	 * +sdown as such, the old primary demoted (planned, hung) is converted. */
+	fo_master_str(c, s, f->from, m, sizeof(m));
+	if (!f->planned && (c->nodes[f->from].flags & FO_N_SDOWN))
+		fo_publish(c, "-odown", "%s", m);
 	fo_publish(c, "+failover-end", "%s", m);
+	fo_publish(c, "+switch-master", "%s %s %d %s %d", s->name, c->nodes[f->from].host,
+		   c->nodes[f->from].port, to->host, to->port);
+	for (int i = 0; i < s->nnodes; i++) {
+		const struct fo_node *n = &c->nodes[s->nodes[i]];
+		char inst[400];
+
+		if (n->idx == f->to)
+			continue;
+		slave_str(c, s, n, f->to, inst, sizeof(inst));
+		fo_publish(c, "+slave", "%s", inst);
+	}
+	{
+		const struct fo_node *o = &c->nodes[f->from];
+		char inst[400];
+
+		slave_str(c, s, o, f->to, inst, sizeof(inst));
+		if (o->flags & FO_N_SDOWN)
+			fo_publish(c, "+sdown", "%s", inst);
+		else if (list_has(ok, o->id))
+			say_converted(c, inst);
+	}
 	fo_ev_begin(&e, "failover_end", s);
 	evrec_str(&e.r, "from", c->nodes[f->from].id);
 	evrec_str(&e.r, "to", to->id);

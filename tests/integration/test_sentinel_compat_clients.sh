@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Client libraries nobody here wrote, with their default options, following the shard
+# through the controller's Sentinel API (issue 16): ioredis (npm, the version pinned in
+# tests/node/package.json, installed by scripts/install-deps.sh) and redis-py (Debian's
+# python3-redis). Each test brings up a cluster (tests/lib/cluster.sh), starts both
+# applications (tests/node/app.js, tests/lib/clientapp.py: RPUSH at 200/s, one command
+# at a time), drives one change of primary and checks that both now write to the new
+# primary and that no error reached either application.
+#
+# A planned switchover is the case that strands a client that is never told: the old
+# primary stays up as a replica, so a connection to it answers READONLY for ever.
+# flatline, as Sentinel, kills the normal and pub/sub clients of every server it
+# reconfigures (in the same MULTI as REPLICAOF), and the libraries reconnect through
+# the Sentinel API.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/testlib.sh
+# shellcheck source=tests/lib/cluster.sh
+. tests/lib/cluster.sh
+
+PY=/usr/bin/python3
+NODE_DIR=$PWD/tests/node
+RATE=200
+
+need_clients() {
+	need_root
+	need_cmd ip nsenter nft redis-server redis-cli named tsig-keygen dig jq setsid node "$PY"
+	[ -d "$NODE_DIR/node_modules/ioredis" ] ||
+		skip "ioredis not installed in $NODE_DIR (scripts/install-deps.sh)"
+	"$PY" -c 'import redis.sentinel' 2>/dev/null || skip "no python3-redis"
+}
+
+cluster() {
+	need_clients
+	export FL_NODE_PREFIX=c${BASHPID}n
+	# Sentinel's scripts: each call's arguments, a line in $T/hook.out.
+	printf '#!/bin/sh\necho "$@" >>%s/hook.out\n' "$T" >"$T/hook.sh"
+	chmod +x "$T/hook.sh"
+	export FL_CTL_CONF="notification_script = $T/hook.sh
+client_reconfig_script = $T/hook.sh"
+	CL_KEEP=1
+	cl_init "$T/cl" "flc$BASHPID"
+	on_exit cl_down
+	cl_up || fail "cluster did not come up"
+	OLD=1
+	local s="$CL_CTL_IP:$CL_CTL_PORT"
+	cl_spawn events "$CL_NS_CTL" "$PY" "$PWD/tests/lib/sentinel_events.py" "$CL_CTL_IP" "$CL_CTL_PORT" "$CL_DIR/events.txt"
+	cl_spawn ioredis "$CL_NS_CTL" node "$NODE_DIR/app.js" "$s" "$CL_SHARD" wio "$RATE" "$CL_DIR/ioredis.out"
+	cl_spawn redispy "$CL_NS_CTL" "$PY" "$PWD/tests/lib/clientapp.py" "$s" "$CL_SHARD" wpy "$RATE" "$CL_DIR/redispy.out"
+	cl_until 15 acked_over ioredis 100 || fail "ioredis wrote nothing: $(tail -n 3 "$CL_DIR/log/ioredis.out" "$CL_DIR/ioredis.out")"
+	cl_until 15 acked_over redispy 100 || fail "redis-py wrote nothing: $(tail -n 3 "$CL_DIR/log/redispy.out" "$CL_DIR/redispy.out")"
+}
+count_lines() { # KIND FILE: lines starting with KIND (0 when none or no file)
+	awk -v k="$1" '$1 == k { n++ } END { print n + 0 }' "$2" 2>/dev/null || echo 0
+}
+acked_over() { [ "$(count_lines A "$CL_DIR/$1.out")" -gt "$2" ]; }
+
+ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
+
+# moved APP [window]: after the failover, APP has had 100 more writes acknowledged, by
+# the new primary; no error reached it — or, with "window", errors only for writes
+# issued while the shard had no primary (until the failover ended, within 1 s), each a
+# lost connection or MasterNotFoundError (the API says the master is down): what
+# redis-py's default (no retry) gives a command in flight when its server dies or drops
+# it, or issued before the failover ends. ioredis resends and waits instead.
+moved() {
+	local app=$1 window=${2:-} n addr errs late
+	n=$(count_lines A "$CL_DIR/$app.out")
+	cl_until 10 acked_over "$app" $((n + 100)) ||
+		fail "$app stopped writing: $(tail -n 3 "$CL_DIR/$app.out")"
+	addr=$(grep '^A ' "$CL_DIR/$app.out" | tail -n 1 | awk '{ print $4 }')
+	[ "${addr%:*}" = "$(cl_ip "$NEW")" ] ||
+		fail "$app writes to $addr, not to the new primary $(cl_ip "$NEW")"
+	errs=$(count_lines E "$CL_DIR/$app.out")
+	if [ -z "$window" ] && [ "$errs" != 0 ]; then
+		fail "$errs errors reached $app: $(grep '^E ' "$CL_DIR/$app.out" | head -n 3)"
+	fi
+	late=$(awk -v end="$T_END_NS" '$1 == "E" && ($3 > end + 1000000000 || $0 !~ /ConnectionError|MasterNotFoundError|Connection closed|Error while reading|Connection refused|Connection reset/)' "$CL_DIR/$app.out")
+	[ -z "$late" ] || fail "errors reached $app outside the failover or not a lost connection: $(head -n 3 <<<"$late")"
+	echo "    $app: $(count_lines A "$CL_DIR/$app.out") writes acknowledged, $errs errors (lost connections during the failover), now on $addr" >&2
+	record_fig "$app $errs errors"
+}
+record_fig() { FIGS="${FIGS:+$FIGS, }$*"; }
+
+new_primary() {
+	cl_until 10 ctl_ev '.kind == "failover_end"' || fail "no failover_end: $(tail -n 5 "$CL_CLOG")"
+	T_END_NS=$(cl_now_ns)
+	NEW=$(cl_masters)
+	[ "$(grep -c . <<<"$NEW")" = 1 ] && [ "$NEW" != "$OLD" ] || fail "primaries now: $(tr '\n' ' ' <<<"$NEW")"
+}
+
+# events_in_order CHANNEL-OR-"CHANNEL PAYLOAD-REGEX"...: each appears in the recorded
+# Sentinel event stream, after the one before it (Sentinel's order).
+events_in_order() {
+	local from=0 e line
+	for e in "$@"; do
+		line=$(awk -v from="$from" -v e="$e" 'BEGIN { sub(/^[+]/, "[+]", e); re = "^" e "( |$)" }
+			NR > from && $0 ~ re { print NR; exit }' "$CL_DIR/events.txt")
+		[ -n "$line" ] || fail "no '$e' after line $from of the event stream: $(cat "$CL_DIR/events.txt")"
+		from=$line
+	done
+}
+
+# The replica addresses as Sentinel words them.
+slave_of() { # IDX MASTER-IDX
+	echo "slave $(cl_ip "$1"):6379 $(cl_ip "$1") 6379 @ $CL_SHARD $(cl_ip "$2") 6379"
+}
+master_at() { echo "master $CL_SHARD $(cl_ip "$1") 6379"; }
+
+# The stream of a failover from OLD to NEW, the third node R: Sentinel's kinds, payloads
+# and order (sentinel.c: sentinelStartFailover ... sentinelFailoverSwitchToPromotedSlave).
+failover_stream() { # OLD NEW R [crash]
+	local o=$1 n=$2 r=$3 crash=${4:-}
+	local head=() tail=()
+	[ -z "$crash" ] || head=("+sdown $(master_at "$o")" "+odown $(master_at "$o") #quorum 1/1")
+	[ -z "$crash" ] || tail=("-odown $(master_at "$o")")
+	cl_until 10 grep -q '^+switch-master ' "$CL_DIR/events.txt" || fail "no +switch-master: $(cat "$CL_DIR/events.txt")"
+	events_in_order "${head[@]}" "+new-epoch [0-9]+" "+try-failover $(master_at "$o")" \
+		"+elected-leader $(master_at "$o")" "+failover-state-select-slave $(master_at "$o")" \
+		"+selected-slave $(slave_of "$n" "$o")" \
+		"+failover-state-send-slaveof-noone $(slave_of "$n" "$o")" \
+		"+failover-state-wait-promotion $(slave_of "$n" "$o")" \
+		"+promoted-slave $(slave_of "$n" "$o")" "+failover-state-reconf-slaves $(master_at "$o")" \
+		"+slave-reconf-sent $(slave_of "$r" "$o")" "+slave-reconf-inprog $(slave_of "$r" "$o")" \
+		"+slave-reconf-done $(slave_of "$r" "$o")" "${tail[@]}" \
+		"+failover-end $(master_at "$o")" \
+		"+switch-master $CL_SHARD $(cl_ip "$o") 6379 $(cl_ip "$n") 6379" \
+		"+slave $(slave_of "$r" "$n")"
+}
+
+test_clients_sigkill() {
+	cluster
+	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
+	new_primary
+	moved ioredis
+	moved redispy window
+	failover_stream 1 "$NEW" $((5 - NEW)) crash
+	events_in_order "+switch-master" "+sdown $(slave_of 1 "$NEW")"
+	# The scripts ran, with Sentinel's arguments.
+	cl_until 10 grep -q "^$CL_SHARD leader start $(cl_ip 1) 6379 $(cl_ip "$NEW") 6379\$" "$T/hook.out" ||
+		fail "client_reconfig_script not run as Sentinel runs it: $(cat "$T/hook.out" 2>&1)"
+	grep -q "^+switch-master $CL_SHARD $(cl_ip 1) 6379 $(cl_ip "$NEW") 6379\$" "$T/hook.out" &&
+		grep -q "^+odown master $CL_SHARD $(cl_ip 1) 6379 #quorum 1/1\$" "$T/hook.out" ||
+		fail "notification_script not run as Sentinel runs it: $(cat "$T/hook.out")"
+	cl_redis_start 1 # back, empty: converted
+	cl_until 10 cl_linked 1 "$NEW" || fail "the old primary did not come back as a replica"
+	cl_until 10 grep -q '^+convert-to-slave ' "$CL_DIR/events.txt" || fail "no +convert-to-slave"
+	events_in_order "+switch-master" "-sdown $(slave_of 1 "$NEW")"
+	events_in_order "+switch-master" "-role-change $(slave_of 1 "$NEW") new reported role is master" \
+		"+convert-to-slave $(slave_of 1 "$NEW")"
+}
+
+test_clients_switchover() {
+	cluster
+	cl_ctl "$FL" failover "$CL_SHARD" --to "$(cl_node 2)" -c "$CL_CONF" >"$T/failover.out" 2>&1 ||
+		fail "flatline failover: $(cat "$T/failover.out")"
+	new_primary
+	[ "$NEW" = 2 ] || fail "primary is $(cl_node "$NEW"), asked for $(cl_node 2)"
+	cl_until 10 cl_linked 1 2 || fail "the old primary does not follow the new one: $(cl_role 1)"
+	moved ioredis
+	moved redispy window
+	failover_stream 1 2 3
+	events_in_order "+switch-master" "+slave $(slave_of 1 2)" \
+		"-role-change $(slave_of 1 2) new reported role is master" "+convert-to-slave $(slave_of 1 2)"
+	! grep -q '^[+-]odown\|^+sdown' "$CL_DIR/events.txt" || fail "a planned switchover with sdown/odown: $(cat "$CL_DIR/events.txt")"
+}
+
+ctl_cli() { cl_ctl timeout 5 redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" "$@"; }
+
+# What a client library and an operator ask beyond the failover: the identity
+# (runid, a myid that survives a restart, replica-announced, HELLO, INFO sections,
+# CLIENT and COMMAND through redis-py's own methods) and runtime configuration
+# (SENTINEL SET kept across a restart, shown by flatline status).
+test_identity_and_runtime_config() {
+	local myid runid out
+	cluster
+	myid=$(ctl_cli sentinel myid)
+	runid=$(cl_redis 1 info server | tr -d '\r' | sed -n 's/^run_id://p')
+	[ "$(ctl_cli sentinel master "$CL_SHARD" | sed -n '/^runid$/{n;p}')" = "$runid" ] ||
+		fail "runid is not the server's ($runid): $(ctl_cli sentinel master "$CL_SHARD" | head -8 | tr '\n' ' ')"
+	ctl_cli sentinel replicas "$CL_SHARD" | grep -qx replica-announced || fail "no replica-announced"
+	out=$(ctl_cli hello 2 | tr '\n' ' ')
+	[[ $out == "server redis version "*" proto 2 id "*" mode sentinel modules "* ]] || fail "HELLO: $out"
+	out=$(ctl_cli info sentinel | tr -d '\r')
+	grep -q '^# Sentinel' <<<"$out" && ! grep -q '^# Server' <<<"$out" || fail "INFO sentinel: $out"
+	cl_ctl "$PY" - "$CL_CTL_IP" "$CL_CTL_PORT" <<-'PYEOF' || fail "redis-py's client and command methods failed"
+		import sys, redis
+		r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), decode_responses=True)
+		i = r.client_id()
+		assert r.client_setname("app") and r.client_getname() == "app"
+		assert r.client_info()["id"] == i and r.client_info()["name"] == "app"
+		assert any(c["id"] == str(i) for c in r.client_list())
+		assert r.command_count() > 10
+	PYEOF
+	# RESP3 after HELLO 3: a map for SENTINEL MASTER, push messages for pub/sub.
+	cl_ctl "$PY" - "$CL_CTL_IP" "$CL_CTL_PORT" "$CL_SHARD" <<-'PYEOF' || fail "RESP3 replies"
+		import socket, sys, time
+		s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2)
+		def cmd(*a):
+		    s.sendall(("*%d\r\n" % len(a) + "".join("$%d\r\n%s\r\n" % (len(x), x) for x in a)).encode())
+		def read():
+		    time.sleep(0.2)
+		    return s.recv(65536).decode()
+		cmd("HELLO", "3"); r = read(); assert r.startswith("%6\r\n") and "proto\r\n:3" in r, r
+		cmd("SENTINEL", "MASTER", sys.argv[3]); r = read(); assert r.startswith("%20\r\n"), r[:40]
+		cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "nosuch"); r = read(); assert r == "_\r\n", r
+		cmd("SUBSCRIBE", "+switch-master"); r = read(); assert r.startswith(">3\r\n"), r
+	PYEOF
+	# Runtime configuration: AUTH first, kept in <state_file>.runtime, over a restart.
+	out=$(ctl_cli sentinel set "$CL_SHARD" down-after-milliseconds 4321)
+	[[ $out == NOAUTH* ]] || fail "SENTINEL SET without AUTH: $out"
+	out=$(ctl_cli -a "$CL_SECRET" --no-auth-warning sentinel set "$CL_SHARD" down-after-milliseconds 4321)
+	[ "$out" = OK ] || fail "SENTINEL SET: $out"
+	cl_stop controller
+	cl_controller_start || fail "controller did not restart"
+	[ "$(ctl_cli sentinel myid)" = "$myid" ] || fail "myid changed over a restart"
+	[ "$(ctl_cli sentinel master "$CL_SHARD" | sed -n '/^down-after-milliseconds$/{n;p}')" = 4321 ] ||
+		fail "down-after-milliseconds not kept: $(ctl_cli sentinel master "$CL_SHARD" | tr '\n' ' ')"
+	cl_ctl "$FL" status -c "$CL_CONF" | grep -q 'set at runtime.*down-after-milliseconds=4321' ||
+		fail "flatline status does not show it: $(cl_ctl "$FL" status -c "$CL_CONF" | tail -n 3)"
+}
+
+TESTS=(test_clients_switchover test_clients_sigkill test_identity_and_runtime_config)
+run_tests

@@ -1,0 +1,47 @@
+// An application on ioredis with its default options, following a shard through the
+// Sentinel API (flatline's controller or redis-sentinel): RPUSHes 0, 1, 2 ... to KEY
+// at RATE per second, one command at a time, and writes every outcome to OUT:
+//   A <value> <t_ns> <addr>           acknowledged by the server at addr
+//   E <value> <t_ns> <addr> <error>   an error that reached the application
+// On SIGTERM prints {"acked": N, "errors": N, "addr": "last server"} on stdout.
+// usage: node app.js SENTINEL_HOST:PORT[,HOST:PORT] NAME KEY RATE OUT
+"use strict";
+const fs = require("fs");
+const Redis = require("ioredis");
+
+const [sentinelArg, name, key, rateArg, outPath] = process.argv.slice(2);
+const sentinels = sentinelArg.split(",").map((s) => {
+	const i = s.lastIndexOf(":");
+	return { host: s.slice(0, i), port: Number(s.slice(i + 1)) };
+});
+const gapMs = 1000 / Number(rateArg);
+const out = fs.openSync(outPath, "w");
+const r = new Redis({ sentinels, name }); // the defaults, as an application has them
+let stop = false, acked = 0, errors = 0, addr = "-";
+
+const nowNs = () => (BigInt(Date.now()) * 1000000n).toString();
+const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
+process.on("SIGTERM", () => { stop = true; });
+r.on("error", () => {}); // connection-level noise: only command errors reach the app
+
+(async () => {
+	for (let v = 0; !stop; v++) {
+		const t0 = Date.now();
+		try {
+			await r.rpush(key, String(v));
+			if (r.stream && r.stream.remoteAddress)
+				addr = `${r.stream.remoteAddress}:${r.stream.remotePort}`;
+			acked++;
+			fs.writeSync(out, `A ${v} ${nowNs()} ${addr}\n`);
+		} catch (e) {
+			errors++;
+			fs.writeSync(out, `E ${v} ${nowNs()} ${addr} ${String(e.message).replace(/\s+/g, " ")}\n`);
+		}
+		const left = gapMs - (Date.now() - t0);
+		if (left > 0)
+			await sleep(left);
+	}
+	console.log(JSON.stringify({ acked, errors, addr }));
+	r.disconnect();
+	process.exit(0);
+})();
