@@ -721,11 +721,14 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 	sync_allow(a, c, kind, n);
 }
 
+/* Every heartbeat while the lease is not held (the list then decides who is
+ * served), every tenth while it is (so that it is current when the lease runs out). */
 static void lease_poll_clients(struct agent *a)
 {
+	static unsigned int n;
 	const char *argv[] = { "CLIENT", "LIST" };
 
-	if (a->lw)
+	if (a->lw && (!lease_held(&a->lease, now_ns()) || n++ % 10 == 0))
 		srvmon_send(a->srv, 2, argv, on_client_list, NULL);
 }
 
@@ -769,11 +772,18 @@ static void lease_answer(struct agent *a, long long epoch, const char *primary, 
 {
 	const struct srv_state *st = srvmon_state(a->srv);
 	bool replica = st->have_info && st->info.role == INFO_ROLE_SLAVE;
+	uint64_t now = now_ns();
 
-	if (a->lw)
-		lease_apply(a, lease_on_controller(&a->lease, now_ns(), sent_ns, epoch, primary,
-						   a->node, replica),
-			    "revoked: the controller names another primary");
+	if (!a->lw)
+		return;
+	/* A server that is not answering takes no lease: the controller may be failing
+	 * over because of it, and this answer may be an old one. */
+	if (st->proc != SRV_UP && st->proc != SRV_BUSY && !lease_held(&a->lease, now) &&
+	    primary && !strcmp(primary, a->node))
+		return;
+	lease_apply(a, lease_on_controller(&a->lease, now, sent_ns, epoch, primary, a->node,
+					   replica),
+		    "revoked: the controller names another primary");
 }
 
 /* --- self-fencing --------------------------------------------------------- */
