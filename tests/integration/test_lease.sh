@@ -152,7 +152,28 @@ lease_figure() {
 }
 
 test_full_cut() { cluster; after_cut_failover full; }
-test_inbound_cut() { cluster; after_cut_failover in; }
+# Inbound only: h1 still sends (its echo requests reach the peers, which then count it
+# alive: passive liveness), receives nothing, so it renews nothing: its lease runs out,
+# and the controller does not fail over (the peers contradict host_down). The shard has
+# no writable primary until the cut heals; no write is acknowledged past the lease.
+test_inbound_cut() {
+	local late
+	cluster
+	T_CUT=$(cl_now_ns)
+	cut_in || fail "failed to cut h1 (in)"
+	on_exit heal
+	cl_until 5 cl_has_event "$OLD_LOG" '.kind == "lease_lost"' || fail "h1 kept its lease"
+	lease_figure
+	sleep 3
+	late=$(colo_acks_since "$((T_CUT + 700000000))")
+	if cl_has_event "$CL_CLOG" '.kind == "replica_selected"'; then
+		fail "a failover happened: this test expects none (see its comment); check its invariant"
+	fi
+	heal
+	printf '%-26s acked_after_cut=%-5s lease_lost_ms=%-5s acked_later_than_700ms=%s no failover (peers see h1 passive)\n' \
+		in "$(colo_acks_since "$T_CUT")" "$LEASE_MS" "$late" >>"$RESULTS"
+	[ "$late" = 0 ] || fail "h1 acknowledged $late writes more than 700 ms after the cut"
+}
 test_outbound_cut() { cluster; after_cut_failover out; }
 
 # No failover when only the controller, or only the peers, are out of reach: the lease

@@ -199,6 +199,8 @@ static __attribute__((unused)) void mkrep(struct fo_report *r, enum fo_proc proc
 		  int link, long long off)
 {
 	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < FO_MAX_NODES; i++)
+		r->peer_packet_age_ms[i] = -1; /* as fo_report_parse leaves it: none */
 	r->proc = proc;
 	r->repl.role = role;
 	r->repl.link_up = link;

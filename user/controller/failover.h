@@ -36,6 +36,14 @@ struct fo_report {
 	char auth_error[128];
 	struct info_repl repl; /* role, master, link, replid, offset, priority, server */
 	unsigned char peer[FO_MAX_NODES]; /* enum fo_peer, indexed like fo_cluster.nodes */
+	long long peer_packet_age_ms[FO_MAX_NODES]; /* peer.<id>.packet_age_ms; -1 = none */
+	int lease; /* enum fo_lease_report: the agent's write lease */
+};
+
+enum fo_lease_report {
+	FO_LEASE_UNKNOWN = 0, /* not reported (an older agent, or lease_ms = 0) */
+	FO_LEASE_HELD = 1,
+	FO_LEASE_LAPSED = 2,
 };
 
 /* The verdict of the failure rules on one node (fo_judge). */
@@ -83,6 +91,7 @@ struct fo_node {
 	enum fo_fix fix_kind; /* what the repair in flight (FO_N_FIXING) does */
 	int fix_ok;           /* REPOINT: this node answered OK */
 	struct fo_report rep;
+	long long named_primary_ms; /* last REPORT answer naming it primary (lease_wait.h) */
 	/* From the controller's own INFO (start, selection, planned switchover). */
 	struct info_repl info;
 	int info_ok;
@@ -146,6 +155,8 @@ struct fo_shard {
 	struct fo_failover last;        /* the last finished or aborted one */
 	bool have_last;
 	char blocked_why[160]; /* last "failover_blocked" reason logged */
+	long long lease_wait_since_ms; /* a failover decided, waiting for the old lease */
+	long long lease_waited_ms;     /* how long the failover starting now waited */
 };
 
 struct fo_ops {
@@ -181,6 +192,7 @@ struct fo_cluster {
 	const struct cfg *cfg;
 	/* Settings (from the cluster file, or tests). */
 	int node_down_after_ms;
+	int lease_ms; /* the agents' [agent] lease_ms: the failover waits for it */
 	int failover_block_ms;
 	int tilt_ms;
 	int info_timeout_ms;     /* fresh INFO during selection */
