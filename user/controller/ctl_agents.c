@@ -11,8 +11,8 @@
 #include <event2/event.h>
 #include "common/clock.h"
 #include "common/log.h"
-#include "controller/lease_wait.h"
 #include "controller/ctl.h"
+#include "controller/lease_wait.h"
 
 static void reject_log(struct ctl *c, int node, const char *node_id, const char *peer,
 		       const char *why)

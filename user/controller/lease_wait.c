@@ -54,3 +54,10 @@ const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, long lon
 	p->named_primary_ms = now;
 	return p->id;
 }
+
+const char *fo_lease_word(const struct fo_node *n)
+{
+	if (!(n->flags & FO_N_REPORTED))
+		return "-";
+	return n->rep.lease == FO_LEASE_HELD ? "held" : n->rep.lease == FO_LEASE_LAPSED ? "lapsed" : "-";
+}

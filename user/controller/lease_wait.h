@@ -37,5 +37,7 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
  * of s is decided or running (no lease is renewed then), else the primary's id, whose
  * naming time is recorded. */
 const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, long long now);
+/* The node's write lease as its agent last reported it: "held", "lapsed" or "-". */
+const char *fo_lease_word(const struct fo_node *n);
 
 #endif
