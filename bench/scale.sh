@@ -82,6 +82,7 @@ write_conf() { # SHARDS
 			name = scale
 			secret = scale-secret
 			[agent]
+			lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 			event_log = $dir/events.jsonl
 			[controller]
 			listen = 127.0.0.1:$BASE

@@ -18,6 +18,8 @@ struct fl_lease_state {
 	__u64 deadline_ns; /* the server's replies reach clients while now < deadline_ns */
 	__u64 renewed_ns;  /* when the evidence that set deadline_ns was sent (lease start) */
 	__s64 epoch;       /* the highest epoch the controller named this node primary at */
+	__u64 dropped_mark; /* fl_lease_cnt[FL_LC_DROPPED] when the lease was last taken: a
+			     * lease taken back after drops first closes the connections */
 	__u32 source;      /* enum fl_lease_source of the last renewal */
 	__u32 port;        /* the server's TCP port, host order; 0 = not armed */
 };
@@ -53,7 +55,7 @@ enum fl_lease_counter {
 };
 
 #ifndef __bpf__
-_Static_assert(sizeof(struct fl_lease_state) == 32, "fl_lease layout");
+_Static_assert(sizeof(struct fl_lease_state) == 40, "fl_lease layout");
 _Static_assert(sizeof(struct fl_lease_conn) == 20, "fl_lease_conn layout");
 #endif
 

@@ -18,6 +18,8 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 # shellcheck source=tests/lib/cluster.sh
 . tests/lib/cluster.sh
+# shellcheck source=tests/lib/partition.sh
+. tests/lib/partition.sh
 
 RESULTS=$(mktemp /tmp/flatline-lease-results.XXXXXX)
 ITEST=${ITEST:-$PWD/${BUILD:-build}/itests}
@@ -39,50 +41,14 @@ cluster() {
 	colo_start
 }
 
-# The co-located writer: in h1's namespace, to h1's own server, never looking anywhere else.
-colo_start() {
-	rm -f "$CL_DIR/colo.out"
-	cl_spawn colo "$(cl_ns 1)" "$PY" "$CL_ROOT/tests/lib/clwriter.py" \
-		--addr "$(cl_ip 1):6379" --rate 1000 --timeout-ms 100 --out "$CL_DIR/colo.out"
-	cl_until 5 colo_over 300 || fail "co-located writer too slow: $(tail -n 3 "$CL_DIR/log/colo.out")"
-}
-colo_over() { local n; n=$(grep -c '^A ' "$CL_DIR/colo.out" 2>/dev/null); [ "${n:-0}" -gt "$1" ]; }
-colo_acks_since() { awk -v t="$1" '$1 == "A" && $3 > t' "$CL_DIR/colo.out" | wc -l; }
-
-# The faults, on h1's eth0 (loopback lives on: the co-located client still reaches it).
-nft_h1() { cl_in 1 nft -f -; }
-cut_full() { cl_isolate 1; }
-cut_in() {
-	nft_h1 <<-EOF
-		table inet flisolate {
-			chain in { type filter hook input priority -10; policy accept; iifname "eth0" drop; }
-		}
-	EOF
-}
-cut_out() {
-	nft_h1 <<-EOF
-		table inet flisolate {
-			chain out { type filter hook output priority -10; policy accept; oifname "eth0" drop; }
-		}
-	EOF
-}
-cut_ctl() {
-	nft_h1 <<-EOF
-		table inet flisolate {
-			chain in { type filter hook input priority -10; policy accept; ip saddr $CL_CTL_IP drop; }
-			chain out { type filter hook output priority -10; policy accept; ip daddr $CL_CTL_IP drop; }
-		}
-	EOF
-}
-cut_peers() {
-	nft_h1 <<-EOF
-		table inet flisolate {
-			chain in { type filter hook input priority -10; policy accept; ip saddr { $(cl_ip 2), $(cl_ip 3) } drop; }
-			chain out { type filter hook output priority -10; policy accept; ip daddr { $(cl_ip 2), $(cl_ip 3) } drop; }
-		}
-	EOF
-}
-heal() { cl_in 1 nft delete table inet flisolate; }
+colo_start() { pt_colo_start 1 || fail "co-located writer did not start"; }
+colo_acks_since() { pt_colo_acks_since "$1"; }
+cut_full() { pt_cut full 1; }
+cut_in() { pt_cut in 1; }
+cut_out() { pt_cut out 1; }
+cut_ctl() { pt_cut ctl 1; }
+cut_peers() { pt_cut peers 1; }
+heal() { pt_heal 1; }
 
 ts_ns() { date -d "$1" +%s%N; }
 # ctl_ts KIND: the wall-clock ns of the controller's first KIND event ("" if none).
@@ -101,22 +67,11 @@ wait_ctl() { # KIND SECONDS
 check_invariant() {
 	local name=$1 new=$2 out
 	cl_stop colo
-	cl_until 10 cl_linked "$OLD" "$new" || true # the figures below do not need it
+	# Linked: what h1 had that the new primary took is there (the figures, not the check).
+	cl_until 10 cl_linked "$OLD" "$new" || echo "    (h1 not linked to h$new after 10 s)" >&2
 	cl_redis "$new" lrange w 0 -1 >"$CL_DIR/final.txt" || fail "failed to read the new primary's list"
-	LOST_FILE=$CL_DIR/lost.txt
-	out=$("$PY" - "$CL_DIR/colo.out" "$CL_DIR/final.txt" "$T_CUT" "$T_PROM" <<-'PYEOF'
-		import sys
-		rec, final, cut, prom = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-		have = set(l.strip() for l in open(final) if l.strip())
-		acked = [(int(f[1]), int(f[2])) for f in (l.split() for l in open(rec)) if f and f[0] == "A"]
-		after_cut = [(v, t) for v, t in acked if t > cut]
-		lost = [(v, t) for v, t in after_cut if str(v) not in have]
-		after_prom = [(v, t) for v, t in acked if t > prom]
-		bad = [(v, t) for v, t in after_prom if str(v) not in have]
-		last = max((t for v, t in after_cut), default=cut)
-		print(len(after_cut), len(lost), len(after_prom), len(bad), (last - cut) // 1000000)
-	PYEOF
-	) || fail "failed to count the writes"
+	out=$(pt_count "$CL_DIR/colo.out" "$CL_DIR/final.txt" "$T_CUT" "$T_PROM") ||
+		fail "failed to count the writes"
 	read -r N_CUT N_LOST N_PROM N_BAD LAST_MS <<<"$out"
 	printf '%-26s acked_after_cut=%-5s lost=%-5s acked_after_promotion=%-3s missing_after_promotion=%-3s last_ack_ms=%-5s lease_lost_ms=%-5s promoted_ms=%s\n' \
 		"$name" "$N_CUT" "$N_LOST" "$N_PROM" "$N_BAD" "$LAST_MS" "${LEASE_MS:--}" "${PROM_MS:--}" >>"$RESULTS"

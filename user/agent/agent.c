@@ -74,7 +74,8 @@ struct agent {
 	/* The write lease (agent/lease.h), enforced by bpf/lease.bpf.c. */
 	struct lease_watch *lw;  /* NULL: lease_ms = 0, or no cluster file */
 	struct lease_sm lease;
-	bool lease_held;         /* as last logged */
+	bool lease_held;         /* as written to the kernel and logged */
+	bool grant_pending;      /* taken back after drops: waits for a fresh CLIENT LIST */
 	uint64_t lease_lost_ns;  /* when it was last lost (0: never held by this agent) */
 	uint64_t ctl_answer_ns;  /* last controller answer, CLOCK_MONOTONIC */
 	/* Connections that flow without the lease: ours, then CLIENT LIST's. */
@@ -301,6 +302,7 @@ static void kick_reports(struct agent *a)
 }
 
 static void lease_drop(struct agent *a, const char *why);
+static bool kernel_held(const struct agent *a, uint64_t now);
 
 static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
 			   unsigned what)
@@ -364,7 +366,7 @@ static void build_report(void *ctx, struct rep_msg *m)
 		rep_add_key(m, RK_FENCED, NULL, "1");
 	if (a->lw) {
 		uint64_t now = fl_clock_ns(CLOCK_MONOTONIC);
-		bool held = lease_held(&a->lease, now);
+		bool held = kernel_held(a, now);
 
 		rep_add_key(m, RK_LEASE, NULL, "%s", held ? "held" : "lapsed");
 		rep_add_key(m, RK_LEASE_MS_LEFT, NULL, "%llu",
@@ -559,35 +561,19 @@ static void lease_lost(struct agent *a, const char *reason, uint64_t now)
 	pr_warn("write lease lost (%s): the server's replies no longer reach clients\n", reason);
 }
 
-/* Writes a change to the kernel. A lease coming back first destroys the server's
- * client connections: replies queued while it ran out (writes executed, never
- * acknowledged) must not reach anyone once a failover may have happened. */
-static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
+static void lease_poll_clients(struct agent *a, bool now);
+
+/* The lease as the kernel has it: taken (not waiting for a CLIENT LIST), unexpired. */
+static bool kernel_held(const struct agent *a, uint64_t now)
+{
+	return a->lw && !a->grant_pending && lease_held(&a->lease, now);
+}
+
+static void lease_regained(struct agent *a, int killed)
 {
 	uint64_t now = now_ns();
-	int killed = 0, err;
 	struct evrec r;
 
-	if (ch == LEASE_SAME || !a->lw)
-		return;
-	if (ch == LEASE_GRANTED) {
-		killed = lease_kill_conns(a->me->redis.port, a->allow, a->nallow);
-		if (killed < 0) {
-			pr_warn("failed to close the server's client connections: %s; lease not "
-				"taken\n", strerror(-killed));
-			a->lease.k.deadline_ns = 0;
-			return;
-		}
-	}
-	err = lease_watch_write(a->lw, &a->lease.k);
-	if (err)
-		pr_warn("failed to write the lease map: %s\n", strerror(-err));
-	if (ch == LEASE_REVOKED) {
-		lease_lost(a, why, now);
-		return;
-	}
-	if (ch != LEASE_GRANTED || a->lease_held || err)
-		return;
 	a->lease_held = true;
 	evrec_begin(&r, NULL, a->node, "lease_regained");
 	lease_evidence(a, &r, now);
@@ -595,6 +581,62 @@ static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
 	evrec_int(&r, "connections_closed", killed);
 	agent_log(a, &r);
 	pr_info("write lease held (from the %s)\n", lease_source_name(a->lease.k.source));
+}
+
+/* Takes the lease in the kernel. If the kernel dropped replies since it was last
+ * taken, those replies (writes executed, never acknowledged) still wait in their
+ * sockets for a retransmission: the server's client connections are destroyed first
+ * (SOCK_DESTROY), all but the allowed ones, so that none reaches anyone once a
+ * failover may have happened; clients reconnect. */
+static void lease_take(struct agent *a)
+{
+	uint64_t dropped = lease_watch_count(a->lw, FL_LC_DROPPED);
+	int killed = 0, err;
+
+	if (dropped != a->lease.k.dropped_mark) {
+		killed = lease_kill_conns(a->me->redis.port, a->allow, a->nallow);
+		if (killed < 0) {
+			pr_warn("failed to close the server's client connections: %s; lease not "
+				"taken\n", strerror(-killed));
+			return;
+		}
+	}
+	a->lease.k.dropped_mark = dropped;
+	err = lease_watch_write(a->lw, &a->lease.k);
+	if (err) {
+		pr_warn("failed to write the lease map: %s\n", strerror(-err));
+		return;
+	}
+	if (!a->lease_held)
+		lease_regained(a, killed);
+}
+
+/* Writes a change to the kernel. A lease coming back after drops waits for a fresh
+ * CLIENT LIST first, so that a controller or replica connection made while it was
+ * out is not taken for a client (lease_take). */
+static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
+{
+	int err;
+
+	if (ch == LEASE_SAME || !a->lw)
+		return;
+	if (ch == LEASE_REVOKED) {
+		a->grant_pending = false;
+		err = lease_watch_write(a->lw, &a->lease.k);
+		if (err)
+			pr_warn("failed to write the lease map: %s\n", strerror(-err));
+		lease_lost(a, why, now_ns());
+		return;
+	}
+	if (a->grant_pending)
+		return; /* the CLIENT LIST answer takes it, with the latest deadline */
+	if (ch == LEASE_GRANTED &&
+	    lease_watch_count(a->lw, FL_LC_DROPPED) != a->lease.k.dropped_mark) {
+		a->grant_pending = true;
+		lease_poll_clients(a, true);
+		return;
+	}
+	lease_take(a);
 }
 
 static void lease_drop(struct agent *a, const char *why)
@@ -719,16 +761,22 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 			kind[n++] = k;
 	}
 	sync_allow(a, c, kind, n);
+	if (a->grant_pending) {
+		a->grant_pending = false;
+		if (lease_held(&a->lease, now_ns()))
+			lease_take(a);
+	}
 }
 
 /* Every heartbeat while the lease is not held (the list then decides who is
- * served), every tenth while it is (so that it is current when the lease runs out). */
-static void lease_poll_clients(struct agent *a)
+ * served), every tenth while it is (so that it is current when the lease runs out);
+ * now: at once (a lease waiting to be taken). */
+static void lease_poll_clients(struct agent *a, bool now)
 {
 	static unsigned int n;
 	const char *argv[] = { "CLIENT", "LIST" };
 
-	if (a->lw && (!lease_held(&a->lease, now_ns()) || n++ % 10 == 0))
+	if (a->lw && (now || !kernel_held(a, now_ns()) || n++ % 10 == 0))
 		srvmon_send(a->srv, 2, argv, on_client_list, NULL);
 }
 
@@ -886,7 +934,7 @@ static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	lease_tick(arg);
-	lease_poll_clients(arg);
+	lease_poll_clients(arg, false);
 	fence_eval_now(arg);
 }
 
