@@ -739,11 +739,11 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 {
 	static struct fl_lease_conn c[FL_LEASE_MAX_ALLOW];
 	static __u32 kind[FL_LEASE_MAX_ALLOW];
-	struct agent *a = ctx;
+	struct agent *a = priv; /* ctx is the monitor's (srvmon_send) */
 	char line[1024];
 	int n = 0;
 
-	(void)priv;
+	(void)ctx;
 	if (!r || r->type != REDIS_REPLY_STRING || !a->lw)
 		return;
 	for (const char *p = r->str; *p && n < FL_LEASE_MAX_ALLOW;) {
@@ -777,7 +777,7 @@ static void lease_poll_clients(struct agent *a, bool now)
 	const char *argv[] = { "CLIENT", "LIST" };
 
 	if (a->lw && (now || !kernel_held(a, now_ns()) || n++ % 10 == 0))
-		srvmon_send(a->srv, 2, argv, on_client_list, NULL);
+		srvmon_send(a->srv, 2, argv, on_client_list, a);
 }
 
 static void on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns)
