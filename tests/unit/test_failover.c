@@ -467,8 +467,11 @@ static void test_lease_wait(void **state)
 	(void)state;
 	assert_int_equal(C.lease_ms, 500);
 	healthy();
-	assert_string_equal(fo_answer_primary(&C, s, R.mono), "n1");
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
 	cut = R.mono;
+	/* Answers to the others name n1 too, but renew nothing of n1's. */
+	assert_string_equal(fo_answer_primary(&C, s, N("n2"), R.mono + 300), "n1");
+	assert_int_equal(N("n1")->named_primary_ms, cut);
 	R.mono += 1001; /* n1's heartbeat goes stale */
 	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
 	r.peer[N("n1")->idx] = FO_PEER_DOWN;
@@ -483,7 +486,7 @@ static void test_lease_wait(void **state)
 	assert_true(evented("lease_wait"));
 	assert_true(evented("failover_blocked"));
 	assert_false(evented("failover_start"));
-	assert_string_equal(fo_answer_primary(&C, s, R.mono), "");
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "");
 	/* One ms before the bound: still waiting. */
 	R.mono = cut + 901 + span - 1;
 	fo_on_report(&C, N("n2"), &r);
@@ -529,7 +532,7 @@ static void test_lease_given_up_and_proc_down(void **state)
 	(void)state;
 	healthy();
 	named = R.mono;
-	assert_string_equal(fo_answer_primary(&C, s, named), "n1");
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), named), "n1");
 	R.mono += 100;
 	mkrep(&r, FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
 	r.lease = FO_LEASE_LAPSED;
@@ -548,7 +551,7 @@ static void test_lease_proc_down_no_wait(void **state)
 
 	(void)state;
 	healthy();
-	assert_string_equal(fo_answer_primary(&C, s, R.mono), "n1");
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
 	R.mono += 10;
 	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
 	assert_false(evented("lease_wait"));

@@ -171,7 +171,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");
 	resp_int(out, s ? (long long)s->epoch : 0);
-	resp_str(out, fo_answer_primary(&c->fo, s, c->fo.now_ms(c->fo.ctx)));
+	resp_str(out, fo_answer_primary(&c->fo, s, n, c->fo.now_ms(c->fo.ctx)));
 	/* HA mode: only the leader's word may renew a lease or lift a fence. */
 	if (c->ha)
 		resp_str(out, ctl_may_act(c) ? "leader" : "follower");

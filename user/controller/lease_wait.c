@@ -44,14 +44,16 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	return end;
 }
 
-const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, long long now)
+const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *n,
+			      long long now)
 {
 	struct fo_node *p;
 
 	if (!s || s->primary < 0 || s->fo.state != FO_ST_NONE || s->lease_wait_since_ms)
 		return "";
 	p = &c->nodes[s->primary];
-	p->named_primary_ms = now;
+	if (n == p)
+		p->named_primary_ms = now;
 	return p->id;
 }
 

@@ -33,10 +33,12 @@ long long fo_lease_span_ms(const struct fo_cluster *c);
  * *blocker is that peer). */
 long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 			  const struct fo_node *p, enum fo_verdict v, const struct fo_node **blocker);
-/* The primary to name in the answer to a REPORT from a node of s: "" while a failover
- * of s is decided or running (no lease is renewed then), else the primary's id, whose
- * naming time is recorded. */
-const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, long long now);
+/* The primary to name in the answer to a REPORT from node n of s: "" while a failover
+ * of s is decided or running (no lease is renewed then), else the primary's id; when n
+ * is the primary itself (only its own agent renews from the answer), the time is
+ * recorded. */
+const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *n,
+			      long long now);
 /* The node's write lease as its agent last reported it: "held", "lapsed" or "-". */
 const char *fo_lease_word(const struct fo_node *n);
 
