@@ -679,7 +679,7 @@ static void sync_allow(struct agent *a, const struct fl_lease_conn *c, const __u
 static void on_srv_connected(void *ctx, int fd)
 {
 	struct agent *a = ctx;
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 };
 	socklen_t len = sizeof(ss);
 
 	if (!a->lw)
@@ -698,7 +698,8 @@ static void on_srv_connected(void *ctx, int fd)
 static bool client_addr(const char *line, struct fl_lease_conn *k)
 {
 	const char *p = strstr(line, " addr="), *colon, *end;
-	char host[64];
+	char host[64], *pend;
+	long port;
 	size_t n;
 
 	if (!p)
@@ -718,7 +719,11 @@ static bool client_addr(const char *line, struct fl_lease_conn *k)
 		return false;
 	memcpy(host, p, n);
 	host[n] = '\0';
-	return !lease_conn_parse(k, host, (uint16_t)atoi(colon + 1));
+	errno = 0;
+	port = strtol(colon + 1, &pend, 10);
+	if (errno || pend == colon + 1 || port <= 0 || port > 65535)
+		return false;
+	return !lease_conn_parse(k, host, (uint16_t)port);
 }
 
 static bool client_field(const char *line, const char *key, const char *want, bool word)

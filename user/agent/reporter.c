@@ -89,7 +89,7 @@ static void note(struct reporter *r, const char *kind, const char *detail)
 static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 {
 	struct reporter *r = ctx;
-	unsigned long long seq = (uintptr_t)priv;
+	const uint64_t *sent_ns = priv; /* this REPORT's slot of r->sent_ns */
 
 	if (!rep)
 		return;
@@ -109,8 +109,7 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 	    (rep->element[2]->type == REDIS_REPLY_STRING ||
 	     rep->element[2]->type == REDIS_REPLY_STATUS) &&
 	    r->ops.answer)
-		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str,
-			      r->sent_ns[seq % REP_SENT_RING]);
+		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str, *sent_ns);
 }
 
 static void send_report(struct reporter *r)
@@ -128,8 +127,8 @@ static void send_report(struct reporter *r)
 	if (m->overflow)
 		pr_warn("report too large: some keys left out\n");
 	r->sent_ns[r->seq % REP_SENT_RING] = fl_clock_ns(CLOCK_MONOTONIC);
-	err = redis_link_command(r->link, on_report_reply, (void *)(uintptr_t)r->seq, m->argc,
-				 m->argv, NULL);
+	err = redis_link_command(r->link, on_report_reply, &r->sent_ns[r->seq % REP_SENT_RING],
+				 m->argc, m->argv, NULL);
 	free(m);
 	if (err) {
 		pr_debug("failed to send report: %s\n", strerror(-err));
