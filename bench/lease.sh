@@ -3,11 +3,12 @@
 # co-located writer, tests/lib/partition.sh: RPUSH to its local server 1,000 times a
 # second) while that host is cut off in each shape for PART_S seconds, then healed.
 # Per shape and system, one fresh cluster (tests/lib/cluster.sh) per trial; printed:
-#   acked        writes the old primary acknowledged after the cut
+#   acked        writes the old primary acknowledged after the cut, before the heal
 #   lost         of those, missing from the new primary afterwards (what the cut cost)
 #   after promo  acknowledged after the promotion instant: must be 0
 #   missing      of those, missing from the new primary: the invariant, must be 0
-#   fenced       ms from the cut to the old primary's last acknowledged write
+#   fenced       ms from the cut to the old primary's last acknowledged write before
+#                the heal (the partition's length when it was never fenced)
 #   promoted     ms from the cut to the promotion (flatline: replica_selected, which
 #                precedes REPLICAOF NO ONE; Sentinel: "MASTER MODE enabled" in the
 #                promoted server's log); "-" when no failover happened
@@ -134,6 +135,7 @@ trial() {
 		[ -n "$new" ] && t_prom=$(pt_redis_log_ms "$CL_DIR/$(cl_node "$new")/redis.log")
 	fi
 	[ -n "$t_prom" ] && [ "$t_prom" != 0 ] && prom=$(((t_prom - T_CUT) / 1000000))
+	T_HEAL=$(cl_now_ns)
 	pt_heal 1
 	[ -n "$new" ] || new=1
 	[ "$new" = 1 ] || cl_until 20 old_follows "$new" || echo "  ($sys $shape $i: h1 did not follow h$new)" >&2
@@ -141,7 +143,7 @@ trial() {
 	pt_colo_stop
 	# A lease taken back after drops resets the connections it finds: read until it works.
 	cl_until 10 read_final "$new" || { echo "bench-lease: cannot read h$new's list" >&2; return 1; }
-	out=$(pt_count "$CL_DIR/colo.out" "$CL_DIR/final" "$T_CUT" "${t_prom:-0}")
+	out=$(pt_count "$CL_DIR/colo.out" "$CL_DIR/final" "$T_CUT" "${t_prom:-0}" "$T_HEAL")
 	read -r a l ap m f <<<"$out"
 	printf '%-16s %-6s %-3s %7s %7s %11s %8s %8s %9s %10s\n' "$sys" "$shape" "$i" "$a" "$l" "$ap" "$m" \
 		"$f" "$lease" "$prom" | tee -a "$rows" >&2

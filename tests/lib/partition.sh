@@ -14,10 +14,11 @@
 #   pt_colo_start IDX  the co-located writer (tests/lib/clwriter.py --addr): in host
 #                      IDX's namespace, RPUSH to its own server 1,000 times a second,
 #                      record in $CL_DIR/colo.out; pt_colo_stop stops it
-#   pt_count REC FINAL CUT_NS PROM_NS
+#   pt_count REC FINAL CUT_NS PROM_NS [HEAL_NS]
 #                      prints: acknowledged after the cut, of those lost (not in FINAL,
 #                      the new primary's list), acknowledged after the promotion
-#                      instant, of those missing, ms from the cut to the last ack
+#                      instant, of those missing, ms from the cut to the last ack (with
+#                      HEAL_NS: the acknowledgements and the last one before the heal)
 #   pt_redis_log_ms LOG   wall-clock ns of "MASTER MODE enabled" in a redis-server log
 
 pt_nft() { cl_in "$1" nft -f -; }
@@ -78,9 +79,10 @@ pt_count() {
 	"$CL_PY" - "$@" <<-'PYEOF'
 		import sys
 		rec, final, cut, prom = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+		heal = int(sys.argv[5]) if len(sys.argv) > 5 else None
 		have = set(l.strip() for l in open(final) if l.strip())
 		acked = [(int(f[1]), int(f[2])) for f in (l.split() for l in open(rec)) if f and f[0] == "A"]
-		after_cut = [(v, t) for v, t in acked if t > cut]
+		after_cut = [(v, t) for v, t in acked if t > cut and (heal is None or t < heal)]
 		lost = [v for v, t in after_cut if str(v) not in have]
 		after_prom = [v for v, t in acked if prom and t > prom]
 		bad = [v for v in after_prom if str(v) not in have]
