@@ -102,6 +102,7 @@ cat >"$dir/c.conf" <<EOC
 [cluster]
 secret = bench
 [agent]
+lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 event_log = $dir/agent.jsonl
 [controller]
 listen = 127.0.0.1:$cport

@@ -44,6 +44,7 @@ cat >"$dir/cluster.conf" <<EOC
 name = bench
 secret = bench
 [agent]
+lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 ping_interval_ms = 100
 hung_after = 5
 heartbeat_ms = 100

@@ -95,6 +95,8 @@ port() { echo $((BASE + 1 + ($1 - 1) * 3 + $2 - 1)); }   # SHARD K -> port
 		[cluster]
 		name = scale
 		secret = scale-secret
+		[agent]
+		lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 		[controller]
 		listen = 127.0.0.1:$BASE
 		state_file = STATE

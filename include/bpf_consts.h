@@ -5,6 +5,7 @@
 #define FL_BPF_CONSTS_H
 
 #define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
 /* "Not my business, go on": the next tcx program or clsact filter runs and the
  * packet's fate is theirs (TCX_NEXT has the same value). */
 #define TC_ACT_UNSPEC (-1)
@@ -12,6 +13,7 @@
 #define ETH_P_IPV6 0x86DD
 #define ETH_HLEN 14
 #define IPPROTO_ICMP 1
+#define IPPROTO_TCP 6
 #define ICMP_ECHOREPLY 0
 #define ICMP_ECHO 8
 #define IPPROTO_ICMPV6 58

@@ -8,13 +8,16 @@ PY=/usr/bin/python3
 N1=a1-$$
 N2=a2-$$
 
-# cluster_file OUT CTL_PORT NODE=PORT...: a cluster file with one shard.
+# cluster_file OUT CTL_PORT NODE=PORT...: a cluster file with one shard. lease_ms = 0:
+# these agents run in the machine's own namespace against a recording controller that
+# names no primary; the write lease (its pins outlive the agent) is tested in namespaces
+# by test_lease.sh.
 cluster_file() {
 	local out=$1 ctl=$2 n ids=""
 	shift 2
 	{
 		printf '[cluster]\nname = t\nsecret = %s\n' "${SECRET:-s3cret}"
-		printf '[agent]\nping_interval_ms = 100\nhung_after = 5\nheartbeat_ms = 100\n'
+		printf '[agent]\nping_interval_ms = 100\nhung_after = 5\nheartbeat_ms = 100\nlease_ms = 0\n'
 		printf '[controller]\nlisten = 127.0.0.1:%s\n' "$ctl"
 		[ -z "${PASSWORD:-}" ] || printf '[redis]\npassword = %s\n' "$PASSWORD"
 		for n in "$@"; do

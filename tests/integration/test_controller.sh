@@ -23,6 +23,7 @@ setup_cluster() {
 	name = t
 	secret = s3cret
 	[agent]
+	lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 	ping_interval_ms = 50
 	hung_after = 4
 	heartbeat_ms = 100

@@ -22,6 +22,7 @@ setup() {
 	name = t
 	secret = s3cret
 	[agent]
+	lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 	ping_interval_ms = 50
 	heartbeat_ms = 100
 	[controller]

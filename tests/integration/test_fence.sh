@@ -35,6 +35,7 @@ setup() {
 		[cluster]
 		secret = s
 		[agent]
+		lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 		probe_interval_ms = 100
 		peer_down_after_ms = 500
 		heartbeat_ms = 100

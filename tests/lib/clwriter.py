@@ -11,6 +11,8 @@ the first sentinel that names a master that is not s_down/o_down).
   --dns-type A|AAAA                   the record asked for (AAAA: an IPv6 cluster)
   --sentinel HOST:PORT[,HOST:PORT]    ask these sentinels (or flatline's controller)
   --service NAME
+  --addr HOST:PORT                    always this server (a client next to its cache,
+                                      on the primary's own host: the write lease tests)
 
 It RPUSHes 0, 1, 2, ... to KEY at RATE per second (0: as fast as it can), one command
 at a time. Every outcome is a line in OUT, flushed, wall-clock nanoseconds:
@@ -112,18 +114,25 @@ def main():
     ap.add_argument("--port", type=int, default=6379, help="the servers' port (with --dns)")
     ap.add_argument("--sentinel", help="HOST:PORT[,HOST:PORT...]")
     ap.add_argument("--service", default="cache")
+    ap.add_argument("--addr", help="HOST:PORT: this server only, never looked up")
     ap.add_argument("--key", default="w")
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--timeout-ms", type=float, default=100.0)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    if bool(a.dns) == bool(a.sentinel):
-        ap.error("give --dns NAME --dns-server IP[:PORT], or --sentinel HOST:PORT[,...]")
+    if (bool(a.dns) + bool(a.sentinel) + bool(a.addr)) != 1:
+        ap.error("give --dns NAME --dns-server IP[:PORT], --sentinel HOST:PORT[,...] or --addr HOST:PORT")
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     tmo = a.timeout_ms / 1000.0
 
-    if a.dns:
+    if a.addr:
+        h, _, p = a.addr.rpartition(":")
+        fixed = (h.strip("[]"), int(p))
+
+        def lookup():
+            return fixed
+    elif a.dns:
         host, dport = split_hp(a.dns_server, 53)
         rtype = 28 if a.dns_type == "AAAA" else 1
 

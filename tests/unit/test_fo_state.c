@@ -83,7 +83,8 @@ static void test_report_parse(void **state)
 			       "slave",	      "master_host", "10.0.0.1", "master_port",
 			       "6379",	      "master_link_status", "up", "repl_offset", "123",
 			       "peer.n1",     "down",	    "peer.n9",	 "up",	    "future_key",
-			       "whatever",    "peer.n2.rtt_us", "55" };
+			       "whatever",    "peer.n2.rtt_us", "55", "lease", "lapsed",
+			       "peer.n1.packet_age_ms", "42", "peer.zz.packet_age_ms", "7" };
 	size_t lens[sizeof(argv) / sizeof(argv[0])];
 	int argc = sizeof(argv) / sizeof(argv[0]);
 	struct fo_report r;
@@ -101,6 +102,9 @@ static void test_report_parse(void **state)
 	assert_int_equal(r.repl.offset, 123);
 	assert_int_equal(fo_report_peer(&r, N("n1")->idx), FO_PEER_DOWN);
 	assert_int_equal(fo_report_peer(&r, N("n2")->idx), FO_PEER_UNKNOWN);
+	assert_int_equal(r.lease, FO_LEASE_LAPSED);
+	assert_int_equal(fo_report_peer_age(&r, N("n1")->idx), 42);
+	assert_int_equal(fo_report_peer_age(&r, N("n2")->idx), -1);
 	assert_int_equal(fo_report_parse(&C, &r, argc - 1, argv, lens, why, sizeof(why)), -EINVAL);
 	argv[13] = "12x";
 	lens[13] = 3;

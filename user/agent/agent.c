@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <event2/event.h>
@@ -24,6 +25,8 @@
 #include "common/config.h"
 #include "common/daemon.h"
 #include "agent/fence.h"
+#include "agent/lease.h"
+#include "kern/lease_watch.h"
 #include "agent/prober.h"
 #include "kern/proc_watch.h"
 #include "agent/reporter.h"
@@ -68,6 +71,19 @@ struct agent {
 	char ctl_primary[CFG_ID_MAX + 1];
 	int lock_fd;
 	uint64_t drops_seen; /* ring buffer drops already logged */
+	/* The write lease (agent/lease.h), enforced by bpf/lease.bpf.c. */
+	struct lease_watch *lw;  /* NULL: lease_ms = 0, or no cluster file */
+	struct lease_sm lease;
+	bool lease_held;         /* as written to the kernel and logged */
+	bool grant_pending;      /* taken back after drops: waits for a fresh CLIENT LIST */
+	uint64_t lease_lost_ns;  /* when it was last lost (0: never held by this agent) */
+	uint64_t ctl_answer_ns;  /* last controller answer, CLOCK_MONOTONIC */
+	/* Connections that flow without the lease: ours, then CLIENT LIST's. */
+	struct fl_lease_conn allow[FL_LEASE_MAX_ALLOW];
+	__u32 allow_kind[FL_LEASE_MAX_ALLOW];
+	int nallow;
+	struct fl_lease_conn own; /* the monitor connection's far end as the server sees it */
+	bool have_own;
 };
 
 static const char agent_usage[] =
@@ -285,11 +301,19 @@ static void kick_reports(struct agent *a)
 		reporter_kick(a->rep[i]);
 }
 
+static void lease_drop(struct agent *a, const char *why);
+static bool kernel_held(const struct agent *a, uint64_t now);
+
 static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
 			   unsigned what)
 {
 	struct agent *a = ctx;
 
+	/* Given up before anyone hears of it: the controller may fail over at once. */
+	if (what & SRV_CH_PROC && prev->proc != cur->proc &&
+	    (cur->proc == SRV_HUNG || cur->proc == SRV_DOWN))
+		lease_drop(a, cur->proc == SRV_HUNG ? "given_up: server hung"
+						    : "given_up: server down");
 	if (cur->pid != a->srv_pid && cur->proc != SRV_DOWN)
 		follow_pid(a, cur->pid);
 	log_srv_change(a, prev, cur, what);
@@ -340,6 +364,15 @@ static void build_report(void *ctx, struct rep_msg *m)
 		rep_add_key(m, RK_RUN_ID, NULL, "%s", i->run_id);
 	if (a->fence.fenced)
 		rep_add_key(m, RK_FENCED, NULL, "1");
+	if (a->lw) {
+		uint64_t now = fl_clock_ns(CLOCK_MONOTONIC);
+		bool held = kernel_held(a, now);
+
+		rep_add_key(m, RK_LEASE, NULL, "%s", held ? "held" : "lapsed");
+		rep_add_key(m, RK_LEASE_MS_LEFT, NULL, "%llu",
+			    held ? (unsigned long long)((a->lease.k.deadline_ns - now) / 1000000) : 0ull);
+		rep_add_key(m, RK_LEASE_SOURCE, NULL, "%s", lease_source_name(a->lease.k.source));
+	}
 }
 
 static void on_rep_event(void *ctx, const char *kind, const char *detail)
@@ -354,13 +387,17 @@ static void on_rep_event(void *ctx, const char *kind, const char *detail)
 
 static void fence_eval_now(struct agent *a);
 
-static void on_rep_answer(void *ctx, long long epoch, const char *primary)
+static void lease_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns);
+
+static void on_rep_answer(void *ctx, long long epoch, const char *primary, uint64_t sent_ns)
 {
 	struct agent *a = ctx;
 
 	a->ctl_answer_ms = fl_mono_ms();
+	a->ctl_answer_ns = fl_clock_ns(CLOCK_MONOTONIC);
 	a->ctl_epoch = epoch;
 	snprintf(a->ctl_primary, sizeof(a->ctl_primary), "%s", primary);
+	lease_answer(a, epoch, primary, sent_ns);
 	if (a->fence.fenced)
 		fence_eval_now(a);
 }
@@ -406,11 +443,13 @@ static void report_peers(struct agent *a, struct rep_msg *m)
 	}
 }
 
+static void on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns);
+
 /* Peers: --peer flags, and with a cluster file the other nodes of our shard. */
 static int start_probe(struct agent *a)
 {
 	struct probe_opts po = { .base = a->base, .node = a->node, .on_change = on_peer_change,
-				 .on_route = on_peer_route, .ctx = a };
+				 .on_route = on_peer_route, .on_round_trip = on_round_trip, .ctx = a };
 	char why[256];
 	struct evrec r;
 	int err;
@@ -468,6 +507,338 @@ static bool wants_probe(const struct agent *a)
 				 a->cfg->shards[a->me->shard].nnodes > 1);
 }
 
+/* --- the write lease ------------------------------------------------------ */
+
+static uint64_t now_ns(void)
+{
+	return fl_clock_ns(CLOCK_MONOTONIC);
+}
+
+static void add_ago(struct evrec *r, const char *key, uint64_t now, uint64_t t)
+{
+	if (!t)
+		evrec_str(r, key, NULL);
+	else
+		evrec_uint(r, key, now > t ? (now - t) / 1000000 : 0);
+}
+
+/* The freshest round trip to any peer: when its reply reached us (0: none). */
+static uint64_t peer_rt_ns(const struct agent *a)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++)
+		if (probe_peer(a->probe, i)->rt_recv_ns > t)
+			t = probe_peer(a->probe, i)->rt_recv_ns;
+	return t;
+}
+
+/* What the lease rests on: the last renewal and the last round trips. */
+static void lease_evidence(struct agent *a, struct evrec *r, uint64_t now)
+{
+	evrec_str(r, "source", lease_source_name(a->lease.k.source));
+	add_ago(r, "renewed_ago_ms", now, a->lease.k.renewed_ns);
+	add_ago(r, "controller_answer_ago_ms", now, a->ctl_answer_ns);
+	add_ago(r, "peer_round_trip_ago_ms", now, peer_rt_ns(a));
+	evrec_int(r, "epoch", a->lease.k.epoch);
+	evrec_str(r, "controller_primary", a->ctl_primary);
+	evrec_int(r, "lease_ms", a->cfg->agent.lease_ms);
+}
+
+static void lease_lost(struct agent *a, const char *reason, uint64_t now)
+{
+	struct evrec r;
+
+	if (!a->lease_held)
+		return;
+	a->lease_held = false;
+	a->lease_lost_ns = now;
+	evrec_begin(&r, NULL, a->node, "lease_lost");
+	evrec_str(&r, "reason", reason);
+	lease_evidence(a, &r, now);
+	evrec_uint(&r, "dropped_total", lease_watch_count(a->lw, FL_LC_DROPPED));
+	agent_log(a, &r);
+	pr_warn("write lease lost (%s): the server's replies no longer reach clients\n", reason);
+}
+
+static void lease_poll_clients(struct agent *a, bool now);
+
+/* The lease as the kernel has it: taken (not waiting for a CLIENT LIST), unexpired. */
+static bool kernel_held(const struct agent *a, uint64_t now)
+{
+	return a->lw && !a->grant_pending && lease_held(&a->lease, now);
+}
+
+static void lease_regained(struct agent *a, int killed)
+{
+	uint64_t now = now_ns();
+	struct evrec r;
+
+	a->lease_held = true;
+	evrec_begin(&r, NULL, a->node, "lease_regained");
+	lease_evidence(a, &r, now);
+	add_ago(&r, "without_ms", now, a->lease_lost_ns);
+	evrec_int(&r, "connections_closed", killed);
+	agent_log(a, &r);
+	pr_info("write lease held (from the %s)\n", lease_source_name(a->lease.k.source));
+}
+
+/* Takes the lease in the kernel. If the kernel dropped replies since it was last
+ * taken, those replies (writes executed, never acknowledged) still wait in their
+ * sockets for a retransmission: the server's client connections are destroyed first
+ * (SOCK_DESTROY), all but the allowed ones, so that none reaches anyone once a
+ * failover may have happened; clients reconnect. */
+static void lease_take(struct agent *a)
+{
+	uint64_t dropped = lease_watch_count(a->lw, FL_LC_DROPPED);
+	int killed = 0, err;
+
+	if (dropped != a->lease.k.dropped_mark) {
+		killed = lease_kill_conns(a->me->redis.port, a->allow, a->nallow);
+		if (killed < 0) {
+			pr_warn("failed to close the server's client connections: %s; lease not "
+				"taken\n", strerror(-killed));
+			return;
+		}
+	}
+	a->lease.k.dropped_mark = dropped;
+	err = lease_watch_write(a->lw, &a->lease.k);
+	if (err) {
+		pr_warn("failed to write the lease map: %s\n", strerror(-err));
+		return;
+	}
+	if (!a->lease_held)
+		lease_regained(a, killed);
+}
+
+/* Writes a change to the kernel. A lease coming back after drops waits for a fresh
+ * CLIENT LIST first, so that a controller or replica connection made while it was
+ * out is not taken for a client (lease_take). */
+static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
+{
+	int err;
+
+	if (ch == LEASE_SAME || !a->lw)
+		return;
+	if (ch == LEASE_REVOKED) {
+		a->grant_pending = false;
+		err = lease_watch_write(a->lw, &a->lease.k);
+		if (err)
+			pr_warn("failed to write the lease map: %s\n", strerror(-err));
+		lease_lost(a, why, now_ns());
+		return;
+	}
+	if (a->grant_pending)
+		return; /* the CLIENT LIST answer takes it, with the latest deadline */
+	if (ch == LEASE_GRANTED &&
+	    lease_watch_count(a->lw, FL_LC_DROPPED) != a->lease.k.dropped_mark) {
+		a->grant_pending = true;
+		lease_poll_clients(a, true);
+		return;
+	}
+	lease_take(a);
+}
+
+static void lease_drop(struct agent *a, const char *why)
+{
+	if (a->lw)
+		lease_apply(a, lease_give_up(&a->lease), why);
+}
+
+/* Once per heartbeat: a lease that ran out unrenewed is lost. */
+static void lease_tick(struct agent *a)
+{
+	uint64_t now = now_ns();
+
+	if (a->lw && a->lease_held && !lease_held(&a->lease, now))
+		lease_lost(a, "expired", now);
+}
+
+static void sync_allow(struct agent *a, const struct fl_lease_conn *c, const __u32 *kind, int n)
+{
+	int err;
+
+	a->nallow = 0;
+	if (a->have_own) {
+		a->allow[0] = a->own;
+		a->allow_kind[0] = FL_LEASE_ALLOW_AGENT;
+		a->nallow = 1;
+	}
+	for (int i = 0; i < n && a->nallow < FL_LEASE_MAX_ALLOW; i++) {
+		if (a->have_own && !memcmp(&c[i], &a->own, sizeof(a->own)))
+			continue;
+		a->allow[a->nallow] = c[i];
+		a->allow_kind[a->nallow++] = kind[i];
+	}
+	err = lease_watch_set_allow(a->lw, a->allow, a->allow_kind, a->nallow);
+	if (err)
+		pr_warn("failed to update the lease's allowed connections: %s\n", strerror(-err));
+}
+
+/* The monitor connection is up: allow it before its first command goes out. */
+static void on_srv_connected(void *ctx, int fd)
+{
+	struct agent *a = ctx;
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len = sizeof(ss);
+
+	if (!a->lw)
+		return;
+	a->have_own = fd >= 0 && !getsockname(fd, (struct sockaddr *)&ss, &len) &&
+		      (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+	if (a->have_own)
+		lease_conn_make(&a->own, (struct sockaddr *)&ss);
+	/* Keep the others known so far (their kinds are kept with them). */
+	sync_allow(a, a->allow + (a->nallow && a->allow_kind[0] == FL_LEASE_ALLOW_AGENT),
+		   a->allow_kind + (a->nallow && a->allow_kind[0] == FL_LEASE_ALLOW_AGENT),
+		   a->nallow - (a->nallow && a->allow_kind[0] == FL_LEASE_ALLOW_AGENT));
+}
+
+/* "addr=1.2.3.4:5678" (or "[::1]:5678") of a CLIENT LIST line into k. */
+static bool client_addr(const char *line, struct fl_lease_conn *k)
+{
+	const char *p = strstr(line, " addr="), *colon, *end;
+	char host[64], *pend;
+	long port;
+	size_t n;
+
+	if (!p)
+		return false;
+	p += 6;
+	end = p + strcspn(p, " \n");
+	for (colon = end; colon > p && *colon != ':'; colon--)
+		;
+	if (colon == p)
+		return false;
+	n = colon - p;
+	if (n && p[0] == '[' && p[n - 1] == ']') {
+		p++;
+		n -= 2;
+	}
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, p, n);
+	host[n] = '\0';
+	errno = 0;
+	port = strtol(colon + 1, &pend, 10);
+	if (errno || pend == colon + 1 || port <= 0 || port > 65535)
+		return false;
+	return !lease_conn_parse(k, host, (uint16_t)port);
+}
+
+static bool client_field(const char *line, const char *key, const char *want, bool word)
+{
+	const char *p = strstr(line, key);
+	size_t n;
+
+	if (!p)
+		return false;
+	p += strlen(key);
+	n = strcspn(p, " \n");
+	if (word)
+		return n == strlen(want) && !strncmp(p, want, n);
+	return memchr(p, want[0], n) != NULL;
+}
+
+static void on_client_list(void *ctx, redisReply *r, void *priv)
+{
+	static struct fl_lease_conn c[FL_LEASE_MAX_ALLOW];
+	static __u32 kind[FL_LEASE_MAX_ALLOW];
+	struct agent *a = priv; /* ctx is the monitor's (srvmon_send) */
+	char line[1024];
+	int n = 0;
+
+	(void)ctx;
+	if (!r || r->type != REDIS_REPLY_STRING || !a->lw)
+		return;
+	for (const char *p = r->str; *p && n < FL_LEASE_MAX_ALLOW;) {
+		size_t len = strcspn(p, "\n");
+		__u32 k = 0;
+
+		/* A leading space: every key is then found as " key=". */
+		snprintf(line, sizeof(line), " %.*s", (int)len, p);
+		p += len + (p[len] == '\n');
+		if (client_field(line, " flags=", "S", false))
+			k = FL_LEASE_ALLOW_REPLICA;
+		else if (client_field(line, " name=", "flatline-controller", true))
+			k = FL_LEASE_ALLOW_CONTROLLER;
+		if (k && client_addr(line, &c[n]))
+			kind[n++] = k;
+	}
+	sync_allow(a, c, kind, n);
+	if (a->grant_pending) {
+		a->grant_pending = false;
+		if (lease_held(&a->lease, now_ns()))
+			lease_take(a);
+	}
+}
+
+/* Every heartbeat while the lease is not held (the list then decides who is
+ * served), every tenth while it is (so that it is current when the lease runs out);
+ * now: at once (a lease waiting to be taken). */
+static void lease_poll_clients(struct agent *a, bool now)
+{
+	static unsigned int n;
+	const char *argv[] = { "CLIENT", "LIST" };
+
+	if (a->lw && (now || !kernel_held(a, now_ns()) || n++ % 10 == 0))
+		srvmon_send(a->srv, 2, argv, on_client_list, a);
+}
+
+static void on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns)
+{
+	struct agent *a = ctx;
+
+	(void)peer;
+	if (a->lw)
+		lease_apply(a, lease_on_peer(&a->lease, now_ns(), sent_ns), "peer");
+}
+
+static int start_lease(struct agent *a)
+{
+	struct fl_lease_state st;
+	int err;
+
+	if (!a->cfg->agent.lease_ms)
+		return 0;
+	if (!a->me->redis.port || a->me->redis.unix_path[0]) {
+		pr_warn("the write lease guards TCP only: %s is a unix socket, lease off\n",
+			a->me->redis_str);
+		return 0;
+	}
+	err = lease_watch_open(&a->lw, a->node, a->me->redis.port);
+	if (err)
+		return err;
+	err = lease_watch_read(a->lw, &st);
+	if (err)
+		return err;
+	lease_init(&a->lease, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
+	/* A lease left by a previous agent still runs: kept, renewed as before. */
+	a->lease_held = lease_held(&a->lease, now_ns());
+	pr_info("write lease for port %d: %s, pins in %s\n", a->me->redis.port,
+		a->lease_held ? "held (left by the previous agent)" : "not held",
+		lease_watch_pin_dir(a->lw));
+	return 0;
+}
+
+static void lease_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns)
+{
+	const struct srv_state *st = srvmon_state(a->srv);
+	bool replica = st->have_info && st->info.role == INFO_ROLE_SLAVE;
+	uint64_t now = now_ns();
+
+	if (!a->lw)
+		return;
+	/* A server that is not answering takes no lease: the controller may be failing
+	 * over because of it, and this answer may be an old one. */
+	if (st->proc != SRV_UP && st->proc != SRV_BUSY && !lease_held(&a->lease, now) &&
+	    primary && !strcmp(primary, a->node))
+		return;
+	lease_apply(a, lease_on_controller(&a->lease, now, sent_ns, epoch, primary, a->node,
+					   replica),
+		    "revoked: the controller names another primary");
+}
+
 /* --- self-fencing --------------------------------------------------------- */
 
 static int fence_pause_ms(const struct agent *a)
@@ -520,10 +891,18 @@ static void fence_eval_now(struct agent *a)
 
 	if (!a->cfg->agent.self_fence)
 		return;
-	for (int i = 0; in.have_peers && i < probe_npeers(a->probe); i++)
-		if (probe_peer(a->probe, i)->ev.state == VERDICT_DOWN ||
-		    probe_peer(a->probe, i)->ev.state == VERDICT_LOCAL_FAULT)
-			down++; /* unreachable from here, whoever is at fault */
+	/* Reachable = a round trip within peer_down_after_ms (an echo reply that got all
+	 * the way in); packets that merely arrived prove the peer alive, not that we
+	 * reach it. A peer not judged yet counts as reachable, as before. */
+	for (int i = 0; in.have_peers && i < probe_npeers(a->probe); i++) {
+		const struct probe_peer_info *pi = probe_peer(a->probe, i);
+		uint64_t now = fl_clock_ns(CLOCK_MONOTONIC);
+		bool rt = pi->rt_recv_ns &&
+			  now - pi->rt_recv_ns < (uint64_t)a->cfg->agent.peer_down_after_ms * 1000000;
+
+		if (!rt && pi->ev.state != VERDICT_UNKNOWN)
+			down++;
+	}
 	in.any_peer_reachable = in.have_peers && down < probe_npeers(a->probe);
 	switch (fence_eval(&a->fence, &in)) {
 	case FENCE_NONE:
@@ -559,13 +938,16 @@ static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
+	lease_tick(arg);
+	lease_poll_clients(arg, false);
 	fence_eval_now(arg);
 }
 
 /* With a cluster file: the server monitor and the controller link. */
 static int start_cluster(struct agent *a)
 {
-	static const struct srvmon_ops sops = { .changed = on_srv_changed };
+	static const struct srvmon_ops sops = { .changed = on_srv_changed,
+						.connected = on_srv_connected };
 	static const struct reporter_ops rops = { .build = build_report,
 						  .event = on_rep_event,
 						  .answer = on_rep_answer };
@@ -589,6 +971,7 @@ static int start_cluster(struct agent *a)
 	int nctl = c->etcd.enabled ? c->nctls : 1;
 
 	struct timeval tick = fl_ms_tv(c->agent.heartbeat_ms);
+	int err;
 
 	a->srv = srvmon_new(a->base, &so, &sops, a);
 	for (a->nrep = 0; a->nrep < nctl; a->nrep++) {
@@ -602,6 +985,9 @@ static int start_cluster(struct agent *a)
 	if (!a->srv || !a->fence_ev)
 		return -ENOMEM;
 	a->ctl_answer_ms = fl_mono_ms(); /* isolation is counted from start at the earliest */
+	err = start_lease(a);
+	if (err)
+		return err;
 	srvmon_start(a->srv);
 	for (int i = 0; i < a->nrep; i++)
 		reporter_start(a->rep[i]);
@@ -647,6 +1033,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			(unsigned long long)(drops - a->drops_seen));
 		a->drops_seen = drops;
 	}
+	if (a->lw && lease_watch_rescan(a->lw) > 0)
+		pr_info("write lease attached to new interfaces\n");
 	evlog_sync(a->log);
 }
 
@@ -894,6 +1282,7 @@ cleanup:
 	srvmon_free(a->srv);
 	for (int i = 0; i < a->nrep; i++)
 		reporter_free(a->rep[i]);
+	lease_watch_close(a->lw); /* the pins stay: the lease outlives the agent */
 	probe_close(a->probe);
 	event_base_free(a->base);
 	return err;

@@ -22,6 +22,7 @@
 #define NS_PER_MS 1000000ull
 #define PROBE_ROUTE_RETRY_NS (1000 * NS_PER_MS)
 #define PROBE_PAYLOAD 16 /* "flatline" + the send time, as ping carries its own */
+#define PROBE_SENT_RING 64 /* send times of the last probes, by seq: late replies count */
 
 struct probe_peer {
 	char id[65];
@@ -32,6 +33,7 @@ struct probe_peer {
 	uint16_t seq;              /* of the last probe sent */
 	uint64_t probes;           /* probes sent (tried) */
 	uint64_t last_send_ns;     /* CLOCK_MONOTONIC before the last sendmmsg */
+	struct { uint16_t seq; uint64_t ns; } sent[PROBE_SENT_RING]; /* by seq % RING */
 	int last_errno;            /* of the last failed send, 0 after a good one */
 	bool round_read;           /* its stats were in this round's table read */
 	struct verdict_peer pv;
@@ -312,6 +314,8 @@ static void build_probe(struct prober *p, struct probe_peer *pp, int i, uint64_t
 	pp->seq++;
 	pp->probes++;
 	pp->last_send_ns = now;
+	pp->sent[pp->seq % PROBE_SENT_RING].seq = pp->seq;
+	pp->sent[pp->seq % PROBE_SENT_RING].ns = now;
 	memset(h, 0, sizeof(*h));
 	h->type = v6 ? ICMP6_ECHO_REQUEST : ICMP_ECHO;
 	h->un.echo.id = htons(p->echo_id);
@@ -499,12 +503,27 @@ static void got_reply(struct prober *p, const struct fl_peer_key *from, uint16_t
 		      uint64_t now)
 {
 	struct probe_peer *pp;
-	uint64_t kern = 0;
+	uint64_t kern = 0, sent_ns;
+	typeof(pp->sent[0]) *sent;
 
 	if (id != p->echo_id)
 		return;
 	pp = peer_by_key(p, from);
-	if (!pp || seq != pp->seq)
+	if (!pp)
+		return;
+	sent = &pp->sent[seq % PROBE_SENT_RING];
+	if (sent->seq == seq && sent->ns) {
+		/* A round trip: the request left, the reply got all the way in. */
+		sent_ns = sent->ns;
+		sent->ns = 0; /* a duplicate reply is no second round trip */
+		if (sent_ns > pp->info.rt_sent_ns)
+			pp->info.rt_sent_ns = sent_ns;
+		pp->info.rt_recv_ns = now;
+		pp->info.round_trips++;
+		if (p->o.on_round_trip)
+			p->o.on_round_trip(p->o.ctx, &pp->info, sent_ns);
+	}
+	if (!p->o.on_reply || seq != pp->seq)
 		return; /* late: its send time is gone */
 	if (!icmp_watch_peer_stats(p->iw, &pp->key, &pp->info.st) && pp->info.st.last_seq == pp->seq)
 		kern = pp->info.st.rtt_last_ns;
@@ -572,13 +591,11 @@ static void on_readable6(evutil_socket_t fd, short what, void *arg)
 
 static int open_socket(struct prober *p)
 {
-	/* Bit n set = ICMP type n not delivered. Without on_reply nothing is read, so
-	 * nothing is let in; the kernel has the replies already. */
-	struct icmp_filter filt = { .data = ~0u };
+	/* Bit n set = ICMP type n not delivered: echo replies only. They are read
+	 * here because only a reply that reached a socket proves a round trip. */
+	struct icmp_filter filt = { .data = ~(1u << ICMP_ECHOREPLY) };
 	int err;
 
-	if (p->o.on_reply)
-		filt.data &= ~(1u << ICMP_ECHOREPLY);
 	p->fd = socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_ICMP);
 	if (p->fd < 0) {
 		err = -errno;
@@ -600,8 +617,7 @@ static int open_socket6(struct prober *p)
 	int err;
 
 	ICMP6_FILTER_SETBLOCKALL(&filt);
-	if (p->o.on_reply)
-		ICMP6_FILTER_SETPASS(ICMP6_ECHO_REPLY, &filt);
+	ICMP6_FILTER_SETPASS(ICMP6_ECHO_REPLY, &filt); /* round trips: always read */
 	p->fd6 = socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_ICMPV6);
 	if (p->fd6 < 0) {
 		err = -errno;
@@ -673,16 +689,14 @@ int probe_start(struct prober *p)
 	p->ev_round = event_new(p->o.base, -1, EV_PERSIST, on_round, p);
 	if (!p->ev_round || event_add(p->ev_round, &tv))
 		return -ENOMEM;
-	if (p->o.on_reply) {
-		p->ev_read = event_new(p->o.base, p->fd, EV_READ | EV_PERSIST, on_readable, p);
-		if (!p->ev_read || event_add(p->ev_read, NULL))
+	/* Always read: only a reply that reached this socket proves a round trip. */
+	p->ev_read = event_new(p->o.base, p->fd, EV_READ | EV_PERSIST, on_readable, p);
+	if (!p->ev_read || event_add(p->ev_read, NULL))
+		return -ENOMEM;
+	if (p->fd6 >= 0) {
+		p->ev_read6 = event_new(p->o.base, p->fd6, EV_READ | EV_PERSIST, on_readable6, p);
+		if (!p->ev_read6 || event_add(p->ev_read6, NULL))
 			return -ENOMEM;
-		if (p->fd6 >= 0) {
-			p->ev_read6 = event_new(p->o.base, p->fd6, EV_READ | EV_PERSIST,
-						on_readable6, p);
-			if (!p->ev_read6 || event_add(p->ev_read6, NULL))
-				return -ENOMEM;
-		}
 	}
 	p->nl_fd = icmp_watch_nl_open();
 	if (p->nl_fd < 0) {

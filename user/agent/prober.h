@@ -35,6 +35,13 @@ struct probe_peer_info {
 	struct verdict_evidence ev;  /* state and why (peer_verdict.h) */
 	struct fl_peer_stats st; /* the kernel's counters and times */
 	uint64_t send_errors;   /* sendto() failures (no route, link down…) */
+	/* Round trips: echo replies that reached the agent's socket, so past the host's
+	 * firewall (tc ingress sees packets that netfilter drops later: those say the
+	 * peer is alive, never that we can reach it). The lease and self-fencing count
+	 * only these. 0 = none yet. */
+	uint64_t rt_sent_ns;    /* CLOCK_MONOTONIC send time of the newest answered probe */
+	uint64_t rt_recv_ns;    /* when its reply reached the agent */
+	uint64_t round_trips;   /* replies that reached the agent */
 };
 
 typedef void (*probe_change_fn)(void *ctx, const struct probe_peer_info *peer);
@@ -46,6 +53,8 @@ typedef void (*probe_route_fn)(void *ctx, const struct probe_peer_info *peer, in
  * (0 if the kernel's last reply is another one). */
 typedef void (*probe_reply_fn)(void *ctx, const struct probe_peer_info *peer, uint16_t seq,
 			       uint64_t user_rtt_ns, uint64_t kernel_rtt_ns);
+/* Each round trip, as it reaches the agent: sent_ns is its probe's send time. */
+typedef void (*probe_rt_fn)(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns);
 
 struct probe_opts {
 	struct event_base *base;
@@ -55,7 +64,8 @@ struct probe_opts {
 	enum icmp_watch_tc_mode tc_mode;   /* ICMP_WATCH_TC_AUTO unless testing */
 	probe_change_fn on_change; /* required */
 	probe_route_fn on_route;   /* NULL: route changes are only logged */
-	probe_reply_fn on_reply;   /* NULL: replies are not read in userspace at all */
+	probe_reply_fn on_reply;   /* optional (measurements) */
+	probe_rt_fn on_round_trip; /* optional (the write lease) */
 	void *ctx;
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,9 @@ struct reporter {
 	enum rep_state state;
 	unsigned long long seq;
 	long long last_sent_ms, last_answer_ms;
+	/* CLOCK_MONOTONIC ns each REPORT left at, by seq % REP_SENT_RING (at most 64
+	 * requests are in flight): an answer renews the lease from its question's time. */
+	uint64_t sent_ns[REP_SENT_RING];
 	char last_problem[640]; /* the last problem printed: once per change */
 	bool lost_logged;       /* controller_lost written since the last connect */
 };
@@ -85,8 +89,8 @@ static void note(struct reporter *r, const char *kind, const char *detail)
 static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 {
 	struct reporter *r = ctx;
+	const uint64_t *sent_ns = priv; /* this REPORT's slot of r->sent_ns */
 
-	(void)priv;
 	if (!rep)
 		return;
 	if (rep->type == REDIS_REPLY_ERROR) {
@@ -105,7 +109,7 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 	    (rep->element[2]->type == REDIS_REPLY_STRING ||
 	     rep->element[2]->type == REDIS_REPLY_STATUS) &&
 	    r->ops.answer)
-		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str);
+		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str, *sent_ns);
 }
 
 static void send_report(struct reporter *r)
@@ -122,7 +126,9 @@ static void send_report(struct reporter *r)
 	r->ops.build(r->ctx, m);
 	if (m->overflow)
 		pr_warn("report too large: some keys left out\n");
-	err = redis_link_command(r->link, on_report_reply, NULL, m->argc, m->argv, NULL);
+	r->sent_ns[r->seq % REP_SENT_RING] = fl_clock_ns(CLOCK_MONOTONIC);
+	err = redis_link_command(r->link, on_report_reply, &r->sent_ns[r->seq % REP_SENT_RING],
+				 m->argc, m->argv, NULL);
 	free(m);
 	if (err) {
 		pr_debug("failed to send report: %s\n", strerror(-err));

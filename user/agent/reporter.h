@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "common/config.h"
 #include "common/report_keys.h"
 
@@ -13,6 +14,7 @@ struct event_base;
 
 #define REP_PROTO_VERSION "1"
 #define REP_MAX_ARGS 512
+#define REP_SENT_RING 128
 
 /* One REPORT being built: key/value pairs after "REPORT <seq>". */
 struct rep_msg {
@@ -35,8 +37,9 @@ struct reporter_ops {
 	/* controller_connected / controller_lost / controller_rejected, once per
 	 * change; detail is readable. */
 	void (*event)(void *ctx, const char *kind, const char *detail);
-	/* The controller's answer to a REPORT: the shard's epoch and primary. */
-	void (*answer)(void *ctx, long long epoch, const char *primary);
+	/* The controller's answer to a REPORT: the shard's epoch and primary, and when
+	 * (CLOCK_MONOTONIC ns) that REPORT was sent. */
+	void (*answer)(void *ctx, long long epoch, const char *primary, uint64_t sent_ns);
 };
 
 struct reporter_opts {

@@ -277,6 +277,8 @@ static void on_up(void *ctx)
 	int argc = 1;
 
 	m->last_down_why[0] = '\0';
+	if (m->ops.connected)
+		m->ops.connected(m->ctx, redis_link_fd(m->link));
 	hung_reset(&m->hung);
 	m->info_out = false;
 	m->need_server_info = true;
@@ -396,6 +398,11 @@ void srvmon_start(struct srvmon *m)
 int srvmon_send(struct srvmon *m, int argc, const char **argv, redis_link_reply_fn fn, void *priv)
 {
 	return redis_link_command(m->link, fn, priv, argc, argv, NULL);
+}
+
+int srvmon_fd(const struct srvmon *m)
+{
+	return redis_link_fd(m->link);
 }
 
 const struct srv_state *srvmon_state(const struct srvmon *m)

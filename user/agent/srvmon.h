@@ -67,6 +67,8 @@ struct srvmon_ops {
 	/* prev is the state before the change. */
 	void (*changed)(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
 			unsigned what);
+	/* Optional: connected, before the first command goes out; fd is the socket. */
+	void (*connected)(void *ctx, int fd);
 };
 
 struct srvmon_opts {
@@ -87,6 +89,8 @@ void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dum
 const struct srv_state *srvmon_state(const struct srvmon *m);
 /* Sends a command on the monitor's connection; -ENOTCONN while it is down. */
 int srvmon_send(struct srvmon *m, int argc, const char **argv, redis_link_reply_fn fn, void *priv);
+/* The monitor connection's socket, -1 while down. */
+int srvmon_fd(const struct srvmon *m);
 void srvmon_free(struct srvmon *m);
 
 #endif

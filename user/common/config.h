@@ -60,6 +60,7 @@ struct cfg {
 		char event_log[256];
 		bool self_fence;
 		int self_fence_after_ms; /* default 2 x peer_down_after_ms */
+		int lease_ms;            /* the write lease (user/agent/lease.h); 0 = off */
 	} agent;
 	struct {
 		struct cfg_endpoint listen;

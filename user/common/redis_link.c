@@ -475,6 +475,11 @@ int redis_link_in_flight(const struct redis_link *l)
 	return l->in_flight;
 }
 
+int redis_link_fd(const struct redis_link *l)
+{
+	return l->ac ? l->ac->c.fd : -1;
+}
+
 long redis_link_oldest_ms(const struct redis_link *l)
 {
 	return l->head ? (long)(fl_mono_ms() - l->head->sent_ms) : 0;

@@ -56,6 +56,8 @@ void redis_link_send(struct redis_link *l, int argc, const char **argv);
 /* Drop the connection (protocol error, garbage …) and reconnect after backoff. */
 void redis_link_drop(struct redis_link *l, const char *why);
 bool redis_link_connected(const struct redis_link *l);
+/* The connection's socket, -1 while down. */
+int redis_link_fd(const struct redis_link *l);
 int redis_link_in_flight(const struct redis_link *l);
 /* Oldest request still unanswered: its age in ms, or 0. */
 long redis_link_oldest_ms(const struct redis_link *l);

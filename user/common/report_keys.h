@@ -28,6 +28,9 @@ enum report_key {
 	RK_SLAVE_PRIORITY,
 	RK_CONNECTED_SLAVES,
 	RK_RUN_ID,
+	RK_LEASE,
+	RK_LEASE_MS_LEFT,
+	RK_LEASE_SOURCE,
 	/* Per peer: "peer.<node-id>" and "peer.<node-id><suffix>". */
 	RK_PEER,
 	RK_PEER_RTT_US,

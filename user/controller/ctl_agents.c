@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
+#include "controller/lease_wait.h"
 
 static void reject_log(struct ctl *c, int node, const char *node_id, const char *peer,
 		       const char *why)
@@ -174,7 +175,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");
 	resp_int(out, s ? (long long)s->epoch : 0);
-	resp_str(out, s && s->primary >= 0 ? c->fo.nodes[s->primary].id : "");
+	resp_str(out, fo_answer_primary(&c->fo, s, n, c->fo.now_ms(c->fo.ctx)));
 	/* HA mode: only the leader's word may renew a lease or lift a fence. */
 	if (c->ha)
 		resp_str(out, ctl_may_act(c) ? "leader" : "follower");

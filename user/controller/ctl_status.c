@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "controller/ctl.h"
+#include "controller/lease_wait.h"
 
 static int put_evbuffer(void *b, const char *s, size_t n)
 {
@@ -184,6 +185,7 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 					    fo_proc_name(n->rep.proc),
 					    (n->flags & FO_N_REPORTED) ? now - n->last_report_ms : -1,
 					    n->priority);
+			evbuffer_add_printf(b, ",\"lease\":\"%s\"", fo_lease_word(n));
 			if (r)
 				evbuffer_add_printf(b, ",\"server_role\":\"%s\",\"offset\":%lld,"
 						       "\"link\":\"%s\"",
@@ -261,9 +263,9 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 			if (d->cfg_err[0])
 				evbuffer_add_printf(b, "  dns error: %s\n", d->cfg_err);
 		}
-		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %s\n", "node",
-				    "role", "server", "health", "agent", "heartbeat", "srv_role",
-				    "offset", "link");
+		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %-5s %s\n",
+				    "node", "role", "server", "health", "agent", "heartbeat",
+				    "srv_role", "offset", "link", "lease");
 		for (int j = 0; j < s->nnodes; j++) {
 			struct fo_node *n = &c->fo.nodes[s->nodes[j]];
 			const struct info_repl *r = node_repl(n);
@@ -273,12 +275,13 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 				snprintf(hb, sizeof(hb), "%lld ms", now - n->last_report_ms);
 			if (r && r->offset >= 0)
 				snprintf(off, sizeof(off), "%lld", r->offset);
-			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %s\n",
+			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %-5s %s\n",
 					    n->id, n->idx == s->primary ? "primary" : "replica",
 					    c->cfg->nodes[n->idx].redis_str, node_health(n),
 					    (n->flags & FO_N_AGENT) ? "yes" : "no", hb,
 					    r ? info_role_name(r->role) : "-", off,
-					    !r || r->link_up < 0 ? "-" : r->link_up ? "up" : "down");
+					    !r || r->link_up < 0 ? "-" : r->link_up ? "up" : "down",
+					    fo_lease_word(n));
 		}
 		if (s->have_last) {
 			evbuffer_add_printf(b, "  last ");

@@ -40,10 +40,19 @@ struct fo_report {
 	int fenced;
 	char auth_error[128];
 	struct info_repl repl; /* role, master, link, replid, offset, priority, server */
-	/* Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on node peer_node[i]. */
+	/* Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on node peer_node[i], and
+	 * peer.<id>.packet_age_ms in peer_packet_age_ms[i] (-1 = none). */
 	int npeers;
 	int peer_node[FO_MAX_PEERS];
 	unsigned char peer_v[FO_MAX_PEERS];
+	long long peer_packet_age_ms[FO_MAX_PEERS];
+	int lease; /* enum fo_lease_report: the agent's write lease */
+};
+
+enum fo_lease_report {
+	FO_LEASE_UNKNOWN = 0, /* not reported (an older agent, or lease_ms = 0) */
+	FO_LEASE_HELD = 1,
+	FO_LEASE_LAPSED = 2,
 };
 
 /* rep's verdict on node (an index of fo_cluster.nodes): FO_PEER_UNKNOWN if it has none. */
@@ -56,6 +65,16 @@ static inline enum fo_peer fo_report_peer(const struct fo_report *rep, int node)
 }
 /* Sets rep's verdict on node; -ENOSPC past FO_MAX_PEERS peers. */
 int fo_report_set_peer(struct fo_report *rep, int node, enum fo_peer v);
+/* ms since rep's agent last saw any packet from node (peer.<id>.packet_age_ms), -1 if
+ * not reported. */
+static inline long long fo_report_peer_age(const struct fo_report *rep, int node)
+{
+	for (int i = 0; i < rep->npeers; i++)
+		if (rep->peer_node[i] == node)
+			return rep->peer_packet_age_ms[i];
+	return -1;
+}
+int fo_report_set_peer_age(struct fo_report *rep, int node, long long ms);
 
 /* The verdict of the failure rules on one node (fo_judge). */
 enum fo_verdict {
@@ -103,6 +122,7 @@ struct fo_node {
 	enum fo_fix fix_kind; /* what the repair in flight (FO_N_FIXING) does */
 	int fix_ok;           /* REPOINT: this node answered OK */
 	struct fo_report rep;
+	long long named_primary_ms; /* last REPORT answer naming it primary (lease_wait.h) */
 	/* From the controller's own INFO (start, selection, planned switchover). */
 	struct info_repl info;
 	int info_ok;
@@ -166,6 +186,8 @@ struct fo_shard {
 	struct fo_failover last;        /* the last finished or aborted one */
 	bool have_last;
 	char blocked_why[160]; /* last "failover_blocked" reason logged */
+	long long lease_wait_since_ms; /* a failover decided, waiting for the old lease */
+	long long lease_waited_ms;     /* how long the failover starting now waited */
 };
 
 struct fo_ops {
@@ -202,6 +224,7 @@ struct fo_cluster {
 	const struct cfg *cfg;
 	/* Settings (from the cluster file, or tests). */
 	int node_down_after_ms;
+	int lease_ms; /* the agents' [agent] lease_ms: the failover waits for it */
 	int failover_block_ms;
 	int tilt_ms;
 	int info_timeout_ms;     /* fresh INFO during selection */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "controller/fo_internal.h"
+#include "controller/lease_wait.h"
 
 /* Applies the verdict to n's flags; says only the changes. */
 static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
@@ -165,6 +166,37 @@ static void primary_up(struct fo_cluster *c, struct fo_shard *s, long long now)
 		repair_shard(c, s, now);
 }
 
+/* The failover is decided: has the old primary's write lease run out (lease_wait.h)?
+ * While it runs, REPORT answers name nobody (fo_answer_primary), and the wait is logged
+ * once (lease_wait), its reason as failover_blocked. */
+static bool lease_run_out(struct fo_cluster *c, struct fo_shard *s, struct fo_node *p,
+			  enum fo_verdict v, long long now)
+{
+	const struct fo_node *blocker;
+	long long end = fo_lease_end_ms(c, s, p, v, &blocker);
+	char why[160];
+
+	if (end <= now) {
+		s->lease_waited_ms = s->lease_wait_since_ms ? now - s->lease_wait_since_ms : 0;
+		s->lease_wait_since_ms = 0;
+		return true;
+	}
+	if (!s->lease_wait_since_ms) {
+		s->lease_wait_since_ms = now;
+		fo_say_lease_wait(c, s, blocker, blocker ? -1 : end - now);
+	}
+	if (blocker)
+		snprintf(why, sizeof(why), "%s's write lease: peer %s is silent and may still renew it",
+			 p->id, blocker->id);
+	else
+		snprintf(why, sizeof(why), "waiting for %s's write lease to run out", p->id);
+	if (strcmp(why, s->blocked_why)) {
+		snprintf(s->blocked_why, sizeof(s->blocked_why), "%s", why);
+		fo_say_failover_blocked(c, s, why);
+	}
+	return false;
+}
+
 void fo_check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 {
 	struct fo_node *p;
@@ -176,6 +208,7 @@ void fo_check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 	p = &c->nodes[s->primary];
 	v = fo_judge(c, p, now);
 	if (!(p->flags & FO_N_SDOWN)) {
+		s->lease_wait_since_ms = 0; /* back before its lease ran out: no failover */
 		primary_up(c, s, now);
 		return;
 	}
@@ -187,14 +220,18 @@ void fo_check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 	if (s->flags & FO_S_NO_GOOD_REPLICA || c->starting)
 		return; /* retried when a report changes; nothing before the topology is known */
 	if (!fo_may_failover(c, s, v, false, why, sizeof(why))) {
+		s->lease_wait_since_ms = 0;
 		if (strcmp(why, s->blocked_why)) {
 			snprintf(s->blocked_why, sizeof(s->blocked_why), "%s", why);
 			fo_say_failover_blocked(c, s, why);
 		}
 		return;
 	}
+	if (!lease_run_out(c, s, p, v, now))
+		return;
 	s->blocked_why[0] = '\0';
 	fo_start(c, s, false, -1, fo_down_reason(p, v, reason, sizeof(reason)), why, sizeof(why));
+	s->lease_waited_ms = 0;
 }
 
 void fo_evaluate(struct fo_cluster *c)

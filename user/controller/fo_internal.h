@@ -85,6 +85,10 @@ void fo_say_tilt_end(struct fo_cluster *c, long long tilt_ms);
 /* Shard conditions. */
 void fo_say_odown(struct fo_cluster *c, struct fo_shard *s, bool odown);
 void fo_say_failover_blocked(struct fo_cluster *c, struct fo_shard *s, const char *why);
+/* lease_wait: waiting for the old primary's write lease (wait_ms), or blocked by a
+ * silent peer that may still renew it (blocker). */
+void fo_say_lease_wait(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *blocker,
+		       long long wait_ms);
 void fo_say_restarted_empty(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *b);
 void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 		   const struct fo_node *p, bool ok, const char *err);

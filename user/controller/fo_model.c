@@ -30,6 +30,7 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 	c->ops = ops;
 	c->ctx = ctx;
 	c->node_down_after_ms = cfg->controller.node_down_after_ms;
+	c->lease_ms = cfg->agent.lease_ms;
 	c->failover_block_ms = cfg->controller.failover_block_ms;
 	c->tilt_ms = cfg->controller.tilt_ms;
 	c->info_timeout_ms = 250;
@@ -100,17 +101,38 @@ struct fo_node *fo_find_node(struct fo_cluster *c, const char *id)
 	return NULL;
 }
 
-int fo_report_set_peer(struct fo_report *rep, int node, enum fo_peer v)
+/* rep's entry for node, added (verdict unknown, no packet age) if it has none; -1 when
+ * the table is full. */
+static int peer_slot(struct fo_report *rep, int node)
 {
 	for (int i = 0; i < rep->npeers; i++)
-		if (rep->peer_node[i] == node) {
-			rep->peer_v[i] = v;
-			return 0;
-		}
+		if (rep->peer_node[i] == node)
+			return i;
 	if (rep->npeers == FO_MAX_PEERS)
-		return -ENOSPC;
+		return -1;
 	rep->peer_node[rep->npeers] = node;
-	rep->peer_v[rep->npeers++] = v;
+	rep->peer_v[rep->npeers] = FO_PEER_UNKNOWN;
+	rep->peer_packet_age_ms[rep->npeers] = -1;
+	return rep->npeers++;
+}
+
+int fo_report_set_peer(struct fo_report *rep, int node, enum fo_peer v)
+{
+	int i = peer_slot(rep, node);
+
+	if (i < 0)
+		return -ENOSPC;
+	rep->peer_v[i] = v;
+	return 0;
+}
+
+int fo_report_set_peer_age(struct fo_report *rep, int node, long long ms)
+{
+	int i = peer_slot(rep, node);
+
+	if (i < 0)
+		return -ENOSPC;
+	rep->peer_packet_age_ms[i] = ms;
 	return 0;
 }
 

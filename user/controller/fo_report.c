@@ -54,6 +54,16 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 	case RK_AUTH_ERROR:
 		snprintf(rep->auth_error, sizeof(rep->auth_error), "%s", v);
 		break;
+	case RK_LEASE:
+		rep->lease = !strcmp(v, "held")	  ? FO_LEASE_HELD :
+			     !strcmp(v, "lapsed") ? FO_LEASE_LAPSED :
+						    FO_LEASE_UNKNOWN;
+		break;
+	case RK_PEER_PACKET_AGE_MS:
+		p = fo_find_node(c, peer);
+		if (p && n >= 0)
+			fo_report_set_peer_age(rep, p->idx, n);
+		break;
 	case RK_SERVER:
 		r->server = !strcmp(v, "redis")	    ? INFO_SRV_REDIS :
 			    !strcmp(v, "valkey")    ? INFO_SRV_VALKEY :
@@ -106,7 +116,7 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 					   !strcmp(v, "down") ? FO_PEER_DOWN :
 								FO_PEER_UNKNOWN);
 		break;
-	default: /* peer.X.rtt_us …: informational */
+	default: /* peer.X.rtt_us, lease_ms_left …: informational */
 		break;
 	}
 }
@@ -136,11 +146,20 @@ int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const
 			return -EINVAL;
 		}
 		k = report_key_lookup(key, &peer, &peer_len);
-		if (k < 0 || (report_keys[k].suffix && k != RK_PEER))
+		if (k < 0 || (report_keys[k].suffix && k != RK_PEER && k != RK_PEER_PACKET_AGE_MS))
 			continue; /* unknown (a newer agent), or informational (peer.X.rtt_us …) */
 		if (report_keys[k].type == RT_INT && parse_ll(v, &n)) {
 			snprintf(why, whylen, "%s: not a number: '%.32s'", key, v);
 			return -EINVAL;
+		}
+		if (peer && peer_len) {
+			char id[CFG_ID_MAX + 1];
+
+			if (peer_len >= sizeof(id))
+				continue; /* no such node */
+			snprintf(id, sizeof(id), "%.*s", (int)peer_len, peer);
+			apply(c, rep, k, v, n, id);
+			continue;
 		}
 		apply(c, rep, k, v, n, peer);
 	}

@@ -324,6 +324,21 @@ void fo_say_failover_blocked(struct fo_cluster *c, struct fo_shard *s, const cha
 	fo_emit(c, &e);
 }
 
+void fo_say_lease_wait(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *blocker,
+		       long long wait_ms)
+{
+	struct fo_event e;
+
+	fo_ev_begin(&e, "lease_wait", s);
+	evrec_str(&e.r, "from", c->nodes[s->primary].id);
+	if (blocker)
+		evrec_str(&e.r, "silent_peer", blocker->id);
+	else
+		evrec_int(&e.r, "wait_ms", wait_ms);
+	evrec_int(&e.r, "lease_ms", c->lease_ms);
+	fo_emit(c, &e);
+}
+
 void fo_say_restarted_empty(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *b)
 {
 	const struct fo_node *p = &c->nodes[s->primary];
@@ -421,6 +436,8 @@ void fo_say_failover_start(struct fo_cluster *c, struct fo_shard *s)
 	evrec_bool(&e.r, "planned", f->planned);
 	if (f->target >= 0)
 		evrec_str(&e.r, "target", c->nodes[f->target].id);
+	if (!f->planned && c->lease_ms)
+		evrec_int(&e.r, "lease_wait_ms", s->lease_waited_ms);
 	fo_emit(c, &e);
 	fo_step(c, s, "failover_start %s: %s%s", p->id, f->reason, f->planned ? " (planned)" : "");
 	/* Sentinel's order (sentinelStartFailover, sentinelFailoverWaitStart): the

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The write lease's rules: see lease.h. No I/O, no clock of its own. */
+#include <string.h>
+#include "agent/lease.h"
+
+void lease_init(struct lease_sm *sm, const struct fl_lease_state *pinned, uint64_t lease_ns)
+{
+	memset(sm, 0, sizeof(*sm));
+	if (pinned)
+		sm->k = *pinned;
+	sm->lease_ns = lease_ns;
+}
+
+bool lease_held(const struct lease_sm *sm, uint64_t now_ns)
+{
+	return now_ns < sm->k.deadline_ns;
+}
+
+static enum lease_change extend(struct lease_sm *sm, uint64_t now_ns, uint64_t sent_ns,
+				__u32 source)
+{
+	bool was = lease_held(sm, now_ns);
+	uint64_t d = sent_ns + sm->lease_ns;
+
+	if (d <= sm->k.deadline_ns)
+		return LEASE_SAME;
+	sm->k.deadline_ns = d;
+	sm->k.renewed_ns = sent_ns;
+	sm->k.source = source;
+	if (!lease_held(sm, now_ns))
+		return LEASE_SAME; /* the answer came too late to matter */
+	return was ? LEASE_EXTENDED : LEASE_GRANTED;
+}
+
+enum lease_change lease_on_controller(struct lease_sm *sm, uint64_t now_ns, uint64_t sent_ns,
+				      long long epoch, const char *primary, const char *me,
+				      bool is_replica)
+{
+	if (!primary || !primary[0])
+		return LEASE_SAME;
+	if (!strcmp(primary, me)) {
+		if (epoch < sm->k.epoch)
+			return LEASE_SAME; /* a controller behind the times: no word of it counts */
+		sm->k.epoch = epoch;
+		return extend(sm, now_ns, sent_ns, FL_LEASE_SRC_CONTROLLER);
+	}
+	if (is_replica)
+		return extend(sm, now_ns, sent_ns, FL_LEASE_SRC_CONTROLLER);
+	/* Another node is the primary and our server still says master. */
+	return lease_give_up(sm);
+}
+
+enum lease_change lease_on_peer(struct lease_sm *sm, uint64_t now_ns, uint64_t sent_ns)
+{
+	if (!lease_held(sm, now_ns))
+		return LEASE_SAME;
+	return extend(sm, now_ns, sent_ns, FL_LEASE_SRC_PEER);
+}
+
+enum lease_change lease_give_up(struct lease_sm *sm)
+{
+	if (!sm->k.deadline_ns)
+		return LEASE_SAME;
+	sm->k.deadline_ns = 0;
+	sm->k.source = FL_LEASE_SRC_NONE;
+	return LEASE_REVOKED;
+}
+
+const char *lease_source_name(__u32 source)
+{
+	switch (source) {
+	case FL_LEASE_SRC_CONTROLLER:
+		return "controller";
+	case FL_LEASE_SRC_PEER:
+		return "peer";
+	default:
+		return "none";
+	}
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The write lease, as the agent decides it (the kernel enforces it: bpf/lease.bpf.c,
+ * user/kern/lease_watch.c). Pure logic on an injected clock; the agent writes the
+ * state to the pinned map whenever a function here says it changed.
+ *
+ * Only round trips count, and the lease runs from when the question was SENT, so
+ * that whoever answered knows an upper bound of the deadline:
+ *  - the controller's answer to a REPORT naming this node primary, at an epoch at
+ *    least the highest one seen: deadline = REPORT sent + lease_ms. This is the only
+ *    way to get a lease back once it ran out or was given up.
+ *  - an echo reply of a peer delivered to the agent's socket (after the host's
+ *    firewall): deadline = echo sent + lease_ms, but only while the lease still runs
+ *    (a peer can keep a lease alive, never bring one back: after a failover the
+ *    peers answer the old primary's echoes as before).
+ * The controller's answer naming ANOTHER node primary takes the lease away at once
+ * (revoked), unless the server is a replica: a replica's replies acknowledge no
+ * write, so a replica holds its lease on any answer (it keeps serving reads).
+ *
+ *   NONE --controller names us--> HELD --deadline passes--> LAPSED
+ *     ^                            |  ^ peers / controller    |
+ *     +----- give up / revoked ----+  +-- controller names us-+
+ */
+#ifndef FL_AGENT_LEASE_H
+#define FL_AGENT_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "lease_map.h"
+
+#define LEASE_DEFAULT_MS 500
+
+/* What a lease_on_* call did. */
+enum lease_change {
+	LEASE_SAME = 0,     /* nothing to write */
+	LEASE_EXTENDED = 1, /* held, and now longer */
+	LEASE_GRANTED = 2,  /* was not held, is now: kill the connections first */
+	LEASE_REVOKED = 3,  /* was held or pending, is not now */
+};
+
+struct lease_sm {
+	struct fl_lease_state k; /* as in the kernel map */
+	uint64_t lease_ns;
+};
+
+void lease_init(struct lease_sm *sm, const struct fl_lease_state *pinned, uint64_t lease_ns);
+bool lease_held(const struct lease_sm *sm, uint64_t now_ns);
+/* The controller answered a REPORT sent at sent_ns: epoch and primary of the shard
+ * ("" when it does not know). is_replica: the server says role:slave. */
+enum lease_change lease_on_controller(struct lease_sm *sm, uint64_t now_ns, uint64_t sent_ns,
+				      long long epoch, const char *primary, const char *me,
+				      bool is_replica);
+/* A peer's echo reply to a request sent at sent_ns reached the agent. */
+enum lease_change lease_on_peer(struct lease_sm *sm, uint64_t now_ns, uint64_t sent_ns);
+/* The agent gives the lease up (server hung, exited): deadline 0. */
+enum lease_change lease_give_up(struct lease_sm *sm);
+const char *lease_source_name(__u32 source);
+
+#endif

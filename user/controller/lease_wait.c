@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The wait for the old primary's write lease: see lease_wait.h. */
+#include "controller/lease_wait.h"
+
+long long fo_lease_span_ms(const struct fo_cluster *c)
+{
+	return c->lease_ms + c->lease_ms / FO_LEASE_DRIFT_DIV + 1;
+}
+
+static bool fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
+{
+	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= c->node_down_after_ms;
+}
+
+long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
+			  const struct fo_node *p, enum fo_verdict v, const struct fo_node **blocker)
+{
+	long long span = fo_lease_span_ms(c), now = c->now_ms(c->ctx), end = 0;
+
+	*blocker = NULL;
+	if (!c->lease_ms || v == FO_V_PROC_DOWN)
+		return 0;
+	if (p->named_primary_ms)
+		end = p->named_primary_ms + span;
+	/* Given up (hung, or anything that made it say lapsed): peers cannot revive it. */
+	if ((p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_LAPSED)
+		return end;
+	for (int i = 0; i < s->nnodes; i++) {
+		const struct fo_node *q = &c->nodes[s->nodes[i]];
+		long long t;
+
+		if (q == p)
+			continue;
+		if (!fresh(c, q, now)) {
+			*blocker = q;
+			return FO_LEASE_NEVER;
+		}
+		if (fo_report_peer_age(&q->rep, p->idx) < 0)
+			continue; /* nothing ever came from p: no echo of p was answered */
+		t = q->last_report_ms - fo_report_peer_age(&q->rep, p->idx) + span;
+		if (t > end)
+			end = t;
+	}
+	return end;
+}
+
+const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *n,
+			      long long now)
+{
+	struct fo_node *p;
+
+	if (!s || s->primary < 0 || s->fo.state != FO_ST_NONE || s->lease_wait_since_ms)
+		return "";
+	p = &c->nodes[s->primary];
+	if (n == p)
+		p->named_primary_ms = now;
+	return p->id;
+}
+
+const char *fo_lease_word(const struct fo_node *n)
+{
+	if (!(n->flags & FO_N_REPORTED))
+		return "-";
+	return n->rep.lease == FO_LEASE_HELD ? "held" : n->rep.lease == FO_LEASE_LAPSED ? "lapsed" : "-";
+}

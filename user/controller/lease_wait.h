@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The controller waits for the old primary's write lease (README, "The write lease"),
+ * not longer: after host_down or a hung server it promotes only once the lease has
+ * certainly run out, from the last evidence it and the peers have, with a margin for
+ * clock-rate drift. A death the kernel saw (proc_exit, OOM kill) needs no wait.
+ *
+ * Evidence, each an upper bound of the deadline the old primary may hold:
+ *  - every REPORT answer that named it primary could renew it until that REPORT's send
+ *    time + lease_ms, so until (the answer's time + lease_ms): fo_answer_primary()
+ *    records the time and, once a failover is decided or running, names nobody;
+ *  - a peer's echo reply could renew it until (the echo's send time + lease_ms); the
+ *    echo arrived at the peer no later than the last packet the peer had from the
+ *    primary, which its REPORT gives as peer.<id>.packet_age_ms: so until (that
+ *    report's arrival - packet_age_ms + lease_ms). Unless the primary's last report
+ *    said its lease was lapsed: peers never bring a lapsed lease back.
+ *  - a peer whose agent is silent may still be answering the primary's echoes: no
+ *    bound, no promotion (failover_blocked says which peer). */
+#ifndef FL_LEASE_WAIT_H
+#define FL_LEASE_WAIT_H
+
+#include <limits.h>
+#include "controller/failover.h"
+
+#define FO_LEASE_NEVER LLONG_MAX
+/* Clock-rate margin: lease_ms / 16 (6 %), far above what a clock disciplined by NTP
+ * (0.05 %) or even a free-running crystal (0.01-0.1 %) drifts over a lease. */
+#define FO_LEASE_DRIFT_DIV 16
+
+/* The lease as the controller must count it: lease_ms plus the drift margin. */
+long long fo_lease_span_ms(const struct fo_cluster *c);
+/* When (monotonic ms) p's lease has certainly run out for a failover judged v; 0 when
+ * no wait is needed; FO_LEASE_NEVER when a silent peer leaves it unbounded (then
+ * *blocker is that peer). */
+long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
+			  const struct fo_node *p, enum fo_verdict v, const struct fo_node **blocker);
+/* The primary to name in the answer to a REPORT from node n of s: "" while a failover
+ * of s is decided or running (no lease is renewed then), else the primary's id; when n
+ * is the primary itself (only its own agent renews from the answer), the time is
+ * recorded. */
+const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *n,
+			      long long now);
+/* The node's write lease as its agent last reported it: "held", "lapsed" or "-". */
+const char *fo_lease_word(const struct fo_node *n);
+
+#endif
