@@ -60,6 +60,8 @@ struct cfg {
 		char event_log[256];
 		bool self_fence;
 		int self_fence_after_ms; /* default 2 x peer_down_after_ms */
+		int stop_grace_ms;       /* stopped or frozen this long = hung (0: at once) */
+		int busy_max_ms;         /* busy on a CPU, not answering: alive this long */
 	} agent;
 	struct {
 		struct cfg_endpoint listen;
