@@ -372,15 +372,15 @@ static void build_report(void *ctx, struct rep_msg *m)
 		rep_add_key(m, RK_CORE_DUMPED, NULL, "%d", st->core_dumped);
 	}
 	if ((st->proc == SRV_HUNG || st->proc == SRV_BUSY) && st->cause != SRV_CAUSE_NONE) {
-		rep_add(m, "cause", "%s", srv_cause_name(st->cause));
+		rep_add_key(m, RK_CAUSE, NULL, "%s", srv_cause_name(st->cause));
 		if (st->cause != SRV_CAUSE_UNKNOWN) {
-			rep_add(m, "thread_state", "%s", sched_state_name(st->ev.thread_state));
-			rep_add(m, "state_ms", "%lld", (long long)st->ev.state_ms);
-			rep_add(m, "run_ms", "%lld", (long long)st->ev.run_ms);
-			rep_add(m, "wait_ms", "%lld", (long long)st->ev.wait_ms);
-			rep_add(m, "window_ms", "%lld", (long long)st->ev.window_ms);
+			rep_add_key(m, RK_THREAD_STATE, NULL, "%s", sched_state_name(st->ev.thread_state));
+			rep_add_key(m, RK_STATE_MS, NULL, "%lld", (long long)st->ev.state_ms);
+			rep_add_key(m, RK_RUN_MS, NULL, "%lld", (long long)st->ev.run_ms);
+			rep_add_key(m, RK_WAIT_MS, NULL, "%lld", (long long)st->ev.wait_ms);
+			rep_add_key(m, RK_WINDOW_MS, NULL, "%lld", (long long)st->ev.window_ms);
 			if (st->ev.throttled_ms >= 0)
-				rep_add(m, "throttled_ms", "%lld", (long long)st->ev.throttled_ms);
+				rep_add_key(m, RK_THROTTLED_MS, NULL, "%lld", (long long)st->ev.throttled_ms);
 		}
 	}
 	if (st->auth_error[0])
