@@ -268,7 +268,6 @@ void fo_say_node_down(struct fo_cluster *c, struct fo_node *n, enum fo_verdict v
 void fo_say_node_busy(struct fo_cluster *c, struct fo_node *n)
 {
 	struct fo_shard *s = fo_shard_of(c, n);
-	char inst[400];
 	struct fo_event e;
 
 	node_event(&e, c, "node_busy", n);
@@ -280,9 +279,7 @@ void fo_say_node_busy(struct fo_cluster *c, struct fo_node *n)
 		evrec_int(&e.r, "run_ms", n->rep.run_ms);
 		evrec_int(&e.r, "window_ms", n->rep.window_ms);
 	}
-	fo_emit(c, &e);
-	fo_instance_str(c, n, inst, sizeof(inst));
-	fo_publish(c, "flatline.busy", "%s #%s", inst, n->rep.cause[0] ? n->rep.cause : "busy");
+	fo_emit(c, &e); /* published as JSON on flatline.node_busy too */
 }
 
 void fo_say_node_up(struct fo_cluster *c, struct fo_node *n, long long now)
