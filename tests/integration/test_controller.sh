@@ -197,7 +197,7 @@ test_sigstop_primary() {
 	kill -STOP "$PID_1"
 	on_exit "kill -CONT $PID_1"
 	ev=$(wait_event "$CLOG" '.kind == "failover_end"') || fail "no failover after SIGSTOP"
-	expect_eq reason "$(jq -r 'select(.kind == "failover_start") | .reason' "$CLOG")" proc_hung
+	expect_eq reason "$(jq -r 'select(.kind == "failover_start") | .reason' "$CLOG")" "proc_hung stopped"
 	new=$(jq -r .to <<<"$ev")
 	keys_eq "$(port_of "$new")" 100
 	kill -CONT "$PID_1"
