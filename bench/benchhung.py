@@ -177,8 +177,10 @@ pp = subprocess.Popen([sys.executable, "-c", """
 import os, sys, time
 r1, w1 = os.pipe(); r2, w2 = os.pipe()
 if os.fork() == 0:
-    while True:
-        os.read(r1, 1); os.write(w2, b"x")
+    os.close(w1)
+    while os.read(r1, 1):  # until the parent is gone
+        os.write(w2, b"x")
+    os._exit(0)
 end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end:
     os.write(w1, b"x"); os.read(r2, 1)

@@ -307,20 +307,28 @@ static void find_cpu_stat(struct srvmon *m)
  * throttled_time in ns); -1 if it has no such figure. */
 static int64_t read_throttled_us(struct srvmon *m)
 {
-	char buf[256];
-	long long v;
+	static const struct {
+		const char *key;
+		int div;
+	} keys[] = { { "throttled_usec ", 1 }, { "throttled_time ", 1000 } };
+	char buf[256], *end;
+	long long v = -1;
 	FILE *f;
 
 	if (!m->cpu_stat[0] || !(f = fopen(m->cpu_stat, "r")))
 		return -1;
-	while (fgets(buf, sizeof(buf), f)) {
-		if (sscanf(buf, "throttled_usec %lld", &v) == 1)
-			break;
-		if (sscanf(buf, "throttled_time %lld", &v) == 1) {
-			v /= 1000;
-			break;
+	while (v < 0 && fgets(buf, sizeof(buf), f)) {
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			size_t n = strlen(keys[i].key);
+			long long x;
+
+			if (strncmp(buf, keys[i].key, n))
+				continue;
+			errno = 0;
+			x = strtoll(buf + n, &end, 10);
+			if (!errno && end != buf + n && x >= 0)
+				v = x / keys[i].div;
 		}
-		v = -1;
 	}
 	fclose(f);
 	return v;

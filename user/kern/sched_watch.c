@@ -183,7 +183,8 @@ int sched_watch_add(struct sched_watch *sw, pid_t pid, pid_t judged)
 
 			if (!bpf_map_lookup_elem(thr, &key, &cur) && !cur.judged) {
 				cur.judged = 1;
-				bpf_map_update_elem(thr, &key, &cur, BPF_EXIST);
+				/* Fails only if the thread exited meanwhile. */
+				(void)bpf_map_update_elem(thr, &key, &cur, BPF_EXIST);
 			}
 		}
 	}
@@ -204,7 +205,8 @@ void sched_watch_remove(struct sched_watch *sw, pid_t pid)
 		sw->pids[i] = sw->pids[--sw->npids];
 		set_bits(sw);
 	}
-	bpf_map_delete_elem(bpf_map__fd(sw->skel->maps.fl_sched_srv), &key);
+	/* ENOENT: never added, or gone already; nothing else can fail here. */
+	(void)bpf_map_delete_elem(bpf_map__fd(sw->skel->maps.fl_sched_srv), &key);
 	/* Collect first: deleting while iterating restarts the walk. */
 	while (!bpf_map_get_next_key(thr, prev, &next)) {
 		struct fl_sched_thread t;
@@ -216,7 +218,7 @@ void sched_watch_remove(struct sched_watch *sw, pid_t pid)
 		prev = &key;
 	}
 	for (i = 0; i < ndead; i++)
-		bpf_map_delete_elem(thr, &dead[i]);
+		(void)bpf_map_delete_elem(thr, &dead[i]); /* the exit program may be first */
 }
 
 int sched_watch_sample(struct sched_watch *sw, pid_t tid, struct sched_sample *out)
