@@ -101,6 +101,7 @@ def pct(v, p):
 hung_ms, promo_ms, causes = [], [], []
 for run in range(stops):
     wait(healthy, what="a healthy shard before stop %d" % run)
+    time.sleep(0.3)  # past failover_block_ms (100) since the last failover
     old = primary_port()
     others = [p for p in ports if p != old]
     probes = [redis.Redis(port=p, socket_timeout=1) for p in others]

@@ -190,6 +190,18 @@ test_state_map_pinned() {
 	expect_eq "threads of the server in the map" "$n" "$threads"
 	j=$(jq "[.[] | select(.formatted.key == $REDIS_PID)][0].formatted.value.judged" <<<"$dump")
 	expect_eq "main thread judged" "$j" 1
+	# A server restarted under the agent: its threads replace the old ones.
+	old=$REDIS_PID
+	kill -KILL "$old"
+	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $old" >/dev/null || fail "no proc_exit"
+	start_redis "$p"
+	wait_report ".args.proc == \"up\" and .args.pid == \"$REDIS_PID\"" >/dev/null ||
+		fail "no report of the restarted server"
+	dump=$(bpftool -j map dump pinned "$pin") || fail "bpftool map dump failed"
+	expect_eq "old server's threads in the map" \
+		"$(jq "[.[] | select(.formatted.value.tgid == $old)] | length" <<<"$dump")" 0
+	expect_eq "new server judged" \
+		"$(jq "[.[] | select(.formatted.key == $REDIS_PID)][0].formatted.value.judged" <<<"$dump")" 1
 	stop_agent
 	[ ! -e "$pin" ] || fail "pin left after SIGTERM"
 }

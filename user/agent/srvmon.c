@@ -640,14 +640,14 @@ static void on_auth(void *ctx, redisReply *r, void *priv)
 	commit(m, &n);
 }
 
+/* A new connection: a new silence. The stop timer stays: it is about the
+ * process, and a stopped server still accepts connections (the kernel does). */
 static void reset_silence(struct srvmon *m)
 {
 	hung_reset(&m->hung);
 	m->nsamples = 0;
 	m->busy_since_ms = m->kill_sent_ms = 0;
 	m->busy_over = false;
-	if (m->stop_ev)
-		event_del(m->stop_ev);
 }
 
 static void on_up(void *ctx)
@@ -705,6 +705,7 @@ void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dum
 	n.cause = SRV_CAUSE_NONE;
 	n.busy_reply = false;
 	n.busy_detail[0] = '\0';
+	event_del(m->stop_ev);
 	commit(m, &n);
 	/* Its connection is dead too; look for the restarted server. */
 	redis_link_drop(m->link, "server process exited");
