@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for tests of one agent against a recording controller peer
 # (tests/lib/recpeer.py). Sourced after testlib.sh; PY is /usr/bin/python3.
 
