@@ -178,7 +178,7 @@ for i in range(sn):
     log.wait(lambda r: r["kind"] == "proc_up")
 p.kill(); p.wait()
 print()
-print(f"SIGSTOP -> proc_hung at ping_interval_ms 100 x hung_after 5 ({sn} stops)")
+print(f"SIGSTOP -> proc_hung (cause stopped) at stop_grace_ms 50 ({sn} stops)")
 print(f"{'mean ms':>8} {'stdev ms':>9} {'min ms':>8} {'max ms':>8}")
 print(f"{statistics.mean(hung):>8.0f} {statistics.stdev(hung):>9.0f} {min(hung):>8.0f} {max(hung):>8.0f}")
 PYEOF

@@ -196,7 +196,7 @@ test_hung_then_resumed() {
 	on_exit "kill -CONT $pid"
 	kill_at STOP "$pid"
 	check_primary 10
-	reason_is "proc_hung"
+	reason_is "proc_hung stopped"
 	sleep 1
 	# SIGCONT: it wakes up believing it is the primary; it must be demoted at once.
 	t1=$(cl_now_ns)

@@ -195,10 +195,18 @@ test_kill_primary() {
 test_sigstop_primary() {
 	setup_cluster
 	fill "$P1" 100
+	redis-cli -p "$CTL_PORT" subscribe +sdown >"$T/sub" &
+	on_exit "kill $!"
+	sleep 0.3
 	kill -STOP "$PID_1"
 	on_exit "kill -CONT $PID_1"
 	ev=$(wait_event "$CLOG" '.kind == "failover_end"') || fail "no failover after SIGSTOP"
-	expect_eq reason "$(jq -r 'select(.kind == "failover_start") | .reason' "$CLOG")" proc_hung
+	expect_eq reason "$(jq -r 'select(.kind == "failover_start") | .reason' "$CLOG")" "proc_hung stopped"
+	expect_eq "node_down cause" "$(jq -r 'select(.kind == "node_down") | .cause' "$CLOG")" stopped
+	expect_eq "status cause" "$(status_json | jq -r '.shards[0].nodes[] | select(.id == "ct1") | .cause')" stopped
+	"$FL" status -c "$CONF" | grep -q "^  ct1 .* proc_hung:stopped " ||
+		fail "no proc_hung:stopped in status: $("$FL" status -c "$CONF")"
+	grep -qx "master s 127.0.0.1 $P1 #proc_hung stopped" "$T/sub" || fail "+sdown: $(cat "$T/sub")"
 	new=$(jq -r .to <<<"$ev")
 	keys_eq "$(port_of "$new")" 100
 	kill -CONT "$PID_1"
@@ -338,6 +346,22 @@ test_bad_input() {
 	redis-cli -p "$CTL_PORT" info | grep -q "master0:name=s,status=ok" || fail "INFO"
 }
 
+# A primary busy on a CPU (a 1.5 s Lua loop, with PINGs every 50 ms x 4) is alive:
+# node_busy with the cause, never a failover.
+test_busy_primary_no_failover() {
+	setup_cluster
+	redis-cli -p "$P1" eval 'local s=redis.call("TIME") local t0=s[1]*1000000+s[2]
+		repeat local t=redis.call("TIME") until t[1]*1000000+t[2]-t0 >= 1500000 return 1' 0 >/dev/null
+	ev=$(wait_event "$CLOG" '.kind == "node_busy" and .instance == "ct1"' 3) ||
+		fail "no node_busy for the primary"
+	expect_eq "node_busy cause" "$(jq -r .cause <<<"$ev")" busy
+	expect_eq "node_busy role" "$(jq -r .role <<<"$ev")" primary
+	sleep 0.5
+	! has_event '.kind == "failover_start"' || fail "failover of a busy primary"
+	! has_event '.kind == "node_down"' || fail "node_down for a busy primary"
+	expect_eq primary "$(primary)" "$P1"
+}
+
 test_pubsub_switch_master() {
 	setup_cluster
 	redis-cli -p "$CTL_PORT" subscribe +switch-master >"$T/sub" &
@@ -442,5 +466,5 @@ test_restart_mid_failover() {
 }
 
 TESTS=(test_state_file_retry test_restart_mid_failover test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
-	test_state_file_restart test_bad_input test_pubsub_switch_master)
+	test_state_file_restart test_bad_input test_pubsub_switch_master test_busy_primary_no_failover)
 run_tests

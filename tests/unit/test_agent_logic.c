@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The hung state machine (injected clock) and reconnect backoff. */
+/* The hung state machine (injected clock), the verdict with a cause from the
+ * scheduler state, and reconnect backoff. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -93,6 +94,104 @@ static void test_backoff(void **state)
 	assert_true(backoff_next(&b) <= 100);
 }
 
+#define MS 1000000ull
+
+/* A thread sample at t ms: run and wait in ms, state since since_ms. */
+static struct sched_sample at(uint64_t t, uint32_t state, uint64_t since, uint64_t run,
+			      uint64_t wait)
+{
+	return (struct sched_sample){ .now_ns = t * MS, .since_ns = since * MS, .run_ns = run * MS,
+				      .wait_ns = wait * MS, .state = state };
+}
+
+/* On a CPU for the whole 500 ms window (a Lua loop, KEYS *): busy. */
+static void test_judge_busy(void **state)
+{
+	struct sched_sample b = at(1000, FL_TS_RUNNING, 900, 100, 0);
+	struct sched_sample c = at(1500, FL_TS_RUNNING, 900, 600, 0);
+	struct srv_evidence ev;
+
+	(void)state;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BUSY);
+	assert_int_equal(ev.window_ms, 500);
+	assert_int_equal(ev.run_ms, 500);
+	assert_int_equal(ev.state_ms, 600);
+	/* Sharing a crowded CPU (25 %), runnable at this instant: still working. */
+	c = at(1500, FL_TS_RUNNABLE, 1490, 225, 375);
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BUSY);
+	/* Just below the share: not busy. */
+	c = at(1500, FL_TS_RUNNABLE, 1490, 100 + 49, 0 + 451);
+	assert_int_not_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BUSY);
+}
+
+/* Stopped or frozen wins over everything, however much it ran before. */
+static void test_judge_stopped(void **state)
+{
+	struct sched_sample b = at(1000, FL_TS_RUNNING, 900, 100, 0);
+	struct sched_sample c = at(1500, FL_TS_STOPPED, 1440, 540, 0);
+	struct srv_evidence ev;
+
+	(void)state;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_STOPPED);
+	assert_int_equal(ev.state_ms, 60);
+	assert_int_equal(ev.thread_state, FL_TS_STOPPED);
+	c.state = FL_TS_FROZEN;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_STOPPED);
+}
+
+/* Runnable and hardly running (cpu.max at 1 %): throttled. */
+static void test_judge_throttled(void **state)
+{
+	struct sched_sample b = at(1000, FL_TS_RUNNABLE, 990, 100, 50);
+	struct sched_sample c = at(1500, FL_TS_RUNNABLE, 1480, 105, 545);
+	struct srv_evidence ev;
+
+	(void)state;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_THROTTLED);
+	assert_int_equal(ev.wait_ms, 495);
+	/* Asleep at this instant, but it waited for a CPU most of the window. */
+	c.state = FL_TS_SLEEPING;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_THROTTLED);
+	/* On a CPU right now after a long wait: still throttled, not busy. */
+	c.state = FL_TS_RUNNING;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_THROTTLED);
+}
+
+/* Asleep (DEBUG SLEEP, a deadlock) or in D state, with no runtime gained. */
+static void test_judge_asleep_and_blocked(void **state)
+{
+	struct sched_sample b = at(1000, FL_TS_SLEEPING, 950, 100, 0);
+	struct sched_sample c = at(1500, FL_TS_SLEEPING, 950, 100, 0);
+	struct srv_evidence ev;
+
+	(void)state;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_UNRESPONSIVE);
+	assert_int_equal(ev.run_ms, 0);
+	c.state = FL_TS_BLOCKED;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BLOCKED);
+	/* A thread that is mostly working but caught in a page fault is busy. */
+	c = at(1500, FL_TS_BLOCKED, 1499, 400, 0);
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BUSY);
+}
+
+/* No window yet (one sample): running counts as busy; counters that went
+ * backwards (a restarted thread entry) count as nothing. */
+static void test_judge_edges(void **state)
+{
+	struct sched_sample b = at(1000, FL_TS_RUNNING, 990, 100, 0);
+	struct srv_evidence ev;
+
+	(void)state;
+	assert_int_equal(srv_judge(&b, &b, &ev), SRV_CAUSE_BUSY);
+	b.state = FL_TS_SLEEPING;
+	assert_int_equal(srv_judge(&b, &b, &ev), SRV_CAUSE_UNRESPONSIVE);
+	struct sched_sample c = at(1500, FL_TS_SLEEPING, 1200, 10, 0);
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_UNRESPONSIVE);
+	assert_int_equal(ev.run_ms, 0);
+	assert_string_equal(srv_cause_name(SRV_CAUSE_THROTTLED), "throttled");
+	assert_string_equal(srv_cause_name(99), "unknown");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -101,6 +200,11 @@ int main(void)
 		cmocka_unit_test(test_own_stall_restarts_window),
 		cmocka_unit_test(test_hung_reset),
 		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_judge_busy),
+		cmocka_unit_test(test_judge_stopped),
+		cmocka_unit_test(test_judge_throttled),
+		cmocka_unit_test(test_judge_asleep_and_blocked),
+		cmocka_unit_test(test_judge_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

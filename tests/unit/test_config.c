@@ -19,6 +19,8 @@ static const char good[] = "[cluster]\n"
 			   "hung_after = 3\n"
 			   "event_log = /tmp/ev.jsonl\n"
 			   "self_fence = no\n"
+			   "stop_grace_ms = 0\n"
+			   "busy_max_ms = 8000\n"
 			   "[controller]\n"
 			   "listen = 127.0.0.1:26400\n"
 			   "[redis]\n"
@@ -61,6 +63,8 @@ static void test_good_file(void **state)
 	assert_int_equal(c->agent.self_fence, 0);
 	assert_int_equal(c->agent.self_fence_after_ms, 2000); /* 2 x peer_down_after_ms */
 	assert_string_equal(c->agent.event_log, "/tmp/ev.jsonl");
+	assert_int_equal(c->agent.stop_grace_ms, 0); /* 0 = hung as soon as stopped */
+	assert_int_equal(c->agent.busy_max_ms, 8000);
 	assert_string_equal(c->controller.listen.host, "127.0.0.1");
 	assert_int_equal(c->controller.listen.port, 26400);
 	/* No address: agents and clients connect where it listens. */
@@ -97,6 +101,11 @@ static const struct {
 	  "t.conf:2: [agent] ping_interval_ms: 0 is out of range (1 to 86400000)" },
 	{ "[agent]\nhung_after = 5x\n", "t.conf:2: [agent] hung_after: not a number: '5x'" },
 	{ "[agent]\nbogus = 1\n", "t.conf:2: [agent] bogus: unknown key" },
+	{ "[agent]\nstop_grace_ms = -1\n",
+	  "t.conf:2: [agent] stop_grace_ms: -1 is out of range (0 to 86400000)" },
+	{ "[agent]\nbusy_max_ms = 0\n",
+	  "t.conf:2: [agent] busy_max_ms: 0 is out of range (1 to 86400000)" },
+	{ "[agent]\nbusy_max_ms = 5s\n", "t.conf:2: [agent] busy_max_ms: not a number: '5s'" },
 	{ "[agent]\nself_fence = maybe\n",
 	  "t.conf:2: [agent] self_fence: not a boolean (yes/no): 'maybe'" },
 	{ "[agent]\nevent_log = relative.log\n",
@@ -292,6 +301,22 @@ static void test_controller_any(void **state)
 	cfg_free(c);
 }
 
+/* The hung causes' defaults: a short grace for a stopped server, Redis's own
+ * busy-reply-threshold for a busy one. */
+static void test_hung_cause_defaults(void **state)
+{
+	struct cfg *c = NULL;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_string("t.conf", "[agent]\nhung_after = 5\n", &c, err,
+					 sizeof(err)), 0);
+	assert_int_equal(c->agent.stop_grace_ms, 50);
+	assert_true(c->agent.stop_grace_ms < c->agent.hung_after * c->agent.ping_interval_ms);
+	assert_int_equal(c->agent.busy_max_ms, 5000);
+	cfg_free(c);
+}
+
 static void test_endpoints(void **state)
 {
 	struct cfg_endpoint ep;
@@ -318,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_long_line_and_missing_file),
 		cmocka_unit_test(test_probe_warnings),
 		cmocka_unit_test(test_controller_any),
+		cmocka_unit_test(test_hung_cause_defaults),
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_etcd),
 	};

@@ -862,11 +862,48 @@ static void test_failover_path_through_table(void **state)
 	assert_string_equal(s->last.result, "ok");
 }
 
+/* A busy primary (its agent: working on a CPU) is alive: node_busy once,
+ * never a failover. Hung with a cause: the cause is the reason
+ * of node_down and rides on +sdown. */
+static void test_busy_alive_hung_with_cause(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+
+	(void)state;
+	healthy();
+	R.mono += 10;
+	mkrep(&r, FO_PROC_BUSY, INFO_ROLE_MASTER, NULL, -1, 1000);
+	snprintf(r.cause, sizeof(r.cause), "busy");
+	snprintf(r.thread_state, sizeof(r.thread_state), "running");
+	r.run_ms = 480;
+	r.window_ms = 500;
+	fo_on_report(&C, N("n1"), &r);
+	assert_true(evented("node_busy"));
+	assert_false(evented("node_down"));
+	assert_false(evented("failover_start"));
+	assert_int_equal(s->fo.state, FO_ST_NONE);
+	clear_rec();
+	fo_on_report(&C, N("n1"), &r); /* still busy: said once */
+	assert_false(evented("node_busy"));
+	R.mono += 3000;
+	mkrep(&r, FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
+	snprintf(r.cause, sizeof(r.cause), "stopped");
+	snprintf(r.thread_state, sizeof(r.thread_state), "stopped");
+	r.state_ms = 51;
+	fo_on_report(&C, N("n1"), &r);
+	assert_true(evented("node_down"));
+	assert_true(published("+sdown master s 10.0.0.1 6379 #proc_hung stopped"));
+	assert_true(evented("failover_start"));
+	assert_int_equal(s->fo.state, FO_ST_SELECT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rules_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_process_path_failover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy_alive_hung_with_cause, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_promote_refused_next_candidate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_good_replica_retry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rank_offset_then_priority, setup, teardown),

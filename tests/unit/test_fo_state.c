@@ -84,7 +84,9 @@ static void test_report_parse(void **state)
 			       "6379",	      "master_link_status", "up", "repl_offset", "123",
 			       "peer.n1",     "down",	    "peer.n9",	 "up",	    "future_key",
 			       "whatever",    "peer.n2.rtt_us", "55", "lease", "lapsed",
-			       "peer.n1.packet_age_ms", "42", "peer.zz.packet_age_ms", "7" };
+			       "peer.n1.packet_age_ms", "42", "peer.zz.packet_age_ms", "7",
+			       "cause", "throttled", "thread_state", "runnable", "wait_ms", "480",
+			       "throttled_ms", "470" };
 	size_t lens[sizeof(argv) / sizeof(argv[0])];
 	int argc = sizeof(argv) / sizeof(argv[0]);
 	struct fo_report r;
@@ -105,6 +107,11 @@ static void test_report_parse(void **state)
 	assert_int_equal(r.lease, FO_LEASE_LAPSED);
 	assert_int_equal(fo_report_peer_age(&r, N("n1")->idx), 42);
 	assert_int_equal(fo_report_peer_age(&r, N("n2")->idx), -1);
+	assert_string_equal(r.cause, "throttled");
+	assert_string_equal(r.thread_state, "runnable");
+	assert_int_equal(r.wait_ms, 480);
+	assert_int_equal(r.throttled_ms, 470);
+	assert_int_equal(r.run_ms, 0);
 	assert_int_equal(fo_report_parse(&C, &r, argc - 1, argv, lens, why, sizeof(why)), -EINVAL);
 	argv[13] = "12x";
 	lens[13] = 3;

@@ -29,6 +29,7 @@
 #include "kern/lease_watch.h"
 #include "agent/prober.h"
 #include "kern/proc_watch.h"
+#include "kern/sched_watch.h"
 #include "agent/reporter.h"
 #include "agent/srvmon.h"
 
@@ -51,6 +52,7 @@ struct agent {
 
 	struct event_base *base;
 	struct proc_watch *pw;
+	struct sched_watch *sw;  /* with a cluster file: the server's scheduler state */
 	struct evlog *log;
 	const char *peer_ids[AGENT_MAX_WATCH]; /* --peer ID=IP */
 	const char *peer_addrs[AGENT_MAX_WATCH];
@@ -84,6 +86,7 @@ struct agent {
 	int nallow;
 	struct fl_lease_conn own; /* the monitor connection's far end as the server sees it */
 	bool have_own;
+	uint64_t sched_drops_seen;
 };
 
 static const char agent_usage[] =
@@ -209,6 +212,8 @@ static void on_proc_event(void *ctx, const struct fl_proc_event *e)
 			snprintf(cause, sizeof(cause), "%s", name ? name : "signal");
 		else
 			snprintf(cause, sizeof(cause), "status:%d", c.status);
+		if (a->sw)
+			sched_watch_remove(a->sw, a->srv_pid);
 		a->srv_pid = 0; /* the kernel dropped it from the watched set */
 		srvmon_exited(a->srv, e->pid, cause, c.core_dumped, e->oom);
 	}
@@ -221,11 +226,19 @@ static void follow_pid(struct agent *a, pid_t pid)
 
 	if (pid == a->srv_pid)
 		return;
-	if (a->srv_pid)
+	if (a->srv_pid) {
 		proc_watch_unwatch_pid(a->pw, a->srv_pid);
+		if (a->sw)
+			sched_watch_remove(a->sw, a->srv_pid);
+	}
 	a->srv_pid = 0;
 	if (!pid)
 		return;
+	/* Its main thread serves commands (Redis, Valkey: io-threads only
+	 * read and write for it): that is the thread judged. */
+	if (a->sw && (err = sched_watch_add(a->sw, pid, pid)))
+		pr_warn("failed to watch the scheduler state of server pid %d: %s\n", (int)pid,
+			strerror(-err));
 	err = proc_watch_watch_pid(a->pw, pid, FL_WATCH_PID);
 	if (err) {
 		pr_warn("failed to watch server pid %d: %s\n", (int)pid, strerror(-err));
@@ -238,6 +251,27 @@ static void follow_pid(struct agent *a, pid_t pid)
 		a->srv_pid = 0;
 		srvmon_exited(a->srv, pid, "unknown", false, false);
 	}
+}
+
+/* Why a server is hung or busy, and what its command thread did. */
+static void add_srv_cause(struct evrec *r, const struct srv_state *st)
+{
+	const struct srv_evidence *ev = &st->ev;
+
+	evrec_str(r, "cause", srv_cause_name(st->cause));
+	if (st->proc == SRV_BUSY)
+		evrec_str(r, "by", st->busy_reply ? "reply" : "kernel");
+	if (st->busy_detail[0])
+		evrec_str(r, "detail", st->busy_detail);
+	if (st->cause == SRV_CAUSE_UNKNOWN || (st->busy_reply && !ev->window_ms))
+		return;
+	evrec_str(r, "thread_state", sched_state_name(ev->thread_state));
+	evrec_int(r, "state_ms", ev->state_ms);
+	evrec_int(r, "window_ms", ev->window_ms);
+	evrec_int(r, "run_ms", ev->run_ms);
+	evrec_int(r, "wait_ms", ev->wait_ms);
+	if (ev->throttled_ms >= 0)
+		evrec_int(r, "throttled_ms", ev->throttled_ms);
 }
 
 static void log_srv_change(struct agent *a, const struct srv_state *prev,
@@ -276,8 +310,11 @@ static void log_srv_change(struct agent *a, const struct srv_state *prev,
 			evrec_str(&r, "server", a->me->redis_str);
 			if (cur->proc == SRV_HUNG)
 				evrec_int(&r, "silent_ms",
+					  cur->cause == SRV_CAUSE_STOPPED ? cur->ev.silent_ms :
 					  (long long)a->cfg->agent.hung_after *
 						  a->cfg->agent.ping_interval_ms);
+			if (cur->proc == SRV_HUNG || cur->proc == SRV_BUSY)
+				add_srv_cause(&r, cur);
 			agent_log(a, &r);
 		}
 	}
@@ -322,6 +359,26 @@ static void on_srv_changed(void *ctx, const struct srv_state *prev, const struct
 		kick_reports(a);
 }
 
+static void on_srv_note(void *ctx, const char *kind, const char *detail)
+{
+	struct agent *a = ctx;
+	struct evrec r;
+
+	evrec_begin(&r, NULL, a->node, kind);
+	evrec_int(&r, "pid", srvmon_state(a->srv)->pid);
+	evrec_str(&r, "server", a->me->redis_str);
+	evrec_str(&r, "reply", detail);
+	agent_log(a, &r);
+}
+
+static void on_sched_event(void *ctx, const struct fl_sched_event *e)
+{
+	struct agent *a = ctx;
+
+	if (a->srv)
+		srvmon_sched_event(a->srv, e);
+}
+
 static void report_peers(struct agent *a, struct rep_msg *m);
 
 static void build_report(void *ctx, struct rep_msg *m)
@@ -337,6 +394,18 @@ static void build_report(void *ctx, struct rep_msg *m)
 	if (st->proc == SRV_DOWN && st->exit_cause[0]) {
 		rep_add_key(m, RK_EXIT, NULL, "%s", st->oom ? "oom" : st->exit_cause);
 		rep_add_key(m, RK_CORE_DUMPED, NULL, "%d", st->core_dumped);
+	}
+	if ((st->proc == SRV_HUNG || st->proc == SRV_BUSY) && st->cause != SRV_CAUSE_NONE) {
+		rep_add_key(m, RK_CAUSE, NULL, "%s", srv_cause_name(st->cause));
+		if (st->cause != SRV_CAUSE_UNKNOWN) {
+			rep_add_key(m, RK_THREAD_STATE, NULL, "%s", sched_state_name(st->ev.thread_state));
+			rep_add_key(m, RK_STATE_MS, NULL, "%lld", (long long)st->ev.state_ms);
+			rep_add_key(m, RK_RUN_MS, NULL, "%lld", (long long)st->ev.run_ms);
+			rep_add_key(m, RK_WAIT_MS, NULL, "%lld", (long long)st->ev.wait_ms);
+			rep_add_key(m, RK_WINDOW_MS, NULL, "%lld", (long long)st->ev.window_ms);
+			if (st->ev.throttled_ms >= 0)
+				rep_add_key(m, RK_THROTTLED_MS, NULL, "%lld", (long long)st->ev.throttled_ms);
+		}
 	}
 	if (st->auth_error[0])
 		rep_add_key(m, RK_AUTH_ERROR, NULL, "%s", st->auth_error);
@@ -947,7 +1016,8 @@ static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
 static int start_cluster(struct agent *a)
 {
 	static const struct srvmon_ops sops = { .changed = on_srv_changed,
-						.connected = on_srv_connected };
+						.connected = on_srv_connected,
+						.note = on_srv_note };
 	static const struct reporter_ops rops = { .build = build_report,
 						  .event = on_rep_event,
 						  .answer = on_rep_answer };
@@ -960,6 +1030,9 @@ static int start_cluster(struct agent *a)
 		.ping_interval_ms = c->agent.ping_interval_ms,
 		.hung_after = c->agent.hung_after,
 		.info_interval_ms = c->agent.heartbeat_ms,
+		.stop_grace_ms = c->agent.stop_grace_ms,
+		.busy_max_ms = c->agent.busy_max_ms,
+		.sched = a->sw,
 	};
 	struct reporter_opts ro = {
 		.ep = c->controller.address,
@@ -1006,6 +1079,18 @@ static void on_ringbuf(evutil_socket_t fd, short what, void *arg)
 		pr_warn("failed to read ring buffer: %s\n", strerror(-n));
 }
 
+static void on_sched_ringbuf(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	int n;
+
+	(void)fd;
+	(void)what;
+	n = sched_watch_consume(a->sw);
+	if (n < 0)
+		pr_warn("failed to read ring buffer: %s\n", strerror(-n));
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct agent *a = arg;
@@ -1024,6 +1109,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (a->sw && sched_watch_drops(a->sw) != a->sched_drops_seen) {
+		a->sched_drops_seen = sched_watch_drops(a->sw);
+		pr_warn("sched ring buffer full: %llu stop events lost in all\n",
+			(unsigned long long)a->sched_drops_seen);
+	}
 	if (drops != a->drops_seen) {
 		evrec_begin(&r, NULL, a->node, "events_dropped");
 		evrec_uint(&r, "dropped", drops - a->drops_seen);
@@ -1230,6 +1320,8 @@ static void log_agent_start(struct agent *a)
 	evrec_int(&r, "watch_pids", a->npids);
 	evrec_int(&r, "watch_cgroups", a->ncgroups);
 	evrec_str(&r, "pins", proc_watch_pin_dir(a->pw));
+	if (a->cfg)
+		evrec_bool(&r, "sched_state", a->sw != NULL);
 	agent_log(a, &r);
 	evlog_sync(a->log);
 }
@@ -1237,6 +1329,7 @@ static void log_agent_start(struct agent *a)
 static int agent_run(struct agent *a)
 {
 	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL;
+	struct event *ev_sched = NULL;
 	struct timeval tick = fl_ms_tv(AGENT_SYNC_MS);
 	int err = -ENOMEM;
 
@@ -1251,6 +1344,14 @@ static int agent_run(struct agent *a)
 	    event_add(ev_term, NULL) || event_add(ev_int, NULL) || event_add(ev_tick, &tick)) {
 		pr_warn("failed to set up the event loop\n");
 		goto cleanup;
+	}
+	if (a->sw) {
+		ev_sched = event_new(a->base, sched_watch_epoll_fd(a->sw), EV_READ | EV_PERSIST,
+				     on_sched_ringbuf, a);
+		if (!ev_sched || event_add(ev_sched, NULL)) {
+			pr_warn("failed to set up the event loop\n");
+			goto cleanup;
+		}
 	}
 	if (wants_probe(a)) {
 		err = start_probe(a);
@@ -1277,6 +1378,8 @@ cleanup:
 		event_free(ev_int);
 	if (ev_tick)
 		event_free(ev_tick);
+	if (ev_sched)
+		event_free(ev_sched);
 	if (a->fence_ev)
 		event_free(a->fence_ev);
 	srvmon_free(a->srv);
@@ -1329,6 +1432,16 @@ int cmd_agent(int argc, char **argv)
 	err = proc_watch_open(&a.pw, &po);
 	if (err)
 		goto cleanup;
+	if (a.cfg) {
+		struct sched_watch_opts so = { .node = a.node, .cb = on_sched_event, .ctx = &a };
+
+		/* Without it a silent server is judged by PING alone (cause unknown). */
+		err = sched_watch_open(&a.sw, &so);
+		if (err)
+			pr_warn("failed to load the scheduler-state programs: %s; a silent server "
+				"will be judged by PING alone\n",
+				strerror(-err));
+	}
 	err = arm_watches(&a);
 	if (err)
 		goto cleanup;
@@ -1337,6 +1450,7 @@ int cmd_agent(int argc, char **argv)
 	evrec_str(&r, "reason", err ? "error" : "signal");
 	agent_log(&a, &r);
 cleanup:
+	sched_watch_close(a.sw);
 	proc_watch_close(a.pw);
 	evlog_close(a.log);
 	if (a.lock_fd >= 0)

@@ -16,6 +16,14 @@
 #include "common/redis_link.h"
 #include "agent/srvmon.h"
 
+#define SRV_SAMPLES 32 /* the judging window is at most this many PING intervals */
+
+/* One look at the command thread, taken every PING tick while a PING is out. */
+struct srv_sample {
+	struct sched_sample s;
+	int64_t throttled_us; /* its cgroup's cpu.stat throttled_usec, -1: none */
+};
+
 struct srvmon {
 	struct srvmon_opts o;
 	char user[128], password[256], pidfile[256];
@@ -29,11 +37,60 @@ struct srvmon {
 	bool need_server_info; /* ask INFO server too (pid, version) */
 	char last_down_why[160];
 	struct srv_state st;
+	/* The silence, as the kernel saw it: samples since the PING went out. */
+	struct srv_sample samples[SRV_SAMPLES];
+	unsigned nsamples;       /* taken since the PING went out (ring index = n % SRV_SAMPLES) */
+	char cpu_stat[300];      /* the server's cgroup v2 cpu.stat, "" if none */
+	pid_t cpu_stat_pid;      /* cpu_stat is for this pid */
+	struct event *stop_ev;   /* stop_grace_ms after the judged thread stopped */
+	int64_t busy_since_ms;   /* monotonic: silent and busy (or -BUSY) since, 0: not busy */
+	int64_t kill_sent_ms;    /* SCRIPT KILL sent at, 0: not sent in this busy spell */
+	bool busy_over;          /* hung with cause busy: -BUSY answers do not make it busy again */
 };
 
 const char *srv_proc_name(enum srv_proc p)
 {
 	return report_proc_word(p);
+}
+
+const char *srv_cause_name(enum srv_cause c)
+{
+	static const char *const names[] = { "none",	  "stopped",	  "busy",   "throttled",
+					     "blocked", "unresponsive", "unknown" };
+
+	return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
+}
+
+static uint64_t delta(uint64_t to, uint64_t from)
+{
+	return to > from ? to - from : 0;
+}
+
+enum srv_cause srv_judge(const struct sched_sample *base, const struct sched_sample *cur,
+			 struct srv_evidence *ev)
+{
+	uint64_t window = delta(cur->now_ns, base->now_ns);
+	uint64_t run = delta(cur->run_ns, base->run_ns);
+	uint64_t wait = delta(cur->wait_ns, base->wait_ns);
+
+	ev->thread_state = cur->state;
+	ev->state_ms = delta(cur->now_ns, cur->since_ns) / 1000000;
+	ev->window_ms = window / 1000000;
+	ev->run_ms = run / 1000000;
+	ev->wait_ms = wait / 1000000;
+	ev->throttled_ms = -1;
+	if (cur->state == FL_TS_STOPPED || cur->state == FL_TS_FROZEN)
+		return SRV_CAUSE_STOPPED;
+	/* Working: on a CPU now with no window yet, or a real share of it. */
+	if (window ? run * 100 >= window * SRV_BUSY_MIN_SHARE_PCT : cur->state == FL_TS_RUNNING)
+		return SRV_CAUSE_BUSY;
+	/* Runnable and not getting a CPU: now, or for most of the window. */
+	if (cur->state == FL_TS_RUNNING || cur->state == FL_TS_RUNNABLE ||
+	    (window && wait * 2 >= window))
+		return SRV_CAUSE_THROTTLED;
+	if (cur->state == FL_TS_BLOCKED)
+		return SRV_CAUSE_BLOCKED;
+	return SRV_CAUSE_UNRESPONSIVE;
 }
 
 enum hung_act hung_tick(struct hung_sm *sm, int64_t now)
@@ -112,6 +169,11 @@ static void set_proc(struct srvmon *m, enum srv_proc p)
 	if (n.proc == p)
 		return;
 	n.proc = p;
+	if (p != SRV_HUNG && p != SRV_BUSY) {
+		n.cause = SRV_CAUSE_NONE;
+		n.busy_reply = false;
+		n.busy_detail[0] = '\0';
+	}
 	if (p != SRV_DOWN) {
 		n.exit_cause[0] = '\0';
 		n.core_dumped = n.oom = false;
@@ -129,13 +191,28 @@ static void on_ping(void *ctx, redisReply *r, void *priv)
 		return; /* connection gone: on_down() decides */
 	if (hung_reply(&m->hung))
 		pr_info("server %s answers again\n", m->where);
+	m->nsamples = 0;
 	n = m->st;
-	if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "BUSY", 4))
+	if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "BUSY", 4)) {
+		/* Busy since its silence began, or since the kernel saw it busy. */
+		if (!m->busy_since_ms)
+			m->busy_since_ms = m->hung.sent_ms;
+		if (m->busy_over)
+			return; /* hung: a script that cannot be killed */
 		n.proc = SRV_BUSY;
-	else if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "LOADING", 7))
-		n.proc = SRV_LOADING;
-	else
-		n.proc = SRV_UP; /* PONG, or any answer: it is alive (NOAUTH included) */
+		n.cause = SRV_CAUSE_BUSY;
+		n.busy_reply = true;
+	} else {
+		m->busy_since_ms = m->kill_sent_ms = 0;
+		m->busy_over = false;
+		n.cause = SRV_CAUSE_NONE;
+		n.busy_reply = false;
+		n.busy_detail[0] = '\0';
+		if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "LOADING", 7))
+			n.proc = SRV_LOADING;
+		else
+			n.proc = SRV_UP; /* PONG, or any answer: alive (NOAUTH included) */
+	}
 	if (r->type == REDIS_REPLY_ERROR &&
 	    (!strncmp(r->str, "NOAUTH", 6) || !strncmp(r->str, "WRONGPASS", 9) ||
 	     !strncmp(r->str, "NOPERM", 6)))
@@ -153,6 +230,298 @@ static void send_cmd(struct srvmon *m, redis_link_reply_fn fn, void *priv, int a
 		pr_debug("failed to send %s to the server: %s\n", argv[0], strerror(-err));
 }
 
+static int64_t read_throttled_us(struct srvmon *m);
+
+/* Where a cgroup hierarchy is mounted: "cgroup2", or "cgroup" with the cpu
+ * controller among its options. "" if not mounted. */
+static void cgroup_mount(bool v2, char *out, size_t len)
+{
+	char dev[64], dir[256], type[32], opts[256];
+	FILE *f = fopen("/proc/mounts", "r");
+
+	out[0] = '\0';
+	while (f && fscanf(f, "%63s %255s %31s %255s %*d %*d", dev, dir, type, opts) == 4) {
+		char *o, *save = NULL;
+
+		if (v2 && !strcmp(type, "cgroup2")) {
+			snprintf(out, len, "%s", dir);
+			break;
+		}
+		if (v2 || strcmp(type, "cgroup"))
+			continue;
+		for (o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+			if (!strcmp(o, "cpu"))
+				break;
+		if (o) {
+			snprintf(out, len, "%s", dir);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* The cpu.stat of the server's cgroup, found once per pid: cgroup v2's
+ * when the cpu controller is there, else cgroup v1's cpu hierarchy. */
+static void find_cpu_stat(struct srvmon *m)
+{
+	char buf[512], path[64], mnt[256];
+	FILE *f;
+
+	m->cpu_stat_pid = m->st.pid;
+	m->cpu_stat[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)m->st.pid);
+	f = fopen(path, "r");
+	while (f && fgets(buf, sizeof(buf), f)) {
+		char *ctl = strchr(buf, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+		bool v2 = ctl && ctl[1] == ':';
+
+		if (!cg)
+			continue;
+		*cg++ = '\0';
+		cg[strcspn(cg, "\n")] = '\0';
+		if (!v2) {
+			char *o, *save = NULL;
+
+			for (o = strtok_r(ctl + 1, ",", &save); o; o = strtok_r(NULL, ",", &save))
+				if (!strcmp(o, "cpu"))
+					break;
+			if (!o)
+				continue;
+		}
+		cgroup_mount(v2, mnt, sizeof(mnt));
+		if (!mnt[0])
+			continue;
+		snprintf(m->cpu_stat, sizeof(m->cpu_stat), "%.120s%.170s/cpu.stat", mnt,
+			 strcmp(cg, "/") ? cg : "");
+		/* v2 without the cpu controller has a cpu.stat without throttling. */
+		if (read_throttled_us(m) >= 0)
+			break;
+		m->cpu_stat[0] = '\0';
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Time its cgroup spent throttled, in µs (v2 throttled_usec, v1
+ * throttled_time in ns); -1 if it has no such figure. */
+static int64_t read_throttled_us(struct srvmon *m)
+{
+	static const struct {
+		const char *key;
+		int div;
+	} keys[] = { { "throttled_usec ", 1 }, { "throttled_time ", 1000 } };
+	char buf[256], *end;
+	long long v = -1;
+	FILE *f;
+
+	if (!m->cpu_stat[0] || !(f = fopen(m->cpu_stat, "r")))
+		return -1;
+	while (v < 0 && fgets(buf, sizeof(buf), f)) {
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			size_t n = strlen(keys[i].key);
+			long long x;
+
+			if (strncmp(buf, keys[i].key, n))
+				continue;
+			errno = 0;
+			x = strtoll(buf + n, &end, 10);
+			if (!errno && end != buf + n && x >= 0)
+				v = x / keys[i].div;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+/* Samples the command thread into the ring; NULL without kernel state. With
+ * cgroup, its cgroup's throttling too: the cgroup is looked up again at the
+ * first such sample of a silence (a server may be moved between cgroups). */
+static struct srv_sample *take_sample(struct srvmon *m, bool cgroup)
+{
+	struct srv_sample *x = &m->samples[m->nsamples % SRV_SAMPLES];
+
+	if (!m->o.sched || m->st.pid <= 0 || sched_watch_sample(m->o.sched, m->st.pid, &x->s))
+		return NULL;
+	x->throttled_us = -1;
+	if (cgroup) {
+		if (m->cpu_stat_pid != m->st.pid || m->nsamples <= 1)
+			find_cpu_stat(m);
+		x->throttled_us = read_throttled_us(m);
+	}
+	m->nsamples++;
+	return x;
+}
+
+/* The verdict on the thread now, over the last hung_after intervals at most. */
+static enum srv_cause judge_now(struct srvmon *m, struct srv_evidence *ev)
+{
+	unsigned k = m->o.hung_after < SRV_SAMPLES - 1 ? m->o.hung_after : SRV_SAMPLES - 1;
+	const struct srv_sample *cur = take_sample(m, true), *base;
+	enum srv_cause c;
+
+	int64_t silent_ms = m->hung.waiting ? fl_mono_ms() - m->hung.sent_ms : 0;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->throttled_ms = -1;
+	ev->silent_ms = silent_ms;
+	if (!cur)
+		return SRV_CAUSE_UNKNOWN;
+	if (k > m->nsamples - 1)
+		k = m->nsamples - 1;
+	base = &m->samples[(m->nsamples - 1 - k) % SRV_SAMPLES];
+	c = srv_judge(&base->s, &cur->s, ev);
+	ev->silent_ms = silent_ms;
+	/* The oldest sample of the window with a throttling figure. */
+	for (unsigned i = m->nsamples - 1 - k; i < m->nsamples; i++) {
+		base = &m->samples[i % SRV_SAMPLES];
+		if (base->throttled_us < 0)
+			continue;
+		if (cur->throttled_us >= base->throttled_us)
+			ev->throttled_ms = (cur->throttled_us - base->throttled_us) / 1000;
+		break;
+	}
+	return c;
+}
+
+static void go_hung(struct srvmon *m, enum srv_cause cause, const struct srv_evidence *ev)
+{
+	struct srv_state n = m->st;
+
+	/* A process that is gone is DOWN from BPF, never only "hung". */
+	if (n.proc == SRV_DOWN)
+		return;
+	if (n.proc == SRV_HUNG) {
+		m->st.ev = *ev; /* the first cause stays; the figures follow */
+		return;
+	}
+	n.proc = SRV_HUNG;
+	n.cause = cause;
+	n.ev = *ev;
+	n.busy_reply = false;
+	commit(m, &n);
+}
+
+static void go_busy(struct srvmon *m, const struct srv_evidence *ev)
+{
+	struct srv_state n = m->st;
+
+	if (!m->busy_since_ms)
+		m->busy_since_ms = m->hung.sent_ms;
+	if (n.proc == SRV_BUSY || n.proc == SRV_DOWN || m->busy_over) {
+		m->st.ev = *ev;
+		return;
+	}
+	n.proc = SRV_BUSY;
+	n.cause = SRV_CAUSE_BUSY;
+	n.ev = *ev;
+	n.busy_reply = false;
+	commit(m, &n);
+}
+
+/* A PING is out and unanswered: what the kernel says decides. A stopped
+ * server is hung after stop_grace_ms; any other silence is judged when it
+ * reaches hung_after intervals, and a busy one is alive then. */
+static void judge_silence(struct srvmon *m)
+{
+	struct srv_evidence ev;
+	enum srv_cause c = judge_now(m, &ev);
+
+	switch (c) {
+	case SRV_CAUSE_STOPPED:
+		if (ev.state_ms >= m->o.stop_grace_ms || m->hung.hung)
+			go_hung(m, c, &ev);
+		break;
+	case SRV_CAUSE_BUSY:
+		if (m->hung.hung)
+			go_busy(m, &ev);
+		break;
+	default:
+		if (m->hung.hung)
+			go_hung(m, c, &ev);
+		break;
+	}
+}
+
+static void on_kill(void *ctx, redisReply *r, void *priv)
+{
+	struct srvmon *m = ctx;
+	char detail[80];
+
+	(void)priv;
+	if (!r)
+		return;
+	snprintf(detail, sizeof(detail), "%s",
+		 r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS ? r->str : "?");
+	snprintf(m->st.busy_detail, sizeof(m->st.busy_detail), "script_kill: %s", detail);
+	if (m->ops.note)
+		m->ops.note(m->ctx, "script_kill", detail);
+	/* The script has written: only a failover ends it (as Sentinel does). */
+	if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "UNKILLABLE", 10) &&
+	    m->st.proc == SRV_BUSY) {
+		struct srv_evidence ev = m->st.ev;
+
+		m->busy_over = true;
+		go_hung(m, SRV_CAUSE_BUSY, &ev);
+	}
+}
+
+/* Busy for busy_max_ms: handled as Sentinel handles a -BUSY primary. SCRIPT
+ * KILL once; hung (cause busy) if the script cannot be killed, or if the
+ * server is still silent or busy a hung window after the kill. */
+static void check_busy_max(struct srvmon *m, int64_t now)
+{
+	static const char *kill[] = { "SCRIPT", "KILL" };
+	int64_t window = (int64_t)m->o.hung_after * m->o.ping_interval_ms;
+
+	if (m->st.proc != SRV_BUSY || !m->busy_since_ms || now - m->busy_since_ms < m->o.busy_max_ms)
+		return;
+	if (!m->kill_sent_ms) {
+		m->kill_sent_ms = now;
+		pr_info("server %s busy for %lld ms: sending SCRIPT KILL\n", m->where,
+			(long long)(now - m->busy_since_ms));
+		send_cmd(m, on_kill, NULL, 2, kill);
+		return;
+	}
+	if (now - m->kill_sent_ms >= window) {
+		struct srv_evidence ev = m->st.ev;
+
+		m->busy_over = true;
+		if (!m->st.busy_detail[0])
+			snprintf(m->st.busy_detail, sizeof(m->st.busy_detail),
+				 "script_kill: no answer");
+		go_hung(m, SRV_CAUSE_BUSY, &ev);
+	}
+}
+
+static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct srvmon *m = arg;
+	struct srv_evidence ev;
+
+	(void)fd;
+	(void)what;
+	if (judge_now(m, &ev) == SRV_CAUSE_STOPPED)
+		go_hung(m, SRV_CAUSE_STOPPED, &ev);
+}
+
+void srvmon_sched_event(struct srvmon *m, const struct fl_sched_event *e)
+{
+	int64_t late_ms = (fl_clock_ns(CLOCK_MONOTONIC) - (int64_t)e->ts_ns) / 1000000;
+	struct timeval tv;
+
+	if (!m->st.pid || e->tid != (__u32)m->st.pid)
+		return;
+	if (e->kind == FL_EV_SCHED_CONT) {
+		event_del(m->stop_ev);
+		return;
+	}
+	if (e->kind != FL_EV_SCHED_STOP)
+		return;
+	tv = fl_ms_tv(late_ms < m->o.stop_grace_ms ? m->o.stop_grace_ms - late_ms : 0);
+	event_add(m->stop_ev, &tv);
+}
+
 static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct srvmon *m = arg;
@@ -165,17 +534,18 @@ static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	switch (hung_tick(&m->hung, now)) {
 	case HUNG_SEND:
-		if (!redis_link_command(m->link, on_ping, NULL, 1, ping, NULL))
+		if (!redis_link_command(m->link, on_ping, NULL, 1, ping, NULL)) {
 			hung_sent(&m->hung, now);
+			m->nsamples = 0;
+			take_sample(m, false);
+		}
 		break;
 	case HUNG_NOW_HUNG:
-		/* A process that is gone is DOWN from BPF, never only "hung". */
-		if (m->st.proc != SRV_DOWN)
-			set_proc(m, SRV_HUNG);
-		break;
 	case HUNG_WAIT:
+		judge_silence(m);
 		break;
 	}
+	check_busy_max(m, now);
 }
 
 static void on_info(void *ctx, redisReply *r, void *priv)
@@ -270,6 +640,16 @@ static void on_auth(void *ctx, redisReply *r, void *priv)
 	commit(m, &n);
 }
 
+/* A new connection: a new silence. The stop timer stays: it is about the
+ * process, and a stopped server still accepts connections (the kernel does). */
+static void reset_silence(struct srvmon *m)
+{
+	hung_reset(&m->hung);
+	m->nsamples = 0;
+	m->busy_since_ms = m->kill_sent_ms = 0;
+	m->busy_over = false;
+}
+
 static void on_up(void *ctx)
 {
 	struct srvmon *m = ctx;
@@ -279,7 +659,7 @@ static void on_up(void *ctx)
 	m->last_down_why[0] = '\0';
 	if (m->ops.connected)
 		m->ops.connected(m->ctx, redis_link_fd(m->link));
-	hung_reset(&m->hung);
+	reset_silence(m);
 	m->info_out = false;
 	m->need_server_info = true;
 	if (m->password[0]) {
@@ -298,7 +678,7 @@ static void on_down(void *ctx, const char *why, int err)
 {
 	struct srvmon *m = ctx;
 
-	hung_reset(&m->hung);
+	reset_silence(m);
 	m->info_out = false;
 	if (strcmp(m->last_down_why, why)) {
 		pr_info("server %s: %s\n", m->where, why);
@@ -324,6 +704,10 @@ void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dum
 	n.oom = oom;
 	n.pid = 0;
 	n.have_info = false;
+	n.cause = SRV_CAUSE_NONE;
+	n.busy_reply = false;
+	n.busy_detail[0] = '\0';
+	event_del(m->stop_ev);
 	commit(m, &n);
 	/* Its connection is dead too; look for the restarted server. */
 	redis_link_drop(m->link, "server process exited");
@@ -375,7 +759,8 @@ struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 			       5 * o->ping_interval_ms);
 	m->ping_ev = event_new(base, -1, EV_PERSIST, on_ping_tick, m);
 	m->info_ev = event_new(base, -1, EV_PERSIST, on_info_tick, m);
-	if (!m->link || !m->ping_ev || !m->info_ev) {
+	m->stop_ev = evtimer_new(base, on_stop_timer, m);
+	if (!m->link || !m->ping_ev || !m->info_ev || !m->stop_ev) {
 		srvmon_free(m);
 		return NULL;
 	}
@@ -419,5 +804,7 @@ void srvmon_free(struct srvmon *m)
 		event_free(m->ping_ev);
 	if (m->info_ev)
 		event_free(m->info_ev);
+	if (m->stop_ev)
+		event_free(m->stop_ev);
 	free(m);
 }

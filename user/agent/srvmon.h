@@ -10,6 +10,7 @@
 #include "common/config.h"
 #include "common/info.h"
 #include "common/redis_link.h"
+#include "kern/sched_watch.h"
 
 struct event_base;
 
@@ -24,6 +25,38 @@ enum srv_proc {
 };
 const char *srv_proc_name(enum srv_proc p);
 
+/* Why a server does not answer, from its command thread's scheduler state
+ * (bpf/sched.bpf.c) over the silence. */
+enum srv_cause {
+	SRV_CAUSE_NONE = 0,     /* answering */
+	SRV_CAUSE_STOPPED,      /* stopped (SIGSTOP, a tracer) or frozen: hung after stop_grace_ms */
+	SRV_CAUSE_BUSY,         /* on a CPU, its runtime growing: alive up to busy_max_ms */
+	SRV_CAUSE_THROTTLED,    /* runnable but hardly running (cpu.max, an overloaded host) */
+	SRV_CAUSE_BLOCKED,      /* uninterruptible sleep (D): disk, NFS, reclaim */
+	SRV_CAUSE_UNRESPONSIVE, /* asleep and not answering: a deadlock, DEBUG SLEEP */
+	SRV_CAUSE_UNKNOWN,      /* no scheduler state for its thread (not a local process) */
+};
+const char *srv_cause_name(enum srv_cause c);
+
+/* A thread counts as busy when it ran for at least this share of the window. */
+#define SRV_BUSY_MIN_SHARE_PCT 10
+
+/* What the kernel said over the silence: the evidence a verdict carries. */
+struct srv_evidence {
+	uint32_t thread_state; /* enum fl_sched_state, now */
+	int64_t state_ms;      /* in that state for this long */
+	int64_t window_ms;     /* the window judged */
+	int64_t run_ms;        /* time on a CPU within the window */
+	int64_t wait_ms;       /* time runnable, not running, within the window */
+	int64_t throttled_ms;  /* its cgroup's cpu.stat throttled time within the window, -1: none */
+	int64_t silent_ms;     /* since the unanswered PING went out, 0: none out */
+};
+
+/* The verdict on a silent server: base is its command thread's sample at the
+ * start of the window, cur the sample now. Pure (unit tested). */
+enum srv_cause srv_judge(const struct sched_sample *base, const struct sched_sample *cur,
+			 struct srv_evidence *ev);
+
 struct srv_state {
 	enum srv_proc proc;
 	int64_t proc_change_ms; /* wall clock, ms since the epoch */
@@ -34,6 +67,11 @@ struct srv_state {
 	bool have_info;         /* info holds a parsed INFO */
 	struct info_repl info;
 	char auth_error[160];   /* the server's error for our AUTH, "" if none */
+	/* With SRV_HUNG and SRV_BUSY: why, and what the kernel showed. */
+	enum srv_cause cause;
+	struct srv_evidence ev;
+	bool busy_reply;        /* SRV_BUSY because it answered -BUSY (else: the kernel) */
+	char busy_detail[96];   /* with cause busy after busy_max_ms: the SCRIPT KILL outcome */
 };
 
 /* Hung detection as a pure state machine, time injected (unit tested). */
@@ -69,6 +107,8 @@ struct srvmon_ops {
 			unsigned what);
 	/* Optional: connected, before the first command goes out; fd is the socket. */
 	void (*connected)(void *ctx, int fd);
+	/* Something done to the server worth a log line (kind, detail). */
+	void (*note)(void *ctx, const char *kind, const char *detail);
 };
 
 struct srvmon_opts {
@@ -78,12 +118,17 @@ struct srvmon_opts {
 	int ping_interval_ms;
 	int hung_after;
 	int info_interval_ms;
+	int stop_grace_ms; /* stopped or frozen this long = hung */
+	int busy_max_ms;   /* busy this long: SCRIPT KILL, then hung if it cannot be killed */
+	struct sched_watch *sched; /* the kernel's scheduler state; NULL: PING alone */
 };
 
 struct srvmon;
 struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 			  const struct srvmon_ops *ops, void *ctx);
 void srvmon_start(struct srvmon *m);
+/* The judged thread stopped or resumed (a bpf/sched.bpf.c event). */
+void srvmon_sched_event(struct srvmon *m, const struct fl_sched_event *e);
 /* The BPF path saw the server's process exit. */
 void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dumped, bool oom);
 const struct srv_state *srvmon_state(const struct srvmon *m);

@@ -434,6 +434,10 @@ static bool key_agent(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 1, MS_MAX, &a->self_fence_after_ms);
 	if (KEY("lease_ms"))
 		return set_int(p, name, v, 0, MS_MAX, &a->lease_ms);
+	if (KEY("stop_grace_ms"))
+		return set_int(p, name, v, 0, MS_MAX, &a->stop_grace_ms);
+	if (KEY("busy_max_ms"))
+		return set_int(p, name, v, 1, MS_MAX, &a->busy_max_ms);
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -691,6 +695,8 @@ static void set_defaults(struct cfg *c)
 	c->agent.heartbeat_ms = 100;
 	c->agent.self_fence = true;
 	c->agent.lease_ms = 500;
+	c->agent.stop_grace_ms = 50;
+	c->agent.busy_max_ms = 5000; /* Redis's own busy-reply-threshold */
 	snprintf(c->agent.event_log, sizeof(c->agent.event_log), "/var/log/flatline/events.jsonl");
 	cfg_parse_endpoint("127.0.0.1:26379", &c->controller.listen, 26379);
 	c->controller.node_down_after_ms = 1000;

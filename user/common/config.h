@@ -61,6 +61,8 @@ struct cfg {
 		bool self_fence;
 		int self_fence_after_ms; /* default 2 x peer_down_after_ms */
 		int lease_ms;            /* the write lease (user/agent/lease.h); 0 = off */
+		int stop_grace_ms;       /* stopped or frozen this long = hung (0: at once) */
+		int busy_max_ms;         /* busy on a CPU, not answering: alive this long */
 	} agent;
 	struct {
 		struct cfg_endpoint listen;

@@ -31,6 +31,14 @@ enum report_key {
 	RK_LEASE,
 	RK_LEASE_MS_LEFT,
 	RK_LEASE_SOURCE,
+	/* With proc hung or busy: why, from the scheduler (agent/srvmon.h). */
+	RK_CAUSE,
+	RK_THREAD_STATE,
+	RK_STATE_MS,
+	RK_WINDOW_MS,
+	RK_RUN_MS,
+	RK_WAIT_MS,
+	RK_THROTTLED_MS,
 	/* Per peer: "peer.<node-id>" and "peer.<node-id><suffix>". */
 	RK_PEER,
 	RK_PEER_RTT_US,

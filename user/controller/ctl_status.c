@@ -40,6 +40,15 @@ static const char *node_health(const struct fo_node *n)
 	return "ok";
 }
 
+/* The agent's cause for a hung or busy server, "" if none. */
+static const char *node_cause(const struct fo_node *n)
+{
+	if ((n->flags & FO_N_REPORTED) &&
+	    (n->rep.proc == FO_PROC_HUNG || n->rep.proc == FO_PROC_BUSY))
+		return n->rep.cause;
+	return "";
+}
+
 static const struct info_repl *node_repl(const struct fo_node *n)
 {
 	if (n->info_ok && (!(n->flags & FO_N_REPORTED) || n->info_ms >= n->last_report_ms))
@@ -186,6 +195,10 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 					    (n->flags & FO_N_REPORTED) ? now - n->last_report_ms : -1,
 					    n->priority);
 			evbuffer_add_printf(b, ",\"lease\":\"%s\"", fo_lease_word(n));
+			if (node_cause(n)[0]) {
+				evbuffer_add_printf(b, ",\"cause\":");
+				json_str(b, node_cause(n));
+			}
 			if (r)
 				evbuffer_add_printf(b, ",\"server_role\":\"%s\",\"offset\":%lld,"
 						       "\"link\":\"%s\"",
@@ -263,21 +276,24 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 			if (d->cfg_err[0])
 				evbuffer_add_printf(b, "  dns error: %s\n", d->cfg_err);
 		}
-		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %-5s %s\n",
+		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %s\n",
 				    "node", "role", "server", "health", "agent", "heartbeat",
 				    "srv_role", "offset", "link", "lease");
 		for (int j = 0; j < s->nnodes; j++) {
 			struct fo_node *n = &c->fo.nodes[s->nodes[j]];
 			const struct info_repl *r = node_repl(n);
-			char hb[32] = "-", off[32] = "-";
+			char hb[32] = "-", off[32] = "-", health[48];
 
+			/* "proc_hung:stopped", "busy:busy": the health and the agent's cause. */
+			snprintf(health, sizeof(health), "%s%s%.16s", node_health(n),
+				 node_cause(n)[0] ? ":" : "", node_cause(n));
 			if (n->flags & FO_N_REPORTED)
 				snprintf(hb, sizeof(hb), "%lld ms", now - n->last_report_ms);
 			if (r && r->offset >= 0)
 				snprintf(off, sizeof(off), "%lld", r->offset);
-			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-12s %-6s %-10s %-8s %-12s %-5s %s\n",
+			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %s\n",
 					    n->id, n->idx == s->primary ? "primary" : "replica",
-					    c->cfg->nodes[n->idx].redis_str, node_health(n),
+					    c->cfg->nodes[n->idx].redis_str, health,
 					    (n->flags & FO_N_AGENT) ? "yes" : "no", hb,
 					    r ? info_role_name(r->role) : "-", off,
 					    !r || r->link_up < 0 ? "-" : r->link_up ? "up" : "down",

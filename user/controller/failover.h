@@ -39,6 +39,11 @@ struct fo_report {
 	int core_dumped;
 	int fenced;
 	char auth_error[128];
+	/* With proc hung or busy: why, as the agent's scheduler state says. */
+	char cause[16];        /* "stopped", "busy", "throttled", "blocked", "unresponsive"… */
+	char thread_state[12]; /* "running", "stopped"…; "" if none */
+	long long state_ms, window_ms, run_ms, wait_ms;
+	long long throttled_ms; /* -1: not reported */
 	struct info_repl repl; /* role, master, link, replid, offset, priority, server */
 	/* Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on node peer_node[i], and
 	 * peer.<id>.packet_age_ms in peer_packet_age_ms[i] (-1 = none). */

@@ -286,6 +286,8 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 	bool changed = !(n->flags & FO_N_REPORTED) || fo_report_changed(&n->rep, rep);
 	int touched[2 * FO_MAX_PEERS] = { 0 }, ntouched = 0;
 	struct fo_report none = { 0 };
+	bool busy = rep->proc == FO_PROC_BUSY &&
+		    (!(n->flags & FO_N_REPORTED) || n->rep.proc != FO_PROC_BUSY);
 
 	if (rep->npeers || n->rep.npeers)
 		ntouched = peers_touched((n->flags & FO_N_REPORTED) ? &n->rep : &none, rep, touched);
@@ -321,6 +323,8 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 			ps->flags &= ~FO_S_NO_GOOD_REPLICA;
 		fo_evaluate_node(c, p);
 	}
+	if (busy)
+		fo_say_node_busy(c, n);
 }
 
 void fo_on_agent(struct fo_cluster *c, struct fo_node *n, bool connected)

@@ -79,6 +79,8 @@ void fo_say_agent_lost(struct fo_cluster *c, struct fo_node *n, long long now);
 void fo_say_agent_back(struct fo_cluster *c, struct fo_node *n, long long now);
 void fo_say_node_down(struct fo_cluster *c, struct fo_node *n, enum fo_verdict v, long long now);
 void fo_say_node_up(struct fo_cluster *c, struct fo_node *n, long long now);
+/* Its agent reports it busy (working on a CPU, or -BUSY): alive; node_busy, once. */
+void fo_say_node_busy(struct fo_cluster *c, struct fo_node *n);
 void fo_say_reach(struct fo_cluster *c, struct fo_node *n, bool ok, long long now);
 void fo_say_tilt_start(struct fo_cluster *c, long long stall_ms, long long jump_ms, bool entering);
 void fo_say_tilt_end(struct fo_cluster *c, long long tilt_ms);

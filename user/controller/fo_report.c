@@ -108,6 +108,27 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 	case RK_RUN_ID:
 		snprintf(r->run_id, sizeof(r->run_id), "%s", v);
 		break;
+	case RK_CAUSE:
+		snprintf(rep->cause, sizeof(rep->cause), "%s", v);
+		break;
+	case RK_THREAD_STATE:
+		snprintf(rep->thread_state, sizeof(rep->thread_state), "%s", v);
+		break;
+	case RK_STATE_MS:
+		rep->state_ms = n;
+		break;
+	case RK_WINDOW_MS:
+		rep->window_ms = n;
+		break;
+	case RK_RUN_MS:
+		rep->run_ms = n;
+		break;
+	case RK_WAIT_MS:
+		rep->wait_ms = n;
+		break;
+	case RK_THROTTLED_MS:
+		rep->throttled_ms = n;
+		break;
 	case RK_PEER:
 		p = fo_find_node(c, peer);
 		if (p)
@@ -131,6 +152,7 @@ int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const
 	r->last_io_s = -1;
 	r->offset = -1;
 	r->slave_priority = 100;
+	rep->throttled_ms = -1;
 	if (argc % 2) {
 		snprintf(why, whylen, "odd number of key/value arguments");
 		return -EINVAL;

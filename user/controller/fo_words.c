@@ -84,7 +84,8 @@ const char *fo_down_reason(const struct fo_node *n, enum fo_verdict v, char *buf
 			snprintf(buf, len, "proc_exit%s%s", n->rep.exit[0] ? " " : "", n->rep.exit);
 		break;
 	case FO_V_PROC_HUNG:
-		snprintf(buf, len, "proc_hung");
+		/* With the scheduler's cause: "proc_hung stopped". */
+		snprintf(buf, len, "proc_hung%s%.16s", n->rep.cause[0] ? " " : "", n->rep.cause);
 		break;
 	case FO_V_HOST_DOWN:
 		snprintf(buf, len, "host_down");
@@ -242,6 +243,17 @@ void fo_say_node_down(struct fo_cluster *c, struct fo_node *n, enum fo_verdict v
 	evrec_str(&e.r, "reason", fo_down_reason(n, v, why, sizeof(why)));
 	if (v == FO_V_PROC_DOWN && n->rep.exit[0])
 		evrec_str(&e.r, "exit", n->rep.exit);
+	if (v == FO_V_PROC_HUNG && n->rep.cause[0]) {
+		evrec_str(&e.r, "cause", n->rep.cause);
+		if (n->rep.thread_state[0]) {
+			evrec_str(&e.r, "thread_state", n->rep.thread_state);
+			evrec_int(&e.r, "state_ms", n->rep.state_ms);
+			evrec_int(&e.r, "run_ms", n->rep.run_ms);
+			evrec_int(&e.r, "wait_ms", n->rep.wait_ms);
+			if (n->rep.throttled_ms >= 0)
+				evrec_int(&e.r, "throttled_ms", n->rep.throttled_ms);
+		}
+	}
 	if (v == FO_V_HOST_DOWN) {
 		peers_saying(c, n, FO_PEER_DOWN, peers, sizeof(peers));
 		evrec_str(&e.r, "peers_down", peers);
@@ -249,7 +261,25 @@ void fo_say_node_down(struct fo_cluster *c, struct fo_node *n, enum fo_verdict v
 	}
 	fo_emit(c, &e);
 	fo_instance_str(c, n, inst, sizeof(inst));
-	fo_publish(c, "+sdown", "%s", inst);
+	/* Sentinel's own messages carry extras after '#' (+odown's "#quorum"). */
+	fo_publish(c, "+sdown", "%s #%s", inst, why);
+}
+
+void fo_say_node_busy(struct fo_cluster *c, struct fo_node *n)
+{
+	struct fo_shard *s = fo_shard_of(c, n);
+	struct fo_event e;
+
+	node_event(&e, c, "node_busy", n);
+	evrec_str(&e.r, "role", s && s->primary == n->idx ? "primary" : "replica");
+	if (n->rep.cause[0])
+		evrec_str(&e.r, "cause", n->rep.cause);
+	if (n->rep.thread_state[0]) {
+		evrec_str(&e.r, "thread_state", n->rep.thread_state);
+		evrec_int(&e.r, "run_ms", n->rep.run_ms);
+		evrec_int(&e.r, "window_ms", n->rep.window_ms);
+	}
+	fo_emit(c, &e); /* published as JSON on flatline.node_busy too */
 }
 
 void fo_say_node_up(struct fo_cluster *c, struct fo_node *n, long long now)
