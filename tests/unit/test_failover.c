@@ -871,6 +871,7 @@ static void test_busy_alive_hung_with_cause(void **state)
 	struct fo_report r;
 
 	(void)state;
+	C.lease_ms = 0; /* the cause, not the lease wait (test_lease_*) */
 	healthy();
 	R.mono += 10;
 	mkrep(&r, FO_PROC_BUSY, INFO_ROLE_MASTER, NULL, -1, 1000);
