@@ -94,17 +94,22 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 		redis_link_drop(r->link, "report refused");
 		return;
 	}
+	/* protocol.md: OK, the epoch, the primary. Anything else is not a
+	 * controller speaking this protocol: close the link. */
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
+	    rep->element[1]->type != REDIS_REPLY_INTEGER ||
+	    (rep->element[2]->type != REDIS_REPLY_STRING &&
+	     rep->element[2]->type != REDIS_REPLY_STATUS)) {
+		redis_link_drop(r->link, "protocol error: unexpected answer to REPORT");
+		return;
+	}
 	/* A follower controller (HA mode: a 4th element "follower") answers, but only the
 	 * leader's word counts for fencing. */
-	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 4 &&
-	    rep->element[3]->type == REDIS_REPLY_STRING && !strcmp(rep->element[3]->str, "follower"))
+	if (rep->elements >= 4 && rep->element[3]->type == REDIS_REPLY_STRING &&
+	    !strcmp(rep->element[3]->str, "follower"))
 		return;
 	r->last_answer_ms = fl_wall_ms();
-	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
-	    rep->element[1]->type == REDIS_REPLY_INTEGER &&
-	    (rep->element[2]->type == REDIS_REPLY_STRING ||
-	     rep->element[2]->type == REDIS_REPLY_STATUS) &&
-	    r->ops.answer)
+	if (r->ops.answer)
 		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str);
 }
 
@@ -151,7 +156,7 @@ static void on_hello(void *ctx, redisReply *rep, void *priv)
 		return;
 	}
 	if (rep->type != REDIS_REPLY_STATUS || strncmp(rep->str, "OK", 2)) {
-		redis_link_drop(r->link, "unexpected answer to HELLO");
+		redis_link_drop(r->link, "protocol error: unexpected answer to HELLO");
 		return;
 	}
 	r->state = REP_READY;

@@ -127,6 +127,9 @@ static void on_ping(void *ctx, redisReply *r, void *priv)
 	(void)priv;
 	if (!r)
 		return; /* connection gone: on_down() decides */
+	/* A reason for a loss is printed again only after the server answered:
+	 * a peer that accepts and then breaks every connection logs once. */
+	m->last_down_why[0] = '\0';
 	if (hung_reply(&m->hung))
 		pr_info("server %s answers again\n", m->where);
 	n = m->st;
@@ -276,7 +279,6 @@ static void on_up(void *ctx)
 	const char *argv[3] = { "AUTH" };
 	int argc = 1;
 
-	m->last_down_why[0] = '\0';
 	hung_reset(&m->hung);
 	m->info_out = false;
 	m->need_server_info = true;
