@@ -33,7 +33,7 @@ setup() {
 	on_exit "kill $!"
 	cat >"$T/c.conf" <<-EOC
 		[cluster]
-		secret = s
+		secret = s3cret-s3cret-s3cret
 		[agent]
 		probe_interval_ms = 100
 		peer_down_after_ms = 500
@@ -49,6 +49,7 @@ setup() {
 		[shard "s"]
 		nodes = $NODE n2
 	EOC
+	chmod 600 "$T/c.conf"
 	LOG=$T/events.jsonl
 	$NA "$FL" agent -c "$T/c.conf" --node "$NODE" --event-log "$LOG" 2>"$T/agent.err" &
 	AGENT_PID=$!

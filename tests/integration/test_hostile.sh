@@ -20,6 +20,7 @@ cluster_file() { # OUT CTL_PORT SERVER_PORT
 		printf '[node "%s"]\naddress = 127.0.0.1\nredis = 127.0.0.1:%s\n' "$N1" "$3"
 		printf '[shard "s"]\nnodes = %s\n' "$N1"
 	} >"$1"
+	chmod 600 "$1"
 }
 
 # start_hostile PORT MODE: the attacker; HREC is its record of commands.
