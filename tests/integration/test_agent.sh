@@ -170,7 +170,7 @@ test_wrong_password_once() {
 test_controller_rejects_or_misbehaves() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
-	ctl=$(free_port); start_peer "$ctl" --secret other
+	ctl=$(free_port); start_peer "$ctl" --reject
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_event "$LOG" '.kind == "controller_rejected"' >/dev/null || fail "no controller_rejected"

@@ -67,12 +67,13 @@ attacked() {
 	[ "$hwm" -le "$RSS_MAX_KB" ] || fail "$what: peak RSS ${hwm} kB > ${RSS_MAX_KB} kB"
 }
 
-CTL_MODES=(extra-hello extra-report report-type unsolicited huge-bulk deep wide drip resp3)
+CTL_MODES=(extra-hello extra-report report-type unproven unsolicited huge-bulk deep wide drip resp3)
 SRV_MODES=(info-extra unsolicited huge-bulk deep wide drip resp3)
 
 declare -A WORDS=(
 	[extra-hello]="a reply to no request" [extra-report]="a reply to no request"
 	[report-type]="unexpected answer to REPORT"
+	[unproven]="failed to prove it holds node .* key: not trusting it"
 	[info-extra]="a reply to no request" [unsolicited]="a reply to no request"
 	[huge-bulk]="bulk string of 4294967296 bytes" [deep]="nested deeper than 7"
 	[wide]="more than 65536 array elements" [resp3]="unexpected byte 0x25"
@@ -91,7 +92,11 @@ test_agent_survives_hostile_controller() {
 		attacked "$AGENT_PID" "$HREC" "$T/agent-$N1.err" "controller $mode"
 		grep -qE "${WORDS[$mode]}" "$T/agent-$N1.err" ||
 			fail "controller $mode: no clear message: $(tail -n 3 "$T/agent-$N1.err")"
-		# Still watching its server: a kill is seen and logged.
+		if [ "$mode" = unproven ]; then
+			# It learnt nothing: no PROVE, no REPORT.
+			! grep -qE '"cmd": "(PROVE|REPORT)"' "$HREC" || fail "agent proved or reported to an unproven controller"
+			wait_event "$LOG" '.kind == "controller_unproven"' >/dev/null || fail "no controller_unproven event"
+		fi
 		stop_agent
 		mv "$T/agent-$N1.err" "$T/agent-$N1-ctl-$mode.err"
 	done

@@ -5,10 +5,13 @@
 Listens on 127.0.0.1:PORT; each connection is numbered and logged to OUT as one
 JSON line {"t", "conn", "cmd"} per command received. What it answers depends on MODE:
 
-  extra-hello   HELLO -> "+OK" twice (a reply nobody asked for)
-  extra-report  HELLO -> +OK; REPORT -> its answer and "+EXTRA"
+  extra-hello   HELLO -> a valid CHALLENGE and "+OK" (a reply nobody asked for:
+                the agent's PROVE is sent after those bytes arrived)
+  extra-report  handshake; REPORT -> its answer and "+EXTRA"
+  report-type   handshake; REPORT -> ":1" (not the array protocol.md says)
+  unproven      HELLO -> a CHALLENGE whose proof is wrong (a fake controller
+                without the key): the agent must not PROVE nor REPORT
   info-extra    as a Redis primary, but INFO is followed by "+OK"
-  report-type   HELLO -> +OK; REPORT -> ":1" (not the array protocol.md says)
   unsolicited   accept, then send "+OK" before any command
   huge-bulk     any command -> "$4294967296" and then bytes as fast as it can
   deep          any command -> 100000 nested "*1" headers
@@ -16,7 +19,11 @@ JSON line {"t", "conn", "cmd"} per command received. What it answers depends on 
   drip          any command -> "$1000000" and then one byte every 100 ms
   resp3         any command -> a RESP3 map ("%1")
 """
-import json, socket, sys, threading, time
+import json, os, socket, sys, threading, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flauth
+
+SECRET = "s3cret-s3cret-s3cret" # the tests' cluster secret
 
 INFO = (b"# Server\r\nredis_version:7.0.0\r\nprocess_id:1\r\ntcp_port:6379\r\n"
         b"run_id:0123456789012345678901234567890123456789\r\n"
@@ -41,7 +48,12 @@ def flood(conn, first, unit):
     while True:
         conn.sendall(chunk)
 
-def answer(conn, mode, cmd):
+def challenge(args, wrong=False):
+    node, na, nc = args[3], args[4], flauth.nonce()
+    p = "00" * 32 if wrong else flauth.proof(flauth.node_key(SECRET, node), "controller", node, na, nc)
+    return b"*3\r\n+CHALLENGE\r\n" + flauth.enc(nc)[4:] + flauth.enc(p)[4:]
+
+def answer(conn, mode, cmd, args):
     if mode == "huge-bulk":
         flood(conn, b"$4294967296\r\n", b"a")
     elif mode == "wide":
@@ -55,8 +67,10 @@ def answer(conn, mode, cmd):
             time.sleep(0.1)
     elif mode == "resp3":
         conn.sendall(b"%1\r\n+a\r\n+b\r\n")
-    elif cmd == "HELLO":
-        conn.sendall(b"+OK\r\n+OK\r\n" if mode == "extra-hello" else b"+OK\r\n")
+    elif cmd == "HELLO" and len(args) == 5:
+        conn.sendall(challenge(args, mode == "unproven") + (b"+OK\r\n" if mode == "extra-hello" else b""))
+    elif cmd == "PROVE":
+        conn.sendall(b"+OK\r\n")
     elif cmd == "REPORT" and mode == "report-type":
         conn.sendall(b":1\r\n")
     elif cmd == "REPORT":
@@ -80,7 +94,7 @@ def serve(conn, cid, mode, out, lock):
             with lock:
                 out.write(json.dumps({"t": time.time(), "conn": cid, "cmd": args[0].upper()}) + "\n")
                 out.flush()
-            answer(conn, mode, args[0].upper())
+            answer(conn, mode, args[0].upper(), args)
     except (ValueError, OSError):
         pass
     finally:

@@ -743,6 +743,19 @@ static bool key_node(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 0, 1000000, &n->priority);
 	if (KEY("pidfile"))
 		return set_path(p, name, v, n->pidfile, sizeof(n->pidfile));
+	if (KEY("key")) {
+		size_t i, len = strlen(v);
+
+		for (i = 0; i < len && isxdigit((unsigned char)v[i]); i++)
+			;
+		if (len != sizeof(n->key) - 1 || i != len) {
+			perr(p, p->line, name,
+			     "not a node key (%zu hex digits: flatline node-key prints it)",
+			     sizeof(n->key) - 1);
+			return false;
+		}
+		return set_str(p, name, v, n->key, sizeof(n->key));
+	}
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -988,7 +1001,12 @@ static void validate(struct parser *p)
 	}
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
-	if (!c->secret[0]) {
+	bool node_key = false;
+
+	for (int i = 0; i < c->nnodes; i++)
+		node_key |= c->nodes[i].key[0] != '\0';
+	/* An agent's file may carry its own node key instead of the cluster's. */
+	if (!c->secret[0] && !node_key) {
 		snprintf(p->sect_text, sizeof(p->sect_text), "cluster");
 		perr(p, p->cluster_line ? p->cluster_line : 1, "secret",
 		     "missing: agents and clients authenticate with it (at least %d bytes, e.g. "
