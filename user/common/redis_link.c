@@ -29,12 +29,27 @@
 /* libevent stops reading past this much unparsed input; we drain it in chunks. */
 #define REDIS_LINK_INPUT_HIWAT (1u << 20)
 
+/* A command (redis_link_command: fn), a request (redis_link_request: rfn, always
+ * answered once, with a deadline) or a send (neither: its reply is read and
+ * dropped). Every one is on l->all until freed. */
 struct redis_link_req {
+	struct redis_link *l;
 	redis_link_reply_fn fn;
+	redis_link_result_fn rfn;
 	void *priv;
 	int64_t sent_ms;
 	unsigned read_seq; /* l->reads when sent: what was read by then cannot answer it */
-	struct redis_link_req *next;
+	struct redis_link_req *next; /* in flight, oldest first */
+	/* redis_link_request and redis_link_send only: */
+	struct event *timer; /* the deadline; fired at once to fail from the loop */
+	char *cmd;           /* formatted, until sent */
+	long long cmdlen;
+	bool held;           /* waits for the connection */
+	bool in_flight;      /* on the in-flight queue: its reply or the drop frees it */
+	bool finished;       /* answered (reply, error or timeout) */
+	char err[256];       /* why it failed before reaching the server */
+	struct redis_link_req *hnext;         /* held, in order */
+	struct redis_link_req *aprev, *anext; /* every one alive */
 };
 
 struct redis_link {
@@ -55,6 +70,8 @@ struct redis_link {
 	struct backoff bo;
 	struct redis_link_req *head, *tail; /* in flight, oldest first */
 	int in_flight;
+	struct redis_link_req *held_head, *held_tail; /* until connected */
+	struct redis_link_req *all;                   /* every request alive */
 	unsigned gen;      /* bumped by every drop: a callback may drop the link */
 	unsigned reads;    /* on_read() calls */
 	int in_callback;   /* depth of owner callbacks running */
@@ -67,6 +84,89 @@ static void arm(struct event *ev, int ms)
 	struct timeval tv = fl_ms_tv(ms);
 
 	event_add(ev, &tv);
+}
+
+static struct redis_link_req *req_alloc(struct redis_link *l)
+{
+	struct redis_link_req *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->l = l;
+	q->anext = l->all;
+	if (l->all)
+		l->all->aprev = q;
+	l->all = q;
+	return q;
+}
+
+static void req_free(struct redis_link_req *q)
+{
+	struct redis_link *l = q->l;
+
+	if (q->aprev)
+		q->aprev->anext = q->anext;
+	else
+		l->all = q->anext;
+	if (q->anext)
+		q->anext->aprev = q->aprev;
+	if (q->timer)
+		event_free(q->timer);
+	free(q->cmd);
+	free(q);
+}
+
+/* Answers a request once: its rfn runs with the reply, or with NULL and err. */
+static void req_finish(struct redis_link_req *q, redisReply *reply, const char *err)
+{
+	struct redis_link *l = q->l;
+
+	if (q->finished)
+		return;
+	q->finished = true;
+	if (q->timer)
+		event_del(q->timer);
+	if (l->freeing || l->free_pending)
+		return;
+	l->in_callback++;
+	q->rfn(l->ctx, reply, reply ? NULL : err, q->priv);
+	l->in_callback--;
+}
+
+/* Fails a request from the loop, never from inside its caller. */
+static void req_fail_later(struct redis_link_req *q, const char *err)
+{
+	snprintf(q->err, sizeof(q->err), "%s", err);
+	event_active(q->timer, EV_TIMEOUT, 0);
+}
+
+static struct redis_link_req *unhold_first(struct redis_link *l)
+{
+	struct redis_link_req *q = l->held_head;
+
+	if (q) {
+		l->held_head = q->hnext;
+		if (!l->held_head)
+			l->held_tail = NULL;
+		q->hnext = NULL;
+		q->held = false;
+	}
+	return q;
+}
+
+/* The connection those held waited for failed: requests fail, sends are lost. */
+static void fail_held(struct redis_link *l, const char *why)
+{
+	struct redis_link_req *q;
+	char err[256];
+
+	snprintf(err, sizeof(err), "cannot connect to %.64s: %.120s", l->name, why);
+	while ((q = unhold_first(l))) {
+		if (q->rfn)
+			req_fail_later(q, err);
+		else
+			req_free(q);
+	}
 }
 
 /* Close the connection; every request still in flight is answered with NULL. */
@@ -90,9 +190,12 @@ static void close_conn(struct redis_link *l)
 	while (q) {
 		struct redis_link_req *next = q->next;
 
-		if (q->fn)
-			q->fn(l->ctx, NULL, q->priv);
-		free(q);
+		q->in_flight = false;
+		if (q->rfn)
+			req_finish(q, NULL, "connection lost");
+		else if (q->fn)
+			q->fn(l->ctx, NULL, q->priv); /* even when freeing: it may own priv */
+		req_free(q);
 		q = next;
 	}
 	l->in_callback--;
@@ -101,10 +204,16 @@ static void close_conn(struct redis_link *l)
 /* The connection is gone: tell the owner once, schedule the reconnect. */
 static void went_down(struct redis_link *l, const char *why, int err)
 {
+	bool connecting = !l->connected;
+
 	close_conn(l);
 	if (l->freeing || l->free_pending)
 		return;
-	arm(l->retry, backoff_next(&l->bo));
+	/* Held while it connected: they waited for this connection. Held since
+	 * it went down (sent from the callbacks of a drop): for the next one. */
+	if (connecting)
+		fail_held(l, why);
+	arm(l->retry, l->held_head ? 0 : backoff_next(&l->bo));
 	if (l->ops.on_down) {
 		l->in_callback++;
 		l->ops.on_down(l->ctx, why, err);
@@ -132,11 +241,15 @@ static bool deliver(struct redis_link *l, redisReply *rep)
 	if (!l->head)
 		l->tail = NULL;
 	l->in_flight--;
-	l->in_callback++;
-	if (q->fn)
+	q->in_flight = false;
+	if (q->rfn) {
+		req_finish(q, rep, NULL);
+	} else if (q->fn) {
+		l->in_callback++;
 		q->fn(l->ctx, rep, q->priv);
-	l->in_callback--;
-	free(q);
+		l->in_callback--;
+	}
+	req_free(q);
 	freeReplyObject(rep);
 	return l->gen == gen && l->bev;
 }
@@ -191,6 +304,8 @@ static void on_read(struct bufferevent *bev, void *arg)
 	}
 }
 
+static void send_held(struct redis_link *l);
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct redis_link *l = arg;
@@ -203,10 +318,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		l->connected = true;
 		backoff_reset(&l->bo);
 		if (l->ops.on_up) {
+			unsigned gen = l->gen;
+
 			l->in_callback++;
 			l->ops.on_up(l->ctx);
 			l->in_callback--;
+			if (gen != l->gen)
+				return; /* dropped or freed by on_up */
 		}
+		send_held(l); /* after the owner's handshake */
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
@@ -369,6 +489,19 @@ void redis_link_start(struct redis_link *l)
 		connect_now(l);
 }
 
+static void track(struct redis_link *l, struct redis_link_req *q)
+{
+	q->sent_ms = fl_mono_ms();
+	q->read_seq = l->reads;
+	q->in_flight = true;
+	if (l->tail)
+		l->tail->next = q;
+	else
+		l->head = q;
+	l->tail = q;
+	l->in_flight++;
+}
+
 int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv, int argc, const char **argv,
 	       const size_t *lens)
 {
@@ -380,25 +513,134 @@ int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv,
 		return -ENOTCONN;
 	if (l->in_flight >= REDIS_LINK_MAX_IN_FLIGHT)
 		return -ENOBUFS;
-	q = calloc(1, sizeof(*q));
-	if (!q)
-		return -ENOMEM;
 	n = redisFormatCommandArgv(&cmd, argc, argv, lens);
 	if (n < 0 || bufferevent_write(l->bev, cmd, n)) {
 		free(cmd);
-		free(q);
 		return -EIO;
 	}
 	free(cmd);
-	*q = (struct redis_link_req){ .fn = fn, .priv = priv, .sent_ms = fl_mono_ms(),
-				     .read_seq = l->reads };
-	if (l->tail)
-		l->tail->next = q;
-	else
-		l->head = q;
-	l->tail = q;
-	l->in_flight++;
+	q = req_alloc(l);
+	if (!q) {
+		/* Sent: its reply must still be consumed in order. */
+		redis_link_drop(l, "out of memory");
+		return -ENOMEM;
+	}
+	q->fn = fn;
+	q->priv = priv;
+	track(l, q);
 	return 0;
+}
+
+/* A request or a send, on a connected link. */
+static void send_now(struct redis_link *l, struct redis_link_req *q)
+{
+	if (bufferevent_write(l->bev, q->cmd, q->cmdlen)) {
+		if (q->rfn)
+			req_fail_later(q, "failed to send the command");
+		else
+			req_free(q);
+		return;
+	}
+	free(q->cmd);
+	q->cmd = NULL;
+	track(l, q);
+}
+
+static void send_held(struct redis_link *l)
+{
+	struct redis_link_req *q;
+
+	while (l->bev && l->connected && (q = unhold_first(l)))
+		send_now(l, q);
+}
+
+static void on_req_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct redis_link_req *q = arg;
+	struct redis_link *l = q->l;
+	bool timed_out = !q->err[0], in_flight = q->in_flight;
+
+	(void)fd;
+	(void)what;
+	if (q->held) {
+		struct redis_link_req **pp = &l->held_head, *prev = NULL;
+
+		for (; *pp && *pp != q; prev = *pp, pp = &(*pp)->hnext)
+			;
+		*pp = q->hnext;
+		if (l->held_tail == q)
+			l->held_tail = prev;
+		q->held = false;
+	}
+	req_finish(q, NULL, timed_out ? "timed out" : q->err);
+	if (!in_flight)
+		req_free(q); /* else its reply or the drop below frees it */
+	/* Nothing else queued on this link can be trusted to answer soon either. */
+	if (timed_out && in_flight && l->bev)
+		redis_link_drop(l, "request timed out");
+}
+
+/* Sent when connected, else held (and the link connects now, from the loop). */
+static struct redis_link_req *req_new(struct redis_link *l, int argc, const char **argv)
+{
+	struct redis_link_req *q = req_alloc(l);
+
+	if (!q)
+		return NULL;
+	q->cmdlen = redisFormatCommandArgv(&q->cmd, argc, argv, NULL);
+	if (q->cmdlen < 0) {
+		q->cmd = NULL;
+		req_free(q);
+		return NULL;
+	}
+	return q;
+}
+
+static void enqueue(struct redis_link *l, struct redis_link_req *q)
+{
+	if (l->bev && l->connected) {
+		send_now(l, q);
+		return;
+	}
+	q->held = true;
+	if (l->held_tail)
+		l->held_tail->hnext = q;
+	else
+		l->held_head = q;
+	l->held_tail = q;
+	if (!l->bev && !l->free_pending)
+		arm(l->retry, 0); /* a request never waits out the backoff */
+}
+
+void redis_link_request(struct redis_link *l, int timeout_ms, redis_link_result_fn fn, void *priv,
+			int argc, const char **argv)
+{
+	struct redis_link_req *q = req_new(l, argc, argv);
+	struct timeval tv = fl_ms_tv(timeout_ms < 0 ? 0 : timeout_ms);
+
+	if (!q)
+		return;
+	q->rfn = fn;
+	q->priv = priv;
+	q->timer = evtimer_new(l->base, on_req_timeout, q);
+	if (!q->timer) {
+		req_free(q);
+		return;
+	}
+	evtimer_add(q->timer, &tv);
+	if (l->in_flight >= REDIS_LINK_MAX_IN_FLIGHT) {
+		req_fail_later(q, "too many requests in flight");
+		return;
+	}
+	enqueue(l, q);
+}
+
+void redis_link_send(struct redis_link *l, int argc, const char **argv)
+{
+	struct redis_link_req *q = req_new(l, argc, argv);
+
+	if (q)
+		enqueue(l, q);
 }
 
 void redis_link_drop(struct redis_link *l, const char *why)
@@ -427,6 +669,10 @@ static void really_free(struct redis_link *l)
 {
 	l->freeing = true;
 	close_conn(l);
+	/* Held, or failing from the loop: no callbacks now. */
+	while (l->all)
+		req_free(l->all);
+	l->held_head = l->held_tail = NULL;
 	if (l->retry)
 		event_free(l->retry);
 	if (l->conn_to)

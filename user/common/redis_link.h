@@ -32,6 +32,9 @@ struct redis_link_ops {
 
 /* reply is NULL when the connection went away; it is freed when fn returns. */
 typedef void (*redis_link_reply_fn)(void *ctx, redisReply *reply, void *priv);
+/* For redis_link_request: reply, or NULL and why ("timed out", "connection lost",
+ * "cannot connect to NAME: …"). */
+typedef void (*redis_link_result_fn)(void *ctx, redisReply *reply, const char *err, void *priv);
 
 struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endpoint *ep, const char *name,
 		     int timeout_ms, const struct redis_link_ops *ops, void *ctx);
@@ -45,6 +48,19 @@ void redis_link_start(struct redis_link *l);
 /* -ENOTCONN when not connected, -ENOBUFS past 64 requests in flight. */
 int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv, int argc, const char **argv,
 	       const size_t *lens);
+/* A request that is always answered, once, within timeout_ms: fn gets the reply, or
+ * NULL and why. A link that is down connects at once (a request never waits out the
+ * backoff); while it connects the request is held and sent after on_up (so the
+ * owner's handshake goes first). Past timeout_ms fn gets "timed out" and the link
+ * is dropped and reconnected: what is queued behind a request that does not answer
+ * will not answer soon either. Failures before the server answers are reported
+ * from the loop, never from inside this call. */
+void redis_link_request(struct redis_link *l, int timeout_ms, redis_link_result_fn fn, void *priv,
+			int argc, const char **argv);
+/* Fire and forget, in order with the requests: sent now, held while the link
+ * connects, lost when the connection is. Its reply is read (and checked) and
+ * dropped. */
+void redis_link_send(struct redis_link *l, int argc, const char **argv);
 /* Drop the connection (protocol error, garbage …) and reconnect after backoff. */
 void redis_link_drop(struct redis_link *l, const char *why);
 bool redis_link_connected(const struct redis_link *l);
