@@ -123,5 +123,144 @@ test_agent_survives_hostile_server() {
 	done
 }
 
-TESTS=(test_agent_survives_hostile_controller test_agent_survives_hostile_server)
+# ---------------------------------------------------------------------------
+# The controller's socket: what any host that reaches it can send.
+
+# setup_ctl: two servers (hc1 primary, hc2 replica), the controller on CTL_PORT
+# (its stderr $T/controller.err, events $CLOG), an agent per server.
+setup_ctl() {
+	need_root
+	need_cmd redis-server redis-cli jq
+	P1=$(free_port) P2=$(free_port) CTL_PORT=$(free_port)
+	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
+	cat >"$CONF" <<-EOF
+	[cluster]
+	name = h
+	secret = s3cret-s3cret-s3cret
+	[agent]
+	ping_interval_ms = 50
+	hung_after = 4
+	heartbeat_ms = 100
+	[controller]
+	listen = 127.0.0.1:$CTL_PORT
+	node_down_after_ms = 1000
+	state_file = $T/state
+	event_log = $CLOG
+	failover_block_ms = 1000
+	[node "hc1-$$"]
+	address = 127.0.0.21
+	redis = 127.0.0.1:$P1
+	[node "hc2-$$"]
+	address = 127.0.0.22
+	redis = 127.0.0.1:$P2
+	[shard "s"]
+	nodes = hc1-$$ hc2-$$
+	EOF
+	chmod 600 "$CONF"
+	start_redis "$P1"; PID_1=$REDIS_PID
+	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
+	"$FL" controller -c "$CONF" >"$T/controller.err" 2>&1 &
+	CTL_PID=$!
+	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
+	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }
+	for n in hc1 hc2; do
+		"$FL" agent -c "$CONF" --node "$n-$$" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
+		on_exit "kill -TERM $!; wait $!"
+	done
+	wait_event "$CLOG" '.kind == "agent_connected"' >/dev/null || fail "no agent connected"
+}
+
+hc() { $PY tests/lib/hostile_client.py "$@"; }
+
+ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null || { tail -n 5 "$T/controller.err" >&2; fail "controller died: $1"; }; }
+
+ctl_rss() {
+	local hwm
+	ctl_alive "$1"
+	hwm=$(hwm_kb "$CTL_PID")
+	echo "    $1: controller peak RSS ${hwm} kB" >&2
+	[ "$hwm" -le "$RSS_MAX_KB" ] || fail "$1: controller peak RSS ${hwm} kB > ${RSS_MAX_KB} kB"
+}
+
+# The failover still happens after the attacks: the primary killed, hc2 promoted.
+failover_still_happens() {
+	kill -KILL "$PID_1"
+	wait_event "$CLOG" '.kind == "failover_end"' 15 >/dev/null || { tail -n 20 "$CLOG" >&2; fail "no failover after the attacks"; }
+	[ "$(redis-cli -p "$P2" role | head -n 1)" = master ] || fail "hc2 not promoted"
+}
+
+test_controller_client_limits() {
+	setup_ctl
+	# A client that never reads its STATUS answers: closed at the output limit.
+	r=$(hc status-flood "$CTL_PORT" 20)
+	jq -e .closed <<<"$r" >/dev/null || fail "status flood not closed: $r"
+	grep -q "closing client .*output buffer limit of class normal" "$T/controller.err" || fail "no message for the status flood"
+	ctl_rss "status flood"
+	# A subscriber sending PINGs it never reads: the pubsub limit holds too.
+	r=$(hc ping-sub "$CTL_PORT" 20)
+	jq -e .closed <<<"$r" >/dev/null || fail "subscriber PING flood not closed: $r"
+	grep -q "output buffer limit of class pubsub" "$T/controller.err" || fail "no message for the PING flood"
+	ctl_rss "subscriber flood"
+	# Before authenticating, frames are small, and a frame begun must finish.
+	r=$(hc bigframe "$CTL_PORT")
+	grep -q "frame larger than 65536" <<<"$r" || fail "1 MB frame before AUTH: $r"
+	r=$(hc partial "$CTL_PORT" 300 8)
+	expect_eq "half frames closed within 8 s" "$(jq .closed <<<"$r")" 300
+	ctl_rss "300 half frames"
+	# Subscriptions per client, and channel names, are bounded.
+	long=$(head -c 300 /dev/zero | tr '\0' a)
+	r=$(redis-cli -p "$CTL_PORT" subscribe "$long" 2>&1 | head -n 1)
+	grep -q "channel name longer than 256" <<<"$r" || fail "300-byte channel name: $r"
+	r=$(redis-cli -p "$CTL_PORT" subscribe $(seq -f 'c%g' 1 65) 2>&1 | head -n 1)
+	grep -q "more than 64 channels" <<<"$r" || fail "65 channels: $r"
+	failover_still_happens
+	ctl_alive "after the failover"
+}
+
+test_controller_logs_not_floodable() {
+	setup_ctl
+	before=$(wc -l <"$T/controller.err")
+	r=$(hc hello-flood "$CTL_PORT" 20000)
+	expect_eq "HELLOs answered" "$(jq .answered <<<"$r")" 20000
+	after=$(wc -l <"$T/controller.err")
+	lines=$((after - before))
+	echo "    20000 rejected HELLOs: $lines lines on stderr, $(count_events "$CLOG" '.kind == "agent_rejected"') agent_rejected events" >&2
+	[ "$lines" -le 20 ] || fail "20000 rejected HELLOs logged $lines lines"
+	[ "$(count_events "$CLOG" '.kind == "agent_rejected"')" -le 20 ] || fail "rejections flood the event log"
+	[ "$(count_events "$CLOG" '.kind == "controller_start"')" -eq 1 ] || fail "controller_start rotated away"
+	# CR LF in a node id: escaped, no forged line.
+	sleep 1.1 # past the per-address interval
+	hc crlf-id "$CTL_PORT" >/dev/null
+	sleep 0.2
+	! grep -q "^flatline: FORGED" "$T/controller.err" || fail "a node id forged a log line"
+	grep -qF 'n1\x0d\x0aflatline: FORGED' "$T/controller.err" || fail "CR LF not escaped: $(tail -n 2 "$T/controller.err")"
+	ctl_rss "HELLO flood"
+	failover_still_happens
+}
+
+test_controller_maxclients() {
+	need_cmd prlimit
+	setup_ctl
+	# Restarted with 256 descriptors: maxclients fitted under the limit, the
+	# 300th client refused with Redis's error, no spinning, one message.
+	kill -TERM "$CTL_PID"; wait "$CTL_PID" || true
+	prlimit --nofile=256:256 "$FL" controller -c "$CONF" >"$T/controller.err" 2>&1 &
+	CTL_PID=$!
+	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
+	wait_event "$CLOG" '.kind == "controller_ready"' 10 >/dev/null
+	for _ in $(seq 1 100); do redis-cli -p "$CTL_PORT" ping 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+	grep -q "maxclients .*: the open-files limit is 256" "$T/controller.err" || fail "maxclients not fitted: $(head -n 3 "$T/controller.err")"
+	t0=$(awk '{print $14 + $15}' "/proc/$CTL_PID/stat")
+	r=$(hc conns "$CTL_PORT" 300 2)
+	t1=$(awk '{print $14 + $15}' "/proc/$CTL_PID/stat")
+	echo "    300 connections: $r; controller CPU $((t1 - t0)) ticks in ~3 s" >&2
+	[ "$(jq .refused <<<"$r")" -ge 50 ] || fail "no client refused with 'max number of clients': $r"
+	[ $((t1 - t0)) -le 100 ] || fail "controller spun: $((t1 - t0)) ticks"
+	[ "$(grep -c "refusing clients" "$T/controller.err")" -le 2 ] || fail "refusals flood stderr"
+	redis-cli -p "$CTL_PORT" ping | grep -q PONG || fail "no client served after the flood"
+	ctl_rss "300 connections"
+}
+
+TESTS=(test_agent_survives_hostile_controller test_agent_survives_hostile_server
+	test_controller_client_limits test_controller_logs_not_floodable test_controller_maxclients)
 run_tests
