@@ -144,7 +144,7 @@ setup_ctl() {
 	[controller]
 	listen = 127.0.0.1:$CTL_PORT
 	node_down_after_ms = 1000
-	state_file = $T/state
+	state_file = ${STATE:-$T/state}
 	event_log = $CLOG
 	failover_block_ms = 1000
 	[node "hc1-$$"]
@@ -261,6 +261,50 @@ test_controller_maxclients() {
 	ctl_rss "300 connections"
 }
 
+# Durability under pressure: a state-file write that fails is retried until it
+# succeeds and shows in status meanwhile; two callers of FLATLINE FAILOVER both
+# get an answer.
+test_controller_durability() {
+	STATE=$T/missing-dir/state setup_ctl
+	failover_still_happens
+	st=$("$FL" status -c "$CONF" 2>&1)
+	grep -q "STATE FILE NOT WRITTEN (retrying)" <<<"$st" || fail "failed state write not in status: $st"
+	"$FL" status -c "$CONF" --json | jq -e '.controller.state_file_error' >/dev/null || fail "no state_file_error in JSON"
+	mkdir "$T/missing-dir"
+	end=$((SECONDS + 10))
+	until [ -s "$T/missing-dir/state" ]; do
+		[ $SECONDS -le $end ] || fail "state file never written after the directory came back"
+		sleep 0.1
+	done
+	grep -q "written at last" "$T/controller.err" || fail "no message when the write succeeded"
+	! "$FL" status -c "$CONF" | grep -q "STATE FILE NOT WRITTEN" || fail "status still says not written"
+	# Two FLATLINE FAILOVERs at once: each answered, the first never stranded.
+	sleep 1.2 # past failover_block_ms
+	r=$($PY - "$CTL_PORT" <<-'EOP'
+	import socket, sys
+	def cmd(*a):
+	    return b"*%d\r\n" % len(a) + b"".join(b"$%d\r\n%s\r\n" % (len(x), x) for x in a)
+	port = int(sys.argv[1])
+	socks = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(2)]
+	for s in socks:
+	    s.sendall(cmd(b"AUTH", b"s3cret-s3cret-s3cret"))
+	    s.recv(100)
+	for s in socks:
+	    s.sendall(cmd(b"FLATLINE", b"FAILOVER", b"s"))
+	out = []
+	for s in socks:
+	    try:
+	        out.append(s.recv(4096)[:40].decode(errors="replace").split("\r\n")[0])
+	    except socket.timeout:
+	        out.append("NO ANSWER")
+	print("|".join(out))
+	EOP
+	)
+	echo "    two FLATLINE FAILOVERs: $r" >&2
+	! grep -q "NO ANSWER" <<<"$r" || fail "a FLATLINE FAILOVER caller got no answer: $r"
+}
+
 TESTS=(test_agent_survives_hostile_controller test_agent_survives_hostile_server
-	test_controller_client_limits test_controller_logs_not_floodable test_controller_maxclients)
+	test_controller_client_limits test_controller_logs_not_floodable test_controller_maxclients
+	test_controller_durability)
 run_tests
