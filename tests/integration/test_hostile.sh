@@ -235,6 +235,14 @@ test_controller_logs_not_floodable() {
 	! grep -q "^flatline: FORGED" "$T/controller.err" || fail "a node id forged a log line"
 	grep -qF 'n1\x0d\x0aflatline: FORGED' "$T/controller.err" || fail "CR LF not escaped: $(tail -n 2 "$T/controller.err")"
 	ctl_rss "HELLO flood"
+	# Guessing the cluster secret: each wrong AUTH answered later than the last.
+	t0=$(date +%s%N)
+	r=$(hc auth-guess "$CTL_PORT" 6)
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "    6 wrong AUTHs took $ms ms: $r" >&2
+	[ "$ms" -ge 3000 ] || fail "6 wrong AUTHs answered in $ms ms"
+	grep -q "failed AUTH from 127.0.0.1" "$T/controller.err" || fail "failed AUTHs not logged"
+	[ "$(grep -c "failed AUTH from" "$T/controller.err")" -le 5 ] || fail "failed AUTHs flood stderr"
 	failover_still_happens
 }
 

@@ -9,6 +9,7 @@ issue 14). Each mode prints one line of JSON with what it saw.
   conns PORT N SECS        N idle connections held for SECS
   hello-flood PORT N       N HELLOs with made-up node ids, pipelined
   crlf-id PORT             a HELLO whose node id holds CR LF and a forged line
+  auth-guess PORT N        N wrong AUTHs on one connection, each waiting for its answer
 """
 import json, os, select, socket, sys, time
 
@@ -117,6 +118,15 @@ def main():
                     break
                 got += 1
         r = {"sent": n, "answered": got}
+    elif mode == "auth-guess":
+        s = conn(port)
+        s.settimeout(10)
+        f = s.makefile("rb")
+        answers = []
+        for i in range(int(sys.argv[3])):
+            s.sendall(enc("AUTH", "guess-%d-guess-guess" % i))
+            answers.append(f.readline().decode(errors="replace").strip()[:9])
+        r = {"answers": answers}
     elif mode == "crlf-id":
         s = conn(port)
         s.sendall(enc("HELLO", "flatline", 1, "n1\r\nflatline: FORGED controller_start", "x"))
