@@ -285,7 +285,7 @@ static long file_line(FILE *f, char *line, size_t line_max)
 static char *read_line(char *buf, int num, void *stream)
 {
 	struct parser *p = stream;
-	char line[CFG_MAX_LINE + 2];
+	char line[CFG_MAX_LINE + 2] = "";
 	const char *t;
 	size_t n;
 

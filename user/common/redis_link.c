@@ -670,8 +670,14 @@ static void really_free(struct redis_link *l)
 	l->freeing = true;
 	close_conn(l);
 	/* Held, or failing from the loop: no callbacks now. */
-	while (l->all)
-		req_free(l->all);
+	for (struct redis_link_req *q = l->all, *next; q; q = next) {
+		next = q->anext;
+		if (q->timer)
+			event_free(q->timer);
+		free(q->cmd);
+		free(q);
+	}
+	l->all = NULL;
 	l->held_head = l->held_tail = NULL;
 	if (l->retry)
 		event_free(l->retry);
