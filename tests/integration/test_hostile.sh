@@ -67,13 +67,14 @@ attacked() {
 	[ "$hwm" -le "$RSS_MAX_KB" ] || fail "$what: peak RSS ${hwm} kB > ${RSS_MAX_KB} kB"
 }
 
-CTL_MODES=(extra-hello extra-report report-type unproven unsolicited huge-bulk deep wide drip resp3)
+CTL_MODES=(extra-hello extra-report report-type unproven crlf-error unsolicited huge-bulk deep wide drip resp3)
 SRV_MODES=(info-extra unsolicited huge-bulk deep wide drip resp3)
 
 declare -A WORDS=(
 	[extra-hello]="a reply to no request" [extra-report]="a reply to no request"
 	[report-type]="unexpected answer to REPORT"
 	[unproven]="failed to prove it holds node .* key: not trusting it"
+	[crlf-error]='rejected HELLO: AUTH no\\x0aflatline: FORGED'
 	[info-extra]="a reply to no request"
 	# Sent at once on connect: before or after the agent's first command, so a
 	# reply to no request or the answer to INFO (then malformed).
@@ -95,6 +96,7 @@ test_agent_survives_hostile_controller() {
 		attacked "$AGENT_PID" "$HREC" "$T/agent-$N1.err" "controller $mode"
 		grep -qE "${WORDS[$mode]}" "$T/agent-$N1.err" ||
 			fail "controller $mode: no clear message: $(tail -n 3 "$T/agent-$N1.err")"
+		! grep -q "^flatline: FORGED" "$T/agent-$N1.err" || fail "controller $mode: a forged log line"
 		if [ "$mode" = unproven ]; then
 			# It learnt nothing: no PROVE, no REPORT.
 			! grep -qE '"cmd": "(PROVE|REPORT)"' "$HREC" || fail "agent proved or reported to an unproven controller"

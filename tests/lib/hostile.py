@@ -12,6 +12,7 @@ JSON line {"t", "conn", "cmd"} per command received. What it answers depends on 
   unproven      HELLO -> a CHALLENGE whose proof is wrong (a fake controller
                 without the key): the agent must not PROVE nor REPORT
   info-extra    as a Redis primary, but INFO is followed by "+OK"
+  crlf-error    HELLO -> an error whose text holds a LF and a forged log line
   unsolicited   accept, then send "+OK" before any command
   huge-bulk     any command -> "$4294967296" and then bytes as fast as it can
   deep          any command -> 100000 nested "*1" headers
@@ -67,6 +68,8 @@ def answer(conn, mode, cmd, args):
             time.sleep(0.1)
     elif mode == "resp3":
         conn.sendall(b"%1\r\n+a\r\n+b\r\n")
+    elif cmd == "HELLO" and mode == "crlf-error":
+        conn.sendall(b"-AUTH no\nflatline: FORGED controller says hi\r\n")
     elif cmd == "HELLO" and len(args) == 5:
         conn.sendall(challenge(args, mode == "unproven") + (b"+OK\r\n" if mode == "extra-hello" else b""))
     elif cmd == "PROVE":

@@ -480,10 +480,11 @@ static int fence_pause_ms(const struct agent *a)
 static void on_fence_reply(void *ctx, redisReply *r, void *priv)
 {
 	struct agent *a = ctx;
+	char esc[LOG_ESC_MAX];
 
 	if (r && r->type == REDIS_REPLY_ERROR)
 		pr_warn("failed to %s writes on the server: %s\n", priv ? "pause" : "unpause",
-			r->str);
+			log_esc(r->str, esc, sizeof(esc)));
 	(void)a;
 }
 

@@ -95,7 +95,10 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 	if (!rep)
 		return;
 	if (rep->type == REDIS_REPLY_ERROR) {
-		pr_warn("controller %s refused a report: %s\n", r->where, rep->str);
+		char esc[LOG_ESC_MAX];
+
+		pr_warn("controller %s refused a report: %s\n", r->where,
+			log_esc(rep->str, esc, sizeof(esc)));
 		redis_link_drop(r->link, "report refused");
 		return;
 	}
@@ -146,9 +149,10 @@ static void send_report(struct reporter *r)
 /* A -ERR/-AUTH/-VERSION/-NODE answer to HELLO or PROVE. */
 static void rejected(struct reporter *r, const char *what, const char *text)
 {
-	char detail[640];
+	char detail[640], esc[LOG_ESC_MAX];
 
-	snprintf(detail, sizeof(detail), "controller %s rejected %s: %s", r->where, what, text);
+	snprintf(detail, sizeof(detail), "controller %s rejected %s: %s", r->where, what,
+		 log_esc(text, esc, sizeof(esc)));
 	if (strcmp(r->last_problem, detail))
 		pr_warn("%s\n", detail);
 	note(r, "controller_rejected", detail);

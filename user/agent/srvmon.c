@@ -258,6 +258,7 @@ static void on_auth(void *ctx, redisReply *r, void *priv)
 {
 	struct srvmon *m = ctx;
 	struct srv_state n = m->st;
+	char esc[LOG_ESC_MAX];
 
 	(void)priv;
 	if (!r)
@@ -265,7 +266,7 @@ static void on_auth(void *ctx, redisReply *r, void *priv)
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (strcmp(n.auth_error, r->str))
 			pr_warn("failed to authenticate to the server as '%s': %s\n",
-				m->user[0] ? m->user : "default", r->str);
+				m->user[0] ? m->user : "default", log_esc(r->str, esc, sizeof(esc)));
 		snprintf(n.auth_error, sizeof(n.auth_error), "%s", r->str);
 	} else {
 		n.auth_error[0] = '\0';
