@@ -74,7 +74,7 @@ declare -A WORDS=(
 	[extra-hello]="a reply to no request" [extra-report]="a reply to no request"
 	[report-type]="unexpected answer to REPORT"
 	[unproven]="failed to prove it holds node .* key: not trusting it"
-	[crlf-error]='rejected HELLO: AUTH no\\x0aflatline: FORGED'
+	[crlf-error]='rejected HELLO: AUTH no\\x0dflatline: FORGED'
 	[info-extra]="a reply to no request"
 	# Sent at once on connect: before or after the agent's first command, so a
 	# reply to no request or the answer to INFO (then malformed).

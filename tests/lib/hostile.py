@@ -12,7 +12,7 @@ JSON line {"t", "conn", "cmd"} per command received. What it answers depends on 
   unproven      HELLO -> a CHALLENGE whose proof is wrong (a fake controller
                 without the key): the agent must not PROVE nor REPORT
   info-extra    as a Redis primary, but INFO is followed by "+OK"
-  crlf-error    HELLO -> an error whose text holds a LF and a forged log line
+  crlf-error    HELLO -> an error whose text holds a CR and a forged log line
   unsolicited   accept, then send "+OK" before any command
   huge-bulk     any command -> "$4294967296" and then bytes as fast as it can
   deep          any command -> 100000 nested "*1" headers
@@ -69,7 +69,7 @@ def answer(conn, mode, cmd, args):
     elif mode == "resp3":
         conn.sendall(b"%1\r\n+a\r\n+b\r\n")
     elif cmd == "HELLO" and mode == "crlf-error":
-        conn.sendall(b"-AUTH no\nflatline: FORGED controller says hi\r\n")
+        conn.sendall(b"-AUTH no\rflatline: FORGED controller says hi\r\n")
     elif cmd == "HELLO" and len(args) == 5:
         conn.sendall(challenge(args, mode == "unproven") + (b"+OK\r\n" if mode == "extra-hello" else b""))
     elif cmd == "PROVE":

@@ -239,6 +239,7 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 	struct ctl_conn *k = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct resp_cmd cmd;
+	bool ran = false; /* a command finished: a partial frame now is a new one */
 	char e[200];
 	int rc;
 
@@ -258,6 +259,7 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 			}
 			dispatch(k, &cmd);
 			resp_cmd_free(&cmd);
+			ran = true;
 		}
 		if (k->flags & CTL_C_WAITING) {
 			bufferevent_disable(bev, EV_READ); /* ctl_failover_done() reads on */
@@ -277,11 +279,13 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 		ctl_conn_free(k);
 		return;
 	}
-	/* A frame begun, or an agent handshake begun, must finish in time. */
-	if (!(k->flags & CTL_C_CLOSING) &&
-	    (resp_pending(k->rd) ||
-	     ((k->flags & CTL_C_CHALLENGED) && !(k->flags & CTL_C_AGENT)))) {
-		if (!evtimer_pending(k->deadline, NULL)) {
+	/* A frame begun, or an agent handshake begun, must finish in time: timed
+	 * from the frame's start (a client pipelining for minutes always has some
+	 * frame half read, never the same one). */
+	bool handshake = (k->flags & CTL_C_CHALLENGED) && !(k->flags & CTL_C_AGENT);
+
+	if (!(k->flags & CTL_C_CLOSING) && (resp_pending(k->rd) || handshake)) {
+		if ((ran && !handshake) || !evtimer_pending(k->deadline, NULL)) {
 			struct timeval tv = fl_ms_tv(CTL_PREAUTH_MS);
 
 			evtimer_add(k->deadline, &tv);
