@@ -49,10 +49,15 @@ def flood(port, secs, first, unit):
         s.sendall(first)
     s.setblocking(False)
     sent, end, closed = 0, time.time() + secs, False
-    chunk = unit * 64
+    chunk, buf = unit * 64, b""
     while time.time() < end:
         try:
-            sent += s.send(chunk)
+            # What a short send left goes first: frames stay whole.
+            if not buf:
+                buf = chunk
+            n = s.send(buf)
+            buf = buf[n:]
+            sent += n
         except BlockingIOError:
             time.sleep(0.01)
         except (BrokenPipeError, ConnectionResetError):

@@ -253,7 +253,12 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 				break;
 			if (rc < 0) {
 				snprintf(e, sizeof(e), "ERR %s", resp_error(k->rd));
-				pr_debug("closing %s: %s\n", k->peer, resp_error(k->rd));
+				unsigned supp = 0;
+
+				/* Said once per second per address at most (issue 14). */
+				if (ctl_log_allowed(k->ctl, k->peer, &supp))
+					pr_warn("closing client %s: %s%s\n", k->peer, resp_error(k->rd),
+						supp ? " (and others from there, not logged)" : "");
 				ctl_conn_fatal(k, e);
 				break;
 			}
