@@ -317,6 +317,8 @@ static void test_controller_any(void **state)
 	assert_string_equal(c->controller.address.host, "fd00:77::fe");
 	assert_int_equal(c->controller.address.port, 26379);
 	cfg_free(c);
+}
+
 /* write_file NAME MODE TEXT (TEXT may hold NUL bytes: len). */
 static void write_file(const char *path, mode_t mode, const char *text, size_t len)
 {
