@@ -100,7 +100,7 @@ kill -TERM "$agent"; wait "$agent" 2>/dev/null; agent=
 rport=$((21000 + RANDOM % 4000)) cport=$((25000 + RANDOM % 4000))
 cat >"$dir/c.conf" <<EOC
 [cluster]
-secret = bench
+secret = bench-secret-bench-secret
 [agent]
 lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 event_log = $dir/agent.jsonl
@@ -110,6 +110,7 @@ listen = 127.0.0.1:$cport
 address = 127.0.0.1
 redis = 127.0.0.1:$rport
 EOC
+chmod 600 "$dir/c.conf"
 "$PY" tests/lib/recpeer.py "$cport" "$dir/rec.jsonl" &
 peer=$!
 trap 'set +e; kill $peer 2>/dev/null; redis-cli -p $rport shutdown nosave >/dev/null 2>&1; cleanup' EXIT

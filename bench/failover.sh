@@ -42,7 +42,7 @@ P1=$(free_port) P2=$(free_port) P3=$(free_port) CTL=$(free_port)
 cat >"$dir/cluster.conf" <<EOC
 [cluster]
 name = bench
-secret = bench
+secret = bench-secret-bench-secret
 [agent]
 lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 ping_interval_ms = 100
@@ -64,6 +64,7 @@ redis = 127.0.0.1:$P3
 [shard "s"]
 nodes = n1 n2 n3
 EOC
+chmod 600 "$dir/cluster.conf"
 start_redis() {
 	redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no \
 		--repl-diskless-sync-delay 0 --dir "$dir" --dbfilename "dump-$1.rdb" \

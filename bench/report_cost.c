@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 
 	if (!text || shards < 1 || shards > 20000 || reports < 1)
 		return 2;
-	off += snprintf(text + off, cap - off, "[cluster]\nname = c\nsecret = s\n");
+	off += snprintf(text + off, cap - off, "[cluster]\nname = c\nsecret = s3cret-s3cret-s3cret\n");
 	for (int s = 1; s <= shards; s++) {
 		for (int k = 1; k <= 3; k++)
 			off += snprintf(text + off, cap - off,

@@ -94,7 +94,7 @@ port() { echo $((BASE + 1 + ($1 - 1) * 3 + $2 - 1)); }   # SHARD K -> port
 	cat <<-EOF
 		[cluster]
 		name = scale
-		secret = scale-secret
+		secret = scale-secret-scale-secret
 		[agent]
 		lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 		[controller]
@@ -142,6 +142,7 @@ run_trial() { # TRIAL: one line of results in $dir/rows
 	local tr=$1 t=$dir/t s k p args c0 c1 w0 w1 a b t0 since steady us ok n row
 	rm -rf "$t" && mkdir -p "$t"
 	sed -e "s|STATE|$t/state|" -e "s|EVLOG|$t/controller.jsonl|" "$dir/cluster.tmpl" >"$t/cluster.conf"
+	chmod 600 "$t/cluster.conf"
 	if [ "$MODE" = sim ]; then
 		nice -n -10 "$dir/serversim" --layout "$dir/layout" >"$t/sim.out" 2>"$t/sim.err" &
 		sim=$!
@@ -174,7 +175,7 @@ run_trial() { # TRIAL: one line of results in $dir/rows
 	for _ in $(seq 500); do grep -q controller_ready "$t/controller.jsonl" 2>/dev/null && break; sleep 0.02; done
 	grep -q controller_ready "$t/controller.jsonl" || { cat "$t/controller.err" >&2; return 1; }
 	: >"$t/lg.out"
-	nice -n -10 "$dir/loadgen" --controller "127.0.0.1:$BASE" --secret scale-secret --nodes-file "$dir/nodes" \
+	nice -n -10 "$dir/loadgen" --controller "127.0.0.1:$BASE" --secret scale-secret-scale-secret --nodes-file "$dir/nodes" \
 		>>"$t/lg.out" 2>"$t/lg.err" &
 	lg=$!
 	for _ in $(seq 300); do [ "$(status_ok)" = "$NODES" ] && break; sleep 0.2; done

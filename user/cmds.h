@@ -11,5 +11,6 @@ int cmd_status(int argc, char **argv);
 int cmd_failover(int argc, char **argv);
 int cmd_peers(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_node_key(int argc, char **argv);
 
 #endif

@@ -16,6 +16,7 @@ static const struct {
 	{ "failover", cmd_failover, "planned switchover of a shard, no acknowledged write lost" },
 	{ "peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)" },
 	{ "probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)" },
+	{ "node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret" },
 };
 
 static void usage(FILE *f)

@@ -138,7 +138,7 @@ test_wrong_password_once() {
 test_controller_rejects_or_misbehaves() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
-	ctl=$(free_port); start_peer "$ctl" --secret other
+	ctl=$(free_port); start_peer "$ctl" --reject
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_event "$LOG" '.kind == "controller_rejected"' >/dev/null || fail "no controller_rejected"
@@ -181,6 +181,7 @@ test_silent_controller_dropped() {
 test_config_errors() {
 	check_conf() { # TEXT EXPECTED
 		printf '%b' "$1" >"$T/bad.conf"
+		chmod "${MODE:-600}" "$T/bad.conf"
 		set +e; "$FL" agent -c "$T/bad.conf" --node n1 2>"$T/err"; rc=$?; set -e
 		[ $rc -eq 1 ] || fail "exit $rc for: $1"
 		grep -qF -- "$2" "$T/err" || fail "message '$(cat "$T/err")' lacks '$2'"
@@ -193,7 +194,12 @@ test_config_errors() {
 	check_conf '[agent]\nping_interval = 100\n' "$f:2: [agent] ping_interval: unknown key"
 	check_conf '[controller]\nlisten = nowhere:0\n' "$f:2: [controller] listen: not host:port"
 	check_conf '[node "n1"]\naddress = 127.0.0.1\n' "$f:1: [node \"n1\"] redis: missing"
-	check_conf '[node "n2"]\naddress = 127.0.0.1\nredis = h:1\n' "node n1 is not in $f"
+	check_conf '[cluster]\nsecret = 0123456789abcdef\n[node "n2"]\naddress = 127.0.0.1\nredis = h:1\n' "node n1 is not in $f"
+	# Secrets as ssh treats keys (issue 14).
+	check_conf '[node "n1"]\naddress = 127.0.0.1\nredis = h:1\n' "$f:1: [cluster] secret: missing"
+	check_conf '[cluster]\nsecret = short\n' "$f:2: [cluster] secret: too short (5 bytes)"
+	check_conf '[cluster]\nsecret = 0123456789abcdef ;x\n' "a ';' after a space starts a comment"
+	MODE=644 check_conf '[cluster]\nsecret = 0123456789abcdef\n' "$f:2: holds a secret and group or others have access to the file (mode 0644)"
 	check_conf '[dns]\ntsig_algorithm = hmac-sha384\n' "ldns 1.8.3 cannot sign"
 	check_conf 'garbage\n' "$f:1: not a 'key = value' line or a [section] header"
 	set +e; "$FL" agent -c "$T/missing.conf" --node n1 2>"$T/err"; rc=$?; set -e

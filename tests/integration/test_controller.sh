@@ -21,7 +21,7 @@ setup_cluster() {
 	cat >"$CONF" <<-EOF
 	[cluster]
 	name = t
-	secret = s3cret
+	secret = s3cret-s3cret-s3cret
 	[agent]
 	lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 	ping_interval_ms = 50
@@ -46,6 +46,7 @@ setup_cluster() {
 	[shard "s"]
 	nodes = ct1 ct2 ct3
 	EOF
+	chmod 600 "$CONF" # it holds the secret
 	start_node 1 "$P1"
 	start_node 2 "$P2" --replicaof 127.0.0.1 "$P1"
 	start_node 3 "$P3" --replicaof 127.0.0.1 "$P1"
@@ -313,13 +314,16 @@ resp() { printf "$1" | timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CTL_PORT; 
 
 test_bad_input() {
 	START_AGENTS=0 setup_cluster
-	r=$(redis-cli -p "$CTL_PORT" hello flatline 1 ct1 wrong)
-	grep -q "^AUTH" <<<"$r" || fail "wrong secret: $r"
-	r=$(redis-cli -p "$CTL_PORT" hello flatline 1 n9 s3cret)
-	grep -q "^NODE" <<<"$r" || fail "unknown node: $r"
-	r=$(redis-cli -p "$CTL_PORT" hello flatline 2 ct1 s3cret)
-	grep -q "^VERSION" <<<"$r" || fail "version: $r"
-	has_event '.kind == "agent_rejected" and .reason == "wrong secret"' || fail "rejection not logged"
+	# Protocol version 2 (tests/lib/flauth.py): challenge-response, no secret on the wire.
+	r=$($PY tests/lib/flauth.py prove-wrong "127.0.0.1:$CTL_PORT" ct1)
+	grep -q "^-AUTH wrong key" <<<"$r" || fail "wrong proof: $r"
+	r=$($PY tests/lib/flauth.py hello-only "127.0.0.1:$CTL_PORT" n9 2)
+	grep -q "^-NODE" <<<"$r" || fail "unknown node: $r"
+	r=$($PY tests/lib/flauth.py hello-only "127.0.0.1:$CTL_PORT" ct1 1)
+	grep -q "^-VERSION" <<<"$r" || fail "version 1 (secret in clear) accepted: $r"
+	r=$(redis-cli -p "$CTL_PORT" hello flatline 1 ct1 s3cret-s3cret-s3cret)
+	grep -q "^VERSION" <<<"$r" || fail "version 1 HELLO: $r"
+	has_event '.kind == "agent_rejected" and .reason == "wrong key"' || fail "rejection not logged"
 	r=$(resp '*2\r\n$6\r\nREPORT\r\n$1\r\n1\r\n*1\r\n$4\r\nPING\r\n')
 	grep -q "^-ERR REPORT before HELLO" <<<"$r" || fail "report before hello: $r"
 	grep -q PONG <<<"$r" && fail "connection not closed after the error: $r"
@@ -337,9 +341,8 @@ test_bad_input() {
 	r=$(redis-cli -p "$CTL_PORT" sentinel get-master-addr-by-name nope)
 	[ -z "$r" ] || fail "unknown master: $r"
 	# A well-behaved agent after all that: accepted, REPORT answered with epoch and primary.
-	r=$(printf 'HELLO flatline 1 ct2 s3cret\r\nREPORT 1 proc up role slave\r\n' |
-		timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CTL_PORT; cat >&3; timeout 0.5 cat <&3" | tr -d '\r')
-	grep -q "^+OK" <<<"$r" && grep -q "^:0" <<<"$r" && grep -q "^ct1" <<<"$r" || fail "agent: $r"
+	r=$($PY tests/lib/flauth.py hello "127.0.0.1:$CTL_PORT" ct2 s3cret-s3cret-s3cret "REPORT 1 proc up role slave")
+	grep -q "^+OK flatline" <<<"$r" && grep -qF "['+OK', 0, 'ct1']" <<<"$r" || fail "agent: $r"
 	# Sentinel's view.
 	redis-cli -p "$CTL_PORT" sentinel masters | grep -q "^s$" || fail "SENTINEL masters"
 	expect_eq "replicas listed" "$(redis-cli -p "$CTL_PORT" sentinel replicas s | grep -cx flags)" 2
@@ -435,7 +438,7 @@ test_host_down() {
 # are answered after it, in order. SENTINEL failover needs AUTH.
 test_pipelined_failover() {
 	setup_cluster
-	r=$(printf 'AUTH s3cret\r\nFLATLINE FAILOVER s ct3\r\nPING\r\n' |
+	r=$(printf 'AUTH s3cret-s3cret-s3cret\r\nFLATLINE FAILOVER s ct3\r\nPING\r\n' |
 		timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CTL_PORT; cat >&3; timeout 5 cat <&3" |
 		tr -d '\r' | grep -E '^\+|^-|failover of s')
 	expect_eq "answers in order" "$(cut -c1-16 <<<"$r" | tr '\n' '|')" "+OK|failover of s at|+PONG|"

@@ -20,7 +20,7 @@ setup() {
 	cat >"$CONF" <<-EOF
 	[cluster]
 	name = t
-	secret = s3cret
+	secret = s3cret-s3cret-s3cret
 	[agent]
 	lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 	ping_interval_ms = 50
@@ -50,6 +50,7 @@ setup() {
 	nodes = dn1-$$ dn2-$$ dn3-$$
 	dns_name = $name
 	EOF
+	chmod 600 "$CONF" # it holds secrets
 	for h in $H1 $H2 $H3; do
 		args=()
 		[ $h = $H1 ] || args=(--replicaof $H1 "$PORT")

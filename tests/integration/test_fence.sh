@@ -33,7 +33,7 @@ setup() {
 	on_exit "kill $!"
 	cat >"$T/c.conf" <<-EOC
 		[cluster]
-		secret = s
+		secret = s3cret-s3cret-s3cret
 		[agent]
 		lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 		probe_interval_ms = 100
@@ -50,6 +50,7 @@ setup() {
 		[shard "s"]
 		nodes = $NODE n2
 	EOC
+	chmod 600 "$T/c.conf"
 	LOG=$T/events.jsonl
 	$NA "$FL" agent -c "$T/c.conf" --node "$NODE" --event-log "$LOG" 2>"$T/agent.err" &
 	AGENT_PID=$!

@@ -8,7 +8,7 @@ cluster_file() {
 	local out=$1 ctl=$2 n ids=""
 	shift 2
 	{
-		printf '[cluster]\nname = t\nsecret = %s\n' "${SECRET:-s3cret}"
+		printf '[cluster]\nname = t\nsecret = %s\n' "${SECRET:-s3cret-s3cret-s3cret}"
 		# lease_ms = 0: these agents run in the machine's own namespace against a
 		# recording controller that names no primary; the write lease (its pins outlive
 		# the agent) is tested in namespaces by test_lease.sh.
@@ -21,6 +21,7 @@ cluster_file() {
 		done
 		printf '[shard "s"]\nnodes =%s\n' "$ids"
 	} >"$out"
+	chmod 600 "$out" # it holds the secret
 }
 
 # start_peer PORT [ARGS]: the recording controller; REC is its record.

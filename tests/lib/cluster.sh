@@ -298,6 +298,7 @@ cl_write_conf() {
 		dns_name = $CL_DNS_NAME
 	EOF
 	[ -z "$CL_HA" ] || cl_ha_conf
+	chmod 600 "$CL_CONF" # it holds the secrets
 }
 
 cl_named_start() {

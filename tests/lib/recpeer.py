@@ -4,12 +4,18 @@
 Listens on 127.0.0.1:PORT, answers HELLO and REPORT as a controller would, and
 appends every command it receives to OUT as one JSON object per line:
 {"t": <unix time>, "conn": N, "cmd": "REPORT", "args": {...}}.
---secret S: HELLO with another secret is answered -AUTH.
+Speaks protocol version 2 (tests/lib/flauth.py): proves it holds the node's key,
+derived from --secret (default the tests' s3cret-s3cret-s3cret), and checks the
+agent's PROVE.
+--secret S: the cluster secret it derives node keys from (a wrong one cannot prove).
+--reject: HELLO is answered -AUTH.
 --garbage: answer everything with bytes that are not RESP.
 --silent: accept HELLO, never answer REPORT.
 --primary N / --epoch E: what REPORT answers say (default n1 at epoch 7).
 """
-import argparse, json, socket, threading, time
+import argparse, hmac, json, os, socket, sys, threading, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flauth
 
 def read_command(f):
     line = f.readline()
@@ -30,6 +36,7 @@ def read_command(f):
 
 def serve(conn, cid, opts, out, lock):
     f = conn.makefile("rb")
+    hs = {}
     try:
         while True:
             args = read_command(f)
@@ -48,10 +55,23 @@ def serve(conn, cid, opts, out, lock):
                 conn.sendall(b"@@garbage\r\n")
                 continue
             if rec["cmd"] == "HELLO":
-                if opts.secret is not None and (len(args) < 5 or args[4] != opts.secret):
-                    conn.sendall(b"-AUTH wrong secret\r\n")
+                if opts.reject:
+                    conn.sendall(b"-AUTH wrong key\r\n")
+                elif len(args) != 5 or args[2] != "2":
+                    conn.sendall(b"-VERSION this controller speaks flatline protocol version 2 only\r\n")
                 else:
+                    node, na, nc = args[3], args[4], flauth.nonce()
+                    key = flauth.node_key(opts.secret, node)
+                    hs.update(node=node, na=na, nc=nc, key=key)
+                    conn.sendall(b"*3\r\n+CHALLENGE\r\n" + flauth.enc(nc)[4:] +
+                                 flauth.enc(flauth.proof(key, "controller", node, na, nc))[4:])
+            elif rec["cmd"] == "PROVE":
+                want = flauth.proof(hs["key"], "agent", hs["node"], hs["na"], hs["nc"]) if hs else ""
+                if hs and len(args) == 2 and hmac.compare_digest(args[1], want):
                     conn.sendall(b"+OK\r\n")
+                else:
+                    conn.sendall(b"-AUTH wrong key for this node\r\n")
+                    break
             elif rec["cmd"] == "REPORT":
                 if not opts.silent:
                     p = opts.primary.encode()
@@ -67,7 +87,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("port", type=int)
     ap.add_argument("out")
-    ap.add_argument("--secret")
+    ap.add_argument("--secret", default="s3cret-s3cret-s3cret")
+    ap.add_argument("--reject", action="store_true")
     ap.add_argument("--garbage", action="store_true")
     ap.add_argument("--silent", action="store_true")
     ap.add_argument("--bind", default="127.0.0.1")

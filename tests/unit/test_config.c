@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 #include "common/config.h"
 
 static const char good[] = "[cluster]\n"
 			   "name = demo\n"
-			   "secret = change-me              ; agents authenticate with it\n"
+			   "; agents authenticate with the secret\n"
+			   "secret = change-me-to-32-random\n"
 			   "\n"
 			   "[agent]\n"
 			   "ping_interval_ms = 50\n"
@@ -56,7 +59,7 @@ static void test_good_file(void **state)
 	(void)state;
 	assert_int_equal(cfg_load_string("c.conf", good, &c, err, sizeof(err)), 0);
 	assert_string_equal(c->name, "demo");
-	assert_string_equal(c->secret, "change-me");
+	assert_string_equal(c->secret, "change-me-to-32-random");
 	assert_int_equal(c->agent.ping_interval_ms, 50);
 	assert_int_equal(c->agent.hung_after, 3);
 	assert_int_equal(c->agent.probe_interval_ms, 100); /* default */
@@ -157,7 +160,7 @@ static const struct {
 	{ "[dns]\ntsig_secret = not base64!\n", "t.conf:2: [dns] tsig_secret: not base64" },
 	{ "[dns]\nzone = ha.example.\ntsig_name = k\n",
 	  "t.conf:1: [dns] tsig_secret: missing" },
-	{ "[dns]\nzone = ha.example.\ntsig_name = k\ntsig_secret = YWJjZA==\n"
+	{ "[dns]\nzone = ha.example.\ntsig_name = k\ntsig_secret = c2VjcmV0c2VjcmV0c2VjcmV0\n"
 	  "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n"
 	  "[shard \"s\"]\nnodes = n1\ndns_name = cache.other.\n",
 	  "t.conf:8: [shard \"s\"] dns_name: cache.other. is not inside zone ha.example." },
@@ -187,11 +190,33 @@ static const struct {
 	  "t.conf:5: [controller \"c1\"]: controller defined twice" },
 	{ "[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nport = 1\n",
 	  "t.conf:4: [controller \"c1\"] port: unknown key" },
+	/* Secrets, as ssh handles keys (issue 14). */
+	{ "[cluster]\nname = x\n", "t.conf:1: [cluster] secret: missing: agents and clients" },
+	{ "[agent]\nheartbeat_ms = 100\n", "t.conf:1: [cluster] secret: missing" },
+	{ "[cluster]\nsecret =\n", "t.conf:2: [cluster] secret: empty: a secret of at least 16 bytes" },
+	{ "[cluster]\nsecret = abcdefghijklmno\n",
+	  "t.conf:2: [cluster] secret: too short (15 bytes): at least 16 are required" },
+	{ "[cluster]\nsecret = abcdefghijklmnopq ;def\n",
+	  "t.conf:2: [cluster] secret: a ';' after a space starts a comment and would cut the secret" },
+	{ "[redis]\npassword = pw\t;comment\n", "t.conf:2: [redis] password: a ';' after a space" },
+	{ "[dns]\ntsig_secret = c2VjcmV0 ;x\n", "t.conf:2: [dns] tsig_secret: a ';' after a space" },
+	{ "[dns]\ntsig_secret = YWJjZA==\n", "t.conf:2: [dns] tsig_secret: too short: at least 16" },
+	{ "[redis]\npassword =\n", "t.conf:2: [redis] password: empty" },
+	{ "[cluster]\nname = a\n[agent]\n[cluster]\n", "t.conf:4: [cluster] defined twice" },
+	{ "[cluster]\nname = a\nname = b\n", "t.conf:3: [cluster] name: set twice in this section" },
+	{ "[node \"n1\"]\naddress = 1.2.3.4\naddress = 1.2.3.5\n",
+	  "t.conf:3: [node \"n1\"] address: set twice" },
+	{ "[shard \"s\"]\nnodes = a\nnodes = b\n", "t.conf:3: [shard \"s\"] nodes: set twice" },
+	{ "[include]\npath = relative.conf\n", "t.conf:2: [include] path: not an absolute path" },
+	{ "[include]\npath = /nonexistent/x.conf\n",
+	  "t.conf:2: [include] path: failed to include /nonexistent/x.conf: No such file" },
+	{ "[include]\npath = /dev/zero\n", "t.conf:2: [include] path: failed to include /dev/zero" },
+	{ "[include]\nfile = /etc/x\n", "t.conf:2: [include] file: unknown key" },
 };
 
 static void test_etcd(void **state)
 {
-	static const char text[] = "[cluster]\nname = prod\n"
+	static const char text[] = "[cluster]\nname = prod\nsecret = 0123456789abcdef\n"
 				   "[etcd]\nendpoints = http://10.0.0.1:2379, http://10.0.0.2:2379\n"
 				   "lease_ms = 3000\n"
 				   "[controller \"c1\"]\nlisten = 10.0.0.1:26379\n"
@@ -252,7 +277,8 @@ static void test_long_line_and_missing_file(void **state)
 /* Valid files whose probing cannot tell a dead host: the agent warns with these. */
 static void test_probe_warnings(void **state)
 {
-	static const char text[] = "[node \"a\"]\naddress = fd00:f1::1\nredis = h:1\n"
+	static const char text[] = "[cluster]\nsecret = 0123456789abcdef\n"
+				   "[node \"a\"]\naddress = fd00:f1::1\nredis = h:1\n"
 				   "[node \"b\"]\naddress = fd00:f1::2\nredis = h:2\n"
 				   "[node \"c\"]\naddress = fd00:f1:0::2\nredis = h:3\n"
 				   "[node \"d\"]\naddress = 127.0.0.1\nredis = h:4\n"
@@ -266,7 +292,7 @@ static void test_probe_warnings(void **state)
 
 	(void)state;
 	assert_int_equal(cfg_load_string("w.conf", text, &c, err, sizeof(err)), 0);
-	assert_int_equal(cfg_find_node(c, "b")->address_line, 5);
+	assert_int_equal(cfg_find_node(c, "b")->address_line, 7);
 	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "a"), why, sizeof(why)), 0);
 	/* fd00:f1::2 and fd00:f1:0::2 are one address written two ways. */
 	assert_int_equal(cfg_probe_warning(c, cfg_find_node(c, "b"), why, sizeof(why)), 1);
@@ -289,7 +315,8 @@ static void test_probe_warnings(void **state)
 /* The controller on every address ([::]: IPv6 and IPv4), reached at one of them. */
 static void test_controller_any(void **state)
 {
-	static const char text[] = "[controller]\nlisten = [::]:26400\naddress = [fd00:77::fe]\n";
+	static const char text[] = "[cluster]\nsecret = 0123456789abcdef\n"
+				   "[controller]\nlisten = [::]:26400\naddress = [fd00:77::fe]\n";
 	struct cfg *c = NULL;
 	char err[512] = "";
 
@@ -309,12 +336,100 @@ static void test_hung_cause_defaults(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(cfg_load_string("t.conf", "[agent]\nhung_after = 5\n", &c, err,
-					 sizeof(err)), 0);
+	assert_int_equal(cfg_load_string("t.conf",
+					 "[cluster]\nsecret = 0123456789abcdef\n[agent]\nhung_after = 5\n",
+					 &c, err, sizeof(err)), 0);
 	assert_int_equal(c->agent.stop_grace_ms, 50);
 	assert_true(c->agent.stop_grace_ms < c->agent.hung_after * c->agent.ping_interval_ms);
 	assert_int_equal(c->agent.busy_max_ms, 5000);
 	cfg_free(c);
+}
+
+/* write_file NAME MODE TEXT (TEXT may hold NUL bytes: len). */
+static void write_file(const char *path, mode_t mode, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static const char base[] = "[cluster]\nname = t\nsecret = 0123456789abcdef\n"
+			   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n";
+
+static void test_file_mode_and_nul(void **state)
+{
+	char dir[] = "/tmp/fl-cfg-XXXXXX", path[64], err[512];
+	struct cfg *c = NULL;
+	static const char nul[] = "[cluster]\nname = t\nsecret = 0123456789abcdef\0tail\n";
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/c.conf", dir);
+	/* 0644 with a secret: refused, with the reason and the fix. */
+	write_file(path, 0644, base, strlen(base));
+	assert_int_equal(cfg_load(path, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, ":3: holds a secret and group or others have access to the file "
+				    "(mode 0644): chmod 600"));
+	assert_null(c);
+	write_file(path, 0640, base, strlen(base));
+	assert_int_equal(cfg_load(path, &c, err, sizeof(err)), -EINVAL);
+	write_file(path, 0600, base, strlen(base));
+	assert_int_equal(cfg_load(path, &c, err, sizeof(err)), 0);
+	cfg_free(c);
+	c = NULL;
+	/* A NUL byte in a secret would cut it: refused. */
+	write_file(path, 0600, nul, sizeof(nul) - 1);
+	assert_int_equal(cfg_load(path, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "c.conf:3: NUL byte in line"));
+	assert_null(c);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* The DNS secret lives in a controller-only file; the agents' file includes
+ * it and it is simply not there on their hosts... no: an include must exist.
+ * So the controller's file includes the shared one plus its own secrets. */
+static void test_include(void **state)
+{
+	char dir[] = "/tmp/fl-cfg-XXXXXX", shared[64], ctl[64], text[512], err[512];
+	struct cfg *c = NULL;
+	static const char dns[] = "[dns]\nzone = ha.example.\ntsig_name = k\n"
+				  "tsig_secret = c2VjcmV0c2VjcmV0c2VjcmV0\n";
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(shared, sizeof(shared), "%s/cluster.conf", dir);
+	snprintf(ctl, sizeof(ctl), "%s/controller.conf", dir);
+	write_file(shared, 0600, base, strlen(base));
+	snprintf(text, sizeof(text), "[include]\npath = %s\n%s", shared, dns);
+	write_file(ctl, 0600, text, strlen(text));
+	assert_int_equal(cfg_load(ctl, &c, err, sizeof(err)), 0);
+	assert_string_equal(c->secret, "0123456789abcdef");
+	assert_int_equal(c->nnodes, 1);
+	assert_true(c->dns.enabled);
+	assert_string_equal(c->dns.tsig_secret, "c2VjcmV0c2VjcmV0c2VjcmV0");
+	cfg_free(c);
+	c = NULL;
+	/* The included file is held to the same rules, named in the message. */
+	write_file(shared, 0644, base, strlen(base));
+	assert_int_equal(cfg_load(ctl, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cluster.conf:3: holds a secret"));
+	write_file(shared, 0600, "[cluster]\nname = x\nname = y\n", 29);
+	assert_int_equal(cfg_load(ctl, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cluster.conf:3: [cluster] name: set twice"));
+	/* A section of the including file cannot be repeated in the included one. */
+	snprintf(text, sizeof(text), "%s[include]\npath = %s\n", base, ctl);
+	write_file(shared, 0600, text, strlen(text));
+	snprintf(text, sizeof(text), "[include]\npath = %s\n", shared);
+	write_file(ctl, 0600, text, strlen(text));
+	assert_int_equal(cfg_load(ctl, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "defined twice"));
+	unlink(shared);
+	unlink(ctl);
+	rmdir(dir);
 }
 
 static void test_endpoints(void **state)
@@ -346,6 +461,8 @@ int main(void)
 		cmocka_unit_test(test_hung_cause_defaults),
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_etcd),
+		cmocka_unit_test(test_file_mode_and_nul),
+		cmocka_unit_test(test_include),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,7 +64,7 @@ static char *cluster_text(int shards, int per)
 	char *t = malloc(cap);
 
 	assert_non_null(t);
-	off += snprintf(t + off, cap - off, "[cluster]\nname = big\nsecret = s\n"
+	off += snprintf(t + off, cap - off, "[cluster]\nname = big\nsecret = s3cret-s3cret-s3cret\n"
 					    "[controller]\nnode_down_after_ms = 1000\n");
 	for (int s = 1; s <= shards; s++) {
 		for (int k = 1; k <= per; k++)

@@ -144,6 +144,18 @@ static void test_oversized_bulk_refused_early(void **s)
 	expect_err(-EMSGSIZE, "frame larger");
 }
 
+/* Before authentication a peer gets small frames (the controller sets 64 KiB). */
+static void test_lower_frame_limit(void **s)
+{
+	(void)s;
+	resp_reader_set_max_frame(R, 100);
+	feed("*1\r\n$50\r\n");
+	feed("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
+	expect_cmd(1, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	feed("*1\r\n$200\r\n");
+	expect_err(-EMSGSIZE, "frame larger than 100 bytes");
+}
+
 static void test_frame_total_limit(void **s)
 {
 	char *big = malloc(600000);
@@ -232,6 +244,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_max_args, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized_bulk_refused_early, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frame_total_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lower_frame_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replies, setup, teardown),

@@ -920,10 +920,11 @@ static int fence_pause_ms(const struct agent *a)
 static void on_fence_reply(void *ctx, redisReply *r, void *priv)
 {
 	struct agent *a = ctx;
+	char esc[LOG_ESC_MAX];
 
 	if (r && r->type == REDIS_REPLY_ERROR)
 		pr_warn("failed to %s writes on the server: %s\n", priv ? "pause" : "unpause",
-			r->str);
+			log_esc(r->str, esc, sizeof(esc)));
 	(void)a;
 }
 
@@ -1038,6 +1039,7 @@ static int start_cluster(struct agent *a)
 		.ep = c->controller.address,
 		.node = a->node,
 		.secret = c->secret,
+		.key_hex = a->me->key,
 		.heartbeat_ms = c->agent.heartbeat_ms,
 	};
 	/* HA mode: every controller gets the reports (followers stay warm). */
@@ -1254,6 +1256,11 @@ static int load_config(struct agent *a)
 		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node\n",
 			a->node, a->config);
 		return -ENOENT;
+	}
+	if (!a->me->key[0] && !a->cfg->secret[0]) {
+		pr_warn("%s: node %s has no key: set [node \"%s\"] key (flatline node-key prints "
+			"it) or [cluster] secret\n", a->config, a->node, a->node);
+		return -ENOKEY;
 	}
 	if (!a->event_log_flag)
 		a->event_log = a->cfg->agent.event_log;

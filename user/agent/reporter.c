@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 #include <event2/event.h>
+#include <openssl/crypto.h>
+#include "common/auth.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "agent/reporter.h"
@@ -14,13 +16,16 @@
 
 enum rep_state {
 	REP_DOWN,  /* not connected */
-	REP_HELLO, /* HELLO sent, no answer yet */
+	REP_HELLO, /* HELLO sent, no challenge yet */
+	REP_PROVE, /* the controller proved itself, our PROVE sent, no answer yet */
 	REP_READY, /* accepted: reports flow */
 };
 
 struct reporter {
 	struct reporter_opts o;
-	char node[CFG_ID_MAX + 1], secret[256], where[300];
+	char node[CFG_ID_MAX + 1], where[300];
+	uint8_t key[AUTH_KEY_LEN];     /* this node's key */
+	uint8_t nonce[AUTH_NONCE_LEN]; /* ours, fresh per connection */
 	struct reporter_ops ops;
 	void *ctx;
 	struct redis_link *link;
@@ -94,21 +99,29 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 	if (!rep)
 		return;
 	if (rep->type == REDIS_REPLY_ERROR) {
-		pr_warn("controller %s refused a report: %s\n", r->where, rep->str);
+		char esc[LOG_ESC_MAX];
+
+		pr_warn("controller %s refused a report: %s\n", r->where,
+			log_esc(rep->str, esc, sizeof(esc)));
 		redis_link_drop(r->link, "report refused");
+		return;
+	}
+	/* protocol.md: OK, the epoch, the primary. Anything else is not a
+	 * controller speaking this protocol: close the link. */
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 3 ||
+	    rep->element[1]->type != REDIS_REPLY_INTEGER ||
+	    (rep->element[2]->type != REDIS_REPLY_STRING &&
+	     rep->element[2]->type != REDIS_REPLY_STATUS)) {
+		redis_link_drop(r->link, "protocol error: unexpected answer to REPORT");
 		return;
 	}
 	/* A follower controller (HA mode: a 4th element "follower") answers, but only the
 	 * leader's word counts for fencing. */
-	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 4 &&
-	    rep->element[3]->type == REDIS_REPLY_STRING && !strcmp(rep->element[3]->str, "follower"))
+	if (rep->elements >= 4 && rep->element[3]->type == REDIS_REPLY_STRING &&
+	    !strcmp(rep->element[3]->str, "follower"))
 		return;
 	r->last_answer_ms = fl_wall_ms();
-	if (rep->type == REDIS_REPLY_ARRAY && rep->elements >= 3 &&
-	    rep->element[1]->type == REDIS_REPLY_INTEGER &&
-	    (rep->element[2]->type == REDIS_REPLY_STRING ||
-	     rep->element[2]->type == REDIS_REPLY_STATUS) &&
-	    r->ops.answer)
+	if (r->ops.answer)
 		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str, *sent_ns);
 }
 
@@ -139,7 +152,20 @@ static void send_report(struct reporter *r)
 	r->last_sent_ms = fl_wall_ms();
 }
 
-static void on_hello(void *ctx, redisReply *rep, void *priv)
+/* A -ERR/-AUTH/-VERSION/-NODE answer to HELLO or PROVE. */
+static void rejected(struct reporter *r, const char *what, const char *text)
+{
+	char detail[640], esc[LOG_ESC_MAX];
+
+	snprintf(detail, sizeof(detail), "controller %s rejected %s: %s", r->where, what,
+		 log_esc(text, esc, sizeof(esc)));
+	if (strcmp(r->last_problem, detail))
+		pr_warn("%s\n", detail);
+	note(r, "controller_rejected", detail);
+	redis_link_drop(r->link, "rejected");
+}
+
+static void on_accepted(void *ctx, redisReply *rep, void *priv)
 {
 	struct reporter *r = ctx;
 	char detail[640];
@@ -148,16 +174,11 @@ static void on_hello(void *ctx, redisReply *rep, void *priv)
 	if (!rep)
 		return;
 	if (rep->type == REDIS_REPLY_ERROR) {
-		snprintf(detail, sizeof(detail), "controller %s rejected HELLO: %s", r->where,
-			 rep->str);
-		if (strcmp(r->last_problem, detail))
-			pr_warn("%s\n", detail);
-		note(r, "controller_rejected", detail);
-		redis_link_drop(r->link, "rejected");
+		rejected(r, "our proof", rep->str);
 		return;
 	}
 	if (rep->type != REDIS_REPLY_STATUS || strncmp(rep->str, "OK", 2)) {
-		redis_link_drop(r->link, "unexpected answer to HELLO");
+		redis_link_drop(r->link, "protocol error: unexpected answer to PROVE");
 		return;
 	}
 	r->state = REP_READY;
@@ -169,13 +190,68 @@ static void on_hello(void *ctx, redisReply *rep, void *priv)
 	send_report(r);
 }
 
+static bool is_str(const redisReply *e)
+{
+	return e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS;
+}
+
+/* The controller's CHALLENGE: its nonce and its proof that it holds our key.
+ * Only then do we prove ourselves; a controller that cannot is never believed
+ * (no report, no epoch, no fencing answer). */
+static void on_challenge(void *ctx, redisReply *rep, void *priv)
+{
+	struct reporter *r = ctx;
+	uint8_t nc[AUTH_NONCE_LEN], proof[AUTH_MAC_LEN];
+	char hex[AUTH_HEX_LEN + 1], detail[640];
+	const char *argv[2] = { "PROVE", hex };
+
+	(void)priv;
+	if (!rep)
+		return;
+	if (rep->type == REDIS_REPLY_ERROR) {
+		rejected(r, "HELLO", rep->str);
+		return;
+	}
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 || !is_str(rep->element[0]) ||
+	    strcmp(rep->element[0]->str, "CHALLENGE") || !is_str(rep->element[1]) ||
+	    !is_str(rep->element[2]) ||
+	    auth_unhex(rep->element[1]->str, rep->element[1]->len, nc, sizeof(nc))) {
+		redis_link_drop(r->link, "protocol error: unexpected answer to HELLO");
+		return;
+	}
+	if (!auth_check(r->key, AUTH_CONTROLLER, r->node, r->nonce, nc, rep->element[2]->str,
+			rep->element[2]->len)) {
+		snprintf(detail, sizeof(detail),
+			 "controller %s failed to prove it holds node %s's key: not trusting it",
+			 r->where, r->node);
+		if (strcmp(r->last_problem, detail))
+			pr_warn("%s\n", detail);
+		note(r, "controller_unproven", detail);
+		redis_link_drop(r->link, "rejected");
+		return;
+	}
+	if (auth_proof(r->key, AUTH_AGENT, r->node, r->nonce, nc, proof)) {
+		redis_link_drop(r->link, "failed to compute our proof");
+		return;
+	}
+	auth_hex(proof, sizeof(proof), hex);
+	if (!redis_link_command(r->link, on_accepted, NULL, 2, argv, NULL))
+		r->state = REP_PROVE;
+}
+
 static void on_up(void *ctx)
 {
 	struct reporter *r = ctx;
-	const char *argv[] = { "HELLO", "flatline", REP_PROTO_VERSION, r->node, r->secret };
+	char nonce[AUTH_HEX_LEN + 1];
+	const char *argv[] = { "HELLO", "flatline", REP_PROTO_VERSION, r->node, nonce };
 
 	r->seq = 0;
-	if (!redis_link_command(r->link, on_hello, NULL, 5, argv, NULL))
+	if (auth_nonce(r->nonce)) {
+		redis_link_drop(r->link, "failed to draw a nonce");
+		return;
+	}
+	auth_hex(r->nonce, sizeof(r->nonce), nonce);
+	if (!redis_link_command(r->link, on_challenge, NULL, 5, argv, NULL))
 		r->state = REP_HELLO;
 }
 
@@ -240,7 +316,16 @@ struct reporter *reporter_new(struct event_base *base, const struct reporter_opt
 		return NULL;
 	r->o = *o;
 	snprintf(r->node, sizeof(r->node), "%s", o->node);
-	snprintf(r->secret, sizeof(r->secret), "%s", o->secret ? o->secret : "");
+	if (o->key_hex && o->key_hex[0]) {
+		if (auth_unhex(o->key_hex, strlen(o->key_hex), r->key, sizeof(r->key))) {
+			free(r);
+			return NULL;
+		}
+	} else if (!o->secret || !o->secret[0] ||
+		   auth_node_key(o->secret, strlen(o->secret), r->node, r->key)) {
+		free(r);
+		return NULL;
+	}
 	if (o->ep.unix_path[0])
 		snprintf(r->where, sizeof(r->where), "unix:%s", o->ep.unix_path);
 	else
@@ -284,6 +369,7 @@ void reporter_free(struct reporter *r)
 {
 	if (!r)
 		return;
+	OPENSSL_cleanse(r->key, sizeof(r->key));
 	redis_link_free(r->link);
 	if (r->hb_ev)
 		event_free(r->hb_ev);

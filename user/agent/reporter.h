@@ -12,7 +12,7 @@
 
 struct event_base;
 
-#define REP_PROTO_VERSION "1"
+#define REP_PROTO_VERSION "2" /* common/auth.h's handshake */
 #define REP_MAX_ARGS 512
 #define REP_SENT_RING 128
 
@@ -34,7 +34,8 @@ void rep_add_key(struct rep_msg *m, enum report_key k, const char *peer, const c
 struct reporter_ops {
 	/* Fill m with the agent's whole current state. */
 	void (*build)(void *ctx, struct rep_msg *m);
-	/* controller_connected / controller_lost / controller_rejected, once per
+	/* controller_connected / controller_lost / controller_rejected /
+	 * controller_unproven (it could not prove it holds our node key), once per
 	 * change; detail is readable. */
 	void (*event)(void *ctx, const char *kind, const char *detail);
 	/* The controller's answer to a REPORT: the shard's epoch and primary, and when
@@ -45,7 +46,8 @@ struct reporter_ops {
 struct reporter_opts {
 	struct cfg_endpoint ep;
 	const char *node;
-	const char *secret;
+	const char *secret;  /* the cluster secret: the node key is derived from it ... */
+	const char *key_hex; /* ... unless the node's own key is given (hex, or "") */
 	int heartbeat_ms;
 };
 

@@ -189,6 +189,9 @@ static void on_ping(void *ctx, redisReply *r, void *priv)
 	(void)priv;
 	if (!r)
 		return; /* connection gone: on_down() decides */
+	/* A reason for a loss is printed again only after the server answered:
+	 * a peer that accepts and then breaks every connection logs once. */
+	m->last_down_why[0] = '\0';
 	if (hung_reply(&m->hung))
 		pr_info("server %s answers again\n", m->where);
 	m->nsamples = 0;
@@ -625,6 +628,7 @@ static void on_auth(void *ctx, redisReply *r, void *priv)
 {
 	struct srvmon *m = ctx;
 	struct srv_state n = m->st;
+	char esc[LOG_ESC_MAX];
 
 	(void)priv;
 	if (!r)
@@ -632,7 +636,7 @@ static void on_auth(void *ctx, redisReply *r, void *priv)
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (strcmp(n.auth_error, r->str))
 			pr_warn("failed to authenticate to the server as '%s': %s\n",
-				m->user[0] ? m->user : "default", r->str);
+				m->user[0] ? m->user : "default", log_esc(r->str, esc, sizeof(esc)));
 		snprintf(n.auth_error, sizeof(n.auth_error), "%s", r->str);
 	} else {
 		n.auth_error[0] = '\0';

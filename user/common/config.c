@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <ini.h>
 #include "common/config.h"
 
@@ -17,7 +20,12 @@
 #define CFG_MAX_NODES 4096
 #define CFG_MAX_SHARDS 2048
 
-enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_NODE, S_SHARD, S_CTL };
+enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_NODE, S_SHARD, S_CTL,
+	    S_INCLUDE };
+
+#define CFG_MIN_SECRET 16   /* bytes: as ssh-keygen refuses short keys */
+#define CFG_MAX_INCLUDE 4   /* nested [include]s */
+#define CFG_MAX_SECT_KEYS 16 /* distinct keys in one section */
 
 struct parser {
 	struct cfg *c;
@@ -37,6 +45,13 @@ struct parser {
 	char *err;
 	size_t errlen;
 	bool failed;
+	unsigned plain_seen;  /* 1 << enum sect of [cluster] … [dns] seen, in any file */
+	char keys_seen[CFG_MAX_SECT_KEYS][32]; /* in the current section */
+	int nkeys_seen;
+	int depth;            /* of [include]s */
+	bool holds_secret;    /* this file sets a secret: its mode matters */
+	int secret_line;
+	int cluster_line;     /* of the [cluster] header */
 };
 
 static void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
@@ -79,7 +94,8 @@ static bool parse_header(struct parser *p, const char *text)
 		const char *name;
 		enum sect s;
 	} plain[] = { { "cluster", S_CLUSTER }, { "agent", S_AGENT }, { "controller", S_CONTROLLER },
-		      { "redis", S_REDIS },	{ "dns", S_DNS }, { "etcd", S_ETCD } };
+		      { "redis", S_REDIS },	{ "dns", S_DNS }, { "etcd", S_ETCD },
+		      { "include", S_INCLUDE } };
 	char kind[16], id[CFG_ID_MAX + 2];
 	const char *end = strchr(text, ']');
 	size_t n;
@@ -91,9 +107,18 @@ static bool parse_header(struct parser *p, const char *text)
 	}
 	n = end - text - 1;
 	snprintf(p->sect_text, sizeof(p->sect_text), "%.*s", (int)(n < 90 ? n : 90), text + 1);
+	p->nkeys_seen = 0;
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
 		if (!strcmp(p->sect_text, plain[i].name)) {
+			/* [include] may come back (one file each); others are one block. */
+			if (plain[i].s != S_INCLUDE && (p->plain_seen & (1u << plain[i].s))) {
+				perr(p, p->line, NULL, "[%s] defined twice", p->sect_text);
+				return false;
+			}
+			p->plain_seen |= 1u << plain[i].s;
 			p->sect = plain[i].s;
+			if (p->sect == S_CLUSTER)
+				p->cluster_line = p->line;
 			if (p->sect == S_DNS) {
 				c->dns.enabled = true;
 				p->dns_line = p->line;
@@ -198,19 +223,89 @@ static bool parse_header(struct parser *p, const char *text)
 	return false;
 }
 
+/* The keys whose values are secrets. */
+static bool secret_key(enum sect sect, const char *k, size_t n)
+{
+	return (sect == S_CLUSTER && n == 6 && !strncmp(k, "secret", 6)) ||
+	       (sect == S_REDIS && n == 8 && !strncmp(k, "password", 8)) ||
+	       (sect == S_DNS && n == 11 && !strncmp(k, "tsig_secret", 11)) ||
+	       (sect == S_ETCD && n == 8 && !strncmp(k, "password", 8)) ||
+	       (sect == S_NODE && n == 3 && !strncmp(k, "key", 3));
+}
+
+/* inih cuts a value at " ;" (an inline comment). In a secret that would cut it
+ * silently: refuse it, saying so. */
+static bool check_secret_line(struct parser *p, const char *t)
+{
+	const char *eq = strchr(t, '='), *k_end;
+
+	if (!eq)
+		return true;
+	for (k_end = eq; k_end > t && (k_end[-1] == ' ' || k_end[-1] == '\t'); k_end--)
+		;
+	if (!secret_key(p->sect, t, k_end - t))
+		return true;
+	p->holds_secret = true;
+	p->secret_line = p->line;
+	for (const char *v = eq + 1; *v; v++) {
+		if (*v == ';' && v > eq + 1 && (v[-1] == ' ' || v[-1] == '\t')) {
+			perr(p, p->line, NULL,
+			     "[%s] %.*s: a ';' after a space starts a comment and would cut the "
+			     "secret; remove the space or the comment",
+			     p->sect_text, (int)(k_end - t), t);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* One line from the file, NUL bytes seen (fgets would hide them): its length,
+ * 0 at the end, -1 on a NUL byte, line_max + 1 when longer. */
+static long file_line(FILE *f, char *line, size_t line_max)
+{
+	size_t n = 0;
+	int ch;
+
+	while ((ch = getc(f)) != EOF) {
+		if (ch == '\0')
+			return -1;
+		if (n < line_max)
+			line[n] = (char)ch;
+		n++;
+		if (ch == '\n')
+			break;
+	}
+	if (n > line_max)
+		return (long)line_max + 1;
+	line[n] = '\0';
+	return (long)n;
+}
+
 /* inih's reader: one line at a time, counting lines and catching headers. */
 static char *read_line(char *buf, int num, void *stream)
 {
 	struct parser *p = stream;
-	char line[CFG_MAX_LINE + 2];
+	char line[CFG_MAX_LINE + 2] = "";
 	const char *t;
 	size_t n;
 
 	if (p->failed)
 		return NULL;
 	if (p->f) {
-		if (!fgets(line, sizeof(line), p->f))
+		long got = file_line(p->f, line, sizeof(line) - 1);
+
+		if (got == 0)
 			return NULL;
+		p->line++;
+		if (got < 0) {
+			perr(p, p->line, NULL, "NUL byte in line");
+			return NULL;
+		}
+		if ((size_t)got > sizeof(line) - 1) {
+			perr(p, p->line, NULL, "line longer than %d characters",
+			     (num < CFG_MAX_LINE ? num : CFG_MAX_LINE) - 3);
+			return NULL;
+		}
 	} else {
 		if (!*p->s)
 			return NULL;
@@ -224,13 +319,9 @@ static char *read_line(char *buf, int num, void *stream)
 			p->s++;
 		}
 		line[n] = '\0';
+		p->line++;
 	}
-	p->line++;
 	n = strlen(line);
-	if (n != strnlen(line, sizeof(line)) || memchr(line, '\0', n) != NULL) {
-		perr(p, p->line, NULL, "NUL byte in line");
-		return NULL;
-	}
 	/* inih's own buffer (num) is the real limit: 200 bytes in Debian's build. */
 	if ((n == sizeof(line) - 1 && line[n - 1] != '\n') || n + 2 >= (size_t)num) {
 		perr(p, p->line, NULL, "line longer than %d characters",
@@ -240,6 +331,8 @@ static char *read_line(char *buf, int num, void *stream)
 	for (t = line; *t == ' ' || *t == '\t'; t++)
 		;
 	if (*t == '[' && !parse_header(p, t))
+		return NULL;
+	if (*t != '[' && *t != ';' && *t != '#' && !check_secret_line(p, t))
 		return NULL;
 	memcpy(buf, line, n + 1);
 	return buf;
@@ -286,6 +379,22 @@ static bool set_str(struct parser *p, const char *key, const char *v, char *out,
 	}
 	memcpy(out, v, strlen(v) + 1);
 	return true;
+}
+
+/* A key flatline itself checks (HMAC): at least CFG_MIN_SECRET bytes. */
+static bool set_secret(struct parser *p, const char *key, const char *v, char *out, size_t len)
+{
+	if (!v[0]) {
+		perr(p, p->line, key, "empty: a secret of at least %d bytes is required "
+				      "(e.g. openssl rand -base64 24)", CFG_MIN_SECRET);
+		return false;
+	}
+	if (strlen(v) < CFG_MIN_SECRET) {
+		perr(p, p->line, key, "too short (%zu bytes): at least %d are required "
+				      "(e.g. openssl rand -base64 24)", strlen(v), CFG_MIN_SECRET);
+		return false;
+	}
+	return set_str(p, key, v, out, len);
 }
 
 static bool set_path(struct parser *p, const char *key, const char *v, char *out, size_t len)
@@ -407,7 +516,7 @@ static bool key_cluster(struct parser *p, const char *name, const char *v)
 	if (KEY("name"))
 		return set_str(p, name, v, c->name, sizeof(c->name));
 	if (KEY("secret"))
-		return set_str(p, name, v, c->secret, sizeof(c->secret));
+		return set_secret(p, name, v, c->secret, sizeof(c->secret));
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -478,8 +587,14 @@ static bool key_redis(struct parser *p, const char *name, const char *v)
 {
 	if (KEY("user"))
 		return set_str(p, name, v, p->c->redis.user, sizeof(p->c->redis.user));
-	if (KEY("password"))
+	if (KEY("password")) {
+		/* The servers' password, chosen for Redis: only an empty one is refused. */
+		if (!v[0]) {
+			perr(p, p->line, name, "empty (leave the key out when the servers have none)");
+			return false;
+		}
 		return set_str(p, name, v, p->c->redis.password, sizeof(p->c->redis.password));
+	}
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -534,6 +649,12 @@ static bool key_dns(struct parser *p, const char *name, const char *v)
 	if (KEY("tsig_secret")) {
 		if (!valid_base64(v)) {
 			perr(p, p->line, name, "not base64 (as tsig-keygen prints it)");
+			return false;
+		}
+		if (strlen(v) / 4 * 3 - (v[strlen(v) - 1] == '=') - (v[strlen(v) - 2] == '=') <
+		    CFG_MIN_SECRET) {
+			perr(p, p->line, name, "too short: at least %d bytes are required "
+					      "(tsig-keygen makes 32)", CFG_MIN_SECRET);
 			return false;
 		}
 		return set_str(p, name, v, d->tsig_secret, sizeof(d->tsig_secret));
@@ -633,6 +754,19 @@ static bool key_node(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 0, 1000000, &n->priority);
 	if (KEY("pidfile"))
 		return set_path(p, name, v, n->pidfile, sizeof(n->pidfile));
+	if (KEY("key")) {
+		size_t i, len = strlen(v);
+
+		for (i = 0; i < len && isxdigit((unsigned char)v[i]); i++)
+			;
+		if (len != sizeof(n->key) - 1 || i != len) {
+			perr(p, p->line, name,
+			     "not a node key (%zu hex digits: flatline node-key prints it)",
+			     sizeof(n->key) - 1);
+			return false;
+		}
+		return set_str(p, name, v, n->key, sizeof(n->key));
+	}
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -653,6 +787,49 @@ static bool key_shard(struct parser *p, const char *name, const char *v)
 	return false;
 }
 
+static int parse_file(struct parser *p, const char *path);
+
+/* [include] path = /abs/file: read there and then, as part of this file. */
+static bool key_include(struct parser *p, const char *name, const char *v)
+{
+	struct parser q;
+	int rc;
+
+	if (!KEY("path")) {
+		perr(p, p->line, name, "unknown key");
+		return false;
+	}
+	if (v[0] != '/') {
+		perr(p, p->line, name, "not an absolute path: '%s'", v);
+		return false;
+	}
+	if (p->depth >= CFG_MAX_INCLUDE) {
+		perr(p, p->line, name, "includes nested deeper than %d", CFG_MAX_INCLUDE);
+		return false;
+	}
+	q = *p;
+	q.f = NULL;
+	q.s = NULL;
+	q.line = 0;
+	q.sect = S_NONE;
+	q.nkeys_seen = 0;
+	q.depth = p->depth + 1;
+	q.holds_secret = false;
+	rc = parse_file(&q, v);
+	/* What the included file added is ours. */
+	p->shard_nodes = q.shard_nodes;
+	p->shard_nodes_line = q.shard_nodes_line;
+	p->plain_seen = q.plain_seen;
+	p->failed = q.failed;
+	if (q.c->dns.enabled && !p->dns_line)
+		p->dns_line = q.dns_line;
+	if (q.c->etcd.enabled && !p->etcd_line)
+		p->etcd_line = q.etcd_line;
+	if (rc && !p->failed)
+		perr(p, p->line, name, "failed to include %s: %s", v, strerror(-rc));
+	return !p->failed;
+}
+
 static int on_key(void *user, const char *section, const char *name, const char *value)
 {
 	struct parser *p = user;
@@ -660,7 +837,19 @@ static int on_key(void *user, const char *section, const char *name, const char 
 	(void)section; /* parse_header() has seen it, with its line */
 	if (p->failed)
 		return 0;
+	if (p->sect != S_NONE) {
+		for (int i = 0; i < p->nkeys_seen; i++) {
+			if (!strcmp(p->keys_seen[i], name)) {
+				perr(p, p->line, name, "set twice in this section");
+				return 0;
+			}
+		}
+		if (p->nkeys_seen < CFG_MAX_SECT_KEYS && strlen(name) < sizeof(p->keys_seen[0]))
+			snprintf(p->keys_seen[p->nkeys_seen++], sizeof(p->keys_seen[0]), "%s", name);
+	}
 	switch (p->sect) {
+	case S_INCLUDE:
+		return key_include(p, name, value);
 	case S_CLUSTER:
 		return key_cluster(p, name, value);
 	case S_AGENT:
@@ -826,24 +1015,86 @@ static void validate(struct parser *p)
 	}
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
+	bool node_key = false;
+
+	for (int i = 0; i < c->nnodes; i++)
+		node_key |= c->nodes[i].key[0] != '\0';
+	/* An agent's file may carry its own node key instead of the cluster's. */
+	if (!c->secret[0] && !node_key) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "cluster");
+		perr(p, p->cluster_line ? p->cluster_line : 1, "secret",
+		     "missing: agents and clients authenticate with it (at least %d bytes, e.g. "
+		     "openssl rand -base64 24)", CFG_MIN_SECRET);
+	}
 }
 
-static int load(struct parser *p, struct cfg **out)
+static void parse_stream(struct parser *p)
 {
-	struct cfg *c = calloc(1, sizeof(*c));
 	int rc;
 
-	if (!c)
-		return -ENOMEM;
-	p->c = c;
-	snprintf(c->path, sizeof(c->path), "%s", p->name);
-	set_defaults(c);
 	ini_allow_multiline = false; /* a continuation line would hide a typo */
 	rc = ini_parse_stream(read_line, p, on_key, p);
 	if (!p->failed && rc > 0)
 		perr(p, rc, NULL, "not a 'key = value' line or a [section] header");
 	else if (!p->failed && rc < 0)
 		perr(p, 0, NULL, "failed to read: out of memory");
+}
+
+/* Reads the file at path into p->c. -errno when it cannot be opened (nothing
+ * written to p->err), 0 otherwise (p->failed on a parse error). A file that
+ * holds a secret must not be open to group or others, as ssh wants of keys. */
+static int parse_file(struct parser *p, const char *path)
+{
+	struct stat st;
+	int fd, rc;
+
+	p->name = path;
+	fd = open(path, O_RDONLY | O_CLOEXEC | (p->depth ? O_NONBLOCK : 0));
+	if (fd < 0)
+		return -errno;
+	/* An include is a regular file (not a FIFO, not /dev/zero). */
+	if (fstat(fd, &st)) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (p->depth && !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	p->f = fdopen(fd, "r");
+	if (!p->f) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	parse_stream(p);
+	if (!p->failed && p->holds_secret && (st.st_mode & 077))
+		perr(p, p->secret_line, NULL,
+		     "holds a secret and group or others have access to the file (mode %04o): "
+		     "chmod 600 %s, owned by the user the daemon runs as",
+		     (unsigned)(st.st_mode & 07777), path);
+	fclose(p->f);
+	p->f = NULL;
+	return 0;
+}
+
+static struct cfg *new_cfg(struct parser *p)
+{
+	struct cfg *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	p->c = c;
+	snprintf(c->path, sizeof(c->path), "%s", p->name);
+	set_defaults(c);
+	return c;
+}
+
+static int finish(struct parser *p, struct cfg **out)
+{
+	struct cfg *c = p->c;
+
 	if (!p->failed)
 		validate(p);
 	for (int i = 0; i < c->nshards; i++)
@@ -863,15 +1114,16 @@ int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
 	struct parser p = { .name = path, .err = err, .errlen = errlen };
 	int rc;
 
-	p.f = fopen(path, "r");
-	if (!p.f) {
-		rc = -errno;
-		snprintf(err, errlen, "failed to open cluster file %s: %s", path, strerror(errno));
+	if (!new_cfg(&p))
+		return -ENOMEM;
+	rc = parse_file(&p, path);
+	if (rc) {
+		snprintf(err, errlen, "failed to open cluster file %s: %s", path, strerror(-rc));
+		cfg_free(p.c);
 		return rc;
 	}
-	rc = load(&p, out);
-	fclose(p.f);
-	return rc;
+	p.name = path;
+	return finish(&p, out);
 }
 
 int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err,
@@ -879,7 +1131,10 @@ int cfg_load_string(const char *name, const char *text, struct cfg **out, char *
 {
 	struct parser p = { .name = name, .s = text, .err = err, .errlen = errlen };
 
-	return load(&p, out);
+	if (!new_cfg(&p))
+		return -ENOMEM;
+	parse_stream(&p);
+	return finish(&p, out);
 }
 
 void cfg_free(struct cfg *c)

@@ -24,6 +24,8 @@ struct cfg_node {
 	char redis_str[300];       /* as written, for messages */
 	int priority;              /* 0 = never promote; default 100 */
 	char pidfile[256];         /* optional: where the server writes its pid */
+	char key[65];              /* optional: its node key, hex (common/auth.h); else
+				    * derived from [cluster] secret */
 	int shard;                 /* index in cfg.shards, -1 if in none */
 	int line;                  /* line of its section header */
 };

@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* A hiredis async connection on a libevent base that keeps itself up: connect
- * timeout, reconnect with capped backoff, per-request deadline, and a bound on
- * reply size. Nothing here blocks the loop. The one link of the agent (to its
- * server and to the controller) and of the controller (to every server). */
+/* A RESP connection on a libevent base that keeps itself up: connect timeout,
+ * reconnect with capped backoff, and replies read with limits enforced while
+ * reading (common/reply_reader.h: size, elements, nesting; and a reply begun
+ * must finish within the reply timeout). Anything unexpected from the peer (a
+ * reply to no request, a malformed or oversized reply) closes the link with a
+ * "protocol error: ..." reason; nothing a peer sends can abort the process.
+ * Nothing here blocks the loop. Callbacks may drop, send on, or free the link. */
 #ifndef FL_REDIS_LINK_H
 #define FL_REDIS_LINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #include "common/backoff.h"
 #include "common/config.h"
+#include "common/reply_reader.h"
 
 struct event_base;
 struct redis_link;
 
-#define REDIS_LINK_MAX_REPLY (4u << 20) /* larger replies are treated as a protocol error */
+#define REDIS_LINK_MAX_REPLY REPLY_MAX_BYTES /* larger replies are a protocol error */
+#define REDIS_LINK_REPLY_TIMEOUT_MS 5000  /* default: first byte of a reply to its last */
 
 struct redis_link_ops {
 	/* Connected (TCP/unix connect done). Send the handshake from here. */
@@ -26,7 +30,7 @@ struct redis_link_ops {
 	void (*on_down)(void *ctx, const char *why, int err);
 };
 
-/* reply is NULL when the connection went away or the request timed out. */
+/* reply is NULL when the connection went away; it is freed when fn returns. */
 typedef void (*redis_link_reply_fn)(void *ctx, redisReply *reply, void *priv);
 /* For redis_link_request: reply, or NULL and why ("timed out", "connection lost",
  * "cannot connect to NAME: …"). */
@@ -36,6 +40,9 @@ struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endp
 		     int timeout_ms, const struct redis_link_ops *ops, void *ctx);
 /* Reconnect delays: from base_ms doubling to max_ms (default 100 ms to 5 s). */
 void redis_link_set_backoff(struct redis_link *l, int base_ms, int max_ms);
+/* A reply whose first bytes arrived must be whole within ms (a slow drip is a
+ * protocol error). */
+void redis_link_set_reply_timeout(struct redis_link *l, int ms);
 /* Connect now; after a loss, reconnect by itself with backoff. */
 void redis_link_start(struct redis_link *l);
 /* -ENOTCONN when not connected, -ENOBUFS past 64 requests in flight. */
@@ -51,7 +58,8 @@ int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv,
 void redis_link_request(struct redis_link *l, int timeout_ms, redis_link_result_fn fn, void *priv,
 			int argc, const char **argv);
 /* Fire and forget, in order with the requests: sent now, held while the link
- * connects, lost when the connection is. */
+ * connects, lost when the connection is. Its reply is read (and checked) and
+ * dropped. */
 void redis_link_send(struct redis_link *l, int argc, const char **argv);
 /* Drop the connection (protocol error, garbage …) and reconnect after backoff. */
 void redis_link_drop(struct redis_link *l, const char *why);

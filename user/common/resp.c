@@ -19,6 +19,7 @@ struct resp_reader {
 	size_t pos;       /* next header to check */
 	long remaining;   /* bulk strings still to see */
 	long nargs;
+	size_t max_frame; /* RESP_MAX_FRAME, or less (resp_reader_set_max_frame) */
 	redisReader *hr;
 	char err[160];
 };
@@ -34,7 +35,13 @@ struct resp_reader *resp_reader_new(void)
 		free(r);
 		return NULL;
 	}
+	r->max_frame = RESP_MAX_FRAME;
 	return r;
+}
+
+void resp_reader_set_max_frame(struct resp_reader *r, size_t bytes)
+{
+	r->max_frame = bytes && bytes < RESP_MAX_FRAME ? bytes : RESP_MAX_FRAME;
 }
 
 void resp_reader_free(struct resp_reader *r)
@@ -283,11 +290,11 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 				return fail(r, -EPROTO, "Protocol error: invalid bulk length");
 			if (rc == 0)
 				return 0;
-			if ((unsigned long long)v > RESP_MAX_FRAME ||
-			    end + (size_t)v + 2 > RESP_MAX_FRAME)
+			if ((unsigned long long)v > r->max_frame ||
+			    end + (size_t)v + 2 > r->max_frame)
 				return fail(r, -EMSGSIZE,
-					    "Protocol error: frame larger than %u bytes",
-					    RESP_MAX_FRAME);
+					    "Protocol error: frame larger than %zu bytes",
+					    r->max_frame);
 			if (r->len < end + v + 2)
 				return 0;
 			if (r->buf[end + v] != '\r' || r->buf[end + v + 1] != '\n')

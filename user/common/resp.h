@@ -25,6 +25,9 @@ struct evbuffer;
 
 struct resp_reader *resp_reader_new(void);
 void resp_reader_free(struct resp_reader *r);
+/* A lower frame limit (0: back to RESP_MAX_FRAME), for peers not yet
+ * authenticated; it applies from the next frame header checked. */
+void resp_reader_set_max_frame(struct resp_reader *r, size_t bytes);
 /* Appends bytes read from the connection. -ENOMEM. */
 int resp_feed(struct resp_reader *r, const char *buf, size_t len);
 /* 1: *cmd holds the next command (free with resp_cmd_free); 0: need more bytes;

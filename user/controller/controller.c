@@ -241,6 +241,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		return -ENOMEM;
 	c->cfg = cfg;
 	c->start_ms = fl_mono_ms();
+	ctl_fit_clients(c);
 	snprintf(c->event_log, sizeof(c->event_log), "%s",
 		 opts && opts->event_log ? opts->event_log : cfg->controller.event_log);
 	snprintf(c->state_file, sizeof(c->state_file), "%s",
@@ -444,6 +445,8 @@ void ctl_free(struct ctl *c)
 	ctl_dns_free(c);
 	if (c->lis)
 		evconnlistener_free(c->lis);
+	if (c->accept_resume)
+		event_free(c->accept_resume);
 	if (c->tick)
 		event_free(c->tick);
 	if (c->sigint)
@@ -520,6 +523,13 @@ int cmd_controller(int argc, char **argv)
 	rc = cfg_load(path, &cfg, err, sizeof(err));
 	if (rc) {
 		pr_warn("%s\n", err);
+		return 1;
+	}
+	/* Clients authenticate with the cluster secret: the controller needs it. */
+	if (!cfg->secret[0]) {
+		pr_warn("%s: [cluster] secret: missing: the controller needs it (node keys are "
+			"derived from it, clients AUTH with it)\n", path);
+		cfg_free(cfg);
 		return 1;
 	}
 	rc = ctl_new(&c, cfg, &o);

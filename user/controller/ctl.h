@@ -16,8 +16,10 @@
 #define FL_CTL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <strings.h>
 #include <event2/event.h>
+#include "common/auth.h"
 #include "common/config.h"
 #include "common/event_log.h"
 #include "common/resp.h"
@@ -35,9 +37,19 @@ struct ctl_state_writer;
 #define CTL_DISCOVER_MS 1000    /* the first INFO round at start */
 #define CTL_RETRY_MIN_MS 100    /* reconnecting to a server */
 #define CTL_RETRY_MAX_MS 1000
-#define CTL_PROTO_VERSION "1"
+#define CTL_PROTO_VERSION AUTH_PROTO_VERSION
 #define CTL_MAX_SUBS 64
 #define CTL_PUBSUB_MAX_OUT (8u << 20) /* bytes a subscriber may leave unread */
+/* Limits like Redis's (issue 14), for whatever can reach the socket. */
+#define CTL_MAX_CLIENTS 10000          /* Redis's maxclients default */
+#define CTL_FD_RESERVE 64              /* descriptors kept for servers, files, DNS */
+#define CTL_PREAUTH_FRAME (64u << 10)  /* largest frame before AUTH or the agent handshake */
+#define CTL_PREAUTH_MS 5000            /* a frame, or the agent handshake, begun: done by then */
+#define CTL_CLOSE_FLUSH_MS 5000        /* a closing client that does not read: freed */
+#define CTL_MAX_CHANNEL 256            /* bytes in a channel or pattern name */
+#define CTL_ACCEPT_PAUSE_MS 100        /* out of descriptors: accept again after */
+#define CTL_LOG_SRC_MS 1000            /* rejections logged per source address at most */
+#define CTL_LOG_SLOTS 256
 
 /* A client or agent connection. */
 struct ctl_conn {
@@ -52,9 +64,15 @@ struct ctl_conn {
 #define CTL_C_CLOSING (1u << 3) /* closes once its output is flushed */
 #define CTL_C_WAITING (1u << 4) /* a FLATLINE FAILOVER answer is deferred */
 #define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
+#define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
+#define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
 	int node;
+	uint8_t na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN]; /* the handshake's nonces */
+	uint8_t key[AUTH_KEY_LEN];                      /* the challenged node's key */
 	long long seq;
 	struct event *resume; /* reads on after a deferred answer */
+	struct event *deadline; /* a frame or the agent handshake begun and not finished */
+	long long soft_since_ms; /* output over the soft limit since, 0 if not */
 	char *subs[CTL_MAX_SUBS];
 	int nsubs;
 	char *psubs[CTL_MAX_SUBS];
@@ -101,6 +119,20 @@ struct ctl {
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	struct event *discover_timer;
 	char (*reject_last)[160]; /* last rejection logged per node (+ one for unknown ids) */
+	int nconns, maxclients;
+	struct event *accept_resume; /* the listener paused on EMFILE */
+	long long accept_err_ms;     /* last accept error logged */
+	unsigned accept_errs;        /* since */
+	struct {
+		unsigned hash;
+		long long last_ms;
+		unsigned suppressed;
+	} log_src[CTL_LOG_SLOTS]; /* rejections logged per source address */
+	struct {
+		unsigned hash;
+		unsigned fails;
+		long long last_ms;
+	} auth_src[CTL_LOG_SLOTS]; /* failed AUTHs per source address */
 	struct dns_updater *dns;
 	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
 	struct event *dns_check;  /* the drift check, every [dns] check_ms */
@@ -169,11 +201,21 @@ int ctl_listen(struct ctl *c);
 void ctl_conn_fatal(struct ctl_conn *k, const char *err);
 void ctl_conn_free(struct ctl_conn *k);
 void ctl_conn_resume(struct ctl_conn *k);
+/* The event behind k->resume: reads on (after a deferred answer or a penalty). */
+void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg);
+/* RLIMIT_NOFILE raised, maxclients fitted under it */
+void ctl_fit_clients(struct ctl *c);
+/* May a rejection from peer be logged now? Once per CTL_LOG_SRC_MS per source
+ * address; *suppressed: how many were not since. */
+bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed);
+/* Past its class's output buffer limit: the caller frees it at once. */
+bool ctl_conn_over_limit(struct ctl_conn *k);
 
 /* ctl_agents.c: RESP handlers and the session's end */
 void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_agent_closed(struct ctl_conn *k);
 void ctl_agent_timed_out(struct ctl_conn *k);
 void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);

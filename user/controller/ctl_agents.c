@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Agent sessions: HELLO flatline (version, node, secret), REPORT, AUTH, and the
- * heartbeat deadline of each node (docs/protocol.md). */
+/* Agent sessions: HELLO flatline and PROVE (protocol version 2, challenge-response
+ * with the node's key: common/auth.h), REPORT, AUTH, and the heartbeat deadline
+ * of each node (docs/protocol.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,19 @@ static void reject_log(struct ctl *c, int node, const char *node_id, const char 
 	int slot = node >= 0 ? node : c->nnodes;
 	struct evrec r;
 
+	char esc[LOG_ESC_MAX];
+	unsigned supp = 0;
+
 	snprintf(key, sizeof(key), "%s|%s", node_id, why);
 	if (!strcmp(c->reject_last[slot], key))
 		return; /* once per change */
+	/* Per source address, whatever node ids it makes up: the log (and the
+	 * event log's segments) cannot be flooded by rejections. */
+	if (!ctl_log_allowed(c, peer, &supp))
+		return;
 	snprintf(c->reject_last[slot], sizeof(c->reject_last[slot]), "%s", key);
-	pr_warn("rejected agent %s from %s: %s\n", node_id, peer, why);
+	pr_warn("rejected agent %s from %s: %s%s\n", log_esc(node_id, esc, sizeof(esc)), peer, why,
+		supp ? " (and others from there, not logged)" : "");
 	evrec_begin(&r, NULL, "controller", "agent_rejected");
 	evrec_str(&r, "instance", node_id);
 	evrec_str(&r, "peer", peer);
@@ -48,9 +57,12 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
+	uint8_t proof[AUTH_MAC_LEN];
+	char why[200], hex[AUTH_HEX_LEN + 1];
+	const struct cfg_node *cn;
 	struct fo_node *n;
-	struct evrec r;
-	char why[200];
+	const char *id;
+	int rc;
 
 	if (cmd->argc < 2 || strcasecmp(cmd->argv[1], "flatline")) {
 		/* Redis's own HELLO [protover]: RESP2, or RESP3 from now on. */
@@ -78,37 +90,76 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_array(out, 0);
 		return;
 	}
-	if (k->flags & CTL_C_AGENT) {
+	if (k->flags & (CTL_C_AGENT | CTL_C_CHALLENGED)) {
 		ctl_conn_fatal(k, "ERR HELLO already received on this connection");
 		return;
 	}
-	if (cmd->argc != 5) {
-		ctl_conn_fatal(k, "ERR wrong number of arguments for HELLO flatline <version> <node> <secret>");
-		return;
-	}
-	if (strcmp(cmd->argv[2], CTL_PROTO_VERSION)) {
-		snprintf(why, sizeof(why), "VERSION protocol version %.20s not supported (want %s)",
-			 cmd->argv[2], CTL_PROTO_VERSION);
-		reject_log(c, -1, cmd->argv[3], k->peer, why + 8);
+	rc = auth_hello_parse(cmd->argc, (const char *const *)cmd->argv, cmd->lens, &id, k->na,
+			      why, sizeof(why));
+	if (rc == -EPROTONOSUPPORT) {
+		reject_log(c, -1, cmd->argc > 3 ? cmd->argv[3] : "?", k->peer, why + 8);
 		resp_error_reply(out, why);
 		return;
 	}
-	n = fo_find_node(&c->fo, cmd->argv[3]);
-	if (!n) {
-		snprintf(why, sizeof(why), "NODE no [node \"%.64s\"] in the cluster file",
-			 cmd->argv[3]);
-		reject_log(c, -1, cmd->argv[3], k->peer, "unknown node");
+	if (rc) {
+		ctl_conn_fatal(k, why);
+		return;
+	}
+	n = fo_find_node(&c->fo, id);
+	cn = n ? cfg_find_node(c->cfg, n->id) : NULL;
+	if (!n || !cn) {
+		snprintf(why, sizeof(why), "NODE no [node \"%.64s\"] in the cluster file", id);
+		reject_log(c, -1, id, k->peer, "unknown node");
 		resp_error_reply(out, why);
 		return;
 	}
-	if (!secret_eq(c->cfg->secret, cmd->argv[4], cmd->lens[4])) {
-		reject_log(c, n->idx, n->id, k->peer, "wrong secret");
-		resp_error_reply(out, "AUTH wrong secret");
+	/* Its key: as written for it, else derived from the cluster secret. */
+	if (cn->key[0] ? auth_unhex(cn->key, strlen(cn->key), k->key, sizeof(k->key)) :
+			 !c->cfg->secret[0] || auth_node_key(c->cfg->secret, strlen(c->cfg->secret),
+							     n->id, k->key)) {
+		reject_log(c, n->idx, n->id, k->peer, "no key for this node");
+		resp_error_reply(out, "AUTH no key for this node on the controller");
+		return;
+	}
+	if (auth_nonce(k->nc) || auth_proof(k->key, AUTH_CONTROLLER, n->id, k->na, k->nc, proof)) {
+		ctl_conn_fatal(k, "ERR failed to make a challenge");
+		return;
+	}
+	k->flags |= CTL_C_CHALLENGED;
+	k->node = n->idx;
+	auth_hex(k->nc, sizeof(k->nc), hex);
+	resp_array(out, 3);
+	resp_status(out, "CHALLENGE");
+	resp_str(out, hex);
+	auth_hex(proof, sizeof(proof), hex);
+	resp_str(out, hex);
+}
+
+/* PROVE <proof>: the agent's answer to our CHALLENGE. One try per connection. */
+void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct ctl *c = k->ctl;
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+	struct fo_node *n;
+	struct evrec r;
+
+	if (!(k->flags & CTL_C_CHALLENGED) || (k->flags & CTL_C_AGENT)) {
+		ctl_conn_fatal(k, "ERR PROVE without a CHALLENGE");
+		return;
+	}
+	if (cmd->argc != 2) {
+		ctl_conn_fatal(k, "ERR wrong number of arguments for 'prove' command");
+		return;
+	}
+	n = &c->fo.nodes[k->node];
+	if (!auth_check(k->key, AUTH_AGENT, n->id, k->na, k->nc, cmd->argv[1], cmd->lens[1])) {
+		reject_log(c, n->idx, n->id, k->peer, "wrong key");
+		ctl_conn_fatal(k, "AUTH wrong key for this node");
 		return;
 	}
 	c->reject_last[n->idx][0] = '\0';
 	k->flags |= CTL_C_AGENT | CTL_C_AUTH;
-	k->node = n->idx;
+	resp_reader_set_max_frame(k->rd, 0);
 	k->seq = 0;
 	/* Silent for 10 heartbeats: closed (protocol.md, Limits). */
 	{
@@ -181,6 +232,48 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
 }
 
+/* A wrong AUTH: counted per source address, logged at most once per second per
+ * address, and the connection answers it and reads nothing more for 50 ms
+ * doubling with that address's failures (up to 2 s; forgotten after a quiet
+ * minute): guessing the secret goes at a crawl. */
+static void auth_failed(struct ctl_conn *k)
+{
+	struct ctl *c = k->ctl;
+	const char *end = strrchr(k->peer, ':');
+	size_t n = end ? (size_t)(end - k->peer) : strlen(k->peer);
+	unsigned h = 2166136261u, supp = 0;
+	long long now = fl_mono_ms(), delay_ms;
+	typeof(c->auth_src[0]) *a;
+	struct timeval tv;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)k->peer[i]) * 16777619u;
+	a = &c->auth_src[h % CTL_LOG_SLOTS];
+	if (a->hash != h || now - a->last_ms > 60000) {
+		a->hash = h;
+		a->fails = 0;
+	}
+	a->fails++;
+	a->last_ms = now;
+	delay_ms = 50LL << (a->fails < 6 ? a->fails - 1 : 5);
+	if (delay_ms > 2000)
+		delay_ms = 2000;
+	if (ctl_log_allowed(c, k->peer, &supp))
+		pr_warn("failed AUTH from %s: %u from that address in a row; answering it after %lld "
+			"ms%s\n", k->peer, a->fails, delay_ms,
+			supp ? " (and other rejections from there, not logged)" : "");
+	if (!k->resume)
+		k->resume = evtimer_new(c->base, ctl_conn_on_resume, k);
+	if (!k->resume)
+		return;
+	/* The WRONGPASS itself waits too (output held), so a fresh connection
+	 * per guess gains nothing. */
+	k->flags |= CTL_C_PENALTY | CTL_C_WAITING;
+	bufferevent_disable(k->bev, EV_READ | EV_WRITE);
+	tv = fl_ms_tv(delay_ms);
+	evtimer_add(k->resume, &tv);
+}
+
 void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct evbuffer *out = bufferevent_get_output(k->bev);
@@ -196,9 +289,11 @@ void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd)
 	}
 	if (!secret_eq(k->ctl->cfg->secret, cmd->argv[pi], cmd->lens[pi])) {
 		resp_error_reply(out, "WRONGPASS invalid username-password pair or user is disabled.");
+		auth_failed(k);
 		return;
 	}
 	k->flags |= CTL_C_AUTH;
+	resp_reader_set_max_frame(k->rd, 0);
 	resp_status(out, "OK");
 }
 

@@ -9,14 +9,25 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
+
+/* client-output-buffer-limit: closed past hard, or past soft for soft_s. */
+struct ctl_out_limit {
+	const char *class;
+	size_t hard, soft;
+	int soft_s;
+};
+static const struct ctl_out_limit ctl_out_normal = { "normal", 16u << 20, 4u << 20, 10 };
+static const struct ctl_out_limit ctl_out_pubsub = { "pubsub", CTL_PUBSUB_MAX_OUT, 2u << 20, 60 };
 
 
 void ctl_conn_free(struct ctl_conn *k)
@@ -36,6 +47,9 @@ void ctl_conn_free(struct ctl_conn *k)
 		k->next->prev = k->prev;
 	if (k->resume)
 		event_free(k->resume);
+	if (k->deadline)
+		event_free(k->deadline);
+	c->nconns--;
 	for (int i = 0; i < k->nsubs; i++)
 		free(k->subs[i]);
 	for (int i = 0; i < k->npsubs; i++)
@@ -45,12 +59,69 @@ void ctl_conn_free(struct ctl_conn *k)
 	free(k);
 }
 
-/* Answers err and closes once it is sent. */
+/* Answers err and closes once it is sent (or after CTL_CLOSE_FLUSH_MS if the
+ * client does not read it). */
 void ctl_conn_fatal(struct ctl_conn *k, const char *err)
 {
+	struct timeval tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS);
+
 	resp_error_reply(bufferevent_get_output(k->bev), err);
 	k->flags |= CTL_C_CLOSING;
 	bufferevent_disable(k->bev, EV_READ);
+	bufferevent_set_timeouts(k->bev, NULL, &tv);
+}
+
+/* May a rejection from peer ("ip:port", "[v6]:port", "unix") be logged now? One
+ * per source address per CTL_LOG_SRC_MS; *suppressed gets how many were not. A
+ * flood from new addresses shares the slots: it cannot log faster than
+ * CTL_LOG_SLOTS lines per CTL_LOG_SRC_MS either. */
+bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed)
+{
+	const char *end = strrchr(peer, ':');
+	size_t n = end ? (size_t)(end - peer) : strlen(peer);
+	unsigned h = 2166136261u;
+	long long now = fl_mono_ms();
+	typeof(c->log_src[0]) *s;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)peer[i]) * 16777619u;
+	s = &c->log_src[h % CTL_LOG_SLOTS];
+	if (s->last_ms && now - s->last_ms < CTL_LOG_SRC_MS) {
+		s->suppressed++; /* this address, or another in its slot: wait */
+		return false;
+	}
+	*suppressed = s->suppressed;
+	s->hash = h;
+	s->last_ms = now;
+	s->suppressed = 0;
+	return true;
+}
+
+/* Past its output buffer limit (its class's hard limit, or the soft one for
+ * soft_s): true, and the caller frees it at once (a client that does not read
+ * would never take an error reply). */
+bool ctl_conn_over_limit(struct ctl_conn *k)
+{
+	const struct ctl_out_limit *lim = (k->flags & CTL_C_PUBSUB) ? &ctl_out_pubsub : &ctl_out_normal;
+	size_t len = evbuffer_get_length(bufferevent_get_output(k->bev));
+	long long now = fl_mono_ms();
+	unsigned supp = 0;
+
+	if (len <= lim->soft) {
+		k->soft_since_ms = 0;
+		return false;
+	}
+	if (len <= lim->hard) {
+		if (!k->soft_since_ms)
+			k->soft_since_ms = now;
+		if (now - k->soft_since_ms <= lim->soft_s * 1000LL)
+			return false;
+	}
+	if (ctl_log_allowed(k->ctl, k->peer, &supp))
+		pr_warn("closing client %s: output buffer limit of class %s reached (%zu bytes "
+			"unread; hard %zu, soft %zu for %d s)%s\n", k->peer, lim->class, len, lim->hard,
+			lim->soft, lim->soft_s, supp ? " (and others from there, not logged)" : "");
+	return true;
 }
 
 static void unknown_command(struct ctl_conn *k, struct resp_cmd *cmd)
@@ -99,6 +170,7 @@ static const struct {
 } ctl_commands[] = {
 	{ "REPORT", ctl_on_report, false },
 	{ "HELLO", ctl_on_hello, false },
+	{ "PROVE", ctl_on_prove, false },
 	{ "PING", ctl_on_ping, true },
 	{ "AUTH", ctl_on_auth, false },
 	{ "SENTINEL", ctl_on_sentinel, false },
@@ -152,6 +224,7 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 	struct ctl_conn *k = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct resp_cmd cmd;
+	bool ran = false; /* a command finished: a partial frame now is a new one */
 	char e[200];
 	int rc;
 
@@ -165,12 +238,18 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 				break;
 			if (rc < 0) {
 				snprintf(e, sizeof(e), "ERR %s", resp_error(k->rd));
-				pr_debug("closing %s: %s\n", k->peer, resp_error(k->rd));
+				unsigned supp = 0;
+
+				/* Said once per second per address at most (issue 14). */
+				if (ctl_log_allowed(k->ctl, k->peer, &supp))
+					pr_warn("closing client %s: %s%s\n", k->peer, resp_error(k->rd),
+						supp ? " (and others from there, not logged)" : "");
 				ctl_conn_fatal(k, e);
 				break;
 			}
 			dispatch(k, &cmd);
 			resp_cmd_free(&cmd);
+			ran = true;
 		}
 		if (k->flags & CTL_C_WAITING) {
 			bufferevent_disable(bev, EV_READ); /* ctl_failover_done() reads on */
@@ -186,16 +265,56 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 		}
 		evbuffer_drain(in, v.iov_len);
 	}
+	if (!(k->flags & CTL_C_CLOSING) && ctl_conn_over_limit(k)) {
+		ctl_conn_free(k);
+		return;
+	}
+	/* A frame begun, or an agent handshake begun, must finish in time: timed
+	 * from the frame's start (a client pipelining for minutes always has some
+	 * frame half read, never the same one). */
+	bool handshake = (k->flags & CTL_C_CHALLENGED) && !(k->flags & CTL_C_AGENT);
+
+	if (!(k->flags & CTL_C_CLOSING) && (resp_pending(k->rd) || handshake)) {
+		if ((ran && !handshake) || !evtimer_pending(k->deadline, NULL)) {
+			struct timeval tv = fl_ms_tv(CTL_PREAUTH_MS);
+
+			evtimer_add(k->deadline, &tv);
+		}
+	} else {
+		event_del(k->deadline);
+	}
 	if ((k->flags & CTL_C_CLOSING) && !evbuffer_get_length(bufferevent_get_output(bev)))
 		ctl_conn_free(k);
 }
 
-static void on_conn_resume(evutil_socket_t fd, short what, void *arg)
+static void on_conn_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_conn *k = arg;
+	unsigned supp = 0;
+
+	(void)fd;
+	(void)what;
+	if (k->flags & (CTL_C_WAITING | CTL_C_CLOSING))
+		return; /* not reading on purpose, or on its way out */
+	if (!resp_pending(k->rd) && (!(k->flags & CTL_C_CHALLENGED) || (k->flags & CTL_C_AGENT)))
+		return;
+	if (ctl_log_allowed(k->ctl, k->peer, &supp))
+		pr_warn("closing client %s: %s not finished within %d ms%s\n", k->peer,
+			resp_pending(k->rd) ? "a command" : "the agent handshake", CTL_PREAUTH_MS,
+			supp ? " (and others from there, not logged)" : "");
+	ctl_conn_free(k);
+}
+
+void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg)
 {
 	struct ctl_conn *k = arg;
 
 	(void)fd;
 	(void)what;
+	if (k->flags & CTL_C_PENALTY) {
+		k->flags &= ~(CTL_C_PENALTY | CTL_C_WAITING);
+		bufferevent_enable(k->bev, EV_READ | EV_WRITE);
+	}
 	on_conn_read(k->bev, k);
 }
 
@@ -207,7 +326,7 @@ void ctl_conn_resume(struct ctl_conn *k)
 	bufferevent_enable(k->bev, EV_READ);
 	if (resp_pending(k->rd)) {
 		if (!k->resume)
-			k->resume = evtimer_new(k->ctl->base, on_conn_resume, k);
+			k->resume = evtimer_new(k->ctl->base, ctl_conn_on_resume, k);
 		if (k->resume)
 			event_active(k->resume, EV_TIMEOUT, 0);
 	}
@@ -227,12 +346,29 @@ static void on_conn_event(struct bufferevent *bev, short what, void *arg)
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 		      int salen, void *arg)
 {
+	static const char full[] = "-ERR max number of clients reached\r\n";
 	struct ctl *c = arg;
-	struct ctl_conn *k = calloc(1, sizeof(*k));
+	struct ctl_conn *k;
 	int one = 1;
 
 	(void)lis;
 	(void)salen;
+	if (c->nconns >= c->maxclients) {
+		/* As Redis: the error, then closed; logged once per interval. */
+		if (send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			pr_debug("failed to refuse a client: %s\n", strerror(errno));
+		close(fd);
+		if (fl_mono_ms() - c->accept_err_ms >= 10000) {
+			pr_warn("refusing clients: maxclients (%d) reached (%u refused since the last "
+				"message)\n", c->maxclients, c->accept_errs + 1);
+			c->accept_err_ms = fl_mono_ms();
+			c->accept_errs = 0;
+		} else {
+			c->accept_errs++;
+		}
+		return;
+	}
+	k = calloc(1, sizeof(*k));
 	if (!k) {
 		close(fd);
 		return;
@@ -259,21 +395,83 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	k->rd = resp_reader_new();
 	k->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!k->rd || !k->bev) {
+	k->deadline = evtimer_new(c->base, on_conn_deadline, k);
+	if (!k->rd || !k->bev || !k->deadline) {
 		resp_reader_free(k->rd);
 		if (k->bev)
 			bufferevent_free(k->bev);
 		else
 			close(fd);
+		if (k->deadline)
+			event_free(k->deadline);
 		free(k);
 		return;
 	}
+	c->nconns++;
+	/* Small frames until AUTH or the agent handshake, as Redis limits
+	 * unauthenticated clients. */
+	resp_reader_set_max_frame(k->rd, CTL_PREAUTH_FRAME);
 	bufferevent_setcb(k->bev, on_conn_read, on_conn_write, on_conn_event, k);
 	bufferevent_enable(k->bev, EV_READ | EV_WRITE);
 	k->next = c->conns;
 	if (c->conns)
 		c->conns->prev = k;
 	c->conns = k;
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl *c = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(c->lis);
+}
+
+/* accept() failed. Out of descriptors (or memory): the pending connection stays
+ * in the backlog and the listener would fire again at once, so it pauses for
+ * CTL_ACCEPT_PAUSE_MS; one message per 10 s, with a count. */
+static void on_accept_error(struct evconnlistener *lis, void *arg)
+{
+	struct ctl *c = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+	struct timeval tv = fl_ms_tv(CTL_ACCEPT_PAUSE_MS);
+
+	evconnlistener_disable(lis);
+	evtimer_add(c->accept_resume, &tv);
+	if (fl_mono_ms() - c->accept_err_ms >= 10000) {
+		pr_warn("failed to accept a connection: %s (%d clients); pausing accept for %d ms "
+			"(%u failures since the last message)\n", strerror(err), c->nconns,
+			CTL_ACCEPT_PAUSE_MS, c->accept_errs + 1);
+		c->accept_err_ms = fl_mono_ms();
+		c->accept_errs = 0;
+	} else {
+		c->accept_errs++;
+	}
+}
+
+/* RLIMIT_NOFILE raised to its hard limit, maxclients fitted under it (Redis does
+ * the same at start). */
+void ctl_fit_clients(struct ctl *c)
+{
+	struct rlimit rl;
+
+	c->maxclients = CTL_MAX_CLIENTS;
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)CTL_MAX_CLIENTS + CTL_FD_RESERVE + c->cfg->nnodes) {
+		long n = (long)rl.rlim_cur - CTL_FD_RESERVE - c->cfg->nnodes;
+
+		c->maxclients = n < 16 ? 16 : (int)n;
+		pr_info("maxclients %d: the open-files limit is %llu\n", c->maxclients,
+			(unsigned long long)rl.rlim_cur);
+	}
 }
 
 int ctl_listen(struct ctl *c)
@@ -318,5 +516,9 @@ int ctl_listen(struct ctl *c)
 		pr_warn("failed to listen on %s: %s\n", c->listen_str, strerror(err));
 		return -err;
 	}
+	c->accept_resume = evtimer_new(c->base, on_accept_resume, c);
+	if (!c->accept_resume)
+		return -ENOMEM;
+	evconnlistener_set_error_cb(c->lis, on_accept_error);
 	return 0;
 }

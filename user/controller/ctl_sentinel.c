@@ -36,14 +36,13 @@ void ctl_publish(struct ctl *c, const char *channel, const char *msg)
 {
 	if (strncmp(channel, "flatline.", 9))
 		ctl_hooks_event(c, channel, msg);
-	for (struct ctl_conn *k = c->conns; k; k = k->next) {
+	for (struct ctl_conn *k = c->conns, *next; k; k = next) {
+		next = k->next;
 		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))
 			continue;
 		/* A subscriber that does not read: dropped, as Redis's pubsub output limit. */
-		if (evbuffer_get_length(bufferevent_get_output(k->bev)) > CTL_PUBSUB_MAX_OUT) {
-			pr_warn("dropping subscriber %s: %d bytes unread\n", k->peer,
-				(int)evbuffer_get_length(bufferevent_get_output(k->bev)));
-			ctl_conn_fatal(k, "ERR output buffer limit reached");
+		if (ctl_conn_over_limit(k)) {
+			ctl_conn_free(k);
 			continue;
 		}
 		for (int i = 0; i < k->nsubs; i++)
@@ -345,6 +344,12 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	}
 	snprintf(reason, sizeof(reason), "operator (%s from %.40s)", wait ? "flatline failover" :
 									   "SENTINEL failover", k->peer);
+	if (wait && c->waiter[s->idx] && c->waiter[s->idx] != k) {
+		/* One caller waits per shard: the first keeps its answer (issue 14:
+		 * a second one used to take its place and strand it). */
+		resp_error_reply(out, "INPROG a flatline failover of this shard is already running");
+		return -EBUSY;
+	}
 	if (wait) {
 		c->waiter[s->idx] = k; /* set first: a failover may finish at once */
 		k->flags |= CTL_C_WAITING;
@@ -495,6 +500,41 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 		snprintf(e, sizeof(e), "ERR wrong number of arguments for '%s' command", verb);
 		resp_error_reply(out, e);
 		return;
+	}
+	if (sub) {
+		/* Bounded per client: CTL_MAX_SUBS names of CTL_MAX_CHANNEL bytes. */
+		int adding = 0;
+
+		for (int a = 1; a < cmd->argc; a++) {
+			if (cmd->lens[a] > CTL_MAX_CHANNEL) {
+				char e[96];
+
+				snprintf(e, sizeof(e), "ERR channel name longer than %d bytes",
+					 CTL_MAX_CHANNEL);
+				resp_error_reply(out, e);
+				return;
+			}
+			adding++;
+		}
+		if (*n + adding > CTL_MAX_SUBS) {
+			bool all_known = true;
+
+			for (int a = 1; a < cmd->argc && all_known; a++) {
+				bool known = false;
+
+				for (int i = 0; i < *n; i++)
+					known |= !strcmp(list[i], cmd->argv[a]);
+				all_known = known;
+			}
+			if (!all_known) {
+				char e[96];
+
+				snprintf(e, sizeof(e), "ERR more than %d %s per client", CTL_MAX_SUBS,
+					 pattern ? "patterns" : "channels");
+				resp_error_reply(out, e);
+				return;
+			}
+		}
 	}
 	if (!sub && cmd->argc == 1) { /* all of them */
 		if (!*n) {

@@ -22,6 +22,7 @@ struct ctl_server {
 	int node;
 	struct redis_link *link;
 	char run_id[48]; /* INFO server's, asked on every connect */
+	char last_proto[200]; /* the last protocol error printed: once per change */
 };
 
 static struct fo_node *server_node(const struct ctl_server *s)
@@ -81,7 +82,14 @@ static void on_server_down(void *ctx, const char *why, int err)
 {
 	struct ctl_server *s = ctx;
 
-	(void)err;
+	/* What answers at a server's address may not be Redis (issue 14): a
+	 * protocol error is a warning, once per change; the link dials again. */
+	if (err == EPROTO && strcmp(s->last_proto, why)) {
+		snprintf(s->last_proto, sizeof(s->last_proto), "%s", why);
+		pr_warn("closed the connection to %s's server (%s): %s\n", server_node(s)->id,
+			s->ctl->cfg->nodes[s->node].redis_str, why);
+		return;
+	}
 	pr_debug("lost the connection to %s: %s\n", server_node(s)->id, why);
 }
 

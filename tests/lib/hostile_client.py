@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""Hostile clients of the controller's socket (tests/integration/test_hostile.sh,
+issue 14). Each mode prints one line of JSON with what it saw.
+
+  status-flood PORT SECS   FLATLINE STATUS over and over, never reading
+  ping-sub PORT SECS       SUBSCRIBE, then PING over and over, never reading
+  partial PORT N SECS      N connections, each with half of a 60 kB frame
+  bigframe PORT            one 1 MB frame before authenticating
+  conns PORT N SECS        N idle connections held for SECS
+  hello-flood PORT N       N HELLOs with made-up node ids, pipelined
+  crlf-id PORT             a HELLO whose node id holds CR LF and a forged line
+  auth-guess PORT N        N wrong AUTHs on one connection, each waiting for its answer
+"""
+import json, os, select, socket, sys, time
+
+def conn(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    return s
+
+def enc(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+def closed_by_peer(s, wait):
+    """True when the server closed s (EOF or reset) within wait seconds."""
+    end = time.time() + wait
+    s.setblocking(False)
+    while time.time() < end:
+        r, _, _ = select.select([s], [], [], 0.1)
+        if r:
+            try:
+                while True:
+                    d = s.recv(1 << 20)
+                    if not d:
+                        return True
+            except BlockingIOError:
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+    return False
+
+def flood(port, secs, first, unit):
+    s = conn(port)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    if first:
+        s.sendall(first)
+    s.setblocking(False)
+    sent, end, closed = 0, time.time() + secs, False
+    chunk, buf = unit * 64, b""
+    while time.time() < end:
+        try:
+            # What a short send left goes first: frames stay whole.
+            if not buf:
+                buf = chunk
+            n = s.send(buf)
+            buf = buf[n:]
+            sent += n
+        except BlockingIOError:
+            time.sleep(0.01)
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+            break
+    if not closed:
+        closed = closed_by_peer(s, 0.5)
+    return {"sent": sent, "closed": closed}
+
+def main():
+    mode, port = sys.argv[1], int(sys.argv[2])
+    if mode == "status-flood":
+        r = flood(port, float(sys.argv[3]), b"", enc("FLATLINE", "STATUS"))
+    elif mode == "ping-sub":
+        r = flood(port, float(sys.argv[3]), enc("SUBSCRIBE", "+switch-master"), enc("PING"))
+    elif mode == "partial":
+        n, secs = int(sys.argv[3]), float(sys.argv[4])
+        socks = []
+        for _ in range(n):
+            s = conn(port)
+            s.sendall(b"*1\r\n$60000\r\n" + b"a" * 30000)
+            socks.append(s)
+        t0 = time.time()
+        closed = sum(1 for s in socks if closed_by_peer(s, max(0.01, secs - (time.time() - t0))))
+        r = {"conns": n, "closed": closed, "secs": round(time.time() - t0, 2)}
+    elif mode == "bigframe":
+        s = conn(port)
+        s.sendall(b"*1\r\n$1000000\r\n" + b"a" * 1000)
+        r = {"reply": s.recv(200).decode(errors="replace").strip()}
+    elif mode == "conns":
+        n, secs = int(sys.argv[3]), float(sys.argv[4])
+        socks, refused, errs = [], 0, 0
+        for _ in range(n):
+            try:
+                socks.append(conn(port))
+            except OSError:
+                errs += 1
+        time.sleep(0.5)
+        for s in socks:
+            s.setblocking(False)
+            try:
+                d = s.recv(200)
+                if b"max number of clients" in d:
+                    refused += 1
+            except BlockingIOError:
+                pass
+            except OSError:
+                pass
+        time.sleep(secs)
+        r = {"conns": len(socks), "refused": refused, "connect_errors": errs}
+    elif mode == "hello-flood":
+        n = int(sys.argv[3])
+        s = conn(port)
+        f = s.makefile("rb")
+        batch = 500
+        got = 0
+        for i in range(0, n, batch):
+            s.sendall(b"".join(enc("HELLO", "flatline", 2, "x%d-%s" % (j, os.urandom(8).hex()), "ab" * 32)
+                               for j in range(i, min(n, i + batch))))
+            for _ in range(min(n, i + batch) - i):
+                line = f.readline()
+                if not line:
+                    break
+                got += 1
+        r = {"sent": n, "answered": got}
+    elif mode == "auth-guess":
+        s = conn(port)
+        s.settimeout(10)
+        f = s.makefile("rb")
+        answers = []
+        for i in range(int(sys.argv[3])):
+            s.sendall(enc("AUTH", "guess-%d-guess-guess" % i))
+            answers.append(f.readline().decode(errors="replace").strip()[:9])
+        r = {"answers": answers}
+    elif mode == "crlf-id":
+        s = conn(port)
+        s.sendall(enc("HELLO", "flatline", 1, "n1\r\nflatline: FORGED controller_start", "x"))
+        r = {"reply": s.recv(200).decode(errors="replace").strip()}
+    else:
+        print("unknown mode", file=sys.stderr)
+        return 2
+    print(json.dumps(r))
+    return 0
+
+sys.exit(main())
