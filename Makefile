@@ -9,6 +9,7 @@ BPFTOOL   ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 BUILD     ?= build
+VERSION   ?= 0.1.0
 
 # SANITIZE=1 builds everything (daemons and tests) with ASan and UBSan, in build-asan/.
 ifeq ($(SANITIZE),1)
@@ -69,6 +70,9 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 $(BUILD)/user/%.o: user/%.c $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# `flatline version` and the package carry VERSION.
+$(BUILD)/user/cli/check_cmd.o: CFLAGS += -DFL_VERSION='"$(VERSION)"'
 
 $(BUILD)/libflatline.a: $(LIB_OBJS)
 	$(call msg,AR,$@)

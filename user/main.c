@@ -16,6 +16,8 @@ static const struct {
 	{ "failover", cmd_failover, "planned switchover of a shard, no acknowledged write lost" },
 	{ "peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)" },
 	{ "probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)" },
+	{ "check", cmd_check, "validate a cluster file and print what each process will do" },
+	{ "version", cmd_version, "print the version" },
 };
 
 static void usage(FILE *f)

@@ -307,6 +307,21 @@ static bool set_endpoint(struct parser *p, const char *key, const char *v,
 	return true;
 }
 
+/* host:port for the metrics HTTP server; empty = off. No unix sockets: Prometheus
+ * scrapes TCP. */
+static bool set_metrics(struct parser *p, const char *key, const char *v, struct cfg_endpoint *ep)
+{
+	if (!*v) {
+		memset(ep, 0, sizeof(*ep));
+		return true;
+	}
+	if (cfg_parse_endpoint(v, ep, 0) || ep->unix_path[0] || !ep->port) {
+		perr(p, p->line, key, "not host:port or [v6]:port: '%s'", v);
+		return false;
+	}
+	return true;
+}
+
 static bool set_ip(struct parser *p, const char *key, const char *v, char *out, size_t len)
 {
 	unsigned char buf[16];
@@ -434,6 +449,8 @@ static bool key_agent(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 1, MS_MAX, &a->self_fence_after_ms);
 	if (KEY("lease_ms"))
 		return set_int(p, name, v, 0, MS_MAX, &a->lease_ms);
+	if (KEY("metrics_listen"))
+		return set_metrics(p, name, v, &a->metrics_listen);
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -466,6 +483,8 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 0, MS_MAX, &k->failover_block_ms);
 	if (KEY("tilt_ms"))
 		return set_int(p, name, v, 0, MS_MAX, &k->tilt_ms);
+	if (KEY("metrics_listen"))
+		return set_metrics(p, name, v, &k->metrics_listen);
 	perr(p, p->line, name, "unknown key");
 	return false;
 }

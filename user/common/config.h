@@ -61,6 +61,7 @@ struct cfg {
 		bool self_fence;
 		int self_fence_after_ms; /* default 2 x peer_down_after_ms */
 		int lease_ms;            /* the write lease (user/agent/lease.h); 0 = off */
+		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
 	} agent;
 	struct {
 		struct cfg_endpoint listen;
@@ -76,6 +77,7 @@ struct cfg {
 		char client_reconfig_script[256]; /* Sentinel's client-reconfig-script */
 		int failover_block_ms;
 		int tilt_ms;
+		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
 	} controller;
 	struct {
 		char user[128];
