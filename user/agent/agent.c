@@ -22,6 +22,7 @@
 #include "common/event_log.h"
 #include "agent/exit_code.h"
 #include "common/log.h"
+#include "common/caps.h"
 #include "common/config.h"
 #include "common/daemon.h"
 #include "agent/fence.h"
@@ -33,6 +34,17 @@
 #include "agent/srvmon.h"
 
 #define AGENT_MAX_WATCH 64
+
+/* Capabilities (flatline(8), CAPABILITIES). To load and attach the process
+ * programs: */
+#define AGENT_LOAD_CAPS (CAPS_BIT(CAP_BPF) | CAPS_BIT(CAP_PERFMON))
+/* and with peers, the raw ICMP socket and the tc programs: */
+#define AGENT_PROBE_CAPS (CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_NET_RAW))
+/* Once everything is loaded and attached, watching a new pid, the ring buffer,
+ * the raw socket and the pins need none (measured on 6.18: tests/integration/
+ * test_pkg.sh). With peers it keeps these two, to attach the tc programs to an
+ * interface a peer's route moves to later (and, before tcx, to remove its filters): */
+#define AGENT_RUN_PROBE_CAPS (CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_BPF))
 #define AGENT_SYNC_MS 1000
 
 struct agent {
@@ -84,6 +96,7 @@ struct agent {
 	int nallow;
 	struct fl_lease_conn own; /* the monitor connection's far end as the server sees it */
 	bool have_own;
+	uint64_t caps;       /* the effective set once running */
 };
 
 static const char agent_usage[] =
@@ -1220,6 +1233,7 @@ static int arm_watches(struct agent *a)
 
 static void log_agent_start(struct agent *a)
 {
+	char caps[256];
 	struct utsname u;
 	struct evrec r;
 
@@ -1230,8 +1244,54 @@ static void log_agent_start(struct agent *a)
 	evrec_int(&r, "watch_pids", a->npids);
 	evrec_int(&r, "watch_cgroups", a->ncgroups);
 	evrec_str(&r, "pins", proc_watch_pin_dir(a->pw));
+	evrec_str(&r, "caps", caps_names(a->caps, caps, sizeof(caps)));
 	agent_log(a, &r);
 	evlog_sync(a->log);
+}
+
+/* Refuses to start without what loading needs, naming what is missing. */
+static int check_caps(const struct agent *a)
+{
+	uint64_t need = AGENT_LOAD_CAPS | (wants_probe(a) ? AGENT_PROBE_CAPS : 0) |
+			(a->cfg && a->cfg->agent.lease_ms ? CAPS_BIT(CAP_NET_ADMIN) : 0),
+		 eff;
+	char names[256];
+	int err = caps_get(&eff, NULL);
+
+	if (err) {
+		pr_warn("failed to read capabilities: %s\n", strerror(-err));
+		return err;
+	}
+	if (eff & CAPS_BIT(CAP_SYS_ADMIN))
+		eff |= AGENT_LOAD_CAPS; /* before Linux 5.8, CAP_SYS_ADMIN covered both */
+	if ((eff & need) != need) {
+		pr_warn("failed to start the agent: missing capabilities %s (run it as root or "
+			"with them, as flatline-agent@.service does)\n",
+			caps_names(need & ~eff, names, sizeof(names)));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Everything is loaded and attached: keep only what the agent still uses. */
+static int drop_caps(struct agent *a)
+{
+	/* The write lease's tc programs (lease_watch) likewise. */
+	uint64_t keep = a->probe || a->lw ? AGENT_RUN_PROBE_CAPS : 0, eff;
+	char names[256];
+	int err;
+
+	err = caps_keep(keep);
+	if (err) {
+		pr_warn("failed to drop capabilities: %s\n", strerror(-err));
+		return err;
+	}
+	err = caps_get(&eff, NULL);
+	if (err)
+		return err;
+	a->caps = eff;
+	pr_info("capabilities now: %s\n", caps_names(eff, names, sizeof(names)));
+	return 0;
 }
 
 static int agent_run(struct agent *a)
@@ -1262,12 +1322,26 @@ static int agent_run(struct agent *a)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	err = drop_caps(a);
+	if (err)
+		goto cleanup;
 	log_agent_start(a);
 	pr_info("agent for node %s ready: %d pid(s), %d cgroup(s), pins in %s\n", a->node,
 		a->npids, a->ncgroups, proc_watch_pin_dir(a->pw));
+	{
+		char status[256];
+
+		snprintf(status, sizeof(status), "node %s: programs attached, %d peer(s)%s",
+			 a->node, a->probe ? probe_npeers(a->probe) : 0,
+			 a->cfg ? ", reporting to the controller" : "");
+		err = daemon_notify_ready(a->base, status);
+		if (err)
+			goto cleanup;
+	}
 	/* Events that arrived before the loop started. */
 	proc_watch_consume(a->pw);
 	err = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+	daemon_notify_stopping();
 cleanup:
 	if (ev_rb)
 		event_free(ev_rb);
@@ -1305,11 +1379,9 @@ int cmd_agent(int argc, char **argv)
 	err = a.config ? load_config(&a) : 0;
 	if (err)
 		goto cleanup;
-	if (geteuid() != 0) {
-		pr_warn("agent must run as root: it loads BPF programs and pins maps\n");
-		err = -EPERM;
+	err = check_caps(&a);
+	if (err)
 		goto cleanup;
-	}
 	err = check_targets(&a);
 	if (err)
 		goto cleanup;
