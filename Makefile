@@ -75,7 +75,8 @@ $(BUILD)/user/%.o: user/%.c $(SKELS)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 # `flatline version` and the package carry VERSION.
-$(BUILD)/user/cli/check_cmd.o: CFLAGS += -DFL_VERSION='"$(VERSION)"'
+$(BUILD)/user/common/version.o: CFLAGS += -DFL_VERSION='"$(VERSION)"'
+$(BUILD)/user/common/version.o: Makefile
 
 $(BUILD)/libflatline.a: $(LIB_OBJS)
 	$(call msg,AR,$@)

@@ -5,6 +5,90 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 EXAMPLE=packaging/cluster.conf.example
+PY=/usr/bin/python3
+A_IP=198.18.7.1
+B_IP=198.18.7.2
+
+# The capabilities the agent's unit bounds it to, as setpriv(1) wants them:
+# "CAP_BPF CAP_PERFMON" -> "-all,+bpf,+perfmon".
+unit_caps() {
+	local caps
+	caps=$(sed -n 's/^CapabilityBoundingSet=//p' packaging/flatline-agent@.service)
+	[ -n "$caps" ] || fail "no CapabilityBoundingSet= in the agent unit"
+	echo "-all$(for c in $caps; do printf ',+%s' "$(tr 'A-Z' 'a-z' <<<"${c#CAP_}")"; done)"
+}
+
+# setup_unit_agent: two namespace hosts; in a, redis (primary) and the agent started
+# as its unit starts it: uid 0 with the unit's capability bounding set, no
+# inheritable or ambient capabilities, no new privileges, stderr a journal-like
+# stream (JOURNAL_STREAM names it); in b, the recording controller. The agent
+# serves metrics on A_IP:MPORT.
+setup_unit_agent() {
+	need_cmd setpriv capsh redis-server redis-cli nft curl
+	P=flp$BASHPID
+	make_hosts "$P" 198.18.7
+	NODE=u1$P
+	RPORT=$(free_port)
+	$NA redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T" \
+		--logfile "$T/redis.log" &
+	REDIS_PID=$!
+	on_exit "kill -KILL $REDIS_PID"
+	local end=$((SECONDS + FL_WAIT_S))
+	until $NA redis-cli -p "$RPORT" ping 2>/dev/null | grep -q PONG; do
+		[ $SECONDS -le $end ] || fail "redis did not start"
+		sleep 0.05
+	done
+	CPORT=$(free_port)
+	MPORT=$(free_port)
+	REC=$T/rec.jsonl
+	$NB $PY tests/lib/recpeer.py "$CPORT" "$REC" --bind $B_IP --primary "$NODE" &
+	on_exit "kill $!"
+	write_conf "$T/c.conf"
+	LOG=$T/events.jsonl
+	ERR=$T/agent.err
+	: >"$ERR"
+	js=$(stat -c '%d:%i' "$ERR")
+	$NA env JOURNAL_STREAM="$js" setpriv --inh-caps=-all --ambient-caps=-all \
+		--bounding-set="$(unit_caps)" --no-new-privs \
+		"$FL" agent -c "$T/c.conf" --node "$NODE" --event-log "$LOG" 2>>"$ERR" &
+	AGENT_PID=$!
+	on_exit "kill -TERM $AGENT_PID; wait $AGENT_PID; rm -rf /sys/fs/bpf/flatline/$NODE"
+	wait_event "$LOG" '.kind == "controller_connected"' >/dev/null || { cat "$ERR" >&2; fail "agent did not reach the controller"; }
+	wait_event "$LOG" '.kind == "peer_up" and .peer == "n2"' >/dev/null || { cat "$ERR" >&2; fail "no peer_up for n2"; }
+}
+
+# write_conf FILE [EXTRA [agent] LINES]
+write_conf() {
+	cat >"$1" <<-EOC
+		[cluster]
+		secret = s
+		[agent]
+		probe_interval_ms = 100
+		peer_down_after_ms = 500
+		heartbeat_ms = 100
+		metrics_listen = $A_IP:$MPORT
+		${2:-}
+		[controller]
+		listen = $B_IP:$CPORT
+		[node "$NODE"]
+		address = $A_IP
+		redis = 127.0.0.1:$RPORT
+		[node "n2"]
+		address = $B_IP
+		redis = $B_IP:6379
+		[shard "s"]
+		nodes = $NODE n2
+	EOC
+}
+
+isolate_a() {
+	$NA nft -f - <<-EOF
+		table inet flpkg {
+			chain in { type filter hook input priority 0; policy drop; iif lo accept; }
+			chain out { type filter hook output priority 0; policy drop; oif lo accept; }
+		}
+	EOF
+}
 
 test_version() {
 	out=$("$FL" version) || fail "flatline version failed"
@@ -132,5 +216,83 @@ test_deb() {
 	expect_eq "/etc/passwd of this machine" "$(md5sum </etc/passwd)" "$passwd_before"
 }
 
-TESTS=(test_version test_check_example test_check_broken test_manual test_units_verify test_deb)
+# The agent as its unit runs it: the capability set after start is exactly the one
+# flatline(8) documents; with it the agent watches its server, probes its peer and
+# fences an isolated primary.
+test_agent_least_privilege() {
+	setup_unit_agent
+	want=$(grep -o 'drops to `[a-z_,]*`' docs/man/flatline.8.md | head -n 1 | sed 's/.*`\(.*\)`/\1/')
+	[ -n "$want" ] || fail "flatline(8) does not say which capabilities the agent keeps"
+	eff=$(awk '/^CapEff:/ { print $2 }' /proc/$AGENT_PID/status)
+	prm=$(awk '/^CapPrm:/ { print $2 }' /proc/$AGENT_PID/status)
+	expect_eq "CapEff of the running agent" "$(capsh --decode="$eff" | cut -d= -f2)" "$want"
+	expect_eq "CapPrm (dropped for good)" "$prm" "$eff"
+	expect_eq "CapInh" "$(awk '/^CapInh:/ { print $2 }' /proc/$AGENT_PID/status)" 0000000000000000
+	expect_eq "CapAmb" "$(awk '/^CapAmb:/ { print $2 }' /proc/$AGENT_PID/status)" 0000000000000000
+	ev=$(wait_event "$LOG" '.kind == "agent_start"') || fail "no agent_start"
+	expect_eq "agent_start caps" "$(jq -r .caps <<<"$ev")" "$want"
+	grep -q "capabilities now: $want" "$ERR" || fail "the set is not logged: $(cat "$ERR")"
+	# It watches the server: the pid from INFO is in the kernel's watched set.
+	end=$((SECONDS + FL_WAIT_S))
+	until bpftool map dump pinned "/sys/fs/bpf/flatline/$NODE/fl_watch_pids" 2>/dev/null |
+		grep -q "\"key\": $REDIS_PID\b"; do
+		[ $SECONDS -le $end ] || fail "server pid $REDIS_PID not watched"
+		sleep 0.05
+	done
+	# It fences an isolated primary, without the capabilities it dropped.
+	isolate_a
+	on_exit "$NA nft delete table inet flpkg"
+	wait_event "$LOG" '.kind == "self_fenced"' >/dev/null || { cat "$ERR" >&2; fail "no self_fenced"; }
+	$NA nft delete table inet flpkg
+	# And sees its server die, in the kernel.
+	kill -KILL "$REDIS_PID"
+	ev=$(wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $REDIS_PID") || fail "no proc_exit"
+	expect_eq "signal" "$(jq -r .signal <<<"$ev")" SIGKILL
+	kill -0 "$AGENT_PID" || fail "the agent died"
+}
+
+# Under systemd (JOURNAL_STREAM naming stderr) every line carries a <N> level.
+test_agent_journal_levels() {
+	setup_unit_agent
+	grep -q '^<6>flatline: capabilities now:' "$ERR" || fail "no <6> info line: $(cat "$ERR")"
+	bad=$(grep -v '^<[3-7]>flatline: ' "$ERR" | head -n 3)
+	[ -z "$bad" ] || fail "lines without a level: $bad"
+	# And not when stderr is something else (the variable inherited, another stream).
+	JOURNAL_STREAM=1:1 "$FL" agent --bogus-option 2>"$T/plain" || true # exit status is test_bad_input's
+	grep -q '^flatline: ' "$T/plain" || fail "a level prefix on a non-journal stderr: $(cat "$T/plain")"
+}
+
+# SIGHUP: a broken file is refused (logged, the agent keeps running on the old one);
+# a valid one applies self_fence at once and names what needs a restart.
+test_agent_sighup() {
+	setup_unit_agent
+	cp "$T/c.conf" "$T/good.conf"
+	sed -i 's/^hung_after_typo.*//; s/^heartbeat_ms = 100/heartbeat_ms = soon/' "$T/c.conf"
+	kill -HUP "$AGENT_PID"
+	ev=$(wait_event "$LOG" '.kind == "config_rejected"') || { cat "$ERR" >&2; fail "no config_rejected"; }
+	grep -q "c.conf:6: \[agent\] heartbeat_ms: not a number: 'soon'" <<<"$ev" || fail "error: $ev"
+	grep -q "^<3>flatline: failed to reload the cluster file: .*c.conf:6: .*keeping the running" "$ERR" ||
+		fail "not logged as an error: $(cat "$ERR")"
+	sleep 0.5
+	kill -0 "$AGENT_PID" || fail "the agent died on a broken file"
+	n=$(count_events "$REC" ".cmd == \"REPORT\" and .t > $(date +%s)")
+	sleep 0.5
+	[ "$(count_events "$REC" ".cmd == \"REPORT\" and .t > $(date +%s.%N --date=-0.5sec)")" -gt 0 ] ||
+		fail "no reports after the rejected reload ($n)"
+	# A valid file: self_fence off applies; ping_interval_ms needs a restart.
+	write_conf "$T/c.conf" "self_fence = no
+ping_interval_ms = 50"
+	kill -HUP "$AGENT_PID"
+	ev=$(wait_event "$LOG" '.kind == "config_reloaded"') || { cat "$ERR" >&2; fail "no config_reloaded"; }
+	expect_eq "changed keys" "$(jq -r .changed <<<"$ev")" 2
+	expect_eq "needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[agent] ping_interval_ms"
+	# self_fence = no now: isolation fences nothing.
+	isolate_a
+	on_exit "$NA nft delete table inet flpkg"
+	sleep 2 # self_fence_after_ms is 1000
+	expect_eq "self_fenced with self_fence = no" "$(count_events "$LOG" '.kind == "self_fenced"')" 0
+}
+
+TESTS=(test_version test_check_example test_check_broken test_manual test_units_verify test_deb
+	test_agent_least_privilege test_agent_journal_levels test_agent_sighup)
 run_tests

@@ -25,6 +25,7 @@ struct srvmon {
 	struct redis_link *link;
 	struct event *ping_ev, *info_ev;
 	struct hung_sm hung;
+	int64_t ping_sent_ns;  /* CLOCK_MONOTONIC, of the PING in flight */
 	bool info_out;         /* an INFO is in flight */
 	bool need_server_info; /* ask INFO server too (pid, version) */
 	char last_down_why[160];
@@ -127,6 +128,9 @@ static void on_ping(void *ctx, redisReply *r, void *priv)
 	(void)priv;
 	if (!r)
 		return; /* connection gone: on_down() decides */
+	if (m->ops.ping && m->ping_sent_ns)
+		m->ops.ping(m->ctx, fl_clock_ns(CLOCK_MONOTONIC) - m->ping_sent_ns);
+	m->ping_sent_ns = 0;
 	if (hung_reply(&m->hung))
 		pr_info("server %s answers again\n", m->where);
 	n = m->st;
@@ -165,8 +169,10 @@ static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	switch (hung_tick(&m->hung, now)) {
 	case HUNG_SEND:
-		if (!redis_link_command(m->link, on_ping, NULL, 1, ping, NULL))
+		if (!redis_link_command(m->link, on_ping, NULL, 1, ping, NULL)) {
 			hung_sent(&m->hung, now);
+			m->ping_sent_ns = fl_clock_ns(CLOCK_MONOTONIC);
+		}
 		break;
 	case HUNG_NOW_HUNG:
 		/* A process that is gone is DOWN from BPF, never only "hung". */

@@ -69,6 +69,8 @@ struct srvmon_ops {
 			unsigned what);
 	/* Optional: connected, before the first command goes out; fd is the socket. */
 	void (*connected)(void *ctx, int fd);
+	/* Optional: each PING's round trip, send to reply (metrics). */
+	void (*ping)(void *ctx, int64_t rtt_ns);
 };
 
 struct srvmon_opts {

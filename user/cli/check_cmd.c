@@ -9,10 +9,8 @@
 #include "cmds.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/version.h"
 
-#ifndef FL_VERSION
-#define FL_VERSION "unknown"
-#endif
 
 #define CHECK_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
 
@@ -224,6 +222,6 @@ int cmd_version(int argc, char **argv)
 		fputs("usage: flatline version\n", stderr);
 		return 2;
 	}
-	printf("flatline %s (libbpf %s)\n", FL_VERSION, libbpf_version_string());
+	printf("flatline %s (libbpf %s)\n", fl_version, libbpf_version_string());
 	return 0;
 }

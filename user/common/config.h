@@ -136,6 +136,12 @@ const char *cfg_address_unprobeable(const char *address);
 int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len);
 /* host:port, or [host]:port for an IPv6 address (as Redis's anetFormatAddr). */
 const char *cfg_hostport(char *buf, size_t len, const char *host, int port);
+/* Calls fn(ctx, "[section]", "key") for every key whose value differs between a and
+ * b (a node or shard added or removed is reported as its whole section, key "*").
+ * Returns how many. For SIGHUP: what changed, and so what needs a restart. */
+typedef void (*cfg_diff_fn)(void *ctx, const char *section, const char *key);
+int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx);
+
 /* Parses "host:port", "[v6]:port" or "unix:/path"; -EINVAL if malformed. */
 int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port);
 
