@@ -48,7 +48,11 @@ setup_unit_agent() {
 	ERR=$T/agent.err
 	: >"$ERR"
 	js=$(stat -c '%d:%i' "$ERR")
-	$NA env JOURNAL_STREAM="$js" setpriv --inh-caps=-all --ambient-caps=-all \
+	NOTIFY=$T/notify.log
+	$PY tests/lib/notifyrec.py "$T/notify.sock" "$NOTIFY" &
+	on_exit "kill $!"
+	for _ in $(seq 100); do [ -S "$T/notify.sock" ] && break; sleep 0.02; done
+	$NA env JOURNAL_STREAM="$js" NOTIFY_SOCKET="$T/notify.sock" WATCHDOG_USEC=400000 setpriv --inh-caps=-all --ambient-caps=-all \
 		--bounding-set="$(unit_caps)" --no-new-privs \
 		"$FL" agent -c "$T/c.conf" --node "$NODE" --event-log "$LOG" 2>>"$ERR" &
 	AGENT_PID=$!
@@ -251,6 +255,28 @@ test_agent_least_privilege() {
 	kill -0 "$AGENT_PID" || fail "the agent died"
 }
 
+# Type=notify: READY=1 with a STATUS= line once the programs are attached, then
+# WATCHDOG=1 from the event loop every half WatchdogSec= (WATCHDOG_USEC).
+test_agent_sd_notify() {
+	setup_unit_agent
+	end=$((SECONDS + FL_WAIT_S))
+	until grep -q '^READY=1$' "$NOTIFY" 2>/dev/null; do
+		[ $SECONDS -le $end ] || fail "no READY=1: $(cat "$NOTIFY")"
+		sleep 0.05
+	done
+	grep -q "^STATUS=node $NODE: programs attached, 1 peer(s), reporting to the controller$" "$NOTIFY" ||
+		fail "no STATUS line: $(cat "$NOTIFY")"
+	w0=$(grep -c '^WATCHDOG=1$' "$NOTIFY")
+	sleep 1.2
+	w1=$(grep -c '^WATCHDOG=1$' "$NOTIFY")
+	# Every 200 ms: about 6 in 1.2 s; at least 3 on a busy machine.
+	[ $((w1 - w0)) -ge 3 ] || fail "WATCHDOG=1 $((w1 - w0)) times in 1.2 s, want about 6"
+	[ $((w1 - w0)) -le 12 ] || fail "WATCHDOG=1 $((w1 - w0)) times in 1.2 s, want about 6"
+	kill -TERM "$AGENT_PID"
+	wait "$AGENT_PID" || fail "agent exited with $?"
+	grep -q '^STOPPING=1$' "$NOTIFY" || fail "no STOPPING=1"
+}
+
 # Under systemd (JOURNAL_STREAM naming stderr) every line carries a <N> level.
 test_agent_journal_levels() {
 	setup_unit_agent
@@ -293,6 +319,147 @@ ping_interval_ms = 50"
 	expect_eq "self_fenced with self_fence = no" "$(count_events "$LOG" '.kind == "self_fenced"')" 0
 }
 
+# The controller refuses root unless --allow-root; as an unprivileged user it runs.
+test_controller_refuses_root() {
+	need_root
+	need_cmd runuser
+	CPORT=$(free_port)
+	printf '[cluster]\nsecret = s\n[controller]\nlisten = 127.0.0.1:%s\n' "$CPORT" >"$T/c.conf"
+	rc=0
+	"$FL" controller -c "$T/c.conf" --state-file "$T/state" --event-log "$T/c.jsonl" \
+		2>"$T/err" || rc=$?
+	expect_eq "exit status as root" "$rc" 1
+	grep -q "refusing to run as root.*--allow-root" "$T/err" || fail "message: $(cat "$T/err")"
+	[ ! -e "$T/c.jsonl" ] || fail "it started anyway"
+	cp "$FL" "$T/flatline"
+	chmod 0755 "$T" "$T/flatline"
+	chmod 0644 "$T/c.conf"
+	mkdir -m 0777 "$T/run"
+	runuser -u nobody -- "$T/flatline" controller -c "$T/c.conf" --state-file "$T/run/state" \
+		--event-log "$T/run/c.jsonl" 2>"$T/err.nobody" &
+	pid=$!
+	on_exit "kill -TERM $pid"
+	wait_event "$T/run/c.jsonl" '.kind == "controller_ready"' >/dev/null ||
+		fail "did not start as nobody: $(cat "$T/err.nobody")"
+	expect_eq "CapEff of the controller" "$(awk '/^CapEff:/ { print $2 }' /proc/$pid/status)" \
+		0000000000000000
+	kill -TERM "$pid"
+	wait "$pid" || fail "controller exited with $?"
+}
+
+# A real Prometheus (Debian's) scrapes the three agents and the controller of a
+# cluster (tests/lib/cluster.sh) while the primary is SIGKILLed: the failover counter,
+# the histograms and the agents' counters move; promtool accepts both expositions;
+# the example alert rules load and FlatlineFailoverHappened fires. Then SIGHUP on the
+# controller: a broken file is refused, a valid one reloaded.
+test_prometheus_failover() {
+	need_root
+	need_cmd prometheus promtool ip nsenter nft redis-server redis-cli named tsig-keygen dig jq \
+		setsid curl
+	# shellcheck source=tests/lib/cluster.sh
+	. tests/lib/cluster.sh
+	export FL_NODE_PREFIX=m${BASHPID}n
+	export FL_AGENT_CONF="metrics_listen = 0.0.0.0:9433"
+	export FL_CTL_CONF="metrics_listen = 0.0.0.0:9434"
+	CL_KEEP=1
+	cl_init "$T/cl" "flm$BASHPID"
+	on_exit cl_down
+	cl_up || fail "cluster did not come up"
+	IN_CTL="nsenter --net=/run/netns/$CL_NS_CTL"
+	targets=""
+	for i in 1 2 3; do
+		$IN_CTL curl -sf "http://$(cl_ip "$i"):9433/metrics" >"$T/agent$i.prom" ||
+			fail "no metrics from agent $i"
+		promtool check metrics <"$T/agent$i.prom" >"$T/lint" 2>&1 ||
+			fail "promtool on agent $i: $(cat "$T/lint")"
+		targets="$targets'$(cl_ip "$i"):9433',"
+	done
+	$IN_CTL curl -sf "http://$CL_CTL_IP:9434/metrics" >"$T/ctl.prom" || fail "no controller metrics"
+	promtool check metrics <"$T/ctl.prom" >"$T/lint" 2>&1 || fail "promtool on the controller: $(cat "$T/lint")"
+	grep -q '^flatline_controller_agents_connected 3$' "$T/ctl.prom" || fail "agents: $(grep agents "$T/ctl.prom")"
+	cp packaging/flatline-alerts.yml "$T/rules.yml"
+	cat >"$T/prom.yml" <<-EOF
+		global:
+		  scrape_interval: 500ms
+		  evaluation_interval: 500ms
+		rule_files: ['$T/rules.yml']
+		scrape_configs:
+		  - job_name: flatline-agent
+		    static_configs: [{ targets: [${targets%,}] }]
+		  - job_name: flatline-controller
+		    static_configs: [{ targets: ['$CL_CTL_IP:9434'] }]
+	EOF
+	promtool check config "$T/prom.yml" >"$T/lint" 2>&1 || fail "promtool check config: $(cat "$T/lint")"
+	PPORT=$(free_port)
+	$IN_CTL prometheus --config.file="$T/prom.yml" --storage.tsdb.path="$T/tsdb" \
+		--web.listen-address="127.0.0.1:$PPORT" --log.level=warn >"$T/prom.log" 2>&1 &
+	on_exit "kill -TERM $!; wait $!"
+	query() {
+		$IN_CTL curl -sf "http://127.0.0.1:$PPORT/api/v1/query" --data-urlencode "query=$1" |
+			jq -r '.data.result[0].value[1] // empty'
+	}
+	until_query() { # QUERY JQ-CONDITION-ON-THE-NUMBER [SECONDS]
+		local end=$((SECONDS + ${3:-30})) v
+		while [ $SECONDS -le $end ]; do
+			v=$(query "$1" 2>/dev/null)
+			[ -n "$v" ] && jq -e "($v) | $2" <<<null >/dev/null 2>&1 && return 0
+			sleep 0.25
+		done
+		fail "Prometheus: $1 is '${v:-nothing}', want $2 ($(tail -n 3 "$T/prom.log"))"
+	}
+	until_query 'sum(up{job="flatline-agent"})' '. == 3'
+	until_query 'up{job="flatline-controller"}' '. == 1'
+	until_query 'sum(flatline_controller_node_healthy)' '. == 3'
+	until_query 'sum(flatline_agent_ping_duration_seconds_count)' '. > 0'
+	until_query 'count(flatline_agent_peer_rtt_seconds)' '. == 6'
+	until_query 'sum(flatline_agent_peer_up)' '. == 6'
+	epoch0=$(query 'flatline_controller_epoch')
+	# The failover, while Prometheus scrapes.
+	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
+	cl_until 20 cl_has_event "$CL_CLOG" '.kind == "failover_end"' || fail "no failover_end"
+	until_query 'sum(flatline_controller_failovers_total{cause="proc_exit",result="ok"})' '. == 1'
+	until_query 'flatline_controller_detection_to_promotion_seconds_count' '. == 1'
+	until_query 'flatline_controller_detection_to_writable_seconds_count' '. == 1'
+	until_query 'flatline_controller_detection_to_writable_seconds_sum' '. > 0 and . < 10'
+	until_query 'flatline_controller_dns_update_duration_seconds_count' '. >= 1'
+	until_query 'flatline_controller_epoch' ". > $epoch0"
+	until_query 'sum(flatline_agent_events_total{kind="proc_exit"})' '. >= 1'
+	[ -z "$(query "flatline_controller_primary{node=\"$(cl_node 1)\"}")" ] ||
+		fail "Prometheus still sees $(cl_node 1) as the primary"
+	# The alert rules are loaded, and the failover fired one.
+	$IN_CTL curl -sf "http://127.0.0.1:$PPORT/api/v1/rules" >"$T/rules.json" || fail "no rules API"
+	expect_eq "alert rules loaded" "$(jq '[.data.groups[].rules[]] | length' "$T/rules.json")" \
+		"$(grep -c -- '- alert:' packaging/flatline-alerts.yml)"
+	end=$((SECONDS + 20))
+	until $IN_CTL curl -sf "http://127.0.0.1:$PPORT/api/v1/alerts" |
+		jq -e '.data.alerts[] | select(.labels.alertname == "FlatlineFailoverHappened" and .state == "firing")' >/dev/null; do
+		[ $SECONDS -le $end ] || fail "FlatlineFailoverHappened did not fire"
+		sleep 0.25
+	done
+	# SIGHUP on the controller: a broken file keeps the running configuration.
+	ctl=$(cl_pid controller)
+	cp "$CL_CONF" "$T/good.conf"
+	sed -i 's/^node_down_after_ms = 1000/node_down_after_ms = 1s/' "$CL_CONF"
+	kill -HUP "$ctl"
+	cl_until 10 cl_has_event "$CL_CLOG" '.kind == "config_rejected"' || fail "no config_rejected"
+	grep -q "failed to reload the cluster file: .*node_down_after_ms: not a number: '1s'; keeping" \
+		"$CL_DIR/log/controller.out" || fail "not logged: $(tail -n 3 "$CL_DIR/log/controller.out")"
+	cl_running "$ctl" || fail "the controller died on a broken file"
+	$IN_CTL curl -sf "http://$CL_CTL_IP:9434/metrics" | grep -q '^flatline_controller_agents_connected 3$' ||
+		fail "the controller stopped serving after the rejected reload"
+	sed 's/^node_down_after_ms = 1000/node_down_after_ms = 1500/; s/^ttl = 1$/ttl = 2/' "$T/good.conf" >"$CL_CONF"
+	kill -HUP "$ctl"
+	cl_until 10 cl_has_event "$CL_CLOG" '.kind == "config_reloaded"' || fail "no config_reloaded"
+	ev=$(jq -c 'select(.kind == "config_reloaded")' "$CL_CLOG" | head -n 1)
+	expect_eq "changed keys" "$(jq -r .changed <<<"$ev")" 2
+	expect_eq "needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[dns] ttl"
+	nc=$($IN_CTL timeout 2 redis-cli -h "$CL_CTL_IP" \
+		-p "$CL_CTL_PORT" --no-raw SENTINEL master "$CL_SHARD" 2>/dev/null |
+		grep -A1 'down-after-milliseconds' | tail -n 1 | tr -dc 0-9)
+	expect_eq "down-after-milliseconds after the reload" "$nc" 1500
+}
+
 TESTS=(test_version test_check_example test_check_broken test_manual test_units_verify test_deb
-	test_agent_least_privilege test_agent_journal_levels test_agent_sighup)
+	test_agent_least_privilege test_agent_sd_notify test_agent_journal_levels test_agent_sighup
+	test_controller_refuses_root test_prometheus_failover)
 run_tests

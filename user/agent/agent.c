@@ -1096,7 +1096,7 @@ static void on_changed_key(void *ctx, const char *section, const char *key)
 		return;
 	/* Other processes' sections and other nodes do not concern this agent. */
 	if (strcmp(section, "[agent]") && strcmp(section, "[redis]") && strcmp(section, "[cluster]") &&
-	    strcmp(section, "[controller]") && strncmp(section, "[node", 5) &&
+	    strncmp(section, "[controller", 11) && strncmp(section, "[node", 5) &&
 	    strncmp(section, "[shard", 6))
 		return;
 	if (!strcmp(section, "[controller]") && strcmp(key, "listen"))

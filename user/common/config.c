@@ -1030,6 +1030,25 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DSTR(dns.tsig_secret, "[dns]", "tsig_secret");
 	DINT(dns.ttl, "[dns]", "ttl");
 	DINT(dns.check_ms, "[dns]", "check_ms");
+	DINT(etcd.enabled, "[etcd]", "*");
+	DIFF(a->etcd.nendpoints != b->etcd.nendpoints ||
+		     memcmp(a->etcd.endpoints, b->etcd.endpoints, sizeof(a->etcd.endpoints)),
+	     "[etcd]", "endpoints");
+	DSTR(etcd.prefix, "[etcd]", "prefix");
+	DINT(etcd.lease_ms, "[etcd]", "lease_ms");
+	DINT(etcd.timeout_ms, "[etcd]", "timeout_ms");
+	DSTR(etcd.user, "[etcd]", "user");
+	DSTR(etcd.password, "[etcd]", "password");
+	DSTR(etcd.cacert, "[etcd]", "cacert");
+	DSTR(etcd.cert, "[etcd]", "cert");
+	DSTR(etcd.key, "[etcd]", "key");
+	DIFF(a->nctls != b->nctls, "[controller \"*\"]", "*");
+	for (int i = 0; i < a->nctls && i < b->nctls; i++) {
+		snprintf(sect, sizeof(sect), "[controller \"%s\"]", a->ctls[i].id);
+		DIFF(strcmp(a->ctls[i].id, b->ctls[i].id) ||
+			     strcmp(a->ctls[i].listen_str, b->ctls[i].listen_str),
+		     sect, "listen");
+	}
 #undef DINT
 #undef DSTR
 #undef DEP

@@ -48,6 +48,7 @@ void ctl_conn_free(struct ctl_conn *k)
 /* Answers err and closes once it is sent. */
 void ctl_conn_fatal(struct ctl_conn *k, const char *err)
 {
+	k->ctl->m.rejected++;
 	resp_error_reply(bufferevent_get_output(k->bev), err);
 	k->flags |= CTL_C_CLOSING;
 	bufferevent_disable(k->bev, EV_READ);
