@@ -1389,18 +1389,18 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 
 	metrics_head(b, "flatline_build_info", "gauge", "flatline's version, and which process.");
 	metrics_sample(b, "flatline_build_info", 1, "version", fl_version, "process", "agent",
-		       "node", a->node, NULL);
+		       "node", a->node, METRICS_END);
 	metrics_head(b, "flatline_agent_events_total", "counter",
 		     "Events written to the event log, by kind.");
 	for (int i = 0; i < a->nev_kinds; i++)
 		metrics_sample_u64(b, "flatline_agent_events_total", a->ev_counts[i].n, "kind",
-				   a->ev_counts[i].kind, NULL);
+				   a->ev_counts[i].kind, METRICS_END);
 	metrics_head(b, "flatline_agent_ringbuf_drops_total", "counter",
 		     "Kernel events lost because the ring buffer was full.");
-	metrics_sample_u64(b, "flatline_agent_ringbuf_drops_total", proc_watch_drops(a->pw), NULL);
+	metrics_sample_u64(b, "flatline_agent_ringbuf_drops_total", proc_watch_drops(a->pw), METRICS_END);
 	metrics_head(b, "flatline_agent_capabilities", "gauge",
 		     "The agent's effective capability set once running, as a bit mask.");
-	metrics_sample_u64(b, "flatline_agent_capabilities", a->caps, NULL);
+	metrics_sample_u64(b, "flatline_agent_capabilities", a->caps, METRICS_END);
 	if (a->srv) {
 		const struct srv_state *st = srvmon_state(a->srv);
 
@@ -1412,21 +1412,21 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 			     "1 for the local server's current state.");
 		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
 			metrics_sample(b, "flatline_agent_server_state", st->proc == states[i],
-				       "state", srv_proc_name(states[i]), NULL);
+				       "state", srv_proc_name(states[i]), METRICS_END);
 		metrics_head(b, "flatline_agent_server_primary", "gauge",
 			     "1 when the local server says it is a primary.");
 		metrics_sample(b, "flatline_agent_server_primary",
-			       st->have_info && st->info.role == INFO_ROLE_MASTER, NULL);
+			       st->have_info && st->info.role == INFO_ROLE_MASTER, METRICS_END);
 		metrics_head(b, "flatline_agent_fenced", "gauge",
 			     "1 while self-fencing pauses this primary's writes.");
-		metrics_sample(b, "flatline_agent_fenced", a->fence.fenced, NULL);
+		metrics_sample(b, "flatline_agent_fenced", a->fence.fenced, METRICS_END);
 		metrics_head(b, "flatline_agent_controller_last_answer_seconds", "gauge",
 			     "Time since the controller last answered (the lease's age).");
 		metrics_sample(b, "flatline_agent_controller_last_answer_seconds",
-			       (fl_mono_ms() - a->ctl_answer_ms) / 1e3, NULL);
+			       (fl_mono_ms() - a->ctl_answer_ms) / 1e3, METRICS_END);
 		metrics_head(b, "flatline_agent_controller_epoch", "gauge",
 			     "The epoch in the controller's last answer.");
-		metrics_sample(b, "flatline_agent_controller_epoch", (double)a->ctl_epoch, NULL);
+		metrics_sample(b, "flatline_agent_controller_epoch", (double)a->ctl_epoch, METRICS_END);
 	}
 	if (!a->probe)
 		return;
@@ -1437,7 +1437,7 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 
 		metrics_sample(b, "flatline_agent_peer_up",
 			       pi->ev.state == VERDICT_UP || pi->ev.state == VERDICT_PASSIVE,
-			       "peer", pi->id, NULL);
+			       "peer", pi->id, METRICS_END);
 	}
 	metrics_head(b, "flatline_agent_peer_rtt_seconds", "gauge",
 		     "The last echo round trip to the peer, timed in the kernel (tc egress to ingress).");
@@ -1446,20 +1446,20 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 
 		if (pi->st.replied)
 			metrics_sample(b, "flatline_agent_peer_rtt_seconds", pi->st.rtt_last_ns / 1e9,
-				       "peer", pi->id, NULL);
+				       "peer", pi->id, METRICS_END);
 	}
 	metrics_head(b, "flatline_agent_peer_probes_sent_total", "counter",
 		     "Echo requests that left this host toward the peer (seen at tc egress).");
 	for (int i = 0; i < probe_npeers(a->probe); i++)
 		metrics_sample_u64(b, "flatline_agent_peer_probes_sent_total",
 				   probe_peer(a->probe, i)->st.sent, "peer", probe_peer(a->probe, i)->id,
-				   NULL);
+				   METRICS_END);
 	metrics_head(b, "flatline_agent_peer_probes_replied_total", "counter",
 		     "Echo replies from the peer matched to a request.");
 	for (int i = 0; i < probe_npeers(a->probe); i++)
 		metrics_sample_u64(b, "flatline_agent_peer_probes_replied_total",
 				   probe_peer(a->probe, i)->st.replied, "peer",
-				   probe_peer(a->probe, i)->id, NULL);
+				   probe_peer(a->probe, i)->id, METRICS_END);
 }
 
 static int start_metrics(struct agent *a)

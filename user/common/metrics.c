@@ -197,18 +197,18 @@ void metrics_hist_write(struct evbuffer *b, const char *name, const struct metri
 		else
 			snprintf(le, sizeof(le), "+Inf");
 		if (label)
-			metrics_sample_u64(b, n, cum, label, value, "le", le, NULL);
+			metrics_sample_u64(b, n, cum, label, value, "le", le, METRICS_END);
 		else
-			metrics_sample_u64(b, n, cum, "le", le, NULL);
+			metrics_sample_u64(b, n, cum, "le", le, METRICS_END);
 	}
 	snprintf(n, sizeof(n), "%s_sum", name);
 	if (label)
-		metrics_sample(b, n, h->sum, label, value, NULL);
+		metrics_sample(b, n, h->sum, label, value, METRICS_END);
 	else
-		metrics_sample(b, n, h->sum, NULL);
+		metrics_sample(b, n, h->sum, METRICS_END);
 	snprintf(n, sizeof(n), "%s_count", name);
 	if (label)
-		metrics_sample_u64(b, n, h->count, label, value, NULL);
+		metrics_sample_u64(b, n, h->count, label, value, METRICS_END);
 	else
-		metrics_sample_u64(b, n, h->count, NULL);
+		metrics_sample_u64(b, n, h->count, METRICS_END);
 }

@@ -24,7 +24,8 @@ uint64_t metrics_scrapes(const struct metrics *m);
 
 /* # HELP and # TYPE lines; type is "counter", "gauge" or "histogram". */
 void metrics_head(struct evbuffer *b, const char *name, const char *type, const char *help);
-/* One sample. labels: NULL, or pairs name, value, ..., NULL (values escaped). */
+/* One sample. Labels: pairs name, value, ..., then METRICS_END (values escaped). */
+#define METRICS_END ((const char *)NULL)
 void metrics_sample(struct evbuffer *b, const char *name, double v, ...)
 	__attribute__((sentinel));
 void metrics_sample_u64(struct evbuffer *b, const char *name, uint64_t v, ...)

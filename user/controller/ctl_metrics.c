@@ -59,13 +59,13 @@ static void fill(void *ctx, struct evbuffer *b)
 
 	metrics_head(b, "flatline_build_info", "gauge", "flatline's version, and which process.");
 	metrics_sample(b, "flatline_build_info", 1, "version", fl_version, "process", "controller",
-		       NULL);
+		       METRICS_END);
 	metrics_head(b, "flatline_controller_failovers_total", "counter",
 		     "Failovers that ended, by shard, cause (what set them off) and result.");
 	for (int i = 0; i < c->m.nfailovers; i++)
 		metrics_sample_u64(b, "flatline_controller_failovers_total", c->m.failovers[i].n,
 				   "shard", fo->shards[c->m.failovers[i].shard].name, "cause",
-				   c->m.failovers[i].cause, "result", c->m.failovers[i].result, NULL);
+				   c->m.failovers[i].cause, "result", c->m.failovers[i].result, METRICS_END);
 	metrics_head(b, "flatline_controller_detection_to_promotion_seconds", "histogram",
 		     "From the failure's detection by the controller to the promotion accepted.");
 	metrics_hist_write(b, "flatline_controller_detection_to_promotion_seconds",
@@ -82,7 +82,7 @@ static void fill(void *ctx, struct evbuffer *b)
 	metrics_head(b, "flatline_controller_dns_update_failures_total", "counter",
 		     "DNS UPDATEs that failed (refused, timed out, bad key).");
 	metrics_sample_u64(b, "flatline_controller_dns_update_failures_total", c->m.dns_failures,
-			   NULL);
+			   METRICS_END);
 	if (c->dnss) {
 		metrics_head(b, "flatline_controller_dns_drift", "gauge",
 			     "1 when the shard's DNS name does not point at its primary.");
@@ -90,7 +90,7 @@ static void fill(void *ctx, struct evbuffer *b)
 			if (c->cfg->shards[i].dns_name[0])
 				metrics_sample(b, "flatline_controller_dns_drift",
 					       c->dnss[i].agrees == 0, "shard", fo->shards[i].name,
-					       NULL);
+					       METRICS_END);
 	}
 	metrics_head(b, "flatline_controller_node_healthy", "gauge",
 		     "1 when the node's agent reports fresh and its server is up.");
@@ -99,7 +99,7 @@ static void fill(void *ctx, struct evbuffer *b)
 
 		metrics_sample(b, "flatline_controller_node_healthy", fo_judge(fo, n, now) == FO_V_OK,
 			       "node", n->id, "shard", n->shard >= 0 ? fo->shards[n->shard].name : "",
-			       NULL);
+			       METRICS_END);
 	}
 	metrics_head(b, "flatline_controller_primary", "gauge", "1 for each shard's primary.");
 	for (int i = 0; i < fo->nshards; i++) {
@@ -107,16 +107,16 @@ static void fill(void *ctx, struct evbuffer *b)
 
 		if (s->primary >= 0)
 			metrics_sample(b, "flatline_controller_primary", 1, "shard", s->name, "node",
-				       fo->nodes[s->primary].id, NULL);
+				       fo->nodes[s->primary].id, METRICS_END);
 		if (s->epoch > epoch)
 			epoch = s->epoch;
 	}
 	metrics_head(b, "flatline_controller_shard_epoch", "gauge", "Each shard's epoch.");
 	for (int i = 0; i < fo->nshards; i++)
 		metrics_sample_u64(b, "flatline_controller_shard_epoch", fo->shards[i].epoch, "shard",
-				   fo->shards[i].name, NULL);
+				   fo->shards[i].name, METRICS_END);
 	metrics_head(b, "flatline_controller_epoch", "gauge", "The highest epoch of any shard.");
-	metrics_sample_u64(b, "flatline_controller_epoch", epoch, NULL);
+	metrics_sample_u64(b, "flatline_controller_epoch", epoch, METRICS_END);
 	for (const struct ctl_conn *k = c->conns; k; k = k->next) {
 		if (k->flags & CTL_C_AGENT)
 			agents++;
@@ -125,14 +125,14 @@ static void fill(void *ctx, struct evbuffer *b)
 	}
 	metrics_head(b, "flatline_controller_agents_connected", "gauge",
 		     "Agents connected and authenticated.");
-	metrics_sample(b, "flatline_controller_agents_connected", agents, NULL);
+	metrics_sample(b, "flatline_controller_agents_connected", agents, METRICS_END);
 	metrics_head(b, "flatline_controller_clients_connected", "gauge",
 		     "Other connections: Sentinel clients, flatline status, agents before HELLO.");
-	metrics_sample(b, "flatline_controller_clients_connected", clients, NULL);
+	metrics_sample(b, "flatline_controller_clients_connected", clients, METRICS_END);
 	metrics_head(b, "flatline_controller_connections_rejected_total", "counter",
 		     "Connections closed with an error: failed authentication, protocol errors, "
 		     "limits.");
-	metrics_sample_u64(b, "flatline_controller_connections_rejected_total", c->m.rejected, NULL);
+	metrics_sample_u64(b, "flatline_controller_connections_rejected_total", c->m.rejected, METRICS_END);
 }
 
 int ctl_metrics_start(struct ctl *c)
