@@ -275,6 +275,8 @@ test_agent_sd_notify() {
 	kill -TERM "$AGENT_PID"
 	wait "$AGENT_PID" || fail "agent exited with $?"
 	grep -q '^STOPPING=1$' "$NOTIFY" || fail "no STOPPING=1"
+	# Without the capabilities it dropped, it still cleans up after itself.
+	[ ! -e "/sys/fs/bpf/flatline/$NODE" ] || fail "pins left in /sys/fs/bpf/flatline/$NODE"
 }
 
 # Under systemd (JOURNAL_STREAM naming stderr) every line carries a <N> level.
