@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,17 @@ static int under_journal(void)
 	const char *js = getenv("JOURNAL_STREAM");
 	unsigned long long dev, ino;
 	struct stat st;
+	char *end;
 
-	if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(2, &st))
+	if (!js || fstat(2, &st))
+		return 0;
+	errno = 0;
+	dev = strtoull(js, &end, 10);
+	if (end == js || *end != ':' || errno)
+		return 0;
+	js = end + 1;
+	ino = strtoull(js, &end, 10);
+	if (end == js || *end || errno)
 		return 0;
 	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
