@@ -337,12 +337,23 @@ test_controller_refuses_root() {
 	chmod 0755 "$T" "$T/flatline"
 	chmod 0644 "$T/c.conf"
 	mkdir -m 0777 "$T/run"
-	runuser -u nobody -- "$T/flatline" controller -c "$T/c.conf" --state-file "$T/run/state" \
+	$PY tests/lib/notifyrec.py "$T/run/notify.sock" "$T/notify.log" &
+	on_exit "kill $!"
+	for _ in $(seq 100); do [ -S "$T/run/notify.sock" ] && break; sleep 0.02; done
+	chmod 0666 "$T/run/notify.sock"
+	runuser -u nobody -- env NOTIFY_SOCKET="$T/run/notify.sock" WATCHDOG_USEC=400000 \
+		"$T/flatline" controller -c "$T/c.conf" --state-file "$T/run/state" \
 		--event-log "$T/run/c.jsonl" 2>"$T/err.nobody" &
 	pid=$!
 	on_exit "kill -TERM $pid"
 	wait_event "$T/run/c.jsonl" '.kind == "controller_ready"' >/dev/null ||
 		fail "did not start as nobody: $(cat "$T/err.nobody")"
+	# Type=notify: READY=1 once it listens and knows the servers' roles, then watchdog.
+	sleep 0.5
+	grep -q '^READY=1$' "$T/notify.log" || fail "no READY=1: $(cat "$T/notify.log")"
+	grep -q "^STATUS=ready: 0 shard(s), listening on 127.0.0.1:$CPORT$" "$T/notify.log" ||
+		fail "no STATUS: $(cat "$T/notify.log")"
+	[ "$(grep -c '^WATCHDOG=1$' "$T/notify.log")" -ge 1 ] || fail "no WATCHDOG=1"
 	expect_eq "CapEff of the controller" "$(awk '/^CapEff:/ { print $2 }' /proc/$pid/status)" \
 		0000000000000000
 	kill -TERM "$pid"
