@@ -286,8 +286,11 @@ test_agent_journal_levels() {
 	bad=$(grep -v '^<[3-7]>flatline: ' "$ERR" | head -n 3)
 	[ -z "$bad" ] || fail "lines without a level: $bad"
 	# And not when stderr is something else (the variable inherited, another stream).
-	JOURNAL_STREAM=1:1 "$FL" agent --bogus-option 2>"$T/plain" || true # exit status is test_bad_input's
-	grep -q '^flatline: ' "$T/plain" || fail "a level prefix on a non-journal stderr: $(cat "$T/plain")"
+	rc=0
+	JOURNAL_STREAM=1:1 "$FL" agent --watch-pid abc 2>"$T/plain" || rc=$?
+	expect_eq "exit status for a bad --watch-pid" "$rc" 2
+	grep -q '^flatline: --watch-pid abc: not a process id' "$T/plain" ||
+		fail "a level prefix on a non-journal stderr: $(cat "$T/plain")"
 }
 
 # SIGHUP: a broken file is refused (logged, the agent keeps running on the old one);
@@ -303,10 +306,10 @@ test_agent_sighup() {
 		fail "not logged as an error: $(cat "$ERR")"
 	sleep 0.5
 	kill -0 "$AGENT_PID" || fail "the agent died on a broken file"
-	n=$(count_events "$REC" ".cmd == \"REPORT\" and .t > $(date +%s)")
+	t=$(date +%s.%N)
 	sleep 0.5
-	[ "$(count_events "$REC" ".cmd == \"REPORT\" and .t > $(date +%s.%N --date=-0.5sec)")" -gt 0 ] ||
-		fail "no reports after the rejected reload ($n)"
+	[ "$(count_events "$REC" ".cmd == \"REPORT\" and .t > $t")" -gt 0 ] ||
+		fail "no reports to the controller after the rejected reload"
 	# A valid file: self_fence off applies; ping_interval_ms needs a restart.
 	write_conf "$T/c.conf" "self_fence = no
 ping_interval_ms = 50"
@@ -437,6 +440,7 @@ test_prometheus_failover() {
 	until_query 'flatline_controller_dns_update_duration_seconds_count' '. >= 1'
 	until_query 'flatline_controller_epoch' ". > $epoch0"
 	until_query 'sum(flatline_agent_events_total{kind="proc_exit"})' '. >= 1'
+	until_query 'time() - max(flatline_controller_last_failover_timestamp_seconds)' '. > -5 and . < 60'
 	[ -z "$(query "flatline_controller_primary{node=\"$(cl_node 1)\"}")" ] ||
 		fail "Prometheus still sees $(cl_node 1) as the primary"
 	# The alert rules are loaded, and the failover fired one.
@@ -466,9 +470,8 @@ test_prometheus_failover() {
 	ev=$(jq -c 'select(.kind == "config_reloaded")' "$CL_CLOG" | head -n 1)
 	expect_eq "changed keys" "$(jq -r .changed <<<"$ev")" 2
 	expect_eq "needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[dns] ttl"
-	nc=$($IN_CTL timeout 2 redis-cli -h "$CL_CTL_IP" \
-		-p "$CL_CTL_PORT" --no-raw SENTINEL master "$CL_SHARD" 2>/dev/null |
-		grep -A1 'down-after-milliseconds' | tail -n 1 | tr -dc 0-9)
+	nc=$($IN_CTL timeout 2 redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" --raw \
+		SENTINEL master "$CL_SHARD" 2>/dev/null | grep -A1 '^down-after-milliseconds$' | tail -n 1)
 	expect_eq "down-after-milliseconds after the reload" "$nc" 1500
 }
 

@@ -66,6 +66,13 @@ static void fill(void *ctx, struct evbuffer *b)
 		metrics_sample_u64(b, "flatline_controller_failovers_total", c->m.failovers[i].n,
 				   "shard", fo->shards[c->m.failovers[i].shard].name, "cause",
 				   c->m.failovers[i].cause, "result", c->m.failovers[i].result, METRICS_END);
+	metrics_head(b, "flatline_controller_last_failover_timestamp_seconds", "gauge",
+		     "When the shard's last failover ended (Unix time).");
+	for (int i = 0; i < fo->nshards; i++)
+		if (fo->shards[i].have_last && fo->shards[i].last.end_wall_ms)
+			metrics_sample(b, "flatline_controller_last_failover_timestamp_seconds",
+				       fo->shards[i].last.end_wall_ms / 1e3, "shard", fo->shards[i].name,
+				       METRICS_END);
 	metrics_head(b, "flatline_controller_detection_to_promotion_seconds", "histogram",
 		     "From the failure's detection by the controller to the promotion accepted.");
 	metrics_hist_write(b, "flatline_controller_detection_to_promotion_seconds",
