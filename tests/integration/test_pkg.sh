@@ -266,9 +266,9 @@ test_agent_sd_notify() {
 	done
 	grep -q "^STATUS=node $NODE: programs attached, 1 peer(s), reporting to the controller$" "$NOTIFY" ||
 		fail "no STATUS line: $(cat "$NOTIFY")"
-	w0=$(grep -c '^WATCHDOG=1$' "$NOTIFY")
+	w0=$(awk '/^WATCHDOG=1$/ { n++ } END { print n + 0 }' "$NOTIFY")
 	sleep 1.2
-	w1=$(grep -c '^WATCHDOG=1$' "$NOTIFY")
+	w1=$(awk '/^WATCHDOG=1$/ { n++ } END { print n + 0 }' "$NOTIFY")
 	# Every 200 ms: about 6 in 1.2 s; at least 3 on a busy machine.
 	[ $((w1 - w0)) -ge 3 ] || fail "WATCHDOG=1 $((w1 - w0)) times in 1.2 s, want about 6"
 	[ $((w1 - w0)) -le 12 ] || fail "WATCHDOG=1 $((w1 - w0)) times in 1.2 s, want about 6"
@@ -347,10 +347,12 @@ test_controller_refuses_root() {
 	runuser -u nobody -- env NOTIFY_SOCKET="$T/run/notify.sock" WATCHDOG_USEC=400000 \
 		"$T/flatline" controller -c "$T/c.conf" --state-file "$T/run/state" \
 		--event-log "$T/run/c.jsonl" 2>"$T/err.nobody" &
-	pid=$!
-	on_exit "kill -TERM $pid"
+	rpid=$! # runuser's: it waits for the controller
+	on_exit "kill -TERM $rpid"
 	wait_event "$T/run/c.jsonl" '.kind == "controller_ready"' >/dev/null ||
 		fail "did not start as nobody: $(cat "$T/err.nobody")"
+	pid=$(jq -r 'select(.kind == "controller_start") | .pid' "$T/run/c.jsonl" | head -n 1)
+	expect_eq "the controller's user" "$(stat -c %U /proc/$pid)" nobody
 	# Type=notify: READY=1 once it listens and knows the servers' roles, then watchdog.
 	sleep 0.5
 	grep -q '^READY=1$' "$T/notify.log" || fail "no READY=1: $(cat "$T/notify.log")"
@@ -360,7 +362,7 @@ test_controller_refuses_root() {
 	expect_eq "CapEff of the controller" "$(awk '/^CapEff:/ { print $2 }' /proc/$pid/status)" \
 		0000000000000000
 	kill -TERM "$pid"
-	wait "$pid" || fail "controller exited with $?"
+	wait "$rpid" || fail "controller exited with $?"
 }
 
 # A real Prometheus (Debian's) scrapes the three agents and the controller of a

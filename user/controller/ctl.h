@@ -84,6 +84,7 @@ struct ctl_metrics {
 	struct metrics *http;
 	struct metrics_hist to_promotion, to_writable, dns_update; /* seconds */
 	uint64_t dns_failures, rejected;
+	long long *promoted_start_ms; /* per shard: the failover already observed */
 	struct {
 		int shard;
 		char cause[32];

@@ -2,6 +2,8 @@
 /* The controller's Prometheus metrics (flatline.conf(5), METRICS) on
  * [controller] metrics_listen: failovers by shard and cause, the failover's steps
  * and DNS updates as histograms, node health, primaries, epochs, connections. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <event2/buffer.h>
 #include "common/clock.h"
@@ -21,6 +23,12 @@ static void cause_of(const struct fo_failover *f, char *out, size_t len)
 
 void ctl_metrics_promoted(struct ctl *c, const struct fo_shard *s)
 {
+	/* fo_ops.promoted also says a primary found at start (no failover running):
+	 * not a promotion to time. One observation per failover. */
+	if (s->fo.state == FO_ST_NONE || !c->m.promoted_start_ms ||
+	    c->m.promoted_start_ms[s->idx] == s->fo.start_ms)
+		return;
+	c->m.promoted_start_ms[s->idx] = s->fo.start_ms;
 	metrics_hist_observe(&c->m.to_promotion, (fl_mono_ms() - s->fo.start_ms) / 1e3);
 }
 
@@ -147,6 +155,9 @@ int ctl_metrics_start(struct ctl *c)
 	metrics_hist_init(&c->m.to_promotion, metrics_latency_bounds, metrics_latency_nbounds);
 	metrics_hist_init(&c->m.to_writable, metrics_latency_bounds, metrics_latency_nbounds);
 	metrics_hist_init(&c->m.dns_update, metrics_latency_bounds, metrics_latency_nbounds);
+	c->m.promoted_start_ms = calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(long long));
+	if (!c->m.promoted_start_ms)
+		return -ENOMEM;
 	if (!c->cfg->controller.metrics_listen.host[0])
 		return 0;
 	return metrics_open(&c->m.http, c->base, &c->cfg->controller.metrics_listen, fill, c);
@@ -156,4 +167,6 @@ void ctl_metrics_free(struct ctl *c)
 {
 	metrics_close(c->m.http);
 	c->m.http = NULL;
+	free(c->m.promoted_start_ms);
+	c->m.promoted_start_ms = NULL;
 }
