@@ -1014,6 +1014,7 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DINT(agent.self_fence_after_ms, "[agent]", "self_fence_after_ms");
 	DEP(agent.metrics_listen, "[agent]", "metrics_listen");
 	DEP(controller.listen, "[controller]", "listen");
+	DEP(controller.address, "[controller]", "address");
 	DINT(controller.node_down_after_ms, "[controller]", "node_down_after_ms");
 	DSTR(controller.state_file, "[controller]", "state_file");
 	DSTR(controller.event_log, "[controller]", "event_log");
