@@ -1099,7 +1099,7 @@ static void on_changed_key(void *ctx, const char *section, const char *key)
 	    strncmp(section, "[controller", 11) && strncmp(section, "[node", 5) &&
 	    strncmp(section, "[shard", 6))
 		return;
-	if (!strcmp(section, "[controller]") && strcmp(key, "listen"))
+	if (!strcmp(section, "[controller]") && strcmp(key, "listen") && strcmp(key, "address"))
 		return;
 	if (rc->len < sizeof(rc->restart))
 		rc->len += snprintf(rc->restart + rc->len, sizeof(rc->restart) - rc->len, "%s%s %s",
