@@ -1013,6 +1013,9 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DINT(agent.self_fence, "[agent]", "self_fence");
 	DINT(agent.self_fence_after_ms, "[agent]", "self_fence_after_ms");
 	DEP(agent.metrics_listen, "[agent]", "metrics_listen");
+	DINT(agent.lease_ms, "[agent]", "lease_ms");
+	DSTR(controller.notification_script, "[controller]", "notification_script");
+	DSTR(controller.client_reconfig_script, "[controller]", "client_reconfig_script");
 	DEP(controller.listen, "[controller]", "listen");
 	DEP(controller.address, "[controller]", "address");
 	DINT(controller.node_down_after_ms, "[controller]", "node_down_after_ms");
