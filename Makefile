@@ -7,8 +7,12 @@ CC        ?= cc
 CLANG     ?= clang
 BPFTOOL   ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 PREFIX    ?= /usr/local
+# systemd units and tmpfiles: where systemd looks for them under PREFIX (/usr: Debian's).
+UNITDIR   ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+TMPFILESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/tmpfiles.d,$(PREFIX)/lib/tmpfiles.d)
 DESTDIR   ?=
 BUILD     ?= build
+VERSION   ?= 0.1.0
 
 # SANITIZE=1 builds everything (daemons and tests) with ASan and UBSan, in build-asan/.
 ifeq ($(SANITIZE),1)
@@ -20,7 +24,7 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
              -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) $(SAN_FLAGS)
 LDFLAGS   += $(SAN_FLAGS)
-LDLIBS    := -lbpf -lelf -lz -levent -levent_pthreads -lhiredis -lldns -linih -lcurl -ljson-c -lcrypto -lpthread
+LDLIBS    := -lbpf -lelf -lz -levent -levent_pthreads -lhiredis -lldns -linih -lcurl -ljson-c -lcrypto -lsystemd -lpthread
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -mcpu=v3 -I. -Iinclude
 
 ifeq ($(V),1)
@@ -40,7 +44,7 @@ LIB_OBJS  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration tools check fuzz demo demo-ha install clean format vmlinux
+.PHONY: all test unit integration tools check fuzz demo demo-ha install clean format vmlinux man deb
 all: $(BUILD)/flatline
 
 # vmlinux.h is committed; only an explicit `make vmlinux` regenerates it.
@@ -69,6 +73,10 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 $(BUILD)/user/%.o: user/%.c $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# `flatline version` and the package carry VERSION.
+$(BUILD)/user/common/version.o: CFLAGS += -DFL_VERSION='"$(VERSION)"'
+$(BUILD)/user/common/version.o: Makefile
 
 $(BUILD)/libflatline.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
@@ -124,9 +132,33 @@ demo: $(BUILD)/flatline
 demo-ha: $(BUILD)/flatline
 	$(Q)scripts/demo-ha.sh
 
-install: $(BUILD)/flatline
-	$(call msg,INSTALL,$(DESTDIR)$(PREFIX)/sbin/flatline)
+# The manual: flatline(8) and flatline.conf(5), from docs/man/*.md (docs/man/md2man.py).
+MANS := $(BUILD)/man/flatline.8 $(BUILD)/man/flatline.conf.5
+$(BUILD)/man/%: docs/man/%.md docs/man/md2man.py
+	$(call msg,MAN,$@)
+	$(Q)mkdir -p $(@D) && python3 docs/man/md2man.py $< $@
+man: $(MANS)
+
+# Binary, manual, systemd units (their ExecStart pointed at PREFIX), tmpfiles.d, and
+# the examples (cluster file, Prometheus alert rules).
+DOCDIR ?= $(PREFIX)/share/doc/flatline
+install: $(BUILD)/flatline $(MANS)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -D -m 0755 $(BUILD)/flatline $(DESTDIR)$(PREFIX)/sbin/flatline
+	$(Q)install -D -m 0644 $(BUILD)/man/flatline.8 $(DESTDIR)$(PREFIX)/share/man/man8/flatline.8
+	$(Q)install -D -m 0644 $(BUILD)/man/flatline.conf.5 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/flatline.conf.5
+	$(Q)install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples
+	$(Q)for u in packaging/*.service; do \
+		sed 's|/usr/sbin/flatline|$(PREFIX)/sbin/flatline|' $$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+	$(Q)install -D -m 0644 packaging/flatline.tmpfiles $(DESTDIR)$(TMPFILESDIR)/flatline.conf
+	$(Q)install -m 0644 packaging/cluster.conf.example $(DESTDIR)$(DOCDIR)/examples/cluster.conf
+	$(Q)install -m 0644 packaging/flatline-alerts.yml $(DESTDIR)$(DOCDIR)/examples/flatline-alerts.yml
+
+# build/flatline_<version>_<arch>.deb from `make install DESTDIR=... PREFIX=/usr`.
+deb: $(BUILD)/flatline $(MANS)
+	$(Q)BUILD=$(BUILD) VERSION=$(VERSION) MAKE="$(MAKE)" packaging/mkdeb.sh
 
 format:
 	$(Q)clang-format -i $(wildcard user/*.c user/*.h user/*/*.c user/*/*.h include/*.h bpf/*.c tests/unit/*.c)

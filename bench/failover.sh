@@ -73,7 +73,7 @@ start_redis() {
 start_redis "$P1"
 start_redis "$P2" --replicaof 127.0.0.1 "$P1"
 start_redis "$P3" --replicaof 127.0.0.1 "$P1"
-"$FL" controller -c "$dir/cluster.conf" >/dev/null 2>"$dir/controller.err" &
+"$FL" controller --allow-root -c "$dir/cluster.conf" >/dev/null 2>"$dir/controller.err" &
 pids+=($!)
 for n in n1 n2 n3; do
 	"$FL" agent -c "$dir/cluster.conf" --node "$n" --event-log "$dir/events-$n.jsonl" \

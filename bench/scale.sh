@@ -170,7 +170,7 @@ run_trial() { # TRIAL: one line of results in $dir/rows
 			done
 		done
 	fi
-	"$FL" controller -c "$t/cluster.conf" 2>"$t/controller.err" &
+	"$FL" controller --allow-root -c "$t/cluster.conf" 2>"$t/controller.err" &
 	ctl=$!
 	for _ in $(seq 500); do grep -q controller_ready "$t/controller.jsonl" 2>/dev/null && break; sleep 0.02; done
 	grep -q controller_ready "$t/controller.jsonl" || { cat "$t/controller.err" >&2; return 1; }

@@ -7,8 +7,10 @@ PKGS=(
 	# build: BPF toolchain and libraries
 	make clang llvm gcc pkg-config
 	libbpf-dev libelf-dev zlib1g-dev bpftool linux-libc-dev
-	libhiredis-dev libevent-dev libldns-dev libinih-dev
+	libhiredis-dev libevent-dev libldns-dev libinih-dev libsystemd-dev
 	libcurl4-openssl-dev libjson-c-dev libssl-dev
+	# packaging and operations: make deb, lintian, systemd-analyze, the manual, metrics
+	dpkg-dev lintian systemd groff-base man-db prometheus
 	# tests and quality gates
 	libcmocka-dev cppcheck clang-tidy clang-format libclang-rt-14-dev
 	# real peers the tests run
@@ -54,7 +56,7 @@ echo "install-deps: installing ${missing[*]}"
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's packages start services on install; the tests start their own instances.
-for svc in redis-server redis-sentinel named bind9 etcd; do
+for svc in redis-server redis-sentinel named bind9 etcd prometheus; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
 		systemctl stop "$svc" || true
 	fi

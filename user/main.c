@@ -17,6 +17,8 @@ static const struct {
 	{ "peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)" },
 	{ "probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)" },
 	{ "node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret" },
+	{ "check", cmd_check, "validate a cluster file and print what each process will do" },
+	{ "version", cmd_version, "print the version" },
 };
 
 static void usage(FILE *f)

@@ -141,7 +141,7 @@ test_ha_etcd_auth() {
 	sed "s/^password = .*/password = wrong-password-$$/" "$CL_CONF" >"$bad"
 	printf '[controller "cbad"]\nlisten = %s:26390\n' "$(cl_ha_ip "$lead")" >>"$bad"
 	chmod 600 "$bad" # it holds secrets (issue 14: refused otherwise)
-	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller -c "$bad" --id cbad \
+	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller --allow-root -c "$bad" --id cbad \
 		--event-log "$CL_DIR/bad.jsonl"
 	sleep 2
 	grep -q "failed to authenticate to etcd.*authentication failed" "$CL_DIR/log/ctl-bad.out" ||
@@ -165,7 +165,7 @@ test_ha_etcd_tls() {
 	grep -v '^cert = \|^key = ' "$CL_CONF" >"$bad"
 	printf '[controller "cbad"]\nlisten = %s:26390\n' "$(cl_ha_ip "$lead")" >>"$bad"
 	chmod 600 "$bad" # it holds secrets (issue 14: refused otherwise)
-	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller -c "$bad" --id cbad \
+	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller --allow-root -c "$bad" --id cbad \
 		--event-log "$CL_DIR/bad.jsonl"
 	sleep 2
 	grep -qi "failed to grant an etcd lease: https://.*\(certificate\|ssl\|tls\|alert\)" "$CL_DIR/log/ctl-bad.out" ||

@@ -98,7 +98,7 @@ wait_linked() {
 }
 
 start_controller() {
-	"$FL" controller -c "$CONF" -v >>"$T/controller.err" 2>&1 &
+	"$FL" controller --allow-root -c "$CONF" -v >>"$T/controller.err" 2>&1 &
 	CTL_PID=$!
 	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
 	wait_event "$CLOG" ".kind == \"controller_ready\" and (.ts > \"${1:-}\")" >/dev/null || {
@@ -288,7 +288,7 @@ test_state_file_restart() {
 	kill -TERM "$CTL_PID"
 	wait "$CTL_PID" || true
 	sed -i 's/epoch 1/epoch 7/' "$STATE"
-	out=$("$FL" controller -c "$CONF" 2>&1) && fail "started with a damaged state file"
+	out=$("$FL" controller --allow-root -c "$CONF" 2>&1) && fail "started with a damaged state file"
 	grep -q "failed to load state file $STATE: checksum mismatch" <<<"$out" || fail "error: $out"
 }
 

@@ -66,7 +66,7 @@ setup() {
 			sleep 0.05
 		done
 	done
-	"$FL" controller -c "$CONF" >>"$T/controller.err" 2>&1 &
+	"$FL" controller --allow-root -c "$CONF" >>"$T/controller.err" 2>&1 &
 	CTL_PID=$!
 	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
 	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }

@@ -164,7 +164,7 @@ setup_ctl() {
 	chmod 600 "$CONF"
 	start_redis "$P1"; PID_1=$REDIS_PID
 	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
-	"$FL" controller -c "$CONF" >"$T/controller.err" 2>&1 &
+	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
 	CTL_PID=$!
 	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
 	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }
@@ -258,7 +258,7 @@ test_controller_maxclients() {
 	# Restarted with 256 descriptors: maxclients fitted under the limit, the
 	# 300th client refused with Redis's error, no spinning, one message.
 	kill -TERM "$CTL_PID"; wait "$CTL_PID" || true
-	prlimit --nofile=256:256 "$FL" controller -c "$CONF" >"$T/controller.err" 2>&1 &
+	prlimit --nofile=256:256 "$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
 	CTL_PID=$!
 	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
 	wait_event "$CLOG" '.kind == "controller_ready"' 10 >/dev/null
@@ -341,7 +341,7 @@ test_controller_survives_fake_redis() {
 		printf '\n'
 	} >"$CONF"
 	chmod 600 "$CONF"
-	"$FL" controller -c "$CONF" >"$T/controller.err" 2>&1 &
+	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
 	CTL_PID=$!
 	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
 	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }

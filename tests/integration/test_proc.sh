@@ -243,7 +243,7 @@ test_bad_input() {
 		cp "$FL" "$T/flatline"; chmod 0755 "$T" "$T/flatline"
 		set +e; runuser -u nobody -- "$T/flatline" agent --watch-pid $$ 2>"$T/err"; rc=$?; set -e
 		[ $rc -eq 1 ] || fail "non-root agent: exit $rc"
-		grep -q "must run as root" "$T/err" || fail "non-root message: $(cat "$T/err")"
+		grep -q "missing capabilities cap_perfmon,cap_bpf" "$T/err" || fail "non-root message: $(cat "$T/err")"
 	fi
 }
 

@@ -92,7 +92,7 @@ cl_etcd_healthy() { cl_etcdctl endpoint health >/dev/null 2>&1; }
 
 cl_ha_controller_start() {
 	local i=$1
-	cl_spawn "controller-c$i" "$(cl_ha_ns "$i")" "$FL" controller -c "$CL_CONF" --id "c$i" \
+	cl_spawn "controller-c$i" "$(cl_ha_ns "$i")" "$FL" controller --allow-root -c "$CL_CONF" --id "c$i" \
 		--event-log "$(cl_ha_log "$i")" -v
 }
 

@@ -24,6 +24,7 @@ static const char good[] = "[cluster]\n"
 			   "self_fence = no\n"
 			   "stop_grace_ms = 0\n"
 			   "busy_max_ms = 8000\n"
+			   "metrics_listen = [::1]:9433\n"
 			   "[controller]\n"
 			   "listen = 127.0.0.1:26400\n"
 			   "[redis]\n"
@@ -73,6 +74,9 @@ static void test_good_file(void **state)
 	/* No address: agents and clients connect where it listens. */
 	assert_string_equal(c->controller.address.host, "127.0.0.1");
 	assert_int_equal(c->controller.address.port, 26400);
+	assert_string_equal(c->agent.metrics_listen.host, "::1");
+	assert_int_equal(c->agent.metrics_listen.port, 9433);
+	assert_string_equal(c->controller.metrics_listen.host, ""); /* default: off */
 	assert_string_equal(c->redis.user, "");
 	assert_string_equal(c->redis.password, "pw");
 	assert_true(c->dns.enabled);
@@ -171,6 +175,10 @@ static const struct {
 	{ "[controller]\nlisten = 0.0.0.0\n", "t.conf:2: [controller] address: missing: listen = 0.0.0.0" },
 	{ "[controller]\naddress = unix:/run/x.sock\n",
 	  "t.conf:2: [controller] address: a host:port or [v6]:port agents and clients connect to" },
+	{ "[agent]\nmetrics_listen = 127.0.0.1\n",
+	  "t.conf:2: [agent] metrics_listen: not host:port or [v6]:port: '127.0.0.1'" },
+	{ "[controller]\nmetrics_listen = unix:/run/m.sock\n",
+	  "t.conf:2: [controller] metrics_listen: not host:port" },
 	{ "[agent]\nping_interval_ms = 100\n  continued\n",
 	  "t.conf:3: not a 'key = value' line or a [section] header" },
 	{ "[etcd]\nendpoints = 127.0.0.1:2379\n",

@@ -22,8 +22,12 @@
 #include "common/event_log.h"
 #include "agent/exit_code.h"
 #include "common/log.h"
+#include "common/caps.h"
 #include "common/config.h"
 #include "common/daemon.h"
+#include "common/metrics.h"
+#include "common/version.h"
+#include <event2/buffer.h>
 #include "agent/fence.h"
 #include "agent/lease.h"
 #include "kern/lease_watch.h"
@@ -34,6 +38,17 @@
 #include "agent/srvmon.h"
 
 #define AGENT_MAX_WATCH 64
+
+/* Capabilities (flatline(8), CAPABILITIES). To load and attach the process
+ * programs: */
+#define AGENT_LOAD_CAPS (CAPS_BIT(CAP_BPF) | CAPS_BIT(CAP_PERFMON))
+/* and with peers, the raw ICMP socket and the tc programs: */
+#define AGENT_PROBE_CAPS (CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_NET_RAW))
+/* Once everything is loaded and attached, watching a new pid, the ring buffer,
+ * the raw socket and the pins need none (measured on 6.18: tests/integration/
+ * test_pkg.sh). With peers it keeps these two, to attach the tc programs to an
+ * interface a peer's route moves to later (and, before tcx, to remove its filters): */
+#define AGENT_RUN_PROBE_CAPS (CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_BPF))
 #define AGENT_SYNC_MS 1000
 
 struct agent {
@@ -87,6 +102,18 @@ struct agent {
 	struct fl_lease_conn own; /* the monitor connection's far end as the server sees it */
 	bool have_own;
 	uint64_t sched_drops_seen;
+	uint64_t caps;       /* the effective set once running */
+
+	/* Prometheus metrics (metrics_listen): counters kept here, the rest read at
+	 * scrape time from the monitor, the prober and the pinned maps. */
+	const char *metrics_flag;          /* --metrics-listen */
+	struct metrics *metrics;
+	struct metrics_hist ping_hist;     /* PING round trips, seconds */
+	struct {
+		char kind[32];
+		uint64_t n;
+	} ev_counts[64];
+	int nev_kinds;
 };
 
 static const char agent_usage[] =
@@ -105,12 +132,42 @@ static const char agent_usage[] =
 	"                       nodes of this node's shard are peers already)\n"
 	"  --probe-interval-ms MS, --peer-down-after-ms MS\n"
 	"                       override the cluster file's [agent] values\n"
+	"  --metrics-listen HOST:PORT\n"
+	"                       serve Prometheus metrics there (default [agent] metrics_listen)\n"
 	"  -v, --verbose        more messages; twice for libbpf's own\n";
+
+/* flatline_agent_events_total{kind}: the kind as evrec_begin() wrote it. */
+static void count_event(struct agent *a, const struct evrec *r)
+{
+	const char *k = strstr(r->buf, "\"kind\":\""), *end;
+	size_t n;
+	int i;
+
+	if (!k)
+		return;
+	k += 8;
+	end = strchr(k, '"');
+	n = end ? (size_t)(end - k) : 0;
+	if (!n || n >= sizeof(a->ev_counts[0].kind))
+		return;
+	for (i = 0; i < a->nev_kinds; i++)
+		if (!strncmp(a->ev_counts[i].kind, k, n) && !a->ev_counts[i].kind[n])
+			break;
+	if (i == a->nev_kinds) {
+		if (i == (int)(sizeof(a->ev_counts) / sizeof(a->ev_counts[0])))
+			return;
+		memcpy(a->ev_counts[i].kind, k, n);
+		a->ev_counts[i].kind[n] = '\0';
+		a->nev_kinds++;
+	}
+	a->ev_counts[i].n++;
+}
 
 static void agent_log(struct agent *a, struct evrec *r)
 {
 	int err = evlog_write(a->log, r);
 
+	count_event(a, r);
 	if (err)
 		pr_warn("failed to write event log %s: %s\n", a->event_log, strerror(-err));
 }
@@ -1013,12 +1070,20 @@ static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
 	fence_eval_now(arg);
 }
 
+static void on_ping_rtt(void *ctx, int64_t rtt_ns)
+{
+	struct agent *a = ctx;
+
+	metrics_hist_observe(&a->ping_hist, rtt_ns / 1e9);
+}
+
 /* With a cluster file: the server monitor and the controller link. */
 static int start_cluster(struct agent *a)
 {
 	static const struct srvmon_ops sops = { .changed = on_srv_changed,
 						.connected = on_srv_connected,
-						.note = on_srv_note };
+						.note = on_srv_note,
+						.ping = on_ping_rtt };
 	static const struct reporter_ops rops = { .build = build_report,
 						  .event = on_rep_event,
 						  .answer = on_rep_answer };
@@ -1102,6 +1167,82 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(a->base);
 }
 
+struct reload_ctx {
+	char restart[512]; /* the changed keys that need a restart */
+	size_t len;
+};
+
+/* What the agent applies while running: only self-fencing's switch and delay, read
+ * at each evaluation. Everything else it was started with stays until a restart. */
+static void on_changed_key(void *ctx, const char *section, const char *key)
+{
+	struct reload_ctx *rc = ctx;
+
+	if (!strcmp(section, "[agent]") &&
+	    (!strcmp(key, "self_fence") || !strcmp(key, "self_fence_after_ms")))
+		return;
+	/* Other processes' sections and other nodes do not concern this agent. */
+	if (strcmp(section, "[agent]") && strcmp(section, "[redis]") && strcmp(section, "[cluster]") &&
+	    strncmp(section, "[controller", 11) && strncmp(section, "[node", 5) &&
+	    strncmp(section, "[shard", 6))
+		return;
+	if (!strcmp(section, "[controller]") && strcmp(key, "listen") && strcmp(key, "address"))
+		return;
+	if (rc->len < sizeof(rc->restart))
+		rc->len += snprintf(rc->restart + rc->len, sizeof(rc->restart) - rc->len, "%s%s %s",
+				    rc->len ? ", " : "", section, key);
+}
+
+static void agent_reload(struct agent *a)
+{
+	struct reload_ctx rc = { .len = 0 };
+	struct cfg *n = NULL;
+	struct evrec r;
+	char err[512];
+	int changed;
+
+	if (!a->cfg) {
+		pr_info("received SIGHUP: no cluster file to reload (started without -c)\n");
+		return;
+	}
+	if (cfg_load(a->config, &n, err, sizeof(err))) {
+		pr_warn("failed to reload the cluster file: %s; keeping the running configuration\n",
+			err);
+		evrec_begin(&r, NULL, a->node, "config_rejected");
+		evrec_str(&r, "error", err);
+		agent_log(a, &r);
+		return;
+	}
+	if (!cfg_find_node(n, a->node)) {
+		pr_warn("failed to reload the cluster file: node %s is no longer in %s; keeping the "
+			"running configuration\n",
+			a->node, a->config);
+		cfg_free(n);
+		return;
+	}
+	rc.restart[0] = '\0';
+	changed = cfg_diff(a->cfg, n, on_changed_key, &rc);
+	a->cfg->agent.self_fence = n->agent.self_fence;
+	a->cfg->agent.self_fence_after_ms = n->agent.self_fence_after_ms;
+	evrec_begin(&r, NULL, a->node, "config_reloaded");
+	evrec_int(&r, "changed", changed);
+	evrec_str(&r, "needs_restart", rc.restart);
+	agent_log(a, &r);
+	if (rc.len)
+		pr_warn("reloaded %s: %d key(s) changed; these need a restart of the agent: %s\n",
+			a->config, changed, rc.restart);
+	else
+		pr_info("reloaded %s: %d key(s) changed, all applied\n", a->config, changed);
+	cfg_free(n);
+}
+
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	agent_reload(arg);
+}
+
 /* Once a second: flush the log to disk and report new ring buffer drops. */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -1154,6 +1295,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		{ "peer", required_argument, NULL, 'P' },
 		{ "probe-interval-ms", required_argument, NULL, 'I' },
 		{ "peer-down-after-ms", required_argument, NULL, 'D' },
+		{ "metrics-listen", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -1213,6 +1355,9 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			if (daemon_parse_ms("--peer-down-after-ms", optarg, 3600000,
 					 &a->peer_down_after_ms))
 				return 2;
+			break;
+		case 'M':
+			a->metrics_flag = optarg;
 			break;
 		case 'v':
 			log_verbosity++;
@@ -1317,6 +1462,7 @@ static int arm_watches(struct agent *a)
 
 static void log_agent_start(struct agent *a)
 {
+	char caps[256];
 	struct utsname u;
 	struct evrec r;
 
@@ -1329,13 +1475,158 @@ static void log_agent_start(struct agent *a)
 	evrec_str(&r, "pins", proc_watch_pin_dir(a->pw));
 	if (a->cfg)
 		evrec_bool(&r, "sched_state", a->sw != NULL);
+	evrec_str(&r, "caps", caps_names(a->caps, caps, sizeof(caps)));
 	agent_log(a, &r);
 	evlog_sync(a->log);
 }
 
+static void fill_metrics(void *ctx, struct evbuffer *b)
+{
+	static const enum srv_proc states[] = { SRV_UNKNOWN, SRV_UP,	  SRV_DOWN,
+						SRV_HUNG,    SRV_BUSY, SRV_LOADING };
+	struct agent *a = ctx;
+
+	metrics_head(b, "flatline_build_info", "gauge", "flatline's version, and which process.");
+	metrics_sample(b, "flatline_build_info", 1, "version", fl_version, "process", "agent",
+		       "node", a->node, METRICS_END);
+	metrics_head(b, "flatline_agent_events_total", "counter",
+		     "Events written to the event log, by kind.");
+	for (int i = 0; i < a->nev_kinds; i++)
+		metrics_sample_u64(b, "flatline_agent_events_total", a->ev_counts[i].n, "kind",
+				   a->ev_counts[i].kind, METRICS_END);
+	metrics_head(b, "flatline_agent_ringbuf_drops_total", "counter",
+		     "Kernel events lost because the ring buffer was full.");
+	metrics_sample_u64(b, "flatline_agent_ringbuf_drops_total", proc_watch_drops(a->pw), METRICS_END);
+	metrics_head(b, "flatline_agent_capabilities", "gauge",
+		     "The agent's effective capability set once running, as a bit mask.");
+	metrics_sample_u64(b, "flatline_agent_capabilities", a->caps, METRICS_END);
+	if (a->srv) {
+		const struct srv_state *st = srvmon_state(a->srv);
+
+		metrics_head(b, "flatline_agent_ping_duration_seconds", "histogram",
+			     "PING round trips to the local server.");
+		metrics_hist_write(b, "flatline_agent_ping_duration_seconds", &a->ping_hist, NULL,
+				   NULL);
+		metrics_head(b, "flatline_agent_server_state", "gauge",
+			     "1 for the local server's current state.");
+		for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+			metrics_sample(b, "flatline_agent_server_state", st->proc == states[i],
+				       "state", srv_proc_name(states[i]), METRICS_END);
+		metrics_head(b, "flatline_agent_server_primary", "gauge",
+			     "1 when the local server says it is a primary.");
+		metrics_sample(b, "flatline_agent_server_primary",
+			       st->have_info && st->info.role == INFO_ROLE_MASTER, METRICS_END);
+		metrics_head(b, "flatline_agent_fenced", "gauge",
+			     "1 while self-fencing pauses this primary's writes.");
+		metrics_sample(b, "flatline_agent_fenced", a->fence.fenced, METRICS_END);
+		metrics_head(b, "flatline_agent_controller_last_answer_seconds", "gauge",
+			     "Time since the controller last answered (the lease's age).");
+		metrics_sample(b, "flatline_agent_controller_last_answer_seconds",
+			       (fl_mono_ms() - a->ctl_answer_ms) / 1e3, METRICS_END);
+		metrics_head(b, "flatline_agent_controller_epoch", "gauge",
+			     "The epoch in the controller's last answer.");
+		metrics_sample(b, "flatline_agent_controller_epoch", (double)a->ctl_epoch, METRICS_END);
+	}
+	if (!a->probe)
+		return;
+	metrics_head(b, "flatline_agent_peer_up", "gauge",
+		     "1 when the peer is up or passive, 0 when down or unknown.");
+	for (int i = 0; i < probe_npeers(a->probe); i++) {
+		const struct probe_peer_info *pi = probe_peer(a->probe, i);
+
+		metrics_sample(b, "flatline_agent_peer_up",
+			       pi->ev.state == VERDICT_UP || pi->ev.state == VERDICT_PASSIVE,
+			       "peer", pi->id, METRICS_END);
+	}
+	metrics_head(b, "flatline_agent_peer_rtt_seconds", "gauge",
+		     "The last echo round trip to the peer, timed in the kernel (tc egress to ingress).");
+	for (int i = 0; i < probe_npeers(a->probe); i++) {
+		const struct probe_peer_info *pi = probe_peer(a->probe, i);
+
+		if (pi->st.replied)
+			metrics_sample(b, "flatline_agent_peer_rtt_seconds", pi->st.rtt_last_ns / 1e9,
+				       "peer", pi->id, METRICS_END);
+	}
+	metrics_head(b, "flatline_agent_peer_probes_sent_total", "counter",
+		     "Echo requests that left this host toward the peer (seen at tc egress).");
+	for (int i = 0; i < probe_npeers(a->probe); i++)
+		metrics_sample_u64(b, "flatline_agent_peer_probes_sent_total",
+				   probe_peer(a->probe, i)->st.sent, "peer", probe_peer(a->probe, i)->id,
+				   METRICS_END);
+	metrics_head(b, "flatline_agent_peer_probes_replied_total", "counter",
+		     "Echo replies from the peer matched to a request.");
+	for (int i = 0; i < probe_npeers(a->probe); i++)
+		metrics_sample_u64(b, "flatline_agent_peer_probes_replied_total",
+				   probe_peer(a->probe, i)->st.replied, "peer",
+				   probe_peer(a->probe, i)->id, METRICS_END);
+}
+
+static int start_metrics(struct agent *a)
+{
+	struct cfg_endpoint ep = { 0 };
+
+	if (a->metrics_flag) {
+		if (cfg_parse_endpoint(a->metrics_flag, &ep, 0) || ep.unix_path[0] || !ep.port) {
+			pr_warn("--metrics-listen %s: not host:port\n", a->metrics_flag);
+			return -EINVAL;
+		}
+	} else if (a->cfg) {
+		ep = a->cfg->agent.metrics_listen;
+	}
+	if (!ep.host[0])
+		return 0;
+	metrics_hist_init(&a->ping_hist, metrics_latency_bounds, metrics_latency_nbounds);
+	return metrics_open(&a->metrics, a->base, &ep, fill_metrics, a);
+}
+
+/* Refuses to start without what loading needs, naming what is missing. */
+static int check_caps(const struct agent *a)
+{
+	uint64_t need = AGENT_LOAD_CAPS | (wants_probe(a) ? AGENT_PROBE_CAPS : 0) |
+			(a->cfg && a->cfg->agent.lease_ms ? CAPS_BIT(CAP_NET_ADMIN) : 0),
+		 eff;
+	char names[256];
+	int err = caps_get(&eff, NULL);
+
+	if (err) {
+		pr_warn("failed to read capabilities: %s\n", strerror(-err));
+		return err;
+	}
+	if (eff & CAPS_BIT(CAP_SYS_ADMIN))
+		eff |= AGENT_LOAD_CAPS; /* before Linux 5.8, CAP_SYS_ADMIN covered both */
+	if ((eff & need) != need) {
+		pr_warn("failed to start the agent: missing capabilities %s (run it as root or "
+			"with them, as flatline-agent@.service does)\n",
+			caps_names(need & ~eff, names, sizeof(names)));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Everything is loaded and attached: keep only what the agent still uses. */
+static int drop_caps(struct agent *a)
+{
+	/* The write lease's tc programs (lease_watch) likewise. */
+	uint64_t keep = a->probe || a->lw ? AGENT_RUN_PROBE_CAPS : 0, eff;
+	char names[256];
+	int err;
+
+	err = caps_keep(keep);
+	if (err) {
+		pr_warn("failed to drop capabilities: %s\n", strerror(-err));
+		return err;
+	}
+	err = caps_get(&eff, NULL);
+	if (err)
+		return err;
+	a->caps = eff;
+	pr_info("capabilities now: %s\n", caps_names(eff, names, sizeof(names)));
+	return 0;
+}
+
 static int agent_run(struct agent *a)
 {
-	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL;
+	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL, *ev_hup = NULL;
 	struct event *ev_sched = NULL;
 	struct timeval tick = fl_ms_tv(AGENT_SYNC_MS);
 	int err = -ENOMEM;
@@ -1347,7 +1638,9 @@ static int agent_run(struct agent *a)
 	ev_term = evsignal_new(a->base, SIGTERM, on_signal, a);
 	ev_int = evsignal_new(a->base, SIGINT, on_signal, a);
 	ev_tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
-	if (!ev_rb || !ev_term || !ev_int || !ev_tick || event_add(ev_rb, NULL) ||
+	ev_hup = evsignal_new(a->base, SIGHUP, on_sighup, a);
+	if (!ev_rb || !ev_term || !ev_int || !ev_tick || !ev_hup || event_add(ev_hup, NULL) ||
+	    event_add(ev_rb, NULL) ||
 	    event_add(ev_term, NULL) || event_add(ev_int, NULL) || event_add(ev_tick, &tick)) {
 		pr_warn("failed to set up the event loop\n");
 		goto cleanup;
@@ -1370,12 +1663,29 @@ static int agent_run(struct agent *a)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	err = start_metrics(a);
+	if (err)
+		goto cleanup;
+	err = drop_caps(a);
+	if (err)
+		goto cleanup;
 	log_agent_start(a);
 	pr_info("agent for node %s ready: %d pid(s), %d cgroup(s), pins in %s\n", a->node,
 		a->npids, a->ncgroups, proc_watch_pin_dir(a->pw));
+	{
+		char status[256];
+
+		snprintf(status, sizeof(status), "node %s: programs attached, %d peer(s)%s",
+			 a->node, a->probe ? probe_npeers(a->probe) : 0,
+			 a->cfg ? ", reporting to the controller" : "");
+		err = daemon_notify_ready(a->base, status);
+		if (err)
+			goto cleanup;
+	}
 	/* Events that arrived before the loop started. */
 	proc_watch_consume(a->pw);
 	err = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+	daemon_notify_stopping();
 cleanup:
 	if (ev_rb)
 		event_free(ev_rb);
@@ -1387,8 +1697,11 @@ cleanup:
 		event_free(ev_tick);
 	if (ev_sched)
 		event_free(ev_sched);
+	if (ev_hup)
+		event_free(ev_hup);
 	if (a->fence_ev)
 		event_free(a->fence_ev);
+	metrics_close(a->metrics);
 	srvmon_free(a->srv);
 	for (int i = 0; i < a->nrep; i++)
 		reporter_free(a->rep[i]);
@@ -1415,11 +1728,9 @@ int cmd_agent(int argc, char **argv)
 	err = a.config ? load_config(&a) : 0;
 	if (err)
 		goto cleanup;
-	if (geteuid() != 0) {
-		pr_warn("agent must run as root: it loads BPF programs and pins maps\n");
-		err = -EPERM;
+	err = check_caps(&a);
+	if (err)
 		goto cleanup;
-	}
 	err = check_targets(&a);
 	if (err)
 		goto cleanup;

@@ -33,6 +33,7 @@ struct srvmon {
 	struct redis_link *link;
 	struct event *ping_ev, *info_ev;
 	struct hung_sm hung;
+	int64_t ping_sent_ns;  /* CLOCK_MONOTONIC, of the PING in flight */
 	bool info_out;         /* an INFO is in flight */
 	bool need_server_info; /* ask INFO server too (pid, version) */
 	char last_down_why[160];
@@ -192,6 +193,9 @@ static void on_ping(void *ctx, redisReply *r, void *priv)
 	/* A reason for a loss is printed again only after the server answered:
 	 * a peer that accepts and then breaks every connection logs once. */
 	m->last_down_why[0] = '\0';
+	if (m->ops.ping && m->ping_sent_ns)
+		m->ops.ping(m->ctx, fl_clock_ns(CLOCK_MONOTONIC) - m->ping_sent_ns);
+	m->ping_sent_ns = 0;
 	if (hung_reply(&m->hung))
 		pr_info("server %s answers again\n", m->where);
 	m->nsamples = 0;
@@ -541,6 +545,7 @@ static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 			hung_sent(&m->hung, now);
 			m->nsamples = 0;
 			take_sample(m, false);
+			m->ping_sent_ns = fl_clock_ns(CLOCK_MONOTONIC);
 		}
 		break;
 	case HUNG_NOW_HUNG:

@@ -109,6 +109,8 @@ struct srvmon_ops {
 	void (*connected)(void *ctx, int fd);
 	/* Something done to the server worth a log line (kind, detail). */
 	void (*note)(void *ctx, const char *kind, const char *detail);
+	/* Optional: each PING's round trip, send to reply (metrics). */
+	void (*ping)(void *ctx, int64_t rtt_ns);
 };
 
 struct srvmon_opts {

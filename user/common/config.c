@@ -416,6 +416,21 @@ static bool set_endpoint(struct parser *p, const char *key, const char *v,
 	return true;
 }
 
+/* host:port for the metrics HTTP server; empty = off. No unix sockets: Prometheus
+ * scrapes TCP. */
+static bool set_metrics(struct parser *p, const char *key, const char *v, struct cfg_endpoint *ep)
+{
+	if (!*v) {
+		memset(ep, 0, sizeof(*ep));
+		return true;
+	}
+	if (cfg_parse_endpoint(v, ep, 0) || ep->unix_path[0] || !ep->port) {
+		perr(p, p->line, key, "not host:port or [v6]:port: '%s'", v);
+		return false;
+	}
+	return true;
+}
+
 static bool set_ip(struct parser *p, const char *key, const char *v, char *out, size_t len)
 {
 	unsigned char buf[16];
@@ -547,6 +562,8 @@ static bool key_agent(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 0, MS_MAX, &a->stop_grace_ms);
 	if (KEY("busy_max_ms"))
 		return set_int(p, name, v, 1, MS_MAX, &a->busy_max_ms);
+	if (KEY("metrics_listen"))
+		return set_metrics(p, name, v, &a->metrics_listen);
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -579,6 +596,8 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 0, MS_MAX, &k->failover_block_ms);
 	if (KEY("tilt_ms"))
 		return set_int(p, name, v, 0, MS_MAX, &k->tilt_ms);
+	if (KEY("metrics_listen"))
+		return set_metrics(p, name, v, &k->metrics_listen);
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -1222,4 +1241,118 @@ int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port)
 		ep->port = port;
 	}
 	return 0;
+}
+
+static bool ep_eq(const struct cfg_endpoint *x, const struct cfg_endpoint *y)
+{
+	return !strcmp(x->host, y->host) && x->port == y->port && !strcmp(x->unix_path, y->unix_path);
+}
+
+int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx)
+{
+	char sect[CFG_ID_MAX + 16];
+	int n = 0;
+
+#define DIFF(cond, section, key)               \
+	do {                                   \
+		if (cond) {                    \
+			fn(ctx, section, key); \
+			n++;                   \
+		}                              \
+	} while (0)
+#define DINT(f, section, key) DIFF(a->f != b->f, section, key)
+#define DSTR(f, section, key) DIFF(strcmp(a->f, b->f), section, key)
+#define DEP(f, section, key) DIFF(!ep_eq(&a->f, &b->f), section, key)
+	DSTR(name, "[cluster]", "name");
+	DSTR(secret, "[cluster]", "secret");
+	DINT(agent.ping_interval_ms, "[agent]", "ping_interval_ms");
+	DINT(agent.hung_after, "[agent]", "hung_after");
+	DINT(agent.probe_interval_ms, "[agent]", "probe_interval_ms");
+	DINT(agent.peer_down_after_ms, "[agent]", "peer_down_after_ms");
+	DINT(agent.heartbeat_ms, "[agent]", "heartbeat_ms");
+	DSTR(agent.event_log, "[agent]", "event_log");
+	DINT(agent.self_fence, "[agent]", "self_fence");
+	DINT(agent.self_fence_after_ms, "[agent]", "self_fence_after_ms");
+	DEP(agent.metrics_listen, "[agent]", "metrics_listen");
+	DINT(agent.lease_ms, "[agent]", "lease_ms");
+	DSTR(controller.notification_script, "[controller]", "notification_script");
+	DSTR(controller.client_reconfig_script, "[controller]", "client_reconfig_script");
+	DEP(controller.listen, "[controller]", "listen");
+	DEP(controller.address, "[controller]", "address");
+	DINT(controller.node_down_after_ms, "[controller]", "node_down_after_ms");
+	DSTR(controller.state_file, "[controller]", "state_file");
+	DSTR(controller.event_log, "[controller]", "event_log");
+	DINT(controller.failover_block_ms, "[controller]", "failover_block_ms");
+	DINT(controller.tilt_ms, "[controller]", "tilt_ms");
+	DEP(controller.metrics_listen, "[controller]", "metrics_listen");
+	DSTR(redis.user, "[redis]", "user");
+	DSTR(redis.password, "[redis]", "password");
+	DINT(dns.enabled, "[dns]", "*");
+	DEP(dns.server, "[dns]", "server");
+	DSTR(dns.zone, "[dns]", "zone");
+	DSTR(dns.tsig_name, "[dns]", "tsig_name");
+	DSTR(dns.tsig_algorithm, "[dns]", "tsig_algorithm");
+	DSTR(dns.tsig_secret, "[dns]", "tsig_secret");
+	DINT(dns.ttl, "[dns]", "ttl");
+	DINT(dns.check_ms, "[dns]", "check_ms");
+	DINT(etcd.enabled, "[etcd]", "*");
+	DIFF(a->etcd.nendpoints != b->etcd.nendpoints ||
+		     memcmp(a->etcd.endpoints, b->etcd.endpoints, sizeof(a->etcd.endpoints)),
+	     "[etcd]", "endpoints");
+	DSTR(etcd.prefix, "[etcd]", "prefix");
+	DINT(etcd.lease_ms, "[etcd]", "lease_ms");
+	DINT(etcd.timeout_ms, "[etcd]", "timeout_ms");
+	DSTR(etcd.user, "[etcd]", "user");
+	DSTR(etcd.password, "[etcd]", "password");
+	DSTR(etcd.cacert, "[etcd]", "cacert");
+	DSTR(etcd.cert, "[etcd]", "cert");
+	DSTR(etcd.key, "[etcd]", "key");
+	DIFF(a->nctls != b->nctls, "[controller \"*\"]", "*");
+	for (int i = 0; i < a->nctls && i < b->nctls; i++) {
+		snprintf(sect, sizeof(sect), "[controller \"%s\"]", a->ctls[i].id);
+		DIFF(strcmp(a->ctls[i].id, b->ctls[i].id) ||
+			     strcmp(a->ctls[i].listen_str, b->ctls[i].listen_str),
+		     sect, "listen");
+	}
+#undef DINT
+#undef DSTR
+#undef DEP
+	for (int i = 0; i < a->nnodes; i++) {
+		const struct cfg_node *x = &a->nodes[i], *y = cfg_find_node(b, x->id);
+
+		snprintf(sect, sizeof(sect), "[node \"%s\"]", x->id);
+		if (!y) {
+			DIFF(true, sect, "*");
+			continue;
+		}
+		DIFF(strcmp(x->address, y->address), sect, "address");
+		DIFF(strcmp(x->redis_str, y->redis_str), sect, "redis");
+		DIFF(x->priority != y->priority, sect, "priority");
+		DIFF(strcmp(x->pidfile, y->pidfile), sect, "pidfile");
+	}
+	for (int i = 0; i < b->nnodes; i++) {
+		snprintf(sect, sizeof(sect), "[node \"%s\"]", b->nodes[i].id);
+		DIFF(!cfg_find_node(a, b->nodes[i].id), sect, "*");
+	}
+	for (int i = 0; i < a->nshards; i++) {
+		const struct cfg_shard *x = &a->shards[i], *y = cfg_find_shard(b, x->name);
+		bool same;
+
+		snprintf(sect, sizeof(sect), "[shard \"%s\"]", x->name);
+		if (!y) {
+			DIFF(true, sect, "*");
+			continue;
+		}
+		same = x->nnodes == y->nnodes;
+		for (int j = 0; same && j < x->nnodes; j++)
+			same = !strcmp(a->nodes[x->nodes[j]].id, b->nodes[y->nodes[j]].id);
+		DIFF(!same, sect, "nodes");
+		DIFF(strcmp(x->dns_name, y->dns_name), sect, "dns_name");
+	}
+	for (int i = 0; i < b->nshards; i++) {
+		snprintf(sect, sizeof(sect), "[shard \"%s\"]", b->shards[i].name);
+		DIFF(!cfg_find_shard(a, b->shards[i].name), sect, "*");
+	}
+#undef DIFF
+	return n;
 }

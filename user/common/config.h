@@ -65,6 +65,7 @@ struct cfg {
 		int lease_ms;            /* the write lease (user/agent/lease.h); 0 = off */
 		int stop_grace_ms;       /* stopped or frozen this long = hung (0: at once) */
 		int busy_max_ms;         /* busy on a CPU, not answering: alive this long */
+		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
 	} agent;
 	struct {
 		struct cfg_endpoint listen;
@@ -80,6 +81,7 @@ struct cfg {
 		char client_reconfig_script[256]; /* Sentinel's client-reconfig-script */
 		int failover_block_ms;
 		int tilt_ms;
+		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
 	} controller;
 	struct {
 		char user[128];
@@ -138,6 +140,12 @@ const char *cfg_address_unprobeable(const char *address);
 int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len);
 /* host:port, or [host]:port for an IPv6 address (as Redis's anetFormatAddr). */
 const char *cfg_hostport(char *buf, size_t len, const char *host, int port);
+/* Calls fn(ctx, "[section]", "key") for every key whose value differs between a and
+ * b (a node or shard added or removed is reported as its whole section, key "*").
+ * Returns how many. For SIGHUP: what changed, and so what needs a restart. */
+typedef void (*cfg_diff_fn)(void *ctx, const char *section, const char *key);
+int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx);
+
 /* Parses "host:port", "[v6]:port" or "unix:/path"; -EINVAL if malformed. */
 int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port);
 

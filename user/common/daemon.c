@@ -8,6 +8,9 @@
 #include <unistd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <stdarg.h>
+#include <event2/event.h>
+#include <systemd/sd-daemon.h>
 #include <bpf/libbpf.h>
 #include "common/daemon.h"
 #include "common/log.h"
@@ -71,4 +74,54 @@ int daemon_parse_ms(const char *opt, const char *s, int max_ms, int *out)
 	}
 	*out = (int)v;
 	return 0;
+}
+
+static struct event *watchdog_ev;
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+int daemon_notify_ready(struct event_base *base, const char *status)
+{
+	uint64_t usec = 0;
+	struct timeval tv;
+
+	sd_notifyf(0, "READY=1\nSTATUS=%s\nMAINPID=%d", status, (int)getpid());
+	if (sd_watchdog_enabled(0, &usec) <= 0 || watchdog_ev)
+		return 0;
+	usec /= 2;
+	tv.tv_sec = usec / 1000000;
+	tv.tv_usec = usec % 1000000;
+	watchdog_ev = event_new(base, -1, EV_PERSIST, on_watchdog, NULL);
+	if (!watchdog_ev || event_add(watchdog_ev, &tv)) {
+		pr_warn("failed to set up the systemd watchdog timer\n");
+		return -ENOMEM;
+	}
+	pr_debug("systemd watchdog: WATCHDOG=1 every %llu ms\n", (unsigned long long)usec / 1000);
+	return 0;
+}
+
+void daemon_notify_status(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	sd_notifyf(0, "STATUS=%s", buf);
+}
+
+void daemon_notify_stopping(void)
+{
+	sd_notify(0, "STOPPING=1");
+	if (watchdog_ev) {
+		event_free(watchdog_ev);
+		watchdog_ev = NULL;
+	}
 }

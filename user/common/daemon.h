@@ -18,4 +18,16 @@ int daemon_lock_node(const char *node);
 /* "--opt S": milliseconds in [1, max_ms]; -EINVAL with a message. */
 int daemon_parse_ms(const char *opt, const char *s, int max_ms, int *out);
 
+struct event_base;
+
+/* systemd's Type=notify (sd_notify(3); without NOTIFY_SOCKET these do nothing):
+ * READY=1 with a STATUS= line, and when the unit sets WatchdogSec= a WATCHDOG=1
+ * from the event loop every half period, so a stuck loop gets the daemon restarted.
+ * Returns -errno if the watchdog timer cannot be set up. */
+int daemon_notify_ready(struct event_base *base, const char *status);
+/* STATUS=... (printf format). */
+void daemon_notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* STOPPING=1 and the watchdog timer's end. */
+void daemon_notify_stopping(void);
+
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Diagnostics on stderr: "flatline: <message>". */
+/* Diagnostics on stderr: "flatline: <message>", with a "<N>" syslog level first when
+ * stderr is systemd's journal stream (JOURNAL_STREAM). */
 #ifndef FL_LOG_H
 #define FL_LOG_H
 

@@ -13,6 +13,7 @@
 #include <event2/listener.h>
 #include "cmds.h"
 #include "common/clock.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "controller/ctl.h"
 
@@ -74,6 +75,7 @@ static void op_promoted(void *ctx, int shard)
 	struct ctl *c = ctx;
 	struct fo_shard *s = &c->fo.shards[shard];
 
+	ctl_metrics_promoted(c, s);
 	/* Off the promotion's path: the state goes to a worker thread (or to etcd),
 	 * DNS and the repoints go out at once. */
 	if (c->ha)
@@ -159,6 +161,13 @@ static void discover_finish(struct ctl *c)
 	}
 	ctl_log(c, &r);
 	pr_info("ready: %d shard(s), listening on %s\n", c->fo.nshards, c->listen_str);
+	{
+		char status[400];
+
+		snprintf(status, sizeof(status), "ready: %d shard(s), listening on %s",
+			 c->fo.nshards, c->listen_str);
+		daemon_notify_ready(c->base, status);
+	}
 	fo_evaluate(&c->fo);
 }
 
@@ -209,6 +218,76 @@ void ctl_discover_start(struct ctl *c)
 		ctl_server_discover(c, i, CTL_DISCOVER_MS - 100);
 	if (!c->fo.nnodes)
 		discover_finish(c);
+}
+
+struct ctl_reload {
+	char restart[512];
+	size_t len;
+};
+
+/* What the controller applies while running: the timing of its rules and of the
+ * DNS check. Everything else (nodes, shards, addresses, secrets) needs a restart. */
+static bool reload_applies(const char *section, const char *key)
+{
+	if (!strcmp(section, "[controller]"))
+		return !strcmp(key, "failover_block_ms") || !strcmp(key, "tilt_ms") ||
+		       !strcmp(key, "node_down_after_ms");
+	if (!strcmp(section, "[dns]"))
+		return !strcmp(key, "check_ms");
+	/* The agents' own keys are theirs to reload. */
+	return !strcmp(section, "[agent]");
+}
+
+static void on_changed_key(void *ctx, const char *section, const char *key)
+{
+	struct ctl_reload *r = ctx;
+
+	if (reload_applies(section, key) || r->len >= sizeof(r->restart))
+		return;
+	r->len += snprintf(r->restart + r->len, sizeof(r->restart) - r->len, "%s%s %s",
+			   r->len ? ", " : "", section, key);
+}
+
+static void ctl_reload(struct ctl *c)
+{
+	struct ctl_reload rr = { .len = 0 };
+	struct cfg *n = NULL;
+	struct evrec r;
+	char err[512];
+	int changed;
+
+	if (cfg_load(c->cfg->path, &n, err, sizeof(err))) {
+		pr_warn("failed to reload the cluster file: %s; keeping the running configuration\n",
+			err);
+		evrec_begin(&r, NULL, "controller", "config_rejected");
+		evrec_str(&r, "error", err);
+		ctl_log(c, &r);
+		return;
+	}
+	rr.restart[0] = '\0';
+	changed = cfg_diff(c->cfg, n, on_changed_key, &rr);
+	c->fo.failover_block_ms = c->cfg->controller.failover_block_ms = n->controller.failover_block_ms;
+	c->fo.tilt_ms = c->cfg->controller.tilt_ms = n->controller.tilt_ms;
+	c->fo.node_down_after_ms = c->cfg->controller.node_down_after_ms =
+		n->controller.node_down_after_ms;
+	c->cfg->dns.check_ms = n->dns.check_ms;
+	evrec_begin(&r, NULL, "controller", "config_reloaded");
+	evrec_int(&r, "changed", changed);
+	evrec_str(&r, "needs_restart", rr.restart);
+	ctl_log(c, &r);
+	if (rr.len)
+		pr_warn("reloaded %s: %d key(s) changed; these need a restart of the controller: %s\n",
+			c->cfg->path, changed, rr.restart);
+	else
+		pr_info("reloaded %s: %d key(s) changed, all applied\n", c->cfg->path, changed);
+	cfg_free(n);
+}
+
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	ctl_reload(arg);
 }
 
 static void make_myid(struct ctl *c)
@@ -365,9 +444,13 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		if (rc)
 			goto fail;
 	}
+	rc = ctl_metrics_start(c);
+	if (rc)
+		goto fail;
 	c->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
 	c->sigint = evsignal_new(c->base, SIGINT, on_signal, c);
 	c->sigterm = evsignal_new(c->base, SIGTERM, on_signal, c);
+	c->sighup = evsignal_new(c->base, SIGHUP, on_sighup, c);
 	c->discover_timer = evtimer_new(c->base, on_discover_timer, c);
 	{
 		struct timeval tick = fl_ms_tv(CTL_TICK_MS);
@@ -375,6 +458,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		event_add(c->tick, &tick);
 		event_add(c->sigint, NULL);
 		event_add(c->sigterm, NULL);
+		event_add(c->sighup, NULL);
 	}
 	*out = c;
 	return 0;
@@ -410,7 +494,16 @@ int ctl_run(struct ctl *c)
 	 * round runs when this controller becomes the leader. */
 	if (!c->ha)
 		ctl_discover_start(c);
+	if (c->ha) {
+		char status[400];
+
+		/* A follower may never lead: it is ready once it listens. */
+		snprintf(status, sizeof(status), "HA controller %s listening on %s", c->id,
+			 c->listen_str);
+		daemon_notify_ready(c->base, status);
+	}
 	event_base_dispatch(c->base);
+	daemon_notify_stopping();
 	evrec_begin(&r, NULL, "controller", "controller_stop");
 	ctl_log(c, &r);
 	return 0;
@@ -443,6 +536,7 @@ void ctl_free(struct ctl *c)
 	free(c->shard_timer);
 	free(c->waiter);
 	ctl_dns_free(c);
+	ctl_metrics_free(c);
 	if (c->lis)
 		evconnlistener_free(c->lis);
 	if (c->accept_resume)
@@ -453,6 +547,8 @@ void ctl_free(struct ctl *c)
 		event_free(c->sigint);
 	if (c->sigterm)
 		event_free(c->sigterm);
+	if (c->sighup)
+		event_free(c->sighup);
 	if (c->discover_timer)
 		event_free(c->discover_timer);
 	evlog_close(c->log);
@@ -465,12 +561,14 @@ void ctl_free(struct ctl *c)
 /* ---- `flatline controller` ---- */
 
 static const char controller_usage[] =
-	"usage: flatline controller -c FILE [--id ID] [--event-log PATH] [--state-file PATH] [-v]\n"
+	"usage: flatline controller -c FILE [--id ID] [--event-log PATH] [--state-file PATH]\n"
+	"                           [--allow-root] [-v]\n"
 	"\n"
 	"  -c, --config FILE    the cluster file\n"
 	"  --id ID              HA mode (an [etcd] section): this controller's [controller \"ID\"]\n"
 	"  --event-log PATH     event log (default: [controller] event_log)\n"
 	"  --state-file PATH    state file (default: [controller] state_file)\n"
+	"  --allow-root         run even as root (it needs no privilege: run it as a user)\n"
 	"  -v, --verbose        more messages (twice: every event on stderr)\n";
 
 int cmd_controller(int argc, char **argv)
@@ -481,10 +579,12 @@ int cmd_controller(int argc, char **argv)
 		{ "state-file", required_argument, NULL, 's' },
 		{ "id", required_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "allow-root", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct ctl_opts o = { 0 };
+	bool allow_root = false;
 	const char *path = NULL;
 	struct cfg *cfg = NULL;
 	struct ctl *c = NULL;
@@ -508,6 +608,9 @@ int cmd_controller(int argc, char **argv)
 		case 'v':
 			log_verbosity++;
 			break;
+		case 'R':
+			allow_root = true;
+			break;
 		case 'h':
 			fputs(controller_usage, stdout);
 			return 0;
@@ -519,6 +622,12 @@ int cmd_controller(int argc, char **argv)
 	if (!path || optind != argc) {
 		fputs(controller_usage, stderr);
 		return 2;
+	}
+	if (geteuid() == 0 && !allow_root) {
+		pr_warn("failed to start the controller: refusing to run as root; it needs no "
+			"privilege (run it as a user, as flatline-controller.service does, or pass "
+			"--allow-root)\n");
+		return 1;
 	}
 	rc = cfg_load(path, &cfg, err, sizeof(err));
 	if (rc) {

@@ -22,6 +22,7 @@
 #include "common/auth.h"
 #include "common/config.h"
 #include "common/event_log.h"
+#include "common/metrics.h"
 #include "common/resp.h"
 #include "controller/controller.h"
 #include "controller/dns.h"
@@ -94,6 +95,23 @@ struct ctl_dns {
 	char cfg_err[DNS_ERR_MAX]; /* its text, printed once per change */
 };
 
+/* Prometheus metrics (ctl_metrics.c): what is counted as it happens; the rest is
+ * read from the model at scrape time. */
+#define CTL_METRICS_MAX_CAUSES 64
+struct ctl_metrics {
+	struct metrics *http;
+	struct metrics_hist to_promotion, to_writable, dns_update; /* seconds */
+	uint64_t dns_failures, rejected;
+	long long *promoted_start_ms; /* per shard: the failover already observed */
+	struct {
+		int shard;
+		char cause[32];
+		char result[16];
+		uint64_t n;
+	} failovers[CTL_METRICS_MAX_CAUSES];
+	int nfailovers;
+};
+
 struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
@@ -145,6 +163,8 @@ struct ctl {
 	char etcd_why[256];       /* why etcd is unavailable, "" when it answers */
 	char etcd_members[256];   /* etcd's member names, or why unknown */
 	struct event *members_timer, *stop_timer;
+	struct event *sighup;
+	struct ctl_metrics m;
 };
 
 /* What status shows of HA mode. */
@@ -278,6 +298,12 @@ void ctl_op_pause(void *ctx, int node, int pause_ms, int timeout_ms);
 void ctl_op_unpause(void *ctx, int node);
 void ctl_op_promote(void *ctx, int node, int timeout_ms);
 void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms);
+
+/* ctl_metrics.c: the HTTP endpoint on [controller] metrics_listen, and the hooks */
+int ctl_metrics_start(struct ctl *c);
+void ctl_metrics_free(struct ctl *c);
+void ctl_metrics_promoted(struct ctl *c, const struct fo_shard *s);
+void ctl_metrics_failover_done(struct ctl *c, const struct fo_shard *s, const char *result);
 
 /* ctl_dns.c */
 /* Called once a promotion has been accepted (REPLICAOF NO ONE succeeded) and the

@@ -70,6 +70,9 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 		}
 		return;
 	}
+	metrics_hist_observe(&c->m.dns_update, res->elapsed_ms / 1e3);
+	if (res->status != DNS_OK)
+		c->m.dns_failures++;
 	d->agrees = res->status == DNS_OK ? (want && !strcmp(res->addr, want)) : -1;
 	if (d->agrees == 1)
 		snprintf(d->seen, sizeof(d->seen), "%s", res->addr);

@@ -65,6 +65,7 @@ void ctl_conn_fatal(struct ctl_conn *k, const char *err)
 {
 	struct timeval tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS);
 
+	k->ctl->m.rejected++;
 	resp_error_reply(bufferevent_get_output(k->bev), err);
 	k->flags |= CTL_C_CLOSING;
 	bufferevent_disable(k->bev, EV_READ);

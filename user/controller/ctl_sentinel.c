@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/daemon.h"
 #include "controller/ctl.h"
 
 /* ---- pub/sub ---- */
@@ -80,6 +81,10 @@ void ctl_failover_done(void *ctx, int shard, const char *result)
 	struct fo_shard *s = &c->fo.shards[shard];
 
 	pr_info("failover of %s: %s\n", s->name, result);
+	ctl_metrics_failover_done(c, s, result);
+	daemon_notify_status("last failover: %s %s -> %s, %s", s->name,
+			     s->last.from >= 0 ? c->fo.nodes[s->last.from].id : "?",
+			     s->last.to >= 0 ? c->fo.nodes[s->last.to].id : "?", result);
 	if (!w)
 		return;
 	c->waiter[shard] = NULL;

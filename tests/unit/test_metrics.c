@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The Prometheus text helpers (common/metrics.c) and cfg_diff (SIGHUP's list of
+ * changed keys). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <event2/buffer.h>
+#include "common/config.h"
+#include "common/metrics.h"
+
+static char *text(struct evbuffer *b)
+{
+	size_t n = evbuffer_get_length(b);
+	char *s = malloc(n + 1);
+
+	evbuffer_remove(b, s, n);
+	s[n] = '\0';
+	return s;
+}
+
+static void test_samples_and_escaping(void **state)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *s;
+
+	(void)state;
+	metrics_head(b, "fl_x_total", "counter", "Things.");
+	metrics_sample_u64(b, "fl_x_total", 18446744073709551615ULL, "kind", "a\"b\\c\nd",
+			   METRICS_END);
+	metrics_sample(b, "fl_y", 0.25, "a", "1", "b", "2", METRICS_END);
+	metrics_sample(b, "fl_z", 3, METRICS_END);
+	s = text(b);
+	assert_string_equal(s, "# HELP fl_x_total Things.\n"
+			       "# TYPE fl_x_total counter\n"
+			       "fl_x_total{kind=\"a\\\"b\\\\c\\nd\"} 18446744073709551615\n"
+			       "fl_y{a=\"1\",b=\"2\"} 0.25\n"
+			       "fl_z 3\n");
+	free(s);
+	evbuffer_free(b);
+}
+
+static void test_histogram(void **state)
+{
+	static const double bounds[] = { 0.001, 0.01, 0.1 };
+	struct evbuffer *b = evbuffer_new();
+	struct metrics_hist h;
+	char *s;
+
+	(void)state;
+	metrics_hist_init(&h, bounds, 3);
+	metrics_hist_observe(&h, 0.0005);
+	metrics_hist_observe(&h, 0.001); /* le is inclusive */
+	metrics_hist_observe(&h, 0.05);
+	metrics_hist_observe(&h, 7);
+	metrics_hist_write(b, "fl_h_seconds", &h, "shard", "s");
+	s = text(b);
+	assert_string_equal(s, "fl_h_seconds_bucket{shard=\"s\",le=\"0.001\"} 2\n"
+			       "fl_h_seconds_bucket{shard=\"s\",le=\"0.01\"} 2\n"
+			       "fl_h_seconds_bucket{shard=\"s\",le=\"0.1\"} 3\n"
+			       "fl_h_seconds_bucket{shard=\"s\",le=\"+Inf\"} 4\n"
+			       "fl_h_seconds_sum{shard=\"s\"} 7.0515\n"
+			       "fl_h_seconds_count{shard=\"s\"} 4\n");
+	free(s);
+	evbuffer_free(b);
+}
+
+static void on_key(void *ctx, const char *section, const char *key)
+{
+	char *out = ctx;
+
+	snprintf(out + strlen(out), 512 - strlen(out), "%s %s;", section, key);
+}
+
+static void test_cfg_diff(void **state)
+{
+	static const char a_txt[] = "[cluster]\nsecret = 0123456789abcdef\n"
+				    "[agent]\nping_interval_ms = 100\n[controller]\ntilt_ms = 5\n"
+				    "[node \"n1\"]\naddress = 10.0.0.1\nredis = h:1\n"
+				    "[node \"n2\"]\naddress = 10.0.0.2\nredis = h:2\n"
+				    "[shard \"s\"]\nnodes = n1 n2\n";
+	static const char b_txt[] = "[cluster]\nsecret = 0123456789abcdef\n"
+				    "[agent]\nping_interval_ms = 50\n[controller]\ntilt_ms = 5\n"
+				    "[node \"n1\"]\naddress = 10.0.0.1\nredis = h:1\npriority = 7\n"
+				    "[node \"n3\"]\naddress = 10.0.0.3\nredis = h:3\n"
+				    "[shard \"s\"]\nnodes = n1 n3\n";
+	struct cfg *a = NULL, *b = NULL;
+	char err[256], out[512] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_string("a", a_txt, &a, err, sizeof(err)), 0);
+	assert_int_equal(cfg_load_string("b", b_txt, &b, err, sizeof(err)), 0);
+	assert_int_equal(cfg_diff(a, a, on_key, out), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(cfg_diff(a, b, on_key, out), 5);
+	assert_string_equal(out, "[agent] ping_interval_ms;[node \"n1\"] priority;[node \"n2\"] *;"
+				 "[node \"n3\"] *;[shard \"s\"] nodes;");
+	cfg_free(a);
+	cfg_free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_samples_and_escaping),
+		cmocka_unit_test(test_histogram),
+		cmocka_unit_test(test_cfg_diff),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

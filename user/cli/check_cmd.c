@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* `flatline check -c FILE`: validates a cluster file as named-checkconf does and
+ * prints what each process will do with it; `flatline version`. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "cmds.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/version.h"
+
+
+#define CHECK_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
+
+static const char check_usage[] =
+	"usage: flatline check [-c FILE] [--node ID] [-q]\n"
+	"\n"
+	"  -c, --config FILE  the cluster file to validate (default " CHECK_DEFAULT_CONFIG ")\n"
+	"  --node ID          print only what this node's agent will do\n"
+	"  -q, --quiet        print nothing when the file is valid\n"
+	"\n"
+	"Exit status: 0 valid, 1 invalid (one line names file:line), 2 usage.\n";
+
+static void print_ep(FILE *f, const struct cfg_endpoint *ep)
+{
+	if (ep->unix_path[0])
+		fprintf(f, "unix:%s", ep->unix_path);
+	else if (strchr(ep->host, ':'))
+		fprintf(f, "[%s]:%d", ep->host, ep->port);
+	else
+		fprintf(f, "%s:%d", ep->host, ep->port);
+}
+
+static void print_node(FILE *f, const struct cfg *c, const struct cfg_node *n)
+{
+	const struct cfg_shard *s = n->shard >= 0 ? &c->shards[n->shard] : NULL;
+	int peers = 0;
+
+	fprintf(f, "agent on node %s (%s):\n", n->id, n->address);
+	fprintf(f, "  watches %s every %d ms, hung after %d missed PINGs%s%s\n", n->redis_str,
+		c->agent.ping_interval_ms, c->agent.hung_after, n->pidfile[0] ? ", pid from " : "",
+		n->pidfile);
+	fprintf(f, "  reports to the controller at ");
+	print_ep(f, &c->controller.listen);
+	fprintf(f, " every %d ms\n", c->agent.heartbeat_ms);
+	if (!s) {
+		fprintf(f, "  in no shard: never promoted, probes no peers\n");
+	} else {
+		fprintf(f, "  shard %s, priority %d%s\n", s->name, n->priority,
+			n->priority ? "" : " (never promoted)");
+		fprintf(f, "  probes peers:");
+		for (int i = 0; i < s->nnodes; i++) {
+			const struct cfg_node *p = &c->nodes[s->nodes[i]];
+
+			if (p == n)
+				continue;
+			if (!strchr(p->address, '.')) {
+				fprintf(f, " (%s: IPv6, not probed)", p->id);
+				continue;
+			}
+			fprintf(f, " %s=%s", p->id, p->address);
+			peers++;
+		}
+		fprintf(f, "%s\n", peers ? "" : " none");
+		if (peers)
+			fprintf(f, "  every %d ms, peer down after %d ms\n", c->agent.probe_interval_ms,
+				c->agent.peer_down_after_ms);
+	}
+	if (c->agent.self_fence)
+		fprintf(f, "  self-fences as an isolated primary after %d ms\n",
+			c->agent.self_fence_after_ms);
+	else
+		fprintf(f, "  self-fencing off\n");
+	if (c->agent.metrics_listen.host[0] || c->agent.metrics_listen.unix_path[0]) {
+		fprintf(f, "  serves metrics on ");
+		print_ep(f, &c->agent.metrics_listen);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "  event log %s\n", c->agent.event_log);
+}
+
+static void print_controller(FILE *f, const struct cfg *c)
+{
+	const typeof(c->controller) *k = &c->controller;
+
+	fprintf(f, "controller:\n  listens on ");
+	print_ep(f, &k->listen);
+	fprintf(f, " (agents, Sentinel clients, flatline status)\n");
+	fprintf(f, "  node down after %d ms without a heartbeat; failover block %d ms; tilt %d ms\n",
+		k->node_down_after_ms, k->failover_block_ms, k->tilt_ms);
+	fprintf(f, "  state file %s, event log %s\n", k->state_file, k->event_log);
+	if (k->metrics_listen.host[0] || k->metrics_listen.unix_path[0]) {
+		fprintf(f, "  serves metrics on ");
+		print_ep(f, &k->metrics_listen);
+		fprintf(f, "\n");
+	}
+	for (int i = 0; i < c->nshards; i++) {
+		const struct cfg_shard *s = &c->shards[i];
+
+		fprintf(f, "  shard %s:", s->name);
+		for (int j = 0; j < s->nnodes; j++)
+			fprintf(f, " %s", c->nodes[s->nodes[j]].id);
+		if (s->dns_name[0] && c->dns.enabled)
+			fprintf(f, "; DNS %s", s->dns_name);
+		fprintf(f, "\n");
+	}
+	if (c->dns.enabled) {
+		fprintf(f, "  DNS UPDATE to ");
+		print_ep(f, &c->dns.server);
+		fprintf(f, " zone %s, key %s (%s), ttl %d, checked every %d ms\n", c->dns.zone,
+			c->dns.tsig_name, c->dns.tsig_algorithm, c->dns.ttl, c->dns.check_ms);
+	}
+}
+
+/* Valid but probably not meant: said, not refused. */
+static int print_warnings(FILE *f, const struct cfg *c)
+{
+	int n = 0;
+
+	if (!c->secret[0] || !strcmp(c->secret, "change-me")) {
+		fprintf(f, "warning: %s: [cluster] secret is %s: any host can report as any node\n",
+			c->path, c->secret[0] ? "the example's 'change-me'" : "empty");
+		n++;
+	}
+	for (int i = 0; i < c->nnodes; i++) {
+		if (c->nodes[i].shard < 0) {
+			fprintf(f, "warning: %s:%d: node %s is in no shard\n", c->path,
+				c->nodes[i].line, c->nodes[i].id);
+			n++;
+		}
+	}
+	for (int i = 0; i < c->nshards; i++) {
+		if (c->shards[i].nnodes < 2) {
+			fprintf(f, "warning: %s:%d: shard %s has one node: nothing to fail over to\n",
+				c->path, c->shards[i].line, c->shards[i].name);
+			n++;
+		}
+	}
+	if (c->agent.self_fence && c->agent.self_fence_after_ms <= c->agent.peer_down_after_ms) {
+		fprintf(f,
+			"warning: %s: [agent] self_fence_after_ms %d is not above peer_down_after_ms %d\n",
+			c->path, c->agent.self_fence_after_ms, c->agent.peer_down_after_ms);
+		n++;
+	}
+	return n;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *path = CHECK_DEFAULT_CONFIG, *node = NULL;
+	const struct cfg_node *only = NULL;
+	bool quiet = false;
+	struct cfg *cfg;
+	char err[512];
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "c:qh", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'n':
+			node = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			fputs(check_usage, stdout);
+			return 0;
+		default:
+			fputs(check_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		pr_warn("unexpected argument '%s'\n", argv[optind]);
+		fputs(check_usage, stderr);
+		return 2;
+	}
+	if (cfg_load(path, &cfg, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (node) {
+		only = cfg_find_node(cfg, node);
+		if (!only) {
+			fprintf(stderr, "%s: no [node \"%s\"]\n", path, node);
+			cfg_free(cfg);
+			return 1;
+		}
+	}
+	if (!quiet) {
+		printf("%s: valid: cluster %s, %d node(s), %d shard(s)%s\n", path,
+		       cfg->name[0] ? cfg->name : "(unnamed)", cfg->nnodes, cfg->nshards,
+		       cfg->dns.enabled ? ", DNS" : "");
+		print_warnings(stdout, cfg);
+		if (!only)
+			print_controller(stdout, cfg);
+		for (int i = 0; i < cfg->nnodes; i++)
+			if (!only || only == &cfg->nodes[i])
+				print_node(stdout, cfg, &cfg->nodes[i]);
+	}
+	cfg_free(cfg);
+	return 0;
+}
+
+int cmd_version(int argc, char **argv)
+{
+	(void)argv;
+	if (argc > 1) {
+		fputs("usage: flatline version\n", stderr);
+		return 2;
+	}
+	printf("flatline %s (libbpf %s)\n", fl_version, libbpf_version_string());
+	return 0;
+}
