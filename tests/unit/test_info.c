@@ -112,12 +112,21 @@ static const char valkey801_replica[] =
 	"repl_backlog_first_byte_offset:0\r\n"
 	"repl_backlog_histlen:0\r\n";
 
-/* Dragonfly: no run_id, no master_repl_offset on a primary, slave_repl_offset
- * only after the full sync, role "replica" in newer versions. */
+/* Dragonfly (not run here: these follow the INFO code of its server_family.cc, field
+ * by field): no process_id and no run_id (the agent needs the node's pidfile, from
+ * dragonfly --pidfile), no master_repl_offset on a primary, slave_repl_offset only
+ * after the full sync, role "replica" (or "slave" with
+ * --info_replication_valkey_compatible, which also adds master_replid). */
 static const char dragonfly_primary[] =
 	"# Server\r\nredis_version:7.2.0\r\ndragonfly_version:df-v1.21.2\r\nredis_mode:standalone\r\n"
-	"process_id:9\r\ntcp_port:6379\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
+	"arch_bits:64\r\nmultiplexing_api:epoll\r\ntcp_port:6379\r\nuptime_in_seconds:12\r\n"
+	"uptime_in_days:0\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
 	"slave0:ip=10.0.0.2,port=6379,state=online,lag=0\r\nmaster_replid:dfreplid\r\n";
+static const char dragonfly_replica_synced[] =
+	"# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6379\r\n"
+	"master_link_status:up\r\nmaster_last_io_seconds_ago:0\r\nmaster_sync_in_progress:0\r\n"
+	"master_replid:dfreplid\r\nslave_repl_offset:4711\r\nslave_priority:100\r\n"
+	"slave_read_only:1\r\n";
 static const char dragonfly_replica_syncing[] =
 	"# Server\r\ndragonfly_version:df-v1.21.2\r\n# Replication\r\nrole:replica\r\n"
 	"master_host:10.0.0.1\r\nmaster_port:6379\r\nmaster_link_status:up\r\n"
@@ -218,11 +227,21 @@ static void test_dragonfly(void **state)
 	assert_int_equal(r.role, INFO_ROLE_MASTER);
 	assert_int_equal(r.offset, -1);
 	assert_string_equal(r.run_id, "");
+	assert_int_equal(r.pid, 0); /* not in its INFO: the pidfile tells */
+	assert_int_equal(r.tcp_port, 6379);
+	assert_int_equal(r.connected_slaves, 1);
 	assert_int_equal(info_parse(dragonfly_replica_syncing, strlen(dragonfly_replica_syncing), &r),
 			 0);
 	assert_int_equal(r.role, INFO_ROLE_SLAVE);
 	assert_int_equal(r.offset, -1);
 	assert_int_equal(r.link_up, 1);
+	assert_int_equal(r.sync_in_progress, 1);
+	assert_int_equal(info_parse(dragonfly_replica_synced, strlen(dragonfly_replica_synced), &r), 0);
+	assert_int_equal(r.role, INFO_ROLE_SLAVE);
+	assert_int_equal(r.offset, 4711);
+	assert_int_equal(r.link_up, 1);
+	assert_int_equal(r.master_port, 6379);
+	assert_string_equal(r.master_replid, "dfreplid");
 }
 
 static void test_malformed(void **state)
