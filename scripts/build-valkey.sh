@@ -16,7 +16,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=../tests/lib/flavour.sh
+# shellcheck source=tests/lib/flavour.sh
 . "$ROOT/tests/lib/flavour.sh"
 
 log() { echo "build-valkey: $*" >&2; }

@@ -359,8 +359,8 @@ cl_dns() {
 # ---------------------------------------------------------------------------
 # Servers, agents, controller
 
-# cl_redis_start IDX [MASTER_IDX]: the flavour's server (CL_SERVER) in host IDX, empty (no persistence), a
-# replica of MASTER_IDX if given, inside the node's memory cgroup.
+# cl_redis_start IDX [MASTER_IDX]: the flavour's server (CL_SERVER) in host IDX, empty (no
+# persistence), a replica of MASTER_IDX if given, inside the node's memory cgroup.
 cl_redis_start() {
 	local i=$1 m=${2:-} node d cg args
 	node=$(cl_node "$i")

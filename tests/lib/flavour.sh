@@ -58,6 +58,7 @@ fl_valkey_bin_dir() {
 # fl_flavour_set FLAVOUR: sets FL_FLAVOUR, FL_SERVER, FL_CLI, FL_SENTINEL (paths) and
 # FL_SERVER_NAME ("Redis 7.0.15", "Valkey 8.0.1"). Returns 1 with FL_FLAVOUR_WHY set
 # when that flavour's binaries are missing (callers SKIP with it).
+# shellcheck disable=SC2034 # FL_FLAVOUR_WHY is read by the callers
 fl_flavour_set() {
 	local dir ver
 	FL_FLAVOUR=$1
