@@ -65,7 +65,7 @@ cluster_file() {
 			"$T/state" "$T/controller.jsonl" "${BLOCK_MS:-1000}"
 		printf '[redis]\nuser = %s\npassword = %s\n' "$ACL_USER" "${PASSWORD:-$ACL_PASS}"
 		for n in "$@"; do
-			IFS== read -r id port prio <<<"$n"
+			IFS='=' read -r id port prio <<<"$n"
 			printf '[node "%s"]\naddress = 127.0.0.1\nredis = 127.0.0.1:%s\n' "$id" "$port"
 			[ -z "$prio" ] || printf 'priority = %s\n' "$prio"
 			ids="$ids $id"
@@ -151,12 +151,14 @@ test_busy_script_alive() {
 test_wrong_password_reported_once() {
 	need_valkey
 	local p1 ctl n
-	p1=$(free_port); vstart "$p1"
+	# The default user needs a password too: otherwise a failed AUTH leaves the link
+	# logged in as "default", which answers everything, and nothing is wrong to report.
+	p1=$(free_port); vstart "$p1" --requirepass not-ours
 	ctl=$(free_port); start_peer "$ctl"
 	PASSWORD=wrong cluster_file "$T/c.conf" "$ctl" "vw1=$p1"
 	start_agent vw1 -c "$T/c.conf"
 	r=$(wait_report '.args.auth_error != null') || fail "no auth_error in the report"
-	[[ $(jq -r .args.auth_error <<<"$r") == WRONGPASS* ]] || fail "auth_error: $r"
+	[[ $(jq -r .args.auth_error <<<"$r") =~ ^(WRONGPASS|NOAUTH) ]] || fail "auth_error: $r"
 	sleep 1.5
 	n=$(grep -c "failed to authenticate" "$T/agent-vw1.err")
 	expect_eq "authentication errors logged in 1.5 s" "$n" 1
@@ -177,7 +179,8 @@ setup_cluster() {
 	PID_1=$REDIS_PID
 	vstart "$P2" --replicaof 127.0.0.1 "$P1"
 	vstart "$P3" --replicaof 127.0.0.1 "$P1"
-	wait_linked "$P2" "$P1" && wait_linked "$P3" "$P1" || fail "replicas did not sync"
+	wait_linked "$P2" "$P1" || fail "vc2 did not sync"
+	wait_linked "$P3" "$P1" || fail "vc3 did not sync"
 	"$FL" controller -c "$CONF" -v >>"$T/controller.err" 2>&1 &
 	on_exit "kill -TERM $!; wait $!"
 	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
@@ -195,18 +198,38 @@ setup_cluster() {
 status_json() { "$FL" status -c "$CONF" --json 2>/dev/null; }
 primary() { vcli "$CTL" sentinel get-master-addr-by-name s | tail -n 1; }
 has_event() { [ -n "$(jq -c "select($1)" "$CLOG" 2>/dev/null)" ]; }
-victims() { vcli "$1" client list | grep -c 'name=victim'; }
+victims() { vcli "$1" client list | grep -c 'name=victim-'; }
+# victim PORT normal|pubsub: a client of the server named victim-KIND, idle or subscribed,
+# that exits when the server closes its connection.
+victim() {
+	$PY - "$@" >"$T/victim-$2.out" 2>&1 <<-'EOF' &
+		import sys, time, redis
+		r = redis.Redis(port=int(sys.argv[1]), client_name="victim-" + sys.argv[2])
+		if sys.argv[2] == "pubsub":
+		    p = r.pubsub()
+		    p.subscribe("news")
+		    while True:
+		        p.get_message(timeout=1.0)
+		r.ping()
+		time.sleep(120)
+	EOF
+	on_exit "kill $!"
+}
 
 test_acl_failover_promote_repoint_demote() {
 	need_valkey
 	setup_cluster
 	local ev
 	seq 1 100 | sed 's/.*/RPUSH w &/' | vcli "$P1" >/dev/null
-	# A client of vc2 that the promotion must disconnect (CLIENT KILL TYPE normal).
-	printf 'CLIENT SETNAME victim\nBLPOP never 0\n' | timeout 60 "$VCLI" -p "$P2" >/dev/null 2>&1 &
-	on_exit "kill $!"
+	# Clients of vc2 that the promotion must disconnect (CLIENT KILL TYPE normal, pubsub).
+	victim "$P2" normal
+	victim "$P2" pubsub
 	local end=$((SECONDS + FL_WAIT_S))
-	until [ "$(victims "$P2")" = 1 ]; do [ $SECONDS -le $end ] || fail "no victim client"; sleep 0.05; done
+	until [ "$(victims "$P2")" = 2 ]; do
+		[ $SECONDS -le $end ] ||
+			fail "no victim clients: $(cat "$T"/victim-*.out; vcli "$P2" client list 2>&1)"
+		sleep 0.05
+	done
 	kill -KILL "$PID_1"
 	ev=$(wait_event "$CLOG" '.kind == "failover_end"') || fail "no failover: $(tail -n 5 "$CLOG")"
 	has_event '.kind == "promoted" and .instance == "vc2"' || fail "vc2 not promoted: $(jq -c . "$CLOG" | tail -n 8)"
