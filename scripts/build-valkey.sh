@@ -12,7 +12,9 @@
 #
 # Built with BUILD_TLS=no USE_SYSTEMD=no MALLOC=jemalloc (the bundled jemalloc): a C
 # compiler and make are all it needs. About 2.5 minutes with -j2 on 2 idle cores.
-# Prints the bin directory on stdout, messages on stderr.
+# Prints the bin directory on stdout, messages on stderr. Exit status 3 when there is no
+# vendored source at all (install-deps.sh then warns: the Valkey tests will say SKIP);
+# 1 on any other failure, a checksum mismatch included.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +24,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 log() { echo "build-valkey: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-vendor=$(fl_vendor_dir) || die "failed to find the vendored sources: no ../shared/vendor beside $ROOT (set FL_VENDOR_DIR)"
+if ! vendor=$(fl_vendor_dir); then
+	log "failed to find the vendored sources: no ../shared/vendor beside $ROOT (set FL_VENDOR_DIR)"
+	exit 3
+fi
 tarball=$vendor/$FL_VALKEY_TARBALL
 [ -f "$tarball" ] || die "failed to find $tarball"
 [ -f "$tarball.sha256" ] || die "failed to find $tarball.sha256"
