@@ -319,6 +319,9 @@ test_controller_restart() {
 		fail "no failover_start"
 	kill -KILL "$pid"
 	cl_until 5 not_running "$pid" || fail "the controller did not die"
+	# Its leader thread is a zombie before its last thread (throttled, in the cpu cgroup)
+	# has closed the files they share: the listening socket goes with that one.
+	cl_until 5 ctl_port_free || fail "the killed controller's socket is still open"
 	last=$(jq -r .kind "$CL_CLOG" | tail -n 1)
 	echo "    controller killed after its event '$last'" >&2
 	if [ -n "$CL_HA" ]; then
@@ -349,6 +352,7 @@ test_controller_restart() {
 }
 not_running() { ! cl_running "$1"; }
 new_leader_ready() { local l; l=$(cl_ha_leader) && [ "$l" != "$1" ] && cl_has_event "$(cl_ha_log "$l")" '.kind == "controller_ready"'; }
+ctl_port_free() { [ -z "$(cl_ctl ss -Htln "sport = :$CL_CTL_PORT")" ]; }
 status_epoch() { cl_status_json | jq '.shards[0].epoch'; }
 one_master_not_old() { local m; m=$(cl_masters); [ -n "$m" ] && [ "$m" != "$OLD" ] && [ "$(wc -l <<<"$m")" = 1 ]; }
 
