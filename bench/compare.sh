@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
-# flatline vs Redis Sentinel on the same hosts (issue 8, part 4): tests/lib/cluster.sh's
-# three namespace hosts (redis-server primary + two replicas) and the same writer
+# flatline vs Sentinel on the same hosts (issue 8, part 4; issue 18): tests/lib/cluster.sh's
+# three namespace hosts (a primary + two replicas) and the same writer
 # (tests/lib/clwriter.py, 1,000 RPUSH/s, every acknowledged value recorded), run with
 #   flatline          agents + controller + BIND9 named; the writer follows DNS
-#   sentinel-1s       Debian's redis-sentinel, one on each host (three, quorum 2),
+#   sentinel-1s       the flavour's Sentinel, one on each host (three, quorum 2),
 #                     default settings but down-after-milliseconds 1000; the writer is a
 #                     Sentinel client (redis-py's discover_master)
 #   sentinel-default  the same with Sentinel's defaults (down-after-milliseconds 30000)
+# on each server flavour (tests/lib/flavour.sh): Redis 7.0 hosts with Debian's
+# redis-sentinel, Valkey 8.0 hosts with valkey-sentinel (built by scripts/build-valkey.sh).
 # for three faults of the primary: SIGKILL, SIGSTOP, host failure (its link cut and every
 # process in its namespace killed, the sentinel there included). Each trial is a fresh
 # cluster. Per fault, a table of min / median / max of:
 #   detection        flatline: the controller's node_down; Sentinel: the first +odown
 #   new primary      the promoted server in master mode: flatline's `promoted` event
-#                    (after its EXEC reply); Sentinel: "MASTER MODE enabled" in the
-#                    promoted server's own log (ms resolution)
+#                    (after its EXEC reply); Sentinel: "MASTER MODE enabled" (Valkey:
+#                    "PRIMARY MODE enabled") in the promoted server's own log (ms)
 #   first write      the writer's first acknowledged write on another server
 #   DNS              flatline: dns_updated (Sentinel has none)
 #   writes lost      acknowledged writes missing from the new primary afterwards
-# and the ratio Sentinel median / flatline median. Every sentinel is killed at the end
-# of each trial (and on exit); the script checks that none is left.
+# and the ratio Sentinel median / flatline median (same flavour). Every sentinel is
+# killed at the end of each trial (and on exit); the script checks that none is left.
 #
-# usage: bench/compare.sh [-n TRIALS] [-k FLATLINE_SIGKILL_TRIALS]
+# usage: bench/compare.sh [-n TRIALS] [-k FLATLINE_SIGKILL_TRIALS] [-F FLAVOURS]
 #                                 [-s SYSTEMS] [-f FAULTS] [-r RESULTS]   (root)
-#   defaults: -n 5 -k 20 -s flatline,sentinel-1s,sentinel-default -f sigkill,sigstop,host
-#   (sentinel-default takes about 35 s per trial: ~10 minutes of the ~15 in all)
+#   defaults: -n 5 -k 20 -F redis,valkey -s flatline,sentinel-1s,sentinel-default
+#             -f sigkill,sigstop,host
+#   (sentinel-default takes about 35 s per trial: ~10 minutes of the ~15 per flavour)
 #   -r RESULTS: no trials, only the tables from a results file of earlier runs (the
 #   per-trial JSON lines a run leaves with KEEP=1; several runs' files concatenated)
 set -uo pipefail
@@ -32,14 +35,16 @@ N=5
 NK=20
 SYSTEMS=flatline,sentinel-1s,sentinel-default
 FAULTS=sigkill,sigstop,host
+FLAVOURS=redis,valkey
 REPORT=
-while getopts n:k:s:f:r: o; do
+while getopts n:k:s:f:r:F: o; do
 	case $o in
 	r) REPORT=$OPTARG ;;
 	n) N=$OPTARG ;;
 	k) NK=$OPTARG ;;
 	s) SYSTEMS=$OPTARG ;;
 	f) FAULTS=$OPTARG ;;
+	F) FLAVOURS=$OPTARG ;;
 	*) sed -n '/^# usage/,/^#   (sentinel/p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -47,9 +52,11 @@ done
 . tests/lib/cluster.sh
 
 setup() {
+	local fl
 	[ "$(id -u)" -eq 0 ] || { echo "bench-compare: run as root (namespaces, BPF)" >&2; exit 1; }
-	command -v redis-sentinel >/dev/null ||
-		{ echo "bench-compare: needs redis-sentinel (scripts/install-deps.sh)" >&2; exit 1; }
+	for fl in "${flavours[@]}"; do
+		fl_flavour_set "$fl" || { echo "bench-compare: $FL_FLAVOUR_WHY" >&2; exit 1; }
+	done
 	if [ "$FL" = "$CL_ROOT/build/flatline" ]; then make -s all; fi
 	export FL_NODE_PREFIX=cmp$$n
 	work=$(mktemp -d /tmp/flatline-bench-compare.XXXXXX)
@@ -62,7 +69,14 @@ setup() {
 	trap 'exit 130' INT TERM
 }
 
-sentinels_left() { pgrep -f "redis-sentinel.*$work" || true; }
+# The sentinels of this trial (pids recorded by cl_spawn); sentinels_left: those of them
+# still running after cl_down.
+SENTINEL_PIDS=()
+sentinels_left() {
+	local p
+	for p in "${SENTINEL_PIDS[@]}"; do cl_running "$p" && echo "$p"; done
+	return 0
+}
 cleanup() {
 	cl_down
 	local p
@@ -70,7 +84,8 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 
-# sentinels DOWN_AFTER_MS: one redis-sentinel per host namespace, on HOST_IP:26379.
+# sentinels DOWN_AFTER_MS: one sentinel (the flavour's: redis-sentinel or valkey-sentinel)
+# per host namespace, on HOST_IP:26379.
 start_sentinels() {
 	local i d
 	for i in 1 2 3; do
@@ -85,13 +100,14 @@ start_sentinels() {
 			sentinel monitor $CL_SHARD $(cl_ip 1) 6379 2
 		EOF
 		[ -z "$1" ] || echo "sentinel down-after-milliseconds $CL_SHARD $1" >>"$d/sentinel.conf"
-		cl_spawn "sentinel-$i" "$(cl_ns "$i")" redis-sentinel "$d/sentinel.conf"
+		cl_spawn "sentinel-$i" "$(cl_ns "$i")" "$CL_SENTINEL" "$d/sentinel.conf"
+		SENTINEL_PIDS+=("$CL_PID")
 	done
 	# Ready when every sentinel knows both replicas and both other sentinels.
 	cl_until 30 sentinels_ready || { echo "bench-compare: sentinels did not converge" >&2; return 1; }
 }
 sentinel_field() { # IDX FIELD
-	timeout 1 nsenter --net="/run/netns/$CL_NS_CTL" redis-cli -h "$(cl_ip "$1")" -p 26379 \
+	timeout 1 nsenter --net="/run/netns/$CL_NS_CTL" "$CL_CLI" -h "$(cl_ip "$1")" -p 26379 \
 		sentinel master "$CL_SHARD" 2>/dev/null | awk -v f="$2" 'p { print; exit } $0 == f { p = 1 }'
 }
 sentinels_ready() {
@@ -105,10 +121,12 @@ sentinels_ready() {
 # new_write: the writer has an acknowledged write on another server than the old primary.
 new_write() { grep -q "^A .* $CL_NET\.[23]:" "$CL_DIR/writer.out"; }
 
-# trial SYSTEM FAULT I: one fresh cluster, one fault; appends a JSON line to $results.
+# trial FLAVOUR SYSTEM FAULT I: one fresh cluster, one fault; appends a JSON line to
+# $results.
 trial() {
-	local sys=$1 fault=$2 i=$3 limit pid p new j agents=() slogs=() rlogs=()
-	cl_init "$work/c" "$NAME"
+	local flavour=$1 sys=$2 fault=$3 i=$4 limit pid p new j agents=() slogs=() rlogs=()
+	SENTINEL_PIDS=()
+	FL_FLAVOUR=$flavour cl_init "$work/c" "$NAME"
 	if [ "$sys" = flatline ]; then
 		cl_up || return 1
 		cl_writer_start --rate 1000 || return 1
@@ -159,8 +177,9 @@ trial() {
 		# Sentinel's "new primary" is the server's own switch to master mode.
 		j=$(jq -c '.promoted_ms = .master_mode_ms' <<<"$j")
 	fi
-	jq -c --arg s "$sys" --arg f "$fault" --argjson i "$i" '{sys: $s, fault: $f, trial: $i} + .' \
-		<<<"$j" | tee -a "$results" | jq -r '"  \(.sys) \(.fault) #\(.trial): detect \(.detect_ms) ms, new primary \(.promoted_ms) ms, first write \(.first_write_ms) ms, DNS \(.dns_ms) ms, lost \(.lost)/\(.acked)"' >&2
+	jq -c --arg s "$sys" --arg f "$fault" --argjson i "$i" --arg fl "$flavour" \
+		--arg srv "$FL_SERVER_NAME" '{sys: $s, flavour: $fl, server: $srv, fault: $f, trial: $i} + .' \
+		<<<"$j" | tee -a "$results" | jq -r '"  \(.server) \(.sys) \(.fault) #\(.trial): detect \(.detect_ms) ms, new primary \(.promoted_ms) ms, first write \(.first_write_ms) ms, DNS \(.dns_ms) ms, lost \(.lost)/\(.acked)"' >&2
 	cl_down
 	[ -z "$(sentinels_left)" ] || { echo "bench-compare: sentinels left after a trial: $(sentinels_left)" >&2; return 1; }
 }
@@ -168,24 +187,28 @@ trial() {
 if [ -n "$REPORT" ]; then
 	results=$REPORT
 else
+	IFS=, read -ra flavours <<<"$FLAVOURS"
 	setup
 	IFS=, read -ra faults <<<"$FAULTS"
 	IFS=, read -ra systems <<<"$SYSTEMS"
 	for f in "${faults[@]}"; do
-		for s in "${systems[@]}"; do
-			n=$N
-			[ "$s/$f" = flatline/sigkill ] && n=$NK
-			echo "bench-compare: $s, $f, $n trials" >&2
-			for ((i = 1; i <= n; i++)); do
-				trial "$s" "$f" "$i" || { echo "bench-compare: trial failed ($s $f $i)" >&2; cl_down; }
+		for fl in "${flavours[@]}"; do
+			for s in "${systems[@]}"; do
+				n=$N
+				[ "$s/$f" = flatline/sigkill ] && n=$NK
+				echo "bench-compare: $fl, $s, $f, $n trials" >&2
+				for ((i = 1; i <= n; i++)); do
+					trial "$fl" "$s" "$f" "$i" ||
+						{ echo "bench-compare: trial failed ($fl $s $f $i)" >&2; cl_down; }
+				done
 			done
 		done
 	done
 fi
 echo
-echo "flatline vs Redis Sentinel: three namespace hosts, redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), writer at 1,000 RPUSH/s; $(nproc) CPUs, kernel $(uname -r)"
+echo "flatline vs Sentinel: three namespace hosts ($(jq -rs '[.[].server // "redis"] | unique | join(", ")' "$results") with their own Sentinel), writer at 1,000 RPUSH/s; $(nproc) CPUs, kernel $(uname -r)"
 echo "flatline: defaults of the cluster file (PING 100 ms x 5, probes 100 ms, peer down 1 s, node down 1 s); writer follows DNS (TTL 1 s, re-resolved on reconnect)"
-echo "Sentinel: 3 sentinels (one per host, quorum 2); writer is redis-py's Sentinel client"
+echo "Sentinel: 3 sentinels (one per host, quorum 2; redis-sentinel on Redis, valkey-sentinel on Valkey); writer is redis-py's Sentinel client"
 "$CL_PY" - "$results" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -204,37 +227,46 @@ for fault, title in (("sigkill", "SIGKILL of the primary"), ("sigstop", "SIGSTOP
     if not fr:
         continue
     print("\n### %s\n" % title)
-    print("| system | trials | " + " | ".join("%s min / median / max" % c for c, _ in cols) + " |")
-    print("|---|---|" + "---|" * len(cols))
+    print("| server | system | trials | " + " | ".join("%s min / median / max" % c for c, _ in cols) + " |")
+    print("|---|---|---|" + "---|" * len(cols))
     med = {}
-    for sysname in ("flatline", "sentinel-1s", "sentinel-default"):
-        sr = [r for r in fr if r["sys"] == sysname]
-        if not sr:
-            continue
-        cells = []
-        for c, k in cols:
-            vals = [r[k] for r in sr if r.get(k) is not None]
-            if not vals:
-                cells.append("-")
+    servers = []
+    for r in fr:
+        r.setdefault("server", "Redis")  # results of runs before issue 18
+        if r["server"] not in servers:
+            servers.append(r["server"])
+    systems = ("flatline", "sentinel-1s", "sentinel-default")
+    for srv in servers:  # each server's rows, then its Sentinel ÷ flatline ratios
+        for sysname in systems:
+            sr = [r for r in fr if r["sys"] == sysname and r["server"] == srv]
+            if not sr:
                 continue
-            m = statistics.median(vals)
-            med[(sysname, k)] = m
-            lost = k == "lost"
-            cells.append("%s / %s / %s" % (fmt(min(vals), lost), fmt(m, lost), fmt(max(vals), lost)))
-        missing = sum(1 for r in sr if r.get("first_write_ms") is None)
-        print("| %s | %d%s | %s |" % (sysname, len(sr), " (%d without recovery)" % missing if missing else "",
-                                      " | ".join(cells)))
-    for sysname in ("sentinel-1s", "sentinel-default"):
-        if not any(k[0] == sysname for k in med) or not any(k[0] == "flatline" for k in med):
-            continue
-        cells = []
-        for c, k in cols:
-            a, b = med.get(("flatline", k)), med.get((sysname, k))
-            if k == "lost" or a is None or b is None or a <= 0:
-                cells.append("-")
-            else:
-                cells.append(("%.1f×" if b / a < 10 else "%.0f×") % (b / a))
-        print("| %s ÷ flatline (medians) | | %s |" % (sysname, " | ".join(cells)))
+            cells = []
+            for c, k in cols:
+                vals = [r[k] for r in sr if r.get(k) is not None]
+                if not vals:
+                    cells.append("-")
+                    continue
+                m = statistics.median(vals)
+                med[(srv, sysname, k)] = m
+                lost = k == "lost"
+                cells.append("%s / %s / %s" % (fmt(min(vals), lost), fmt(m, lost), fmt(max(vals), lost)))
+            missing = sum(1 for r in sr if r.get("first_write_ms") is None)
+            print("| %s | %s | %d%s | %s |" % (srv, sysname, len(sr),
+                                               " (%d without recovery)" % missing if missing else "",
+                                               " | ".join(cells)))
+        for sysname in systems[1:]:
+            if not any(k[:2] == (srv, sysname) for k in med) or \
+                    not any(k[:2] == (srv, "flatline") for k in med):
+                continue
+            cells = []
+            for c, k in cols:
+                a, b = med.get((srv, "flatline", k)), med.get((srv, sysname, k))
+                if k == "lost" or a is None or b is None or a <= 0:
+                    cells.append("-")
+                else:
+                    cells.append(("%.1f×" if b / a < 10 else "%.0f×") % (b / a))
+            print("| %s | %s ÷ flatline (medians) | | %s |" % (srv, sysname, " | ".join(cells)))
 EOF
 echo
 echo "raw per-trial figures: $results (kept with KEEP=1)"

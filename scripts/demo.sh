@@ -6,7 +6,8 @@
 # The old primary then comes back empty and is made a replica. Everything is torn down
 # at the end (or on Ctrl-C).
 #
-# env: DEMO_DIR (work directory, default a fresh /tmp/flatline-demo.XXXXXX), FL.
+# env: DEMO_DIR (work directory, default a fresh /tmp/flatline-demo.XXXXXX), FL,
+#      FL_FLAVOUR=valkey (valkey-server 8.0 in place of redis-server, tests/lib/flavour.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "demo: run as root (namespaces, BPF): sudo make demo" >&2; exit 1; }
@@ -35,8 +36,8 @@ t=$SECONDS
 cl_up
 echo "   up in $((SECONDS - t)) s; one cluster file for every process: $CL_CONF"
 for i in 1 2 3; do
-	printf '   %-4s %-10s redis-server %s (%s)   flatline agent pid %s\n' "$(cl_node "$i")" \
-		"$(cl_ip "$i")" "$(cl_role "$i")" "pid $(cl_pid "redis-$(cl_node "$i")")" \
+	printf '   %-4s %-10s %s %s (%s)   flatline agent pid %s\n' "$(cl_node "$i")" \
+		"$(cl_ip "$i")" "$(basename "$CL_SERVER")" "$(cl_role "$i")" "pid $(cl_pid "redis-$(cl_node "$i")")" \
 		"$(cl_pid "agent-$(cl_node "$i")")"
 done
 echo "   controller $CL_CTL_IP:$CL_CTL_PORT (Sentinel API) says the primary is $(cl_api_primary)"
@@ -50,7 +51,7 @@ echo "   $(grep -c '^A ' "$CL_DIR/writer.out") writes acknowledged so far"
 old=1
 oldn=$(cl_node $old)
 pid=$(cl_pid "redis-$oldn")
-say "kill -KILL $pid   (redis-server on $oldn, the primary)"
+say "kill -KILL $pid   ($(basename "$CL_SERVER") on $oldn, the primary)"
 t0=$(cl_now_ns)
 kill -KILL "$pid"
 ok=0
@@ -67,7 +68,7 @@ done
 new=$(cl_idx_of_ip "$(cl_api_primary)")
 sleep 1
 
-say "restarting the old primary's redis-server, empty (no persistence): it must come back as a replica"
+say "restarting the old primary's $(basename "$CL_SERVER"), empty (no persistence): it must come back as a replica"
 t_restart=$(cl_now_ns)
 cl_redis_start $old
 cl_until 10 cl_linked $old "$new" || echo "   ($oldn did not become a replica of $(cl_node "$new"))"

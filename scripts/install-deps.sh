@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install every Debian package flatline's build, tests, benchmarks and demo need.
-# Idempotent and non-interactive; run as root (or through sudo).
+# Install every Debian package flatline's build, tests, benchmarks and demo need, then
+# build Valkey from the vendored source (scripts/build-valkey.sh: once, cached by the
+# tarball's checksum). Idempotent and non-interactive; run as root (or through sudo).
 set -euo pipefail
 
 PKGS=(
@@ -13,8 +14,9 @@ PKGS=(
 	dpkg-dev lintian systemd groff-base man-db prometheus
 	# tests and quality gates
 	libcmocka-dev cppcheck clang-tidy clang-format libclang-rt-14-dev
-	# real peers the tests run
-	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils
+	# real peers the tests run (valkey-server 8.0 is built from ../shared/vendor: make,
+	# gcc and libc6-dev are all that build needs, BUILD_TLS=no)
+	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils libc6-dev
 	etcd-server etcd-client
 	python3 python3-redis jq
 	# network namespaces, packet filtering, process tools
@@ -47,19 +49,26 @@ node_clients() {
 
 if [ "${#missing[@]}" -eq 0 ]; then
 	echo "install-deps: all ${#PKGS[@]} packages present"
-	node_clients
-	exit 0
+else
+	export DEBIAN_FRONTEND=noninteractive
+	echo "install-deps: installing ${missing[*]}"
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# Debian's packages start services on install; the tests start their own instances.
+	for svc in redis-server redis-sentinel named bind9 etcd prometheus; do
+		if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+			systemctl stop "$svc" || true
+		fi
+	done
 fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "install-deps: installing ${missing[*]}"
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian's packages start services on install; the tests start their own instances.
-for svc in redis-server redis-sentinel named bind9 etcd prometheus; do
-	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
-		systemctl stop "$svc" || true
-	fi
-done
 node_clients
+# Debian 12 has no Valkey: valkey-server, valkey-sentinel and valkey-cli 8.0.1 from the
+# vendored tarball, checksum first; about 2.5 minutes the first time, nothing after.
+rc=0
+"$(dirname "$0")/build-valkey.sh" >/dev/null || rc=$?
+if [ "$rc" -eq 3 ]; then
+	echo "install-deps: no vendored Valkey source: the Valkey tests will say SKIP" >&2
+elif [ "$rc" -ne 0 ]; then
+	exit "$rc"
+fi
 echo "install-deps: done"

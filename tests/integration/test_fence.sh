@@ -3,8 +3,11 @@
 # writes, and lifts the pause only on the controller's word. Namespaces: a bridge,
 # host a (redis primary + agent n1), host b (peer n2 + the recording controller),
 # addresses in 198.18.1.0/24 that exist only inside them; all removed on exit.
+# FL_FLAVOUR=valkey (test_fence_valkey.sh): valkey-server in place of redis-server.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
+# shellcheck source=tests/lib/flavour.sh
+. tests/lib/flavour.sh
 PY=/usr/bin/python3
 A_IP=198.18.1.1
 B_IP=198.18.1.2
@@ -12,16 +15,17 @@ B_IP=198.18.1.2
 # setup PRIMARY: redis + agent in a, recording controller in b whose answers name
 # PRIMARY as the shard's primary ("self": the agent's own node).
 setup() {
-	need_cmd nft redis-server redis-cli
+	need_cmd nft
+	fl_flavour_set "${FL_FLAVOUR:-redis}" || skip "$FL_FLAVOUR_WHY"
 	P=flf$BASHPID
 	make_hosts "$P" 198.18.1
 	NODE=f1$P
 	RPORT=$(free_port)
-	$NA redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T" \
+	$NA "$FL_SERVER" --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$T" \
 		--logfile "$T/redis.log" &
 	on_exit "kill -KILL $!"
 	local end=$((SECONDS + FL_WAIT_S))
-	until $NA redis-cli -p "$RPORT" ping 2>/dev/null | grep -q PONG; do
+	until $NA "$FL_CLI" -p "$RPORT" ping 2>/dev/null | grep -q PONG; do
 		[ $SECONDS -le $end ] || fail "redis did not start"
 		sleep 0.05
 	done
@@ -71,8 +75,8 @@ isolate_a() {
 heal_a() { $NA nft delete table inet flfence; }
 
 # write_held: a write from inside host a does not complete within 1 s.
-write_held() { ! $NA timeout 1 redis-cli -p "$RPORT" set fence probe >/dev/null 2>&1; }
-write_ok() { $NA timeout 2 redis-cli -p "$RPORT" set fence probe 2>/dev/null | grep -q OK; }
+write_held() { ! $NA timeout 1 "$FL_CLI" -p "$RPORT" set fence probe >/dev/null 2>&1; }
+write_ok() { $NA timeout 2 "$FL_CLI" -p "$RPORT" set fence probe 2>/dev/null | grep -q OK; }
 
 test_isolated_primary_fences_and_controller_lifts() {
 	setup self
@@ -106,7 +110,7 @@ test_lifted_only_on_controllers_word() {
 	write_held || fail "writes allowed though the controller names another primary"
 	expect_eq "self_fence_lifted before the demotion" "$(count_events "$LOG" '.kind == "self_fence_lifted"')" 0
 	# The controller's demotion, as it would do it: now the pause goes.
-	$NA redis-cli -p "$RPORT" replicaof $B_IP 1 >/dev/null
+	$NA "$FL_CLI" -p "$RPORT" replicaof $B_IP 1 >/dev/null
 	ev=$(wait_event "$LOG" '.kind == "self_fence_lifted"') || fail "pause not lifted after the demotion"
 	grep -q "demoted" <<<"$ev" || fail "lifted for another reason: $ev"
 }

@@ -12,8 +12,8 @@ that are on the new primary at the end (LRANGE), one per line: an acknowledged v
 missing from it is a lost write. Sentinel's log (--sentinel-log, repeatable) is read
 for +sdown/+odown/+switch-master when comparing with Redis Sentinel.
 
---redis-log (repeatable) reads a server's own log for "MASTER MODE enabled" (the moment
-it became a primary, ms resolution): master_mode_ms.
+--redis-log (repeatable) reads a server's own log for "MASTER MODE enabled" (Valkey 8:
+"PRIMARY MODE enabled"; the moment it became a primary, ms resolution): master_mode_ms.
 
 Prints the timeline, or with --json one object: detect_ms (the controller's node_down,
 or Sentinel's first +odown), kernel_ms (the agent's first event), promoted_ms, dns_ms,
@@ -240,8 +240,8 @@ def main():
         for t, e, rest in read_sentinel(path):
             if t < t0 - 1000000 or t > end:
                 continue
-            if e == "MASTER" and rest.startswith("MODE enabled"):
-                rows.append((t, "%s: MASTER MODE enabled (redis-server's own log, ms)" % name))
+            if e in ("MASTER", "PRIMARY") and rest.startswith("MODE enabled"):
+                rows.append((t, "%s: %s MODE enabled (the server's own log, ms)" % (name, e)))
                 if res["master_mode_ms"] is None or ms(t) < res["master_mode_ms"]:
                     res["master_mode_ms"] = ms(t)
 

@@ -4,8 +4,9 @@
 #   namespace <name>-ctl   bridge br0 10.77.0.254: flatline controller (Sentinel API on
 #                          :26379), BIND9 named (:53, zone ha.test., TSIG key, update
 #                          policy), and the clients (writer, redis-cli, dig)
-#   namespace <name>-h1..3 eth0 10.77.0.1..3, veth to the bridge: redis-server (h1 the
-#                          primary, h2 h3 replicas) and one `flatline agent` each,
+#   namespace <name>-h1..3 eth0 10.77.0.1..3, veth to the bridge: redis-server or
+#                          valkey-server (FL_FLAVOUR; h1 the primary, h2 h3
+#                          replicas) and one `flatline agent` each,
 #                          started with nsenter --net (not `ip netns exec`, which
 #                          remounts /sys and would hide bpffs from the agent)
 #
@@ -19,7 +20,9 @@
 #   -n NAME   namespace prefix (env FL_CLUSTER_NAME, default flc); up only, later
 #             commands read it from DIR
 #   --keep    down: keep DIR (logs) instead of removing it
-# env: FL_NODE_PREFIX (node ids PREFIX1..3, default n), FL_NET (default 10.77.0),
+# env: FL_FLAVOUR (redis or valkey: the server, its CLI and its Sentinel, see
+#      tests/lib/flavour.sh; default redis; kept in DIR),
+#      FL_NODE_PREFIX (node ids PREFIX1..3, default n), FL_NET (default 10.77.0),
 #      FL_FAMILY=6 (an IPv6 cluster on FL_NET6, default the ULA prefix fd00:77::: hosts
 #      ::1..3, controller ::fe listening on [::], DNS AAAA records),
 #      FL_SHARD (cache), FL_ZONE (ha.test), FL_AGENT_CONF / FL_CTL_CONF / FL_DNS_CONF (extra
@@ -30,6 +33,8 @@
 # that drive faults into a cluster it started.
 
 CL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tests/lib/flavour.sh
+. "$CL_ROOT/tests/lib/flavour.sh"
 FL=${FL:-$CL_ROOT/build/flatline}
 CL_PY=/usr/bin/python3 # Debian's python3 with python3-redis (not a pyenv on PATH)
 CL_WAIT_S=${CL_WAIT_S:-15}
@@ -44,6 +49,7 @@ cl_init() {
 	CL_NET6=${FL_NET6:-fd00:77::}
 	CL_SHARD=${FL_SHARD:-cache}
 	CL_ZONE=${FL_ZONE:-ha.test}
+	CL_FLAVOUR=${FL_FLAVOUR:-redis}
 	CL_CG_KIND=
 	CL_HAVE_ENV=
 	CL_HA=${FL_HA:-} # non-empty: three etcd members and three controllers (cluster_ha.sh)
@@ -51,6 +57,14 @@ cl_init() {
 		# shellcheck disable=SC1091
 		. "$CL_DIR/cluster.env"
 		CL_HAVE_ENV=1
+	fi
+	# The server flavour: CL_SERVER, CL_CLI, CL_SENTINEL (paths); CL_FLAVOUR_WHY when
+	# its binaries are missing (cl_up_servers then refuses with it).
+	CL_FLAVOUR_WHY=
+	if fl_flavour_set "$CL_FLAVOUR"; then
+		CL_SERVER=$FL_SERVER CL_CLI=$FL_CLI CL_SENTINEL=$FL_SENTINEL
+	else
+		CL_FLAVOUR_WHY=$FL_FLAVOUR_WHY CL_SERVER=false CL_CLI=false CL_SENTINEL=false
 	fi
 	CL_CTL_IP=$(cl_ip fe)
 	CL_PLEN=24 CL_RR=A
@@ -346,8 +360,8 @@ cl_dns() {
 # ---------------------------------------------------------------------------
 # Servers, agents, controller
 
-# cl_redis_start IDX [MASTER_IDX]: redis-server in host IDX, empty (no persistence), a
-# replica of MASTER_IDX if given, inside the node's memory cgroup.
+# cl_redis_start IDX [MASTER_IDX]: the flavour's server (CL_SERVER) in host IDX, empty (no
+# persistence), a replica of MASTER_IDX if given, inside the node's memory cgroup.
 cl_redis_start() {
 	local i=$1 m=${2:-} node d cg args
 	node=$(cl_node "$i")
@@ -363,21 +377,22 @@ cl_redis_start() {
 	if [ -n "$cg" ]; then
 		# shellcheck disable=SC2016 # expanded by that sh
 		cl_spawn "redis-$node" "$(cl_ns "$i")" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' \
-			"$cg" redis-server "${args[@]}"
+			"$cg" "$CL_SERVER" "${args[@]}"
 	else
-		cl_spawn "redis-$node" "$(cl_ns "$i")" redis-server "${args[@]}"
+		cl_spawn "redis-$node" "$(cl_ns "$i")" "$CL_SERVER" "${args[@]}"
 	fi
-	cl_until "$CL_WAIT_S" cl_redis_ping "$i" || cl_die "redis-server on $node did not start"
+	cl_until "$CL_WAIT_S" cl_redis_ping "$i" || cl_die "$(basename "$CL_SERVER") on $node did not start"
 }
 cl_redis_ping() { cl_redis "$1" ping 2>/dev/null | grep -q PONG; }
 
-# cl_redis IDX ARGS...: redis-cli against the server of host IDX (from the ctl namespace).
+# cl_redis IDX ARGS...: the flavour's CLI against the server of host IDX (from the ctl
+# namespace).
 # Bounded (CL_CLI_TIMEOUT, 1 s): a stopped or cut-off server must not hang the caller.
 cl_redis() {
 	local i=$1
 	shift
 	timeout "${CL_CLI_TIMEOUT:-1}" nsenter --net="/run/netns/$CL_NS_CTL" \
-		redis-cli -h "$(cl_ip "$i")" -p 6379 "$@"
+		"$CL_CLI" -h "$(cl_ip "$i")" -p 6379 "$@"
 }
 cl_info() { cl_redis "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 cl_role() { cl_info "$1" role; }
@@ -415,7 +430,7 @@ cl_healthy() {
 cl_api_primary() {
 	local ip a
 	for ip in $(cl_api_ips); do
-		a=$(timeout 2 nsenter --net="/run/netns/$CL_NS_CTL" redis-cli -h "$ip" -p "$CL_CTL_PORT" \
+		a=$(timeout 2 nsenter --net="/run/netns/$CL_NS_CTL" "$CL_CLI" -h "$ip" -p "$CL_CTL_PORT" \
 			sentinel get-master-addr-by-name "$CL_SHARD" 2>/dev/null | head -n 1)
 		[ -n "$a" ] && { echo "$a"; return 0; }
 	done
@@ -467,6 +482,7 @@ cl_save_env() {
 		CL_ZONE=$CL_ZONE
 		CL_CG_KIND=$CL_CG_KIND
 		CL_HA=$CL_HA
+		CL_FLAVOUR=$CL_FLAVOUR
 	EOF
 }
 
@@ -474,6 +490,7 @@ cl_save_env() {
 # primary), nothing of flatline (bench/compare.sh runs Redis Sentinel on them).
 cl_up_servers() {
 	local i
+	[ -z "$CL_FLAVOUR_WHY" ] || { cl_die "$CL_FLAVOUR_WHY"; return 1; }
 	mkdir -p "$CL_DIR/pids" "$CL_DIR/log"
 	CL_CG_KIND=$(cl_cg_kind)
 	CL_SECRET=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
@@ -495,7 +512,8 @@ cl_up_servers() {
 cl_up() {
 	local i node
 	[ "$(id -u)" -eq 0 ] || cl_die "run as root (namespaces, BPF)" || return 1
-	for c in ip nsenter nft redis-server redis-cli named tsig-keygen dig jq setsid; do
+	[ -z "$CL_FLAVOUR_WHY" ] || { cl_die "$CL_FLAVOUR_WHY"; return 1; }
+	for c in ip nsenter nft named tsig-keygen dig jq setsid; do
 		command -v "$c" >/dev/null || { cl_die "needs $c (scripts/install-deps.sh)"; return 1; }
 	done
 	[ -x "$FL" ] || { cl_die "$FL not built (make)"; return 1; }
@@ -579,7 +597,7 @@ cl_status() {
 		echo "no cluster in $CL_DIR"
 		return 1
 	fi
-	echo "cluster $CL_NAME in $CL_DIR (cluster file $CL_CONF)"
+	echo "cluster $CL_NAME in $CL_DIR (cluster file $CL_CONF), $FL_SERVER_NAME ($CL_SERVER)"
 	for f in "$CL_DIR"/pids/*.pid; do
 		[ -e "$f" ] || continue
 		name=$(basename "$f" .pid)
@@ -597,7 +615,7 @@ cl_status() {
 	cl_ctl "$FL" status -c "$CL_CONF" || true
 	echo
 	echo "  a shell on a host:   nsenter --net=/run/netns/$(cl_ns 1) bash"
-	echo "  clients:             nsenter --net=/run/netns/$CL_NS_CTL redis-cli -h $CL_CTL_IP -p $CL_CTL_PORT sentinel masters"
+	echo "  clients:             nsenter --net=/run/netns/$CL_NS_CTL $CL_CLI -h $CL_CTL_IP -p $CL_CTL_PORT sentinel masters"
 	echo "  events:              $FL events --log $CL_CLOG"
 }
 

@@ -88,11 +88,12 @@ run_tests() {
 	done
 }
 
-# start_redis PORT [ARGS...]: a redis-server on 127.0.0.1:PORT with its files
-# in $T; waits until it answers. Sets REDIS_PID.
+# start_redis PORT [ARGS...]: a redis-server (FL_SERVER when set: valkey-server, see
+# tests/lib/flavour.sh) on 127.0.0.1:PORT with its files in $T; waits until it answers.
+# Sets REDIS_PID.
 start_redis() {
 	local port=$1; shift
-	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+	"${FL_SERVER:-redis-server}" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 		--repl-diskless-sync-delay 0 --dir "$T" --dbfilename "dump-$port.rdb" \
 		--logfile "$T/redis-$port.log" "$@" &
 	REDIS_PID=$!
@@ -104,7 +105,7 @@ start_redis() {
 wait_redis() {
 	local end=$((SECONDS + FL_WAIT_S))
 	while [ $SECONDS -le $end ]; do
-		redis-cli -p "$1" ping 2>/dev/null | grep -qE 'PONG|NOAUTH' && return 0
+		"${FL_CLI:-redis-cli}" -p "$1" ping 2>/dev/null | grep -qE 'PONG|NOAUTH' && return 0
 		sleep 0.02
 	done
 	return 1

@@ -42,9 +42,12 @@ static int field(struct info_repl *r, const char *key, size_t klen, const char *
 		return 0;
 	}
 	if (IS("redis_version")) {
-		copy(r->version, sizeof(r->version), v, n);
-		if (r->server == INFO_SRV_UNKNOWN)
+		/* Valkey and Dragonfly print it too (7.2.4, 7.2.0): their own name and
+		 * version win, whichever line comes first. */
+		if (r->server == INFO_SRV_UNKNOWN) {
+			copy(r->version, sizeof(r->version), v, n);
 			r->server = INFO_SRV_REDIS;
+		}
 		return 0;
 	}
 	if (IS("valkey_version")) {
