@@ -4,7 +4,7 @@
  *
  * For each node of a nodes file ("ID PORT" lines: the node id of the cluster file and
  * the port of its server on 127.0.0.1) it holds what an agent holds: one connection
- * to the controller (HELLO flatline 1 ID SECRET, then REPORT every heartbeat and at
+ * to the controller (HELLO flatline 2 with challenge-response, then REPORT every heartbeat and at
  * once on a change; docs/protocol.md) and one to the server, read with INFO every
  * heartbeat (INFO in full on each new connection, then INFO replication) as the
  * agent's srvmon does. The REPORT is built from the agent's key table
@@ -44,6 +44,7 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/adapters/libevent.h>
+#include "common/auth.h"
 #include "common/info.h"
 #include "common/report_keys.h"
 
@@ -68,7 +69,9 @@ struct node {
 	struct info_repl info;
 	/* The controller. */
 	redisAsyncContext *ctl;
-	int ctl_state; /* 0 none or connecting, 1 HELLO sent, 2 reporting */
+	int ctl_state; /* 0 none or connecting, 1 HELLO or PROVE sent, 2 reporting */
+	uint8_t key[AUTH_KEY_LEN];  /* the node's key (docs/protocol.md, version 2) */
+	uint8_t na[AUTH_NONCE_LEN]; /* this connection's nonce */
 	long long ctl_since_ms; /* connect or HELLO sent: dropped if no answer in 2 heartbeats */
 	int ctl_backoff_ms;
 	struct event *ctl_retry;
@@ -289,7 +292,7 @@ static void on_ctl_disconnect(const redisAsyncContext *ac, int status)
 		ctl_gone(n);
 }
 
-static void on_hello(redisAsyncContext *ac, void *r, void *priv)
+static void on_prove(redisAsyncContext *ac, void *r, void *priv)
 {
 	struct node *n = priv;
 	redisReply *rep = r;
@@ -298,7 +301,7 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 	if (!rep)
 		return;
 	if (rep->type == REDIS_REPLY_ERROR) {
-		fprintf(stderr, "loadgen: %s: HELLO refused: %s\n", n->id, rep->str);
+		fprintf(stderr, "loadgen: %s: PROVE refused: %s\n", n->id, rep->str);
 		ctl_drop(n);
 		return;
 	}
@@ -308,10 +311,44 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 	send_report(n); /* at once, as the agent */
 }
 
+/* The challenge (docs/protocol.md, version 2): check the controller's proof, send ours. */
+static void on_hello(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct node *n = priv;
+	redisReply *rep = r;
+	uint8_t nc[AUTH_NONCE_LEN], proof[AUTH_MAC_LEN];
+	char hex[AUTH_HEX_LEN + 1];
+	const char *argv[] = { "PROVE", hex };
+
+	(void)ac;
+	if (!rep)
+		return;
+	if (rep->type == REDIS_REPLY_ERROR) {
+		fprintf(stderr, "loadgen: %s: HELLO refused: %s\n", n->id, rep->str);
+		ctl_drop(n);
+		return;
+	}
+	if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
+	    rep->element[1]->type != REDIS_REPLY_STRING ||
+	    rep->element[2]->type != REDIS_REPLY_STRING ||
+	    auth_unhex(rep->element[1]->str, rep->element[1]->len, nc, sizeof(nc)) ||
+	    !auth_check(n->key, AUTH_CONTROLLER, n->id, n->na, nc, rep->element[2]->str,
+			rep->element[2]->len) ||
+	    auth_proof(n->key, AUTH_AGENT, n->id, n->na, nc, proof)) {
+		fprintf(stderr, "loadgen: %s: the controller did not prove itself\n", n->id);
+		ctl_drop(n);
+		return;
+	}
+	auth_hex(proof, sizeof(proof), hex);
+	n->ctl_since_ms = mono_ms();
+	redisAsyncCommandArgv(n->ctl, on_prove, n, 2, argv, NULL);
+}
+
 static void on_ctl_connect(const redisAsyncContext *ac, int status)
 {
 	struct node *n = ac->data;
-	const char *argv[] = { "HELLO", "flatline", "1", n ? n->id : "", g.secret };
+	char nonce[AUTH_HEX_LEN + 1];
+	const char *argv[] = { "HELLO", "flatline", AUTH_PROTO_VERSION, n ? n->id : "", nonce };
 
 	if (!n || n->ctl != ac)
 		return;
@@ -319,6 +356,11 @@ static void on_ctl_connect(const redisAsyncContext *ac, int status)
 		ctl_gone(n); /* hiredis frees it after this callback */
 		return;
 	}
+	if (auth_nonce(n->na)) {
+		ctl_drop(n);
+		return;
+	}
+	auth_hex(n->na, sizeof(n->na), nonce);
 	n->ctl_state = 1;
 	n->ctl_since_ms = mono_ms();
 	redisAsyncCommandArgv(n->ctl, on_hello, n, 5, argv, NULL);
@@ -695,6 +737,10 @@ int main(int argc, char **argv)
 		int phase = (int)((long long)i * g.hb_ms / g.nnodes);
 
 		n->idx = i;
+		if (auth_node_key(g.secret, strlen(g.secret), n->id, n->key)) {
+			fprintf(stderr, "loadgen: failed to derive the key of %s\n", n->id);
+			return 1;
+		}
 		n->proc_change_ms = wall_ms();
 		n->srv_backoff_ms = 50;
 		n->ctl_backoff_ms = 100;
