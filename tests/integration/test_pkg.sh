@@ -4,7 +4,9 @@
 # the Prometheus metrics.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
-EXAMPLE=packaging/cluster.conf.example
+# The example as an operator installs it: copied, mode 0600 (it holds the secret).
+EXAMPLE_SRC=packaging/cluster.conf.example
+example() { install -m 600 "$EXAMPLE_SRC" "$T/example.conf" && echo "$T/example.conf"; }
 PY=/usr/bin/python3
 A_IP=198.18.7.1
 B_IP=198.18.7.2
@@ -67,14 +69,14 @@ write_conf() {
 		[cluster]
 		secret = s3cret-s3cret-s3cret
 		[agent]
-		; lease_ms = 0: the write lease's pins outlive the agent by design (test_lease.sh);
-		; these tests check that a clean stop leaves no pin behind.
-		lease_ms = 0
 		probe_interval_ms = 100
 		peer_down_after_ms = 500
 		heartbeat_ms = 100
 		metrics_listen = $A_IP:$MPORT
 		${2:-}
+		; lease_ms = 0: the write lease's pins outlive the agent by design (test_lease.sh);
+		; these tests check that a clean stop leaves no pin behind.
+		lease_ms = 0
 		[controller]
 		listen = $B_IP:$CPORT
 		[node "$NODE"]
@@ -106,6 +108,7 @@ test_version() {
 }
 
 test_check_example() {
+	EXAMPLE=$(example)
 	out=$("$FL" check -c "$EXAMPLE") || fail "the example does not validate: $out"
 	grep -q "valid: cluster example, 3 node(s), 1 shard(s)" <<<"$out" || fail "no summary: $out"
 	grep -q "probes peers: n2=10.0.0.2 n3=10.0.0.3" <<<"$out" || fail "n1's peers missing: $out"
@@ -118,6 +121,7 @@ test_check_example() {
 }
 
 test_check_broken() {
+	EXAMPLE=$(example)
 	sed 's/^hung_after = 5 /hung_after = five /' "$EXAMPLE" >"$T/bad.conf"
 	rc=0
 	"$FL" check -c "$T/bad.conf" >"$T/out" 2>"$T/err" || rc=$?
@@ -207,7 +211,9 @@ test_deb() {
 		chroot '$D/m' systemd-analyze verify --man=no flatline-agent@n1.service \
 			flatline-controller.service && echo verify: ok
 		chroot '$D/m' flatline version
-		chroot '$D/m' flatline check -q -c /usr/share/doc/flatline/examples/cluster.conf && echo check: ok
+		mkdir -p '$D/m/etc/flatline'
+		install -m 600 '$D/m/usr/share/doc/flatline/examples/cluster.conf' '$D/m/etc/flatline/cluster.conf'
+		chroot '$D/m' flatline check -q -c /etc/flatline/cluster.conf && echo check: ok
 	" >"$T/inst" 2>&1 || { cat "$T/inst" >&2; fail "installing into the fresh root failed"; }
 	for f in /usr/sbin/flatline /lib/systemd/system/flatline-agent@.service \
 		/lib/systemd/system/flatline-controller.service /usr/share/man/man8/flatline.8.gz \

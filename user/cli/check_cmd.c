@@ -119,7 +119,7 @@ static int print_warnings(FILE *f, const struct cfg *c)
 {
 	int n = 0;
 
-	if (!c->secret[0] || !strcmp(c->secret, "change-me")) {
+	if (!c->secret[0] || !strncmp(c->secret, "change-me", 9)) {
 		fprintf(f, "warning: %s: [cluster] secret is %s: any host can report as any node\n",
 			c->path, c->secret[0] ? "the example's 'change-me'" : "empty");
 		n++;
