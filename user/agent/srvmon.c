@@ -508,8 +508,17 @@ static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (judge_now(m, &ev) == SRV_CAUSE_STOPPED)
-		go_hung(m, SRV_CAUSE_STOPPED, &ev);
+	if (judge_now(m, &ev) != SRV_CAUSE_STOPPED)
+		return;
+	/* The timer ran from the stop signal; the thread's stopped state begins at its
+	 * switch, a moment later: wait out the rest of the grace from that. */
+	if (ev.state_ms < m->o.stop_grace_ms) {
+		struct timeval tv = fl_ms_tv(m->o.stop_grace_ms - ev.state_ms);
+
+		event_add(m->stop_ev, &tv);
+		return;
+	}
+	go_hung(m, SRV_CAUSE_STOPPED, &ev);
 }
 
 void srvmon_sched_event(struct srvmon *m, const struct fl_sched_event *e)
