@@ -15,7 +15,9 @@ RSS_MAX_KB=${RSS_MAX_KB:-65536}
 cluster_file() { # OUT CTL_PORT SERVER_PORT
 	{
 		printf '[cluster]\nname = t\nsecret = s3cret-s3cret-s3cret\n'
-		printf '[agent]\nping_interval_ms = 100\nhung_after = 5\nheartbeat_ms = 100\n'
+		# lease_ms = 0: agents in the machine's own namespace (the lease's pins outlive
+		# them by design); the lease is tested in namespaces by test_lease.sh.
+		printf '[agent]\nping_interval_ms = 100\nhung_after = 5\nheartbeat_ms = 100\nlease_ms = 0\n'
 		printf '[controller]\nlisten = 127.0.0.1:%s\n' "$2"
 		printf '[node "%s"]\naddress = 127.0.0.1\nredis = 127.0.0.1:%s\n' "$N1" "$3"
 		printf '[shard "s"]\nnodes = %s\n' "$N1"
@@ -146,6 +148,7 @@ setup_ctl() {
 	ping_interval_ms = 50
 	hung_after = 4
 	heartbeat_ms = 100
+	lease_ms = 0
 	[controller]
 	listen = 127.0.0.1:$CTL_PORT
 	node_down_after_ms = 1000
