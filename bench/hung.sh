@@ -57,6 +57,7 @@ hung_after = 5
 heartbeat_ms = 100
 stop_grace_ms = 50
 busy_max_ms = 5000
+lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
 [controller]
 listen = 127.0.0.1:$CTL
 state_file = $dir/state
