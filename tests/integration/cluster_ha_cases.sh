@@ -121,6 +121,10 @@ test_ha_etcd_member_down() {
 	cl_stop "etcd-e$m" KILL
 	sleep 0.5
 	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	# The leader keeps leading (its watch and keep-alives move to another member).
+	cl_until 10 cl_has_event "$(cl_ha_log "$lead")" '.kind == "failover_end"' ||
+		fail "c$lead did not fail over: $(jq -c 'select(.kind | test("leader|etcd"))' "$(cl_ha_log "$lead")" | tail -n 3)"
+	! cl_has_event "$(cl_ha_log "$lead")" '.kind == "leader_lost"' || fail "c$lead lost the lead"
 	check_primary
 	cl_redis_start "$OLD"
 	old_back_as_replica

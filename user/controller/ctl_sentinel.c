@@ -391,7 +391,9 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		char port[16];
 
 		s = fo_find_shard(&c->fo, cmd->argv[2]);
-		if (!s || s->primary < 0) {
+		/* HA mode: a follower that cannot reach etcd may hold a stale primary; it
+		 * answers as a Sentinel that knows no master, so clients ask the next one. */
+		if (!s || s->primary < 0 || (c->ha && c->etcd_why[0] && !ctl_may_act(c))) {
 			ctl_reply_null(k, out, true);
 			return;
 		}

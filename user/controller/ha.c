@@ -51,6 +51,7 @@ struct ha {
 	int retry_ms;
 	struct event *ka_timer, *deadline_timer, *retry_timer;
 	struct event *campaign_ev; /* a campaign started from the watch (not inside curl) */
+	struct event *resync_ev;   /* the watch ended: read the prefix again, watch anew */
 	struct etcd_watch *watch;
 	unsigned watch_gen;     /* the generation the watch belongs to */
 	struct ha_ctl ctls[HA_MAX_CTLS];
@@ -270,8 +271,16 @@ static void on_watch_end(void *ctx, const char *why)
 
 	if (h->watch_gen != h->gen || h->stopping)
 		return;
+	/* Not a reason to give up leadership (the lease decides that): one etcd member
+	 * gone ends the watch on it; read the prefix again from the next endpoint and
+	 * watch from there (from a timer: the watch cannot be freed from here). */
 	snprintf(msg, sizeof(msg), "the etcd watch ended: %s", why);
-	start_over(h, msg);
+	pr_info("ha: %s; watching again\n", msg);
+	{
+		struct timeval tv = fl_ms_tv(100);
+
+		evtimer_add(h->resync_ev, &tv);
+	}
 }
 
 /* ---- the steps: grant, register, range + watch, campaign ---- */
@@ -354,6 +363,10 @@ static void on_range(void *ctx, int err, const char *msg, struct json_object *re
 		start_over(h, "failed to start the etcd watch");
 		return;
 	}
+	/* A read again after the watch ended: a leader stays one, a follower that knows
+	 * the leader waits for its key to go. */
+	if (h->role == HA_LEADER || (h->role == HA_FOLLOWER && h->leader[0]))
+		return;
 	campaign(h);
 }
 
@@ -442,9 +455,15 @@ static void on_keepalive(void *ctx, int err, const char *msg, struct json_object
 	}
 	if (err) {
 		/* Not fatal by itself: the deadline decides. The next keep-alive tries the
-		 * next endpoint. */
+		 * next endpoint, and the watch follows it there: a watch on a member that
+		 * is cut off stays silent rather than ending. */
 		set_health(h, false, msg);
 		call_free(c);
+		if (!evtimer_pending(h->resync_ev, NULL)) {
+			struct timeval tv = fl_ms_tv(100);
+
+			evtimer_add(h->resync_ev, &tv);
+		}
 		return;
 	}
 	set_health(h, true, "");
@@ -466,6 +485,10 @@ static void on_ka_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	json_object_object_add(b, "ID", json_object_new_int64(h->lease_id));
 	call(h, call_new(h), "/v3/lease/keepalive", b, on_keepalive);
+	/* A follower tries again every tick ("create the leader key if it is gone"): a
+	 * takeover does not depend on the watch delivering the key's deletion. */
+	if (h->role == HA_FOLLOWER && h->lease_id)
+		campaign(h);
 	evtimer_add(h->ka_timer, &tv);
 }
 
@@ -482,6 +505,19 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	start_over(h, "the lease's deadline passed without a keep-alive answer");
+}
+
+static void on_resync(evutil_socket_t fd, short what, void *arg)
+{
+	struct ha *h = arg;
+
+	(void)fd;
+	(void)what;
+	if (h->stopping)
+		return;
+	etcd_watch_free(h->watch);
+	h->watch = NULL;
+	sync_prefix(h);
 }
 
 static void on_campaign_ev(evutil_socket_t fd, short what, void *arg)
@@ -512,6 +548,7 @@ static void start_over(struct ha *h, const char *why)
 	struct timeval tv;
 
 	h->gen++; /* the watch is left to on_retry: this may run inside its callback */
+	evtimer_del(h->resync_ev);
 	evtimer_del(h->ka_timer);
 	evtimer_del(h->deadline_timer);
 	h->lease_id = 0;
@@ -553,7 +590,9 @@ struct ha *ha_new(struct event_base *base, const struct ha_opts *o, const struct
 	h->deadline_timer = evtimer_new(base, on_deadline, h);
 	h->retry_timer = evtimer_new(base, on_retry, h);
 	h->campaign_ev = event_new(base, -1, 0, on_campaign_ev, h);
-	if (!h->etcd || !h->ka_timer || !h->deadline_timer || !h->retry_timer || !h->campaign_ev) {
+	h->resync_ev = evtimer_new(base, on_resync, h);
+	if (!h->etcd || !h->ka_timer || !h->deadline_timer || !h->retry_timer || !h->campaign_ev ||
+	    !h->resync_ev) {
 		ha_free(h);
 		return NULL;
 	}
@@ -628,6 +667,8 @@ void ha_free(struct ha *h)
 		event_free(h->retry_timer);
 	if (h->campaign_ev)
 		event_free(h->campaign_ev);
+	if (h->resync_ev)
+		event_free(h->resync_ev);
 	free(h);
 }
 
