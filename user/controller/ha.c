@@ -313,7 +313,11 @@ static void on_campaign(void *ctx, int err, const char *msg, struct json_object 
 	call_free(c);
 }
 
-static void campaign(struct ha *h)
+/* The body of "put key = val (on lease, if non-zero) if the leader key's create
+ * revision is rev" (0: the leader key does not exist): the campaign and every write
+ * of the leader are this one transaction. */
+static struct json_object *txn_put_if_leader_rev(const struct ha *h, int64_t rev, const char *key,
+						 const void *val, size_t len, int64_t lease)
 {
 	struct json_object *b = json_object_new_object(), *cmp = json_object_new_object();
 	struct json_object *put = json_object_new_object(), *op = json_object_new_object();
@@ -322,16 +326,24 @@ static void campaign(struct ha *h)
 	etcd_json_add_bytes(cmp, "key", h->leader_key, strlen(h->leader_key));
 	json_object_object_add(cmp, "target", json_object_new_string("CREATE"));
 	json_object_object_add(cmp, "result", json_object_new_string("EQUAL"));
-	json_object_object_add(cmp, "create_revision", json_object_new_int64(0));
+	json_object_object_add(cmp, "create_revision", json_object_new_int64(rev));
 	json_object_array_add(cmps, cmp);
-	etcd_json_add_bytes(put, "key", h->leader_key, strlen(h->leader_key));
-	etcd_json_add_bytes(put, "value", h->self_val, strlen(h->self_val));
-	json_object_object_add(put, "lease", json_object_new_int64(h->lease_id));
+	etcd_json_add_bytes(put, "key", key, strlen(key));
+	etcd_json_add_bytes(put, "value", val, len);
+	if (lease)
+		json_object_object_add(put, "lease", json_object_new_int64(lease));
 	json_object_object_add(op, "request_put", put);
 	json_object_array_add(succ, op);
 	json_object_object_add(b, "compare", cmps);
 	json_object_object_add(b, "success", succ);
-	call(h, call_new(h), "/v3/kv/txn", b, on_campaign);
+	return b;
+}
+
+static void campaign(struct ha *h)
+{
+	call(h, call_new(h), "/v3/kv/txn",
+	     txn_put_if_leader_rev(h, 0, h->leader_key, h->self_val, strlen(h->self_val), h->lease_id),
+	     on_campaign);
 }
 
 static void on_range(void *ctx, int err, const char *msg, struct json_object *resp)
@@ -733,7 +745,6 @@ static void on_put(void *ctx, int err, const char *msg, struct json_object *resp
 
 int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn fn, void *ctx)
 {
-	struct json_object *b, *cmp, *put, *op, *cmps, *succ;
 	struct ha_call *c;
 	char key[512];
 
@@ -745,24 +756,8 @@ int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn
 	c->put_fn = fn;
 	c->put_ctx = ctx;
 	snprintf(key, sizeof(key), "%s%s", h->prefix, rel);
-	b = json_object_new_object();
-	cmp = json_object_new_object();
-	put = json_object_new_object();
-	op = json_object_new_object();
-	cmps = json_object_new_array();
-	succ = json_object_new_array();
-	etcd_json_add_bytes(cmp, "key", h->leader_key, strlen(h->leader_key));
-	json_object_object_add(cmp, "target", json_object_new_string("CREATE"));
-	json_object_object_add(cmp, "result", json_object_new_string("EQUAL"));
-	json_object_object_add(cmp, "create_revision", json_object_new_int64(h->leader_rev));
-	json_object_array_add(cmps, cmp);
-	etcd_json_add_bytes(put, "key", key, strlen(key));
-	etcd_json_add_bytes(put, "value", val, len);
-	json_object_object_add(op, "request_put", put);
-	json_object_array_add(succ, op);
-	json_object_object_add(b, "compare", cmps);
-	json_object_object_add(b, "success", succ);
-	if (etcd_call(h->etcd, "/v3/kv/txn", b, 0, on_put, c) < 0) {
+	if (etcd_call(h->etcd, "/v3/kv/txn", txn_put_if_leader_rev(h, h->leader_rev, key, val, len, 0),
+		      0, on_put, c) < 0) {
 		call_free(c);
 		return -ENOMEM;
 	}
