@@ -137,6 +137,10 @@ struct ctl {
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	struct event *discover_timer;
 	char (*reject_last)[160]; /* last rejection logged per node (+ one for unknown ids) */
+	/* libevent common timeouts (a queue, not the heap: every node's deadline has the
+	 * same length): the heartbeat deadline and an agent's read timeout, per length. */
+	int deadline_ms, silent_ms;
+	const struct timeval *deadline_tv, *silent_tv;
 	int nconns, maxclients;
 	struct event *accept_resume; /* the listener paused on EMFILE */
 	long long accept_err_ms;     /* last accept error logged */
@@ -184,6 +188,7 @@ struct ctl_ha_view {
 struct ctl_deadline {
 	struct ctl *c;
 	int node;
+	int agents; /* the node's authenticated agent connections */
 };
 
 #define ARG_IS(i, s) (!strcasecmp(cmd->argv[i], s))
