@@ -67,6 +67,11 @@ struct ctl_conn {
 #define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
 #define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
 #define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
+/* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */
+#define CTL_C_PLAIN (1u << 12)
+/* An agent's answers are written at the end of the read callback, with the
+ * bufferevent's EV_WRITE off (no epoll change per REPORT): ctl_listen.c. */
+#define CTL_C_WDIRECT (1u << 13)
 	int node;
 	uint8_t na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN]; /* the handshake's nonces */
 	uint8_t key[AUTH_KEY_LEN];                      /* the challenged node's key */
