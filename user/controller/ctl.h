@@ -147,6 +147,7 @@ struct ctl {
 	int deadline_ms, silent_ms;
 	const struct timeval *deadline_tv, *silent_tv;
 	int nconns, maxclients;
+	int npubsub; /* connections with CTL_C_PUBSUB */
 	struct event *accept_resume; /* the listener paused on EMFILE */
 	long long accept_err_ms;     /* last accept error logged */
 	unsigned accept_errs;        /* since */

@@ -36,6 +36,8 @@ void ctl_conn_free(struct ctl_conn *k)
 
 	if (k->flags & CTL_C_AGENT)
 		ctl_agent_closed(k);
+	if (k->flags & CTL_C_PUBSUB)
+		c->npubsub--;
 	for (int i = 0; i < c->cfg->nshards; i++)
 		if (c->waiter[i] == k)
 			c->waiter[i] = NULL;
