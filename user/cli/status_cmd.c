@@ -8,8 +8,10 @@
 #include <string.h>
 #include <hiredis/hiredis.h>
 #include "cmds.h"
+#include "cli/cli_conn.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/tls.h"
 
 #define STATUS_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
 
@@ -22,40 +24,65 @@ static int n_controllers(const struct cfg *cfg)
 
 static const struct cfg_endpoint *controller_ep(const struct cfg *cfg, int i)
 {
-	return cfg->etcd.enabled ? &cfg->ctls[i].listen : &cfg->controller.address;
+	return cfg->etcd.enabled ? &cfg->ctls[i].listen : tls_controller_ep(cfg);
 }
 
-static redisContext *connect_one(const struct cfg_endpoint *ep, int timeout_ms)
+/* The first controller from *next on that accepts a connection; *next moves past it.
+ * TLS when the file has tls_listen or --tls was given. */
+static struct cli_conn *connect_controller(const struct cfg *cfg, struct cli_tls *tls,
+					   int timeout_ms, int *next)
 {
-	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
-	redisContext *rc;
-
-	if (ep->unix_path[0])
-		rc = redisConnectUnixWithTimeout(ep->unix_path, tv);
-	else
-		rc = redisConnectWithTimeout(ep->host, ep->port, tv);
-	if (!rc || rc->err) {
-		pr_warn("failed to connect to the controller at %s:%d: %s\n",
-			ep->unix_path[0] ? ep->unix_path : ep->host, ep->port,
-			rc ? rc->errstr : "out of memory");
-		if (rc)
-			redisFree(rc);
-		return NULL;
-	}
-	return rc;
-}
-
-/* The first controller from *next on that accepts a connection; *next moves past it. */
-static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms, int *next)
-{
+	tls->on |= cfg->controller.tls;
 	while (*next < n_controllers(cfg)) {
-		redisContext *rc = connect_one(controller_ep(cfg, (*next)++), timeout_ms);
+		struct cli_conn *rc = cli_connect(cfg, controller_ep(cfg, (*next)++), tls,
+						  timeout_ms);
 
 		if (rc)
 			return rc;
 	}
 	return NULL;
 }
+
+/* --tls, --cacert, --cert, --key: 0 if opt is one of them. */
+static int tls_opt(int opt, struct cli_tls *tls)
+{
+	switch (opt) {
+	case 'T':
+		tls->on = true;
+		return 0;
+	case 'A':
+		tls->cacert = optarg;
+		break;
+	case 'C':
+		tls->cert = optarg;
+		break;
+	case 'K':
+		tls->key = optarg;
+		break;
+	default:
+		return -1;
+	}
+	if (optarg[0] != '/') {
+		pr_warn("--%s: not an absolute path: '%s'\n",
+			opt == 'A' ? "cacert" : opt == 'C' ? "cert" : "key", optarg);
+		return 1;
+	}
+	tls->on = true;
+	return 0;
+}
+
+#define TLS_LOPTS                                              \
+	{ "tls", no_argument, NULL, 'T' },                     \
+	{ "cacert", required_argument, NULL, 'A' },            \
+	{ "cert", required_argument, NULL, 'C' },              \
+	{ "key", required_argument, NULL, 'K' }
+#define TLS_USAGE                                                                       \
+	"  --tls              TLS to the controller (implied when the file has\n"          \
+	"                     [controller] tls_listen)\n"                                  \
+	"  --cacert FILE      the CA that signed the controller's certificate (default\n"  \
+	"                     [agent] tls_ca, else [controller] tls_ca)\n"                 \
+	"  --cert FILE, --key FILE  a client certificate and its key (default [agent]\n"  \
+	"                     tls_cert and tls_key)\n"
 
 static struct cfg *load(const char *path)
 {
@@ -74,7 +101,7 @@ static const char status_usage[] =
 	"\n"
 	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG "): where the\n"
 	"                     controller listens\n"
-	"  --json             one JSON object instead of the table\n";
+	"  --json             one JSON object instead of the table\n" TLS_USAGE;
 
 int cmd_status(int argc, char **argv)
 {
@@ -82,12 +109,14 @@ int cmd_status(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		TLS_LOPTS,
 		{ 0 },
 	};
 	const char *path = STATUS_DEFAULT_CONFIG;
 	bool json = false;
 	struct cfg *cfg;
-	redisContext *rc;
+	struct cli_tls tls = { 0 };
+	struct cli_conn *rc;
 	redisReply *rep;
 	int opt, ret = 1, next = 0;
 
@@ -103,6 +132,8 @@ int cmd_status(int argc, char **argv)
 			fputs(status_usage, stdout);
 			return 0;
 		default:
+			if (!tls_opt(opt, &tls))
+				break;
 			fputs(status_usage, stderr);
 			return 2;
 		}
@@ -114,12 +145,12 @@ int cmd_status(int argc, char **argv)
 	cfg = load(path);
 	if (!cfg)
 		return 1;
-	rc = connect_controller(cfg, 2000, &next);
+	rc = connect_controller(cfg, &tls, 2000, &next);
 	if (!rc)
 		goto cleanup;
-	rep = redisCommand(rc, "FLATLINE STATUS %s", json ? "JSON" : "TEXT");
+	rep = cli_command(rc, "FLATLINE STATUS %s", json ? "JSON" : "TEXT");
 	if (!rep) {
-		pr_warn("failed to read the controller's status: %s\n", rc->errstr);
+		pr_warn("failed to read the controller's status: %s\n", cli_errstr(rc));
 	} else if (rep->type == REDIS_REPLY_STRING) {
 		fwrite(rep->str, 1, rep->len, stdout);
 		ret = 0;
@@ -129,7 +160,7 @@ int cmd_status(int argc, char **argv)
 	}
 	if (rep)
 		freeReplyObject(rep);
-	redisFree(rc);
+	cli_free(rc);
 cleanup:
 	cfg_free(cfg);
 	return ret;
@@ -143,7 +174,7 @@ static const char failover_usage[] =
 	"resumed. No acknowledged write is lost. Prints the timeline.\n"
 	"\n"
 	"  --to NODE          the replica to promote (default: the best one)\n"
-	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n";
+	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n" TLS_USAGE;
 
 int cmd_failover(int argc, char **argv)
 {
@@ -151,11 +182,13 @@ int cmd_failover(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "to", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
+		TLS_LOPTS,
 		{ 0 },
 	};
 	const char *path = STATUS_DEFAULT_CONFIG, *to = NULL, *shard;
 	struct cfg *cfg;
-	redisContext *rc;
+	struct cli_tls tls = { 0 };
+	struct cli_conn *rc;
 	redisReply *rep;
 	int opt, ret = 1, next = 0;
 
@@ -171,6 +204,8 @@ int cmd_failover(int argc, char **argv)
 			fputs(failover_usage, stdout);
 			return 0;
 		default:
+			if (!tls_opt(opt, &tls))
+				break;
 			fputs(failover_usage, stderr);
 			return 2;
 		}
@@ -184,37 +219,33 @@ int cmd_failover(int argc, char **argv)
 	if (!cfg)
 		return 1;
 again:
-	rc = connect_controller(cfg, 2000, &next);
+	rc = connect_controller(cfg, &tls, 2000, &next);
 	if (!rc)
 		goto cleanup;
-	{
-		struct timeval tv = { 60, 0 }; /* the switchover is bounded well below this */
-
-		redisSetTimeout(rc, tv);
-	}
-	rep = redisCommand(rc, "AUTH %s", cfg->secret);
+	cli_set_timeout(rc, 60000); /* the switchover is bounded well below this */
+	rep = cli_command(rc, "AUTH %s", cfg->secret);
 	if (!rep || rep->type == REDIS_REPLY_ERROR) {
 		pr_warn("failed to authenticate to the controller: %s\n",
-			rep ? rep->str : rc->errstr);
+			rep ? rep->str : cli_errstr(rc));
 		if (rep)
 			freeReplyObject(rep);
-		redisFree(rc);
+		cli_free(rc);
 		goto cleanup;
 	}
 	freeReplyObject(rep);
 	if (to)
-		rep = redisCommand(rc, "FLATLINE FAILOVER %s %s", shard, to);
+		rep = cli_command(rc, "FLATLINE FAILOVER %s %s", shard, to);
 	else
-		rep = redisCommand(rc, "FLATLINE FAILOVER %s", shard);
+		rep = cli_command(rc, "FLATLINE FAILOVER %s", shard);
 	if (rep && rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOTLEADER", 9) &&
 	    next < n_controllers(cfg)) {
 		/* HA mode: a follower; ask the next controller. */
 		freeReplyObject(rep);
-		redisFree(rc);
+		cli_free(rc);
 		goto again;
 	}
 	if (!rep) {
-		pr_warn("failed to fail over %s: %s\n", shard, rc->errstr);
+		pr_warn("failed to fail over %s: %s\n", shard, cli_errstr(rc));
 	} else if (rep->type == REDIS_REPLY_STRING) {
 		fwrite(rep->str, 1, rep->len, stdout);
 		ret = 0;
@@ -224,7 +255,7 @@ again:
 	}
 	if (rep)
 		freeReplyObject(rep);
-	redisFree(rc);
+	cli_free(rc);
 cleanup:
 	cfg_free(cfg);
 	return ret;

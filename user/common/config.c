@@ -25,7 +25,7 @@ enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_
 
 #define CFG_MIN_SECRET 16   /* bytes: as ssh-keygen refuses short keys */
 #define CFG_MAX_INCLUDE 4   /* nested [include]s */
-#define CFG_MAX_SECT_KEYS 16 /* distinct keys in one section */
+#define CFG_MAX_SECT_KEYS 32 /* distinct keys in one section */
 
 struct parser {
 	struct cfg *c;
@@ -536,9 +536,169 @@ static bool key_cluster(struct parser *p, const char *name, const char *v)
 	return false;
 }
 
+/* TLS keys (common/tls.h), shared by [agent], [controller] and [redis]: tls_cert,
+ * tls_key, tls_ca. Only the syntax here: each daemon reads the files it needs when
+ * it builds its TLS context, naming this file and line if one cannot be used. */
+static bool set_tls_file(struct parser *p, const char *name, const char *v, struct cfg_tls *t)
+{
+	if (!strcmp(name, "tls_cert")) {
+		t->cert_line = p->line;
+		return set_path(p, name, v, t->cert, sizeof(t->cert));
+	}
+	if (!strcmp(name, "tls_key")) {
+		t->key_line = p->line;
+		return set_path(p, name, v, t->key, sizeof(t->key));
+	}
+	if (!strcmp(name, "tls_ca")) {
+		t->ca_line = p->line;
+		return set_path(p, name, v, t->ca, sizeof(t->ca));
+	}
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_agent_tls(struct parser *p, const char *name, const char *v)
+{
+	return set_tls_file(p, name, v, &p->c->agent.tls);
+}
+
+static bool key_controller_tls(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->controller) *k = &p->c->controller;
+
+	if (KEY("tls_listen")) {
+		k->tls = true;
+		k->tls_line = p->line;
+		if (!set_endpoint(p, name, v, &k->tls_listen, 26379))
+			return false;
+		if (k->tls_listen.unix_path[0]) {
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			return false;
+		}
+		return true;
+	}
+	if (KEY("tls_address")) {
+		k->have_tls_address = true;
+		k->tls_address_line = p->line;
+		if (!set_endpoint(p, name, v, &k->tls_address, 26379))
+			return false;
+		if (k->tls_address.unix_path[0]) {
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			return false;
+		}
+		return true;
+	}
+	if (KEY("tls_auth_clients")) {
+		if (!strcasecmp(v, "yes"))
+			k->tls_auth_clients = CFG_TLS_AUTH_YES;
+		else if (!strcasecmp(v, "no"))
+			k->tls_auth_clients = CFG_TLS_AUTH_NO;
+		else if (!strcasecmp(v, "optional"))
+			k->tls_auth_clients = CFG_TLS_AUTH_OPTIONAL;
+		else {
+			perr(p, p->line, name, "not yes, no or optional: '%s'", v);
+			return false;
+		}
+		return true;
+	}
+	return set_tls_file(p, name, v, &k->tls_files);
+}
+
+static bool key_redis_tls(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->redis) *r = &p->c->redis;
+
+	if (KEY("tls")) {
+		r->tls_line = p->line;
+		return set_bool(p, name, v, &r->tls);
+	}
+	if (KEY("tls_server_name")) {
+		if (!v[0] || strpbrk(v, " \t/")) {
+			perr(p, p->line, name, "not a host name or IP address: '%s'", v);
+			return false;
+		}
+		return set_str(p, name, v, r->tls_server_name, sizeof(r->tls_server_name));
+	}
+	return set_tls_file(p, name, v, &r->tls_files);
+}
+
+/* Cross-key checks of the TLS keys, once everything is read. */
+static void validate_tls_pair(struct parser *p, const char *sect, const struct cfg_tls *t)
+{
+	if (p->failed || (t->cert[0] != 0) == (t->key[0] != 0))
+		return;
+	snprintf(p->sect_text, sizeof(p->sect_text), "%s", sect);
+	if (t->cert[0])
+		perr(p, t->cert_line, "tls_key",
+		     "missing (a certificate needs its private key: tls_key = /path)");
+	else
+		perr(p, t->key_line, "tls_cert",
+		     "missing (a private key needs its certificate: tls_cert = /path)");
+}
+
+static void validate_tls(struct parser *p)
+{
+	typeof(p->c->controller) *k = &p->c->controller;
+	static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+
+	validate_tls_pair(p, "agent", &p->c->agent.tls);
+	validate_tls_pair(p, "controller", &k->tls_files);
+	validate_tls_pair(p, "redis", &p->c->redis.tls_files);
+	if (p->failed)
+		return;
+	snprintf(p->sect_text, sizeof(p->sect_text), "controller");
+	if (!k->tls) {
+		/* TLS keys without tls_listen would be silently unused. */
+		if (k->tls_files.cert[0] || k->tls_files.ca[0] || k->have_tls_address)
+			perr(p, k->tls_files.cert[0] ? k->tls_files.cert_line :
+				k->tls_files.ca[0] ? k->tls_files.ca_line : k->tls_address_line,
+			     "tls_listen", "missing (the TLS keys of [controller] need the address "
+			     "to listen on, e.g. tls_listen = 0.0.0.0:26380)");
+	} else if (p->c->etcd.enabled) {
+		perr(p, k->tls_line, "tls_listen",
+		     "not supported with [etcd] (HA mode) yet: run HA controllers without TLS "
+		     "or a single controller with it");
+	} else if (!k->tls_files.cert[0]) {
+		perr(p, k->tls_line, "tls_cert",
+		     "missing (the controller's certificate, PEM: tls_cert = /path)");
+	} else if (k->tls_auth_clients != CFG_TLS_AUTH_NO && !k->tls_files.ca[0]) {
+		perr(p, k->tls_line, "tls_ca",
+		     "missing: tls_auth_clients is %s, so client certificates are verified "
+		     "against this CA (or set tls_auth_clients = no)",
+		     k->tls_auth_clients == CFG_TLS_AUTH_YES ? "yes (the default)" : "optional");
+	} else if (!k->have_tls_address) {
+		bool wild = false;
+
+		for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+			wild |= !strcmp(k->tls_listen.host, any[i]);
+		if (wild)
+			perr(p, k->tls_line, "tls_address",
+			     "missing: tls_listen = %s is every address of the controller's host, "
+			     "so agents and clients need the one to connect to (tls_address = "
+			     "host:port, the name or IP its certificate carries)",
+			     k->tls_listen.host);
+		else
+			k->tls_address = k->tls_listen;
+	}
+	if (p->failed)
+		return;
+	snprintf(p->sect_text, sizeof(p->sect_text), "redis");
+	if (!p->c->redis.tls && (p->c->redis.tls_files.ca[0] || p->c->redis.tls_files.cert[0] ||
+				 p->c->redis.tls_server_name[0]))
+		perr(p, p->c->redis.tls_files.ca[0] ? p->c->redis.tls_files.ca_line :
+			p->c->redis.tls_files.cert_line ? p->c->redis.tls_files.cert_line : p->line,
+		     "tls", "not yes: the TLS keys of [redis] would be unused (tls = yes)");
+	else if (p->c->redis.tls && !p->c->redis.tls_files.ca[0])
+		perr(p, p->c->redis.tls_line, "tls_ca",
+		     "missing (the CA that signed the servers' certificates: tls_ca = /path)");
+}
+
 static bool key_agent(struct parser *p, const char *name, const char *v)
 {
 	typeof(p->c->agent) *a = &p->c->agent;
+
+	if (!strncmp(name, "tls_", 4))
+		return key_agent_tls(p, name, v);
 
 	if (KEY("ping_interval_ms"))
 		return set_int(p, name, v, 1, MS_MAX, &a->ping_interval_ms);
@@ -572,8 +732,11 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 {
 	typeof(p->c->controller) *k = &p->c->controller;
 
+	if (!strncmp(name, "tls_", 4))
+		return key_controller_tls(p, name, v);
 	if (KEY("listen")) {
 		p->listen_line = p->line;
+		k->have_listen = true;
 		return set_endpoint(p, name, v, &k->listen, 26379);
 	}
 	if (KEY("address")) {
@@ -604,6 +767,8 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 
 static bool key_redis(struct parser *p, const char *name, const char *v)
 {
+	if (!strncmp(name, "tls", 3))
+		return key_redis_tls(p, name, v);
 	if (KEY("user"))
 		return set_str(p, name, v, p->c->redis.user, sizeof(p->c->redis.user));
 	if (KEY("password")) {
@@ -1032,6 +1197,8 @@ static void validate(struct parser *p)
 		else if (!c->controller.have_address)
 			c->controller.address = c->controller.listen;
 	}
+	if (!p->failed)
+		validate_tls(p);
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
 	bool node_key = false;
@@ -1285,6 +1452,20 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DINT(controller.failover_block_ms, "[controller]", "failover_block_ms");
 	DINT(controller.tilt_ms, "[controller]", "tilt_ms");
 	DEP(controller.metrics_listen, "[controller]", "metrics_listen");
+	DEP(controller.tls_listen, "[controller]", "tls_listen");
+	DEP(controller.tls_address, "[controller]", "tls_address");
+	DINT(controller.tls_auth_clients, "[controller]", "tls_auth_clients");
+	DSTR(controller.tls_files.cert, "[controller]", "tls_cert");
+	DSTR(controller.tls_files.key, "[controller]", "tls_key");
+	DSTR(controller.tls_files.ca, "[controller]", "tls_ca");
+	DSTR(agent.tls.cert, "[agent]", "tls_cert");
+	DSTR(agent.tls.key, "[agent]", "tls_key");
+	DSTR(agent.tls.ca, "[agent]", "tls_ca");
+	DINT(redis.tls, "[redis]", "tls");
+	DSTR(redis.tls_files.cert, "[redis]", "tls_cert");
+	DSTR(redis.tls_files.key, "[redis]", "tls_key");
+	DSTR(redis.tls_files.ca, "[redis]", "tls_ca");
+	DSTR(redis.tls_server_name, "[redis]", "tls_server_name");
 	DSTR(redis.user, "[redis]", "user");
 	DSTR(redis.password, "[redis]", "password");
 	DINT(dns.enabled, "[dns]", "*");
