@@ -74,12 +74,15 @@ static int load_pair(SSL_CTX *ctx, const struct cfg *c, const char *sect, const 
 	why[0] = '\0';
 	if (!readable(t->key, why, sizeof(why)) ||
 	    SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
+		if (!why[0] && ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+			goto mismatch;
 		if (!why[0] || ERR_peek_error())
 			ossl_reason(why, sizeof(why));
 		fail(err, errlen, c, t->key_line, sect, "tls_key", "load private key", t->key, why);
 		return -EINVAL;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
+mismatch:
 		ERR_clear_error();
 		snprintf(why, sizeof(why), "it does not match the certificate %s (tls_cert)",
 			 t->cert);
