@@ -195,15 +195,6 @@ static void on_sched_ringbuf(evutil_socket_t fd, short what, void *arg)
 		pr_warn("failed to read ring buffer: %s\n", strerror(-n));
 }
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
-{
-	struct agent *a = arg;
-
-	(void)what;
-	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	event_base_loopbreak(a->base);
-}
-
 struct reload_ctx {
 	char restart[512]; /* the changed keys that need a restart */
 	size_t len;
@@ -564,8 +555,8 @@ static int drop_caps(struct agent *a)
 
 static int agent_run(struct agent *a)
 {
-	struct event *ev_rb = NULL, *ev_term = NULL, *ev_int = NULL, *ev_tick = NULL, *ev_hup = NULL;
-	struct event *ev_sched = NULL;
+	struct event *ev_rb = NULL, *ev_tick = NULL, *ev_hup = NULL, *ev_sched = NULL;
+	struct daemon_stop stop = {};
 	struct timeval tick = fl_ms_tv(AGENT_SYNC_MS);
 	int err = -ENOMEM;
 
@@ -573,13 +564,12 @@ static int agent_run(struct agent *a)
 	if (!a->base)
 		return -ENOMEM;
 	ev_rb = event_new(a->base, proc_watch_epoll_fd(a->pw), EV_READ | EV_PERSIST, on_ringbuf, a);
-	ev_term = evsignal_new(a->base, SIGTERM, on_signal, a);
-	ev_int = evsignal_new(a->base, SIGINT, on_signal, a);
+	if (daemon_stop_on_signals(&stop, a->base))
+		goto cleanup;
 	ev_tick = event_new(a->base, -1, EV_PERSIST, on_tick, a);
 	ev_hup = evsignal_new(a->base, SIGHUP, on_sighup, a);
-	if (!ev_rb || !ev_term || !ev_int || !ev_tick || !ev_hup || event_add(ev_hup, NULL) ||
-	    event_add(ev_rb, NULL) ||
-	    event_add(ev_term, NULL) || event_add(ev_int, NULL) || event_add(ev_tick, &tick)) {
+	if (!ev_rb || !ev_tick || !ev_hup || event_add(ev_hup, NULL) || event_add(ev_rb, NULL) ||
+	    event_add(ev_tick, &tick)) {
 		pr_warn("failed to set up the event loop\n");
 		goto cleanup;
 	}
@@ -627,10 +617,7 @@ static int agent_run(struct agent *a)
 cleanup:
 	if (ev_rb)
 		event_free(ev_rb);
-	if (ev_term)
-		event_free(ev_term);
-	if (ev_int)
-		event_free(ev_int);
+	daemon_stop_free(&stop);
 	if (ev_tick)
 		event_free(ev_tick);
 	if (ev_sched)
@@ -652,8 +639,6 @@ cleanup:
 int cmd_agent(int argc, char **argv)
 {
 	struct agent a = { .event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1 };
-	struct evlog_opts lo = { .max_bytes = EVLOG_DEFAULT_MAX_BYTES,
-				 .max_segments = EVLOG_DEFAULT_SEGMENTS };
 	struct proc_watch_opts po = { .cb = on_proc_event, .ctx = &a };
 	struct evrec r;
 	int err;
@@ -672,12 +657,9 @@ int cmd_agent(int argc, char **argv)
 	err = check_targets(&a);
 	if (err)
 		goto cleanup;
-	lo.path = a.event_log;
-	err = evlog_open(&a.log, &lo);
-	if (err) {
-		pr_warn("failed to open event log %s: %s\n", a.event_log, strerror(-err));
+	err = daemon_open_event_log(&a.log, a.event_log);
+	if (err)
 		goto cleanup;
-	}
 	a.lock_fd = daemon_lock_node(a.node);
 	if (a.lock_fd < 0) {
 		err = a.lock_fd;

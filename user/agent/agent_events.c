@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "agent/exit_code.h"
 #include "common/log.h"
+#include "common/daemon.h"
 #include "agent/agent_internal.h"
 
 /* flatline_agent_events_total{kind}: the kind as evrec_begin() wrote it. */
@@ -41,11 +42,8 @@ static void count_event(struct agent *a, const struct evrec *r)
 
 void agent_log(struct agent *a, struct evrec *r)
 {
-	int err = evlog_write(a->log, r);
-
+	daemon_log_event(a->log, a->event_log, r);
 	count_event(a, r);
-	if (err)
-		pr_warn("failed to write event log %s: %s\n", a->event_log, strerror(-err));
 }
 
 static const char *watched_cgroup(const struct agent *a, uint64_t cgid)
