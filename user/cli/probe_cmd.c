@@ -18,7 +18,7 @@
 #include "common/daemon.h"
 #include "common/event_log.h"
 #include "common/log.h"
-#include "kern/proc_watch.h"
+#include "kern/loader.h"
 #include "agent/prober.h"
 
 #define PROBE_SYNC_MS 1000
