@@ -43,7 +43,27 @@ static struct cli_conn *connect_controller(const struct cfg *cfg, struct cli_tls
 	return NULL;
 }
 
-/* --tls, --cacert, --cert, --key: 0 if opt is one of them. */
+static struct cfg *load(const char *path)
+{
+	struct cfg *cfg;
+	char err[512];
+
+	if (cfg_load(path, &cfg, err, sizeof(err))) {
+		pr_warn("%s\n", err);
+		return NULL;
+	}
+	return cfg;
+}
+
+/* The options both commands take: -c FILE, -h, one more long option (extra: its
+ * name, has_arg) and nargs words after them. 0, -1 (help printed) or 2 (usage). */
+struct ctl_cmd_opts {
+	const char *config;
+	const char *extra; /* the extra option's argument ("" when it takes none) */
+	struct cli_tls tls; /* --tls, --cacert, --cert, --key */
+};
+
+/* --tls, --cacert, --cert, --key: 0 if opt is one of them and its value is good. */
 static int tls_opt(int opt, struct cli_tls *tls)
 {
 	switch (opt) {
@@ -71,11 +91,6 @@ static int tls_opt(int opt, struct cli_tls *tls)
 	return 0;
 }
 
-#define TLS_LOPTS                                              \
-	{ "tls", no_argument, NULL, 'T' },                     \
-	{ "cacert", required_argument, NULL, 'A' },            \
-	{ "cert", required_argument, NULL, 'C' },              \
-	{ "key", required_argument, NULL, 'K' }
 #define TLS_USAGE                                                                       \
 	"  --tls              TLS to the controller (implied when the file has\n"          \
 	"                     [controller] tls_listen)\n"                                  \
@@ -84,16 +99,68 @@ static int tls_opt(int opt, struct cli_tls *tls)
 	"  --cert FILE, --key FILE  a client certificate and its key (default [agent]\n"  \
 	"                     tls_cert and tls_key)\n"
 
-static struct cfg *load(const char *path)
+static int parse_opts(int argc, char **argv, const char *usage, const char *extra, int has_arg,
+		      int nargs, struct ctl_cmd_opts *o)
 {
-	struct cfg *cfg;
-	char err[512];
+	const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ extra, has_arg, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "tls", no_argument, NULL, 'T' },
+		{ "cacert", required_argument, NULL, 'A' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
+		{ 0 },
+	};
+	int opt;
 
-	if (cfg_load(path, &cfg, err, sizeof(err))) {
-		pr_warn("%s\n", err);
-		return NULL;
+	o->config = STATUS_DEFAULT_CONFIG;
+	o->extra = NULL;
+	o->tls = (struct cli_tls){ 0 };
+	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'x':
+			o->extra = optarg ? optarg : "";
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		default:
+			if (!tls_opt(opt, &o->tls))
+				break;
+			fputs(usage, stderr);
+			return 2;
+		}
 	}
-	return cfg;
+	if (argc - optind != nargs) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/* The controller's answer to one command: a string, printed as it is (0), else 1
+ * with "failed to <what>: <why>". Frees rep and rc. */
+static int print_answer(struct cli_conn *rc, redisReply *rep, const char *what)
+{
+	int ret = 1;
+
+	if (!rep) {
+		pr_warn("failed to %s: %s\n", what, cli_errstr(rc));
+	} else if (rep->type == REDIS_REPLY_STRING) {
+		fwrite(rep->str, 1, rep->len, stdout);
+		ret = 0;
+	} else {
+		pr_warn("failed to %s: %s\n", what,
+			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+	}
+	if (rep)
+		freeReplyObject(rep);
+	cli_free(rc);
+	return ret;
 }
 
 static const char status_usage[] =
@@ -105,63 +172,22 @@ static const char status_usage[] =
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		TLS_LOPTS,
-		{ 0 },
-	};
-	const char *path = STATUS_DEFAULT_CONFIG;
-	bool json = false;
+	struct ctl_cmd_opts o;
 	struct cfg *cfg;
-	struct cli_tls tls = { 0 };
 	struct cli_conn *rc;
-	redisReply *rep;
-	int opt, ret = 1, next = 0;
+	int ret = 1, next = 0;
 
-	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			path = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(status_usage, stdout);
-			return 0;
-		default:
-			if (!tls_opt(opt, &tls))
-				break;
-			fputs(status_usage, stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fputs(status_usage, stderr);
-		return 2;
-	}
-	cfg = load(path);
+	ret = parse_opts(argc, argv, status_usage, "json", no_argument, 0, &o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	ret = 1;
+	cfg = load(o.config);
 	if (!cfg)
 		return 1;
-	rc = connect_controller(cfg, &tls, 2000, &next);
-	if (!rc)
-		goto cleanup;
-	rep = cli_command(rc, "FLATLINE STATUS %s", json ? "JSON" : "TEXT");
-	if (!rep) {
-		pr_warn("failed to read the controller's status: %s\n", cli_errstr(rc));
-	} else if (rep->type == REDIS_REPLY_STRING) {
-		fwrite(rep->str, 1, rep->len, stdout);
-		ret = 0;
-	} else {
-		pr_warn("failed to read the controller's status: %s\n",
-			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-	}
-	if (rep)
-		freeReplyObject(rep);
-	cli_free(rc);
-cleanup:
+	rc = connect_controller(cfg, &o.tls, 2000, &next);
+	if (rc)
+		ret = print_answer(rc, cli_command(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT"),
+				   "read the controller's status");
 	cfg_free(cfg);
 	return ret;
 }
@@ -178,48 +204,26 @@ static const char failover_usage[] =
 
 int cmd_failover(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "to", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		TLS_LOPTS,
-		{ 0 },
-	};
-	const char *path = STATUS_DEFAULT_CONFIG, *to = NULL, *shard;
+	struct ctl_cmd_opts o;
+	const char *to, *shard;
+	char what[512];
 	struct cfg *cfg;
-	struct cli_tls tls = { 0 };
 	struct cli_conn *rc;
 	redisReply *rep;
-	int opt, ret = 1, next = 0;
+	int ret, next = 0;
 
-	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			path = optarg;
-			break;
-		case 't':
-			to = optarg;
-			break;
-		case 'h':
-			fputs(failover_usage, stdout);
-			return 0;
-		default:
-			if (!tls_opt(opt, &tls))
-				break;
-			fputs(failover_usage, stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fputs(failover_usage, stderr);
-		return 2;
-	}
+	ret = parse_opts(argc, argv, failover_usage, "to", required_argument, 1, &o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	ret = 1;
+	to = o.extra;
 	shard = argv[optind];
-	cfg = load(path);
+	snprintf(what, sizeof(what), "fail over %s", shard);
+	cfg = load(o.config);
 	if (!cfg)
 		return 1;
 again:
-	rc = connect_controller(cfg, &tls, 2000, &next);
+	rc = connect_controller(cfg, &o.tls, 2000, &next);
 	if (!rc)
 		goto cleanup;
 	cli_set_timeout(rc, 60000); /* the switchover is bounded well below this */
@@ -244,18 +248,7 @@ again:
 		cli_free(rc);
 		goto again;
 	}
-	if (!rep) {
-		pr_warn("failed to fail over %s: %s\n", shard, cli_errstr(rc));
-	} else if (rep->type == REDIS_REPLY_STRING) {
-		fwrite(rep->str, 1, rep->len, stdout);
-		ret = 0;
-	} else {
-		pr_warn("failed to fail over %s: %s\n", shard,
-			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-	}
-	if (rep)
-		freeReplyObject(rep);
-	cli_free(rc);
+	ret = print_answer(rc, rep, what);
 cleanup:
 	cfg_free(cfg);
 	return ret;
