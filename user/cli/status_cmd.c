@@ -82,9 +82,9 @@ static int tls_opt(int opt, struct cli_tls *tls)
 	default:
 		return -1;
 	}
-	if (optarg[0] != '/') {
+	if (!optarg || optarg[0] != '/') {
 		pr_warn("--%s: not an absolute path: '%s'\n",
-			opt == 'A' ? "cacert" : opt == 'C' ? "cert" : "key", optarg);
+			opt == 'A' ? "cacert" : opt == 'C' ? "cert" : "key", optarg ? optarg : "");
 		return 1;
 	}
 	tls->on = true;
