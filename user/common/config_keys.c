@@ -151,15 +151,15 @@ bool key_cluster(struct parser *p, const char *name, const char *v)
  * it builds its TLS context, naming this file and line if one cannot be used. */
 static bool set_tls_file(struct parser *p, const char *name, const char *v, struct cfg_tls *t)
 {
-	if (!strcmp(name, "tls_cert")) {
+	if (KEY("tls_cert")) {
 		t->cert_line = p->line;
 		return set_path(p, name, v, t->cert, sizeof(t->cert));
 	}
-	if (!strcmp(name, "tls_key")) {
+	if (KEY("tls_key")) {
 		t->key_line = p->line;
 		return set_path(p, name, v, t->key, sizeof(t->key));
 	}
-	if (!strcmp(name, "tls_ca")) {
+	if (KEY("tls_ca")) {
 		t->ca_line = p->line;
 		return set_path(p, name, v, t->ca, sizeof(t->ca));
 	}
