@@ -261,33 +261,41 @@ ctl_said() {
 # small, and the cluster still fails over.
 test_tls_refusals() {
 	setup
-	# 1. No client certificate (tls_auth_clients defaults to yes).
+	# 1. No client certificate (tls_auth_clients defaults to yes): flatline status,
+	# then an agent in t1's place for a while.
 	conf "$T/nocert.conf" "tls_ca = $C/ca.crt"
 	"$FL" status -c "$T/nocert.conf" >"$T/status-nocert.out" 2>&1 &&
 		fail "flatline status without a client certificate got in"
 	ctl_said "TLS handshake failed: .*(peer did not return a certificate|certificate required)" \
 		"no client certificate"
-	# 2. The agent's CA is not the controller's: the agent refuses the controller
-	# (in t1's place for a while).
 	kill -TERM "$A1"
 	wait "$A1" || fail "agent t1 exited with status $?"
+	sleep 1.1 # the per-address message interval
+	local before
+	before=$(grep -c "TLS handshake failed: peer did not return a certificate" "$T/controller.err")
+	# wrong_agent CONF NAME REGEX: an agent for t1 with CONF says REGEX, then stops.
+	wrong_agent() {
+		"$FL" agent -c "$1" --node "t1-$$" --event-log "$T/events-$2.jsonl" 2>"$T/agent-$2.err" &
+		local wpid=$! end=$((SECONDS + FL_WAIT_S))
+		on_exit "kill -TERM $wpid; wait $wpid"
+		until grep -qE "$3" "$T/agent-$2.err"; do
+			[ $SECONDS -le $end ] || { tail -n 5 "$T/agent-$2.err" >&2; fail "$2: agent did not say /$3/"; }
+			sleep 0.05
+		done
+		kill -TERM "$wpid"
+		wait "$wpid" || fail "the $2 agent exited with status $?"
+	}
+	wrong_agent "$T/nocert.conf" nocert "controller 127.0.0.1:$CTL_PORT: .*certificate required"
+	[ "$(grep -c "TLS handshake failed: peer did not return a certificate" "$T/controller.err")" -gt "$before" ] ||
+		fail "no client certificate: the controller did not say why it closed the agent"
+	# 2. The agent's CA is not the controller's: the agent refuses the controller.
 	conf "$T/wrongca.conf" "tls_ca = $C/evilca.crt
 	tls_cert = $C/agent.crt
 	tls_key = $C/agent.key"
-	"$FL" agent -c "$T/wrongca.conf" --node "t1-$$" --event-log "$T/events-wrongca.jsonl" \
-		2>"$T/agent-wrongca.err" &
-	local wpid=$!
-	on_exit "kill -TERM $wpid; wait $wpid"
-	local end=$((SECONDS + FL_WAIT_S))
-	until grep -q "certificate verify failed" "$T/agent-wrongca.err"; do
-		[ $SECONDS -le $end ] || { tail -n 5 "$T/agent-wrongca.err" >&2; fail "wrong CA: agent did not say certificate verify failed"; }
-		sleep 0.05
-	done
-	kill -TERM "$wpid"
-	wait "$wpid" || fail "the wrong-CA agent exited with status $?"
+	wrong_agent "$T/wrongca.conf" wrongca "TLS handshake failed: certificate verify failed"
 	ctl_alive "wrong CA"
 	[ "$(count_events "$CLOG" ".kind == \"agent_connected\" and .instance == \"t1-$$\"")" = 1 ] ||
-		fail "the agent with the wrong CA connected"
+		fail "the agent without a certificate or with the wrong CA connected"
 	mv "$T/agent-t1.err" "$T/agent-t1-first.err"
 	agent t1
 	until_s "$FL_WAIT_S" eval '[ "$(count_events "$CLOG" ".kind == \"agent_connected\" and .instance == \"t1-$$\"")" = 2 ]' ||
