@@ -8,6 +8,7 @@
 #include <string.h>
 #include <hiredis/hiredis.h>
 #include "cmds.h"
+#include "common/acl.h"
 #include "common/config.h"
 #include "common/log.h"
 
@@ -55,6 +56,43 @@ static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms, i
 			return rc;
 	}
 	return NULL;
+}
+
+/* Logs in with what the file holds for `need` (ACL_*): [controller] requirepass,
+ * else the first [user] allowed it, else (client authentication off) the cluster
+ * secret, which only FAILOVER needs then. 0, or -EACCES (said why). */
+static int login(redisContext *rc, const struct cfg *cfg, unsigned need)
+{
+	const char *user = "default", *pass = NULL;
+	redisReply *rep;
+	int ret = 0;
+
+	if (cfg->controller.requirepass[0]) {
+		pass = cfg->controller.requirepass;
+	} else if (cfg->nusers) {
+		for (int i = 0; i < cfg->nusers && !pass; i++)
+			if (!(need & ~cfg->users[i].perms)) {
+				user = cfg->users[i].name;
+				pass = cfg->users[i].password;
+			}
+		if (!pass) {
+			pr_warn("failed to authenticate to the controller: no [user] in %s may run "
+				"this (and no [controller] requirepass)\n", cfg->path);
+			return -EACCES;
+		}
+	} else if (need & ~ACL_READ) {
+		pass = cfg->secret;
+	}
+	if (!pass)
+		return 0;
+	rep = redisCommand(rc, "AUTH %s %s", user, pass);
+	if (!rep || rep->type == REDIS_REPLY_ERROR) {
+		pr_warn("failed to authenticate to the controller: %s\n", rep ? rep->str : rc->errstr);
+		ret = -EACCES;
+	}
+	if (rep)
+		freeReplyObject(rep);
+	return ret;
 }
 
 static struct cfg *load(const char *path)
@@ -117,6 +155,10 @@ int cmd_status(int argc, char **argv)
 	rc = connect_controller(cfg, 2000, &next);
 	if (!rc)
 		goto cleanup;
+	if (login(rc, cfg, ACL_READ)) {
+		redisFree(rc);
+		goto cleanup;
+	}
 	rep = redisCommand(rc, "FLATLINE STATUS %s", json ? "JSON" : "TEXT");
 	if (!rep) {
 		pr_warn("failed to read the controller's status: %s\n", rc->errstr);
@@ -192,16 +234,10 @@ again:
 
 		redisSetTimeout(rc, tv);
 	}
-	rep = redisCommand(rc, "AUTH %s", cfg->secret);
-	if (!rep || rep->type == REDIS_REPLY_ERROR) {
-		pr_warn("failed to authenticate to the controller: %s\n",
-			rep ? rep->str : rc->errstr);
-		if (rep)
-			freeReplyObject(rep);
+	if (login(rc, cfg, ACL_FAILOVER)) {
 		redisFree(rc);
 		goto cleanup;
 	}
-	freeReplyObject(rep);
 	if (to)
 		rep = redisCommand(rc, "FLATLINE FAILOVER %s %s", shard, to);
 	else

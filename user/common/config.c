@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <ini.h>
+#include "common/acl.h"
 #include "common/config.h"
 
 #define CFG_MAX_LINE 1024
@@ -21,11 +22,12 @@
 #define CFG_MAX_SHARDS 2048
 
 enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_NODE, S_SHARD, S_CTL,
-	    S_INCLUDE };
+	    S_INCLUDE, S_USER };
 
 #define CFG_MIN_SECRET 16   /* bytes: as ssh-keygen refuses short keys */
 #define CFG_MAX_INCLUDE 4   /* nested [include]s */
 #define CFG_MAX_SECT_KEYS 16 /* distinct keys in one section */
+#define CFG_MAX_USERS 256   /* [user "name"] sections */
 
 struct parser {
 	struct cfg *c;
@@ -84,6 +86,37 @@ static bool valid_id(const char *s)
 	for (; *s; s++)
 		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
 			return false;
+	return true;
+}
+
+/* [user "name"]: a client of the controller (common/acl.h). */
+static bool parse_user_header(struct parser *p, const char *id)
+{
+	struct cfg *c = p->c;
+	struct cfg_user *users;
+
+	if (!strcmp(id, "default")) {
+		perr(p, p->line, NULL, "[%s]: the default user's password is [controller] requirepass",
+		     p->sect_text);
+		return false;
+	}
+	if (cfg_find_user(c, id)) {
+		perr(p, p->line, NULL, "[%s]: user defined twice", p->sect_text);
+		return false;
+	}
+	if (c->nusers == CFG_MAX_USERS) {
+		perr(p, p->line, NULL, "more than %d users", CFG_MAX_USERS);
+		return false;
+	}
+	users = realloc(c->users, (c->nusers + 1) * sizeof(*users));
+	if (!users)
+		return false;
+	c->users = users;
+	p->cur = c->nusers++;
+	memset(&users[p->cur], 0, sizeof(users[0]));
+	snprintf(users[p->cur].name, sizeof(users[0].name), "%s", id);
+	users[p->cur].line = p->line;
+	p->sect = S_USER;
 	return true;
 }
 
@@ -190,6 +223,8 @@ static bool parse_header(struct parser *p, const char *text)
 		p->sect = S_CTL;
 		return true;
 	}
+	if (!strcmp(kind, "user"))
+		return parse_user_header(p, id);
 	if (!strcmp(kind, "shard")) {
 		if (cfg_find_shard(c, id)) {
 			perr(p, p->line, NULL, "[%s]: shard defined twice", p->sect_text);
@@ -230,7 +265,9 @@ static bool secret_key(enum sect sect, const char *k, size_t n)
 	       (sect == S_REDIS && n == 8 && !strncmp(k, "password", 8)) ||
 	       (sect == S_DNS && n == 11 && !strncmp(k, "tsig_secret", 11)) ||
 	       (sect == S_ETCD && n == 8 && !strncmp(k, "password", 8)) ||
-	       (sect == S_NODE && n == 3 && !strncmp(k, "key", 3));
+	       (sect == S_NODE && n == 3 && !strncmp(k, "key", 3)) ||
+	       (sect == S_CONTROLLER && n == 11 && !strncmp(k, "requirepass", 11)) ||
+	       (sect == S_USER && n == 8 && !strncmp(k, "password", 8));
 }
 
 /* inih cuts a value at " ;" (an inline comment). In a secret that would cut it
@@ -598,6 +635,30 @@ static bool key_controller(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 0, MS_MAX, &k->tilt_ms);
 	if (KEY("metrics_listen"))
 		return set_metrics(p, name, v, &k->metrics_listen);
+	if (KEY("requirepass"))
+		return set_secret(p, name, v, k->requirepass, sizeof(k->requirepass));
+	if (KEY("agent_address_check"))
+		return set_bool(p, name, v, &k->agent_address_check);
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+/* [user "name"]: password (a secret) and commands (common/acl.h). */
+static bool key_user(struct parser *p, const char *name, const char *v)
+{
+	struct cfg_user *u = &p->c->users[p->cur];
+	char why[160];
+
+	if (KEY("password"))
+		return set_secret(p, name, v, u->password, sizeof(u->password));
+	if (KEY("commands")) {
+		if (acl_perms_parse(v, &u->perms, why, sizeof(why))) {
+			perr(p, p->line, name, "%s", why);
+			return false;
+		}
+		u->have_perms = true;
+		return true;
+	}
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -887,6 +948,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return key_node(p, name, value);
 	case S_SHARD:
 		return key_shard(p, name, value);
+	case S_USER:
+		return key_user(p, name, value);
 	case S_NONE:
 		break;
 	}
@@ -922,10 +985,29 @@ static void set_defaults(struct cfg *c)
 	c->etcd.timeout_ms = 500;
 }
 
+/* Every [user] has a password and its commands. */
+static void validate_users(struct parser *p)
+{
+	struct cfg *c = p->c;
+
+	for (int i = 0; i < c->nusers && !p->failed; i++) {
+		struct cfg_user *u = &c->users[i];
+
+		snprintf(p->sect_text, sizeof(p->sect_text), "user \"%s\"", u->name);
+		if (!u->password[0])
+			perr(p, u->line, "password", "missing (at least %d bytes, e.g. openssl rand "
+						     "-base64 24)", CFG_MIN_SECRET);
+		else if (!u->have_perms)
+			perr(p, u->line, "commands", "missing (read, failover, admin or all)");
+	}
+}
+
 /* Cross-section checks, once everything is read. */
 static void validate(struct parser *p)
 {
 	struct cfg *c = p->c;
+
+	validate_users(p);
 
 	for (int i = 0; i < c->nnodes && !p->failed; i++) {
 		struct cfg_node *n = &c->nodes[i];
@@ -1165,6 +1247,7 @@ void cfg_free(struct cfg *c)
 	free(c->shards);
 	free(c->nodes);
 	free(c->ctls);
+	free(c->users);
 	free(c);
 }
 
@@ -1181,6 +1264,14 @@ struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name)
 	for (int i = 0; i < c->nshards; i++)
 		if (!strcmp(c->shards[i].name, name))
 			return &c->shards[i];
+	return NULL;
+}
+
+struct cfg_user *cfg_find_user(const struct cfg *c, const char *name)
+{
+	for (int i = 0; i < c->nusers; i++)
+		if (!strcmp(c->users[i].name, name))
+			return &c->users[i];
 	return NULL;
 }
 
@@ -1285,6 +1376,11 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DINT(controller.failover_block_ms, "[controller]", "failover_block_ms");
 	DINT(controller.tilt_ms, "[controller]", "tilt_ms");
 	DEP(controller.metrics_listen, "[controller]", "metrics_listen");
+	DSTR(controller.requirepass, "[controller]", "requirepass");
+	DINT(controller.agent_address_check, "[controller]", "agent_address_check");
+	DIFF(a->nusers != b->nusers ||
+		     (a->nusers && memcmp(a->users, b->users, a->nusers * sizeof(*a->users))),
+	     "[user]", "*");
 	DSTR(redis.user, "[redis]", "user");
 	DSTR(redis.password, "[redis]", "password");
 	DINT(dns.enabled, "[dns]", "*");
