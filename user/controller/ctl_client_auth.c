@@ -10,11 +10,10 @@
  * commands that change state; once client authentication is on, the cluster
  * secret is no client password any more (it stays the nodes' key material).
  *
- * A wrong password is answered late, per source address: 50 ms doubling with
- * each failure from that address up to 2 s, answers from one address queued
- * one after the other (parallel connections gain nothing), a connection that
- * would wait more than CTL_AUTH_QUEUE_MS closed unanswered. Logged once per
- * second per address at most. */
+ * Guessing is slowed per source address (attempt()): once an address has
+ * failed, each of its logins, right or wrong, is answered at its turn, 50 ms
+ * doubling with the failures up to 2 s after the previous turn, whatever
+ * connection it comes on; logged once per second per address at most. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,57 +65,80 @@ static void login(struct ctl_conn *k, const char *user, unsigned perms)
 	resp_reader_set_max_frame(k->rd, 0);
 }
 
-/* A wrong password (WRONGPASS already in k's output): counted per source
- * address, the answer held until that address's turn. */
-static void auth_failed(struct ctl_conn *k, const char *user)
+/* One login attempt from k (AUTH, HELLO ... AUTH). An address with no failed
+ * login in the last minute gets its answer at once. One with failures gets
+ * every answer, right password or wrong, at its turn: 50 ms doubling with its
+ * failures up to 2 s after the previous one's turn; so neither the answer nor
+ * its timing tells a guesser more than one guess per turn, however many
+ * connections it opens. When the turn would be more than CTL_AUTH_QUEUE_MS
+ * away, the attempt is not even checked: the connection closes unanswered.
+ * True when the caller answers now (the output is held until the turn); then
+ * *ok says whether k is logged in (as user). */
+static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size_t pass_len,
+		    bool *ok)
 {
 	struct ctl *c = k->ctl;
 	const char *end = strrchr(k->peer, ':');
 	size_t n = end ? (size_t)(end - k->peer) : strlen(k->peer);
-	unsigned h = 2166136261u, supp = 0;
-	long long now = fl_mono_ms(), delay_ms, at_ms;
+	unsigned h = 2166136261u, supp = 0, before;
+	long long now = fl_mono_ms(), at_ms;
 	typeof(c->auth_src[0]) *a;
 	char esc[LOG_ESC_MAX];
 	struct timeval tv;
+	bool mine;
+	int perms;
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)k->peer[i]) * 16777619u;
 	a = &c->auth_src[h % CTL_LOG_SLOTS];
-	if (a->hash != h || now - a->last_ms > 60000) {
-		a->hash = h;
-		a->fails = 0;
-		a->next_ms = 0;
-	}
-	a->fails++;
-	a->last_ms = now;
-	delay_ms = 50LL << (a->fails < 6 ? a->fails - 1 : 5);
-	if (delay_ms > 2000)
-		delay_ms = 2000;
-	at_ms = (a->next_ms > now ? a->next_ms : now) + delay_ms;
-	if (ctl_log_allowed(c, k->peer, &supp))
-		pr_warn("failed AUTH from %s (user %s): %u from that address in a row; answering it "
-			"after %lld ms%s\n", k->peer, log_esc(user, esc, sizeof(esc)), a->fails,
-			at_ms - now, supp ? " (and other rejections from there, not logged)" : "");
-	if (at_ms - now > CTL_AUTH_QUEUE_MS) {
-		/* Too many queued from there: closed, unanswered. */
-		struct evbuffer *out = bufferevent_get_output(k->bev);
-
-		evbuffer_drain(out, evbuffer_get_length(out));
+	/* Its record: failures in the last minute (a slot is taken over only by
+	 * another address's failure). */
+	mine = a->hash == h && now - a->last_ms <= 60000;
+	before = mine ? a->fails : 0;
+	at_ms = (mine && a->next_ms > now ? a->next_ms : now) + (50LL << (before < 5 ? before : 5));
+	if (before && at_ms - now > CTL_AUTH_QUEUE_MS) {
+		a->last_ms = now;
+		if (ctl_log_allowed(c, k->peer, &supp))
+			pr_warn("closing client %s: more logins queued from that address than %d s "
+				"of answers (%u failed in a row)%s\n", k->peer, CTL_AUTH_QUEUE_MS / 1000,
+				before, supp ? " (and other rejections from there, not logged)" : "");
 		k->flags |= CTL_C_CLOSING;
 		bufferevent_disable(k->bev, EV_READ);
-		return;
+		return false;
+	}
+	perms = check_login(c, user, pass, pass_len);
+	*ok = perms >= 0;
+	if (*ok)
+		login(k, user, (unsigned)perms);
+	if (!*ok) {
+		if (!mine) {
+			a->hash = h;
+			a->fails = 0;
+		}
+		a->fails++;
+		a->last_ms = now;
+		if (!before) /* the first failure: its own answer waits as the next would */
+			at_ms = now + 50;
+		if (ctl_log_allowed(c, k->peer, &supp))
+			pr_warn("failed AUTH from %s (user %s): %u from that address in a row; answering "
+				"it after %lld ms%s\n", k->peer, log_esc(user, esc, sizeof(esc)),
+				a->fails, at_ms - now,
+				supp ? " (and other rejections from there, not logged)" : "");
+	} else if (!before) {
+		return true; /* no failure from there: at once */
 	}
 	a->next_ms = at_ms;
 	if (!k->resume)
 		k->resume = evtimer_new(c->base, ctl_conn_on_resume, k);
 	if (!k->resume)
-		return;
-	/* The WRONGPASS itself waits too (output held), so a fresh connection
-	 * per guess gains nothing. */
+		return true;
+	/* The answer waits too (output held), so a fresh connection per guess
+	 * gains nothing. */
 	k->flags |= CTL_C_PENALTY | CTL_C_WAITING;
 	bufferevent_disable(k->bev, EV_READ | EV_WRITE);
 	tv = fl_ms_tv(at_ms - now);
 	evtimer_add(k->resume, &tv);
+	return true;
 }
 
 /* AUTH <password> | AUTH <username> <password> */
@@ -124,20 +146,19 @@ void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct evbuffer *out = bufferevent_get_output(k->bev);
 	const char *user = cmd->argc == 3 ? cmd->argv[1] : "default";
-	int pi = cmd->argc == 3 ? 2 : 1, perms;
+	int pi = cmd->argc == 3 ? 2 : 1;
+	bool ok;
 
 	if (cmd->argc != 2 && cmd->argc != 3) {
 		resp_error_reply(out, "ERR wrong number of arguments for 'auth' command");
 		return;
 	}
-	perms = check_login(k->ctl, user, cmd->argv[pi], cmd->lens[pi]);
-	if (perms < 0) {
-		resp_error_reply(out, wrongpass);
-		auth_failed(k, user);
+	if (!attempt(k, user, cmd->argv[pi], cmd->lens[pi], &ok))
 		return;
-	}
-	login(k, user, (unsigned)perms);
-	resp_status(out, "OK");
+	if (ok)
+		resp_status(out, "OK");
+	else
+		resp_error_reply(out, wrongpass);
 }
 
 void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd)
@@ -145,7 +166,7 @@ void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	struct evbuffer *out = bufferevent_get_output(k->bev);
 	struct acl_hello h;
 	char why[160];
-	int perms;
+	bool ok;
 
 	if (acl_hello_parse(cmd->argc, (const char *const *)cmd->argv, cmd->lens, &h, why,
 			    sizeof(why))) {
@@ -153,13 +174,12 @@ void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 		return;
 	}
 	if (h.user) {
-		perms = check_login(k->ctl, h.user, h.pass, h.pass_len);
-		if (perms < 0) {
+		if (!attempt(k, h.user, h.pass, h.pass_len, &ok))
+			return;
+		if (!ok) {
 			resp_error_reply(out, wrongpass);
-			auth_failed(k, h.user);
 			return;
 		}
-		login(k, h.user, (unsigned)perms);
 	} else if (ctl_client_auth_on(k->ctl) && !(k->flags & (CTL_C_LOGIN | CTL_C_AGENT))) {
 		resp_error_reply(out, "NOAUTH HELLO must be called with the client already "
 				      "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
