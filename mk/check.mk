@@ -62,7 +62,7 @@ check-asan:
 # Integration tests (tests/integration/test_<name>.sh) against build-asan/flatline and
 # its helpers. Root only: without root tests/run.sh reports them skipped. The default is
 # the foundation (process death); CHECK_INTEGRATION="proc agent peer" runs more.
-CHECK_INTEGRATION ?= proc
+CHECK_INTEGRATION ?= proc hostile client_auth
 check-integration-asan:
 	$(Q)$(MAKE) --no-print-directory SANITIZE=1 integration
 	$(Q)rm -rf $(SAN_LOG_DIR)/integration.* && mkdir -p $(SAN_LOG_DIR)
