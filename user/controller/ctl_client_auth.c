@@ -102,8 +102,10 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 			pr_warn("closing client %s: more logins queued from that address than %d s "
 				"of answers (%u failed in a row)%s\n", k->peer, CTL_AUTH_QUEUE_MS / 1000,
 				before, supp ? " (and other rejections from there, not logged)" : "");
+		tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS); /* earlier answers, if any, then closed */
 		k->flags |= CTL_C_CLOSING;
 		bufferevent_disable(k->bev, EV_READ);
+		bufferevent_set_timeouts(k->bev, NULL, &tv);
 		return false;
 	}
 	perms = check_login(c, user, pass, pass_len);
