@@ -115,6 +115,10 @@ test_every_command_needs_a_login() {
 	grep -q 'user=reader' <<<"$r" || fail "CLIENT INFO does not show the user: $r"
 	r=$(cli HELLO 3 AUTH reader wrong-password-1234 | head -n 1)
 	expect_eq "HELLO AUTH wrong" "$r" "WRONGPASS invalid username-password pair or user is disabled."
+	# flatline check says who may do what.
+	r=$("$FL" check -c "$CONF")
+	grep -q "clients log in (NOAUTH before): default (requirepass): all; reader: read; ops: read failover;" <<<"$r" ||
+		fail "flatline check does not say who may log in: $(grep -i client <<<"$r")"
 	# The CLI logs in with the file's requirepass.
 	"$FL" status -c "$CONF" | grep -q "^shard s" || fail "flatline status without a login"
 	# ops may fail over (FLATLINE FAILOVER, answered when done).
