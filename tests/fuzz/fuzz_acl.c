@@ -84,6 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	default:
 		(void)acl_peer_is(argv[1], argc > 2 ? argv[2] : "");
+		if (strlen(acl_peer_source(argv[1], words, sizeof(words))) >= sizeof(words) - 1)
+			abort(); /* an address and "/64" always fit */
 		break;
 	}
 	free(buf);

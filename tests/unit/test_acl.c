@@ -138,6 +138,22 @@ static void test_secret_eq_and_peer(void **s)
 	assert_false(acl_peer_is("]:1", "127.0.0.1"));
 }
 
+static void test_peer_source(void **s)
+{
+	char b[64];
+
+	(void)s;
+	assert_string_equal(acl_peer_source("10.1.2.3:4000", b, sizeof(b)), "10.1.2.3");
+	assert_string_equal(acl_peer_source("[::ffff:10.1.2.3]:4000", b, sizeof(b)), "10.1.2.3");
+	/* A host's /64: made-up addresses in it count as one. */
+	assert_string_equal(acl_peer_source("[2001:db8:1:2:aaaa::1]:4000", b, sizeof(b)),
+			    "2001:db8:1:2::/64");
+	assert_string_equal(acl_peer_source("[2001:db8:1:2:bbbb:cccc:dddd:eeee]:1", b, sizeof(b)),
+			    "2001:db8:1:2::/64");
+	assert_string_equal(acl_peer_source("unix", b, sizeof(b)), "unix");
+	assert_string_equal(acl_peer_source("[junk]:1", b, sizeof(b)), "unix");
+}
+
 static const char base[] = "[cluster]\nname = t\nsecret = 0123456789abcdef\n"
 			   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
 			   "[shard \"s\"]\nnodes = n1\n";
@@ -202,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_perms_parse),
 		cmocka_unit_test(test_hello_parse),
 		cmocka_unit_test(test_secret_eq_and_peer),
+		cmocka_unit_test(test_peer_source),
 		cmocka_unit_test(test_config_users),
 	};
 

@@ -187,14 +187,15 @@ bool acl_secret_eq(const char *conf, const char *given, size_t given_len)
 	return !d;
 }
 
-bool acl_peer_is(const char *peer, const char *address)
+static const unsigned char acl_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* "ip:port" or "[v6]:port" into 4 or 16 bytes (a mapped IPv6 as IPv4); false
+ * for anything else ("unix"). */
+static bool peer_addr(const char *peer, unsigned char p[16], bool *p6)
 {
-	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	unsigned char p[16], a[16];
-	char host[64];
 	const char *colon = strrchr(peer, ':');
+	char host[64];
 	size_t n;
-	bool p6;
 
 	if (!colon)
 		return false; /* unix */
@@ -213,19 +214,46 @@ bool acl_peer_is(const char *peer, const char *address)
 	}
 	host[n] = '\0';
 	if (inet_pton(AF_INET, host, p) == 1)
-		p6 = false;
+		*p6 = false;
 	else if (inet_pton(AF_INET6, host, p) == 1)
-		p6 = true;
+		*p6 = true;
 	else
 		return false;
-	if (p6 && !memcmp(p, mapped, 12)) { /* ::ffff:a.b.c.d from a dual-stack socket */
+	if (*p6 && !memcmp(p, acl_mapped, 12)) { /* ::ffff:a.b.c.d from a dual-stack socket */
 		memmove(p, p + 12, 4);
-		p6 = false;
+		*p6 = false;
 	}
+	return true;
+}
+
+const char *acl_peer_source(const char *peer, char *buf, size_t len)
+{
+	unsigned char p[16];
+	char a[INET6_ADDRSTRLEN];
+	bool p6;
+
+	if (!peer_addr(peer, p, &p6)) {
+		snprintf(buf, len, "unix");
+		return buf;
+	}
+	if (p6)
+		memset(p + 8, 0, 8);
+	inet_ntop(p6 ? AF_INET6 : AF_INET, p, a, sizeof(a));
+	snprintf(buf, len, p6 ? "%s/64" : "%s", a);
+	return buf;
+}
+
+bool acl_peer_is(const char *peer, const char *address)
+{
+	unsigned char p[16], a[16];
+	bool p6;
+
+	if (!peer_addr(peer, p, &p6))
+		return false;
 	if (inet_pton(AF_INET, address, a) == 1)
 		return !p6 && !memcmp(p, a, 4);
 	if (inet_pton(AF_INET6, address, a) == 1) {
-		if (!memcmp(a, mapped, 12))
+		if (!memcmp(a, acl_mapped, 12))
 			return !p6 && !memcmp(p, a + 12, 4);
 		return p6 && !memcmp(p, a, 16);
 	}

@@ -64,4 +64,9 @@ bool acl_secret_eq(const char *conf, const char *given, size_t given_len);
  * matches the IPv4 address; a unix socket matches nothing. */
 bool acl_peer_is(const char *peer, const char *address);
 
+/* The source a peer's failed logins are counted under: its IPv4 address (also
+ * when mapped), the /64 of an IPv6 one (what one host is usually given, so a
+ * host cannot make up fresh addresses to start afresh), "unix". */
+const char *acl_peer_source(const char *peer, char *buf, size_t len);
+
 #endif

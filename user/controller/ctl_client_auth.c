@@ -10,13 +10,14 @@
  * commands that change state; once client authentication is on, the cluster
  * secret is no client password any more (it stays the nodes' key material).
  *
- * Guessing is slowed per source address (attempt()): once an address has
+ * Guessing is slowed per source address (an IPv6 one's /64; attempt()): once an address has
  * failed, each of its logins, right or wrong, is answered at its turn, 50 ms
  * doubling with the failures up to 2 s after the previous turn, whatever
  * connection it comes on; logged once per second per address at most. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -78,8 +79,7 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 		    bool *ok)
 {
 	struct ctl *c = k->ctl;
-	const char *end = strrchr(k->peer, ':');
-	size_t n = end ? (size_t)(end - k->peer) : strlen(k->peer);
+	char src[INET6_ADDRSTRLEN + 4];
 	unsigned h = 2166136261u, supp = 0, before;
 	long long now = fl_mono_ms(), at_ms;
 	typeof(c->auth_src[0]) *a;
@@ -88,8 +88,9 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	bool mine;
 	int perms;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)k->peer[i]) * 16777619u;
+	acl_peer_source(k->peer, src, sizeof(src));
+	for (const char *s = src; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
 	a = &c->auth_src[h % CTL_LOG_SLOTS];
 	/* Its record: failures in the last minute (a slot is taken over only by
 	 * another address's failure). */
