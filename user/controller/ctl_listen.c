@@ -199,6 +199,8 @@ static void dispatch(struct ctl_conn *k, struct resp_cmd *cmd)
 			continue;
 		if ((k->flags & CTL_C_PUBSUB) && !ctl_commands[i].pubsub)
 			break;
+		if (!ctl_client_may(k, cmd))
+			return; /* answered: NOAUTH or NOPERM */
 		ctl_client_command(k, ctl_commands[i].name);
 		ctl_commands[i].fn(k, cmd);
 		return;
