@@ -8,9 +8,12 @@ following a shard through the Sentinel API: Sentinel(...).master_for(NAME), RPUS
 
 On SIGTERM prints {"acked": N, "errors": N, "addr": "last server"} on stdout.
 usage: clientapp.py SENTINEL_HOST:PORT[,HOST:PORT] NAME KEY RATE OUT
+With SENTINEL_PASSWORD (and SENTINEL_USER) in the environment it logs in to the
+Sentinel API as an application does: Sentinel(sentinel_kwargs={"password": ...}).
 (tests/node/app.js is the same application on ioredis.)
 """
 import json
+import os
 import signal
 import sys
 import time
@@ -32,7 +35,12 @@ def main():
         sentinels.append((host, int(port)))
     name, key, gap = sys.argv[2], sys.argv[3], 1.0 / float(sys.argv[4])
     signal.signal(signal.SIGTERM, on_term)
-    r = Sentinel(sentinels).master_for(name)  # the defaults, as an application has them
+    kw = {}
+    if os.environ.get("SENTINEL_PASSWORD"):
+        kw["sentinel_kwargs"] = {"password": os.environ["SENTINEL_PASSWORD"]}
+        if os.environ.get("SENTINEL_USER"):
+            kw["sentinel_kwargs"]["username"] = os.environ["SENTINEL_USER"]
+    r = Sentinel(sentinels, **kw).master_for(name)  # the defaults, as an application has them
     acked = errors = 0
     addr = "-"
     with open(sys.argv[5], "w", buffering=1) as out:

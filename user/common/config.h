@@ -30,11 +30,33 @@ struct cfg_node {
 	int line;                  /* line of its section header */
 };
 
+/* TLS files of one side of a link (common/tls.h). Paths are absolute, "" = not
+ * given; the lines name the keys in messages (files are read when a daemon builds
+ * its TLS context, so a host needs only the files of its own role). */
+struct cfg_tls {
+	char cert[256];
+	char key[256];
+	char ca[256];
+	int cert_line, key_line, ca_line;
+};
+
+/* [controller] tls_auth_clients, as Redis's tls-auth-clients. */
+enum cfg_tls_auth { CFG_TLS_AUTH_YES, CFG_TLS_AUTH_NO, CFG_TLS_AUTH_OPTIONAL };
+
 /* [controller "c1"]: one of several controllers (HA mode, with [etcd]). */
 struct cfg_ctl {
 	char id[CFG_ID_MAX + 1];
 	struct cfg_endpoint listen; /* its client and agent address */
 	char listen_str[300];       /* as written */
+	int line;
+};
+
+/* [user "name"]: a client of the controller's socket (common/acl.h). */
+struct cfg_user {
+	char name[CFG_ID_MAX + 1];
+	char password[256];
+	unsigned perms; /* ACL_* bits of its `commands` */
+	bool have_perms;
 	int line;
 };
 
@@ -66,6 +88,8 @@ struct cfg {
 		int stop_grace_ms;       /* stopped or frozen this long = hung (0: at once) */
 		int busy_max_ms;         /* busy on a CPU, not answering: alive this long */
 		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
+		struct cfg_tls tls; /* tls_cert/tls_key: presented to the controller;
+				     * tls_ca: verifies it (default [controller] tls_ca) */
 	} agent;
 	struct {
 		struct cfg_endpoint listen;
@@ -82,10 +106,28 @@ struct cfg {
 		int failover_block_ms;
 		int tilt_ms;
 		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
+		/* TLS (common/tls.h): tls_listen set = agents and clients use TLS. */
+		bool tls;                       /* tls_listen was given */
+		bool have_listen;               /* listen was given: plain stays on with TLS */
+		struct cfg_endpoint tls_listen;
+		struct cfg_endpoint tls_address; /* where it is reached; default tls_listen */
+		bool have_tls_address;
+		int tls_line, tls_address_line;
+		struct cfg_tls tls_files;       /* its certificate, key, and the agents' CA */
+		enum cfg_tls_auth tls_auth_clients;
+		/* Client authentication (common/acl.h): the default user's password;
+		 * with it or any [user], every command but AUTH/HELLO/QUIT needs a login. */
+		char requirepass[256];
+		bool agent_address_check; /* an agent must connect from its node's address */
 	} controller;
 	struct {
 		char user[128];
 		char password[256];
+		bool tls;              /* tls = yes: every server link over TLS */
+		int tls_line;
+		struct cfg_tls tls_files; /* tls_ca verifies the servers; tls_cert/key: ours */
+		char tls_server_name[256]; /* names the certificates must carry; "" = each
+					    * node's redis host (name or IP) */
 	} redis;
 	struct {
 		bool enabled; /* a [dns] section is present */
@@ -110,6 +152,8 @@ struct cfg {
 		char cert[256];
 		char key[256];
 	} etcd;
+	struct cfg_user *users; /* [user "name"] sections: clients of the controller */
+	int nusers;
 	struct cfg_ctl *ctls; /* [controller "id"] sections */
 	int nctls;
 	struct cfg_node *nodes;
@@ -128,6 +172,7 @@ void cfg_free(struct cfg *c);
 struct cfg_node *cfg_find_node(const struct cfg *c, const char *id);
 struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name);
 struct cfg_ctl *cfg_find_ctl(const struct cfg *c, const char *id);
+struct cfg_user *cfg_find_user(const struct cfg *c, const char *name);
 /* Why a node at this address can never be probed by its peers (ICMP echo to an
  * IPv4 address, ICMPv6 echo to an IPv6 one), so that its host's failure would go
  * unseen: unspecified, multicast or broadcast, IPv6 link-local (no interface can

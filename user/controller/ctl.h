@@ -4,7 +4,8 @@
  *   controller.c    start-up, discovery, TILT tick, signals, `flatline controller`;
  *                   the struct fo_ops table that wires failover.c to the modules below
  *   ctl_listen.c    the listen socket: accept, read, dispatch to ctl_on_<command>
- *   ctl_agents.c    agent sessions: HELLO, REPORT, AUTH, heartbeat deadlines
+ *   ctl_agents.c    agent sessions: HELLO flatline, PROVE, REPORT, heartbeat deadlines
+ *   ctl_client_auth.c  client logins: AUTH, HELLO [AUTH], what each user may run
  *   ctl_sentinel.c  the Sentinel API (SENTINEL, INFO, ROLE), FLATLINE, pub/sub, events
  *   ctl_status.c    `FLATLINE STATUS` as text and as JSON: printing only
  *   ctl_servers.c   requests to the Redis servers (the I/O behind struct fo_ops)
@@ -19,6 +20,7 @@
 #include <stdint.h>
 #include <strings.h>
 #include <event2/event.h>
+#include "common/acl.h"
 #include "common/auth.h"
 #include "common/config.h"
 #include "common/event_log.h"
@@ -32,6 +34,7 @@ struct evbuffer;
 struct ctl_server;
 struct ha;
 struct ctl_state_writer;
+struct ssl_ctx_st;
 
 #define CTL_TICK_MS 100         /* TILT check */
 #define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
@@ -67,6 +70,7 @@ struct ctl_conn {
 #define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
 #define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
 #define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
+#define CTL_C_LOGIN (1u << 8)      /* logged in as user (client authentication on) */
 /* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */
 #define CTL_C_PLAIN (1u << 12)
 /* An agent's answers are written at the end of the read callback, with the
@@ -89,6 +93,10 @@ struct ctl_conn {
 	long long created_ms, last_cmd_ms;
 	char name[64];
 	char last_cmd[32];
+	bool tls_handshake; /* on the TLS socket, handshake not done: CTL_PREAUTH_MS */
+	/* Client authentication (ctl_client_auth.c): who, and the ACL_* bits allowed */
+	char user[ACL_USER_MAX + 1];
+	unsigned perms;
 };
 
 /* The DNS record of one shard as the controller knows it. */
@@ -121,7 +129,11 @@ struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
 	struct event_base *base;
-	struct evconnlistener *lis;
+	struct evconnlistener *lis;     /* plain: [controller] listen; NULL when TLS only */
+	struct evconnlistener *tls_lis; /* [controller] tls_listen, NULL without */
+	struct ssl_ctx_st *tls_ctx;     /* its certificate and the clients' CA */
+	struct ssl_ctx_st *srv_tls;     /* [redis] tls: to the servers, NULL without */
+	char tls_listen_str[300];
 	struct evlog *log;
 	char event_log[256];
 	char state_file[256];
@@ -160,6 +172,7 @@ struct ctl {
 		unsigned hash;
 		unsigned fails;
 		long long last_ms;
+		long long next_ms; /* the next failed AUTH from there is answered then */
 	} auth_src[CTL_LOG_SLOTS]; /* failed AUTHs per source address */
 	struct dns_updater *dns;
 	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
@@ -229,6 +242,8 @@ void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
 
 /* ctl_listen.c */
 int ctl_listen(struct ctl *c);
+/* Closes the listen sockets and frees the TLS context. */
+void ctl_listen_close(struct ctl *c);
 void ctl_conn_fatal(struct ctl_conn *k, const char *err);
 void ctl_conn_free(struct ctl_conn *k);
 void ctl_conn_resume(struct ctl_conn *k);
@@ -245,11 +260,19 @@ bool ctl_conn_over_limit(struct ctl_conn *k);
 /* ctl_agents.c: RESP handlers and the session's end */
 void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd);
-void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_agent_closed(struct ctl_conn *k);
 void ctl_agent_timed_out(struct ctl_conn *k);
 void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
+
+/* ctl_client_auth.c */
+/* Is client authentication on ([controller] requirepass or a [user])? */
+bool ctl_client_auth_on(const struct ctl *c);
+/* May k run cmd? If not, it has been answered (NOAUTH, NOPERM). */
+bool ctl_client_may(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd);
+/* Redis's HELLO [protover [AUTH user pass] [SETNAME name]] (not HELLO flatline). */
+void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd);
 
 /* ctl_sentinel.c */
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
