@@ -162,7 +162,7 @@ static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 		data += (size_t)v + 1;
 		q = hend + (size_t)v + 2;
 	}
-	blk = malloc(n * (sizeof(char *) + sizeof(size_t)) + data);
+	blk = malloc(n * (sizeof(char *) + sizeof(size_t)) + data + 1);
 	if (!blk)
 		return fail(r, -ENOMEM, "out of memory");
 	cmd->argv = (char **)blk;
@@ -281,8 +281,9 @@ void resp_status(struct evbuffer *b, const char *s)
 		return;
 	}
 	t[0] = '+';
-	memcpy(t + 1, s, n);
-	memcpy(t + 1 + n, "\r\n", 2);
+	memcpy(t + 1, s, n + 1);
+	t[n + 1] = '\r';
+	t[n + 2] = '\n';
 	evbuffer_add(b, t, n + 3);
 }
 
@@ -309,7 +310,8 @@ void resp_bulk(struct evbuffer *b, const char *s, size_t len)
 
 	if (len + n + 2 <= sizeof(t)) { /* short: one copy into the buffer */
 		memcpy(t + n, s, len);
-		memcpy(t + n + len, "\r\n", 2);
+		t[n + len] = '\r';
+		t[n + len + 1] = '\n';
 		evbuffer_add(b, t, n + len + 2);
 		return;
 	}
