@@ -148,7 +148,7 @@ static int inline_cmd(struct resp_reader *r, struct resp_cmd *cmd)
  * no allocation per argument (issue 19: this is every REPORT's path). */
 static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 {
-	size_t n = (size_t)r->nargs, data = 0, pos, at, hend;
+	size_t n = (size_t)r->nargs, data = 0, pos, at, hend, head;
 	long long v;
 	char *blk, *p;
 
@@ -162,12 +162,13 @@ static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 		data += (size_t)v + 1;
 		q = hend + (size_t)v + 2;
 	}
-	blk = malloc(n * (sizeof(char *) + sizeof(size_t)) + data + 1);
+	head = n * (sizeof(*cmd->argv) + sizeof(*cmd->lens));
+	blk = malloc(head + data + 1);
 	if (!blk)
 		return fail(r, -ENOMEM, "out of memory");
-	cmd->argv = (char **)blk;
-	cmd->lens = (size_t *)(blk + n * sizeof(char *));
-	p = blk + n * (sizeof(char *) + sizeof(size_t));
+	cmd->argv = (char **)(void *)blk;
+	cmd->lens = (size_t *)(void *)(blk + n * sizeof(*cmd->argv));
+	p = blk + head;
 	for (at = pos; cmd->argc < (int)n; cmd->argc++) {
 		resp_frame_header(&r->f, at, &v, &hend);
 		memcpy(p, r->f.buf + hend, (size_t)v);

@@ -117,18 +117,18 @@ static const struct timeval *common_timeout(struct ctl *c, int *ms_at, const str
 	struct timeval tv = fl_ms_tv(ms);
 	const struct timeval *ct;
 
-	if (*tv_at && *ms_at == ms)
-		return *tv_at;
-	ct = event_base_init_common_timeout(c->base, &tv);
-	if (!ct) {
-		static struct timeval plain;
+	if (*ms_at != ms || !*tv_at) {
+		ct = event_base_init_common_timeout(c->base, &tv);
+		if (!ct) { /* 256 lengths in use: a plain timeout */
+			static struct timeval plain;
 
-		plain = tv;
-		return &plain;
+			plain = tv;
+			return &plain;
+		}
+		*ms_at = ms;
+		*tv_at = ct;
 	}
-	*ms_at = ms;
-	*tv_at = ct;
-	return ct;
+	return *tv_at;
 }
 
 /* PROVE <proof>: the agent's answer to our CHALLENGE. One try per connection. */
