@@ -84,6 +84,10 @@ struct ctl_conn {
 	long long created_ms, last_cmd_ms;
 	char name[64];
 	char last_cmd[32];
+	/* A SENTINEL question held while its shard changes primary (ctl_sentinel.c) */
+	struct resp_cmd held;
+	struct event *hold_ev;
+	long long hold_until_ms;
 };
 
 /* The DNS record of one shard as the controller knows it. */
@@ -242,6 +246,7 @@ void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
 
 /* ctl_sentinel.c */
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_hold_free(struct ctl_conn *k);
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
 /* ctl_clients.c: the connection's identity and the commands about commands */
 void ctl_client_opened(struct ctl_conn *k);
@@ -266,6 +271,9 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg);
 int ctl_hooks_running(void);
 int ctl_hooks_queued(void);
 void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out);
+void ctl_hooks_set_times(int runtime_ms, int retry_ms); /* < 0: unchanged */
+int ctl_hooks_max_runtime_ms(void);
+int ctl_hooks_retry_delay_ms(void);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);

@@ -49,6 +49,7 @@ void ctl_conn_free(struct ctl_conn *k)
 		event_free(k->resume);
 	if (k->deadline)
 		event_free(k->deadline);
+	ctl_hold_free(k);
 	c->nconns--;
 	for (int i = 0; i < k->nsubs; i++)
 		free(k->subs[i]);

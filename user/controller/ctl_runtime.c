@@ -25,27 +25,30 @@ struct rt_key {
 	enum rt_kind kind;
 	int min, max;
 	bool config; /* SENTINEL CONFIG (else SENTINEL SET <master> / DEBUG) */
+	bool debug;  /* SENTINEL DEBUG */
 };
 
 static const struct rt_key keys[] = {
 	/* SENTINEL SET <master> ... (applies to every shard: one controller's rules) */
-	{ "down-after-milliseconds", RT_INT, 1, 3600000, false },
-	{ "failover-timeout", RT_INT, 0, 86400000, false },
-	{ "quorum", RT_INT, 1, 1, false },
-	{ "parallel-syncs", RT_INT, 1, 1000000, false },
-	{ "auth-pass", RT_SECRET, 0, 0, false },
-	{ "auth-user", RT_STR, 0, 0, false },
+	{ "down-after-milliseconds", RT_INT, 1, 3600000, false, false },
+	{ "failover-timeout", RT_INT, 0, 86400000, false, false },
+	{ "quorum", RT_INT, 1, 1, false, false },
+	{ "parallel-syncs", RT_INT, 1, 1000000, false, false },
+	{ "auth-pass", RT_SECRET, 0, 0, false, false },
+	{ "auth-user", RT_STR, 0, 0, false, false },
 	/* SENTINEL DEBUG */
-	{ "tilt-period", RT_INT, 0, 3600000, false },
-	{ "slave-reconf-timeout", RT_INT, 1, 600000, false },
+	{ "tilt-period", RT_INT, 0, 3600000, false, true },
+	{ "slave-reconf-timeout", RT_INT, 1, 600000, false, true },
+	{ "script-max-runtime", RT_INT, 1, 3600000, false, true },
+	{ "script-retry-delay", RT_INT, 0, 3600000, false, true },
 	/* SENTINEL CONFIG */
-	{ "resolve-hostnames", RT_STR, 0, 0, true },
-	{ "announce-hostnames", RT_STR, 0, 0, true },
-	{ "announce-ip", RT_STR, 0, 0, true },
-	{ "announce-port", RT_INT, 0, 65535, true },
-	{ "loglevel", RT_STR, 0, 0, true },
-	{ "sentinel-user", RT_STR, 0, 0, true },
-	{ "sentinel-pass", RT_SECRET, 0, 0, true },
+	{ "resolve-hostnames", RT_STR, 0, 0, true, false },
+	{ "announce-hostnames", RT_STR, 0, 0, true, false },
+	{ "announce-ip", RT_STR, 0, 0, true, false },
+	{ "announce-port", RT_INT, 0, 65535, true, false },
+	{ "loglevel", RT_STR, 0, 0, true, false },
+	{ "sentinel-user", RT_STR, 0, 0, true, false },
+	{ "sentinel-pass", RT_SECRET, 0, 0, true, false },
 };
 #define NKEYS (int)(sizeof(keys) / sizeof(keys[0]))
 #define RT_VAL_MAX 256
@@ -76,6 +79,10 @@ static void current(struct ctl *c, int i, char *buf, size_t len)
 		snprintf(buf, len, "%d", c->fo.tilt_ms);
 	else if (!strcmp(n, "slave-reconf-timeout"))
 		snprintf(buf, len, "%d", c->fo.repoint_timeout_ms);
+	else if (!strcmp(n, "script-max-runtime"))
+		snprintf(buf, len, "%d", ctl_hooks_max_runtime_ms());
+	else if (!strcmp(n, "script-retry-delay"))
+		snprintf(buf, len, "%d", ctl_hooks_retry_delay_ms());
 	else if (!strcmp(n, "auth-user"))
 		snprintf(buf, len, "%s", c->cfg->redis.user);
 	else if (!strcmp(n, "auth-pass"))
@@ -133,6 +140,10 @@ static int apply(struct ctl *c, int i, const char *v, char *why, size_t whylen)
 		c->fo.tilt_ms = (int)n;
 	else if (!strcmp(k->name, "slave-reconf-timeout"))
 		c->fo.repoint_timeout_ms = (int)n;
+	else if (!strcmp(k->name, "script-max-runtime"))
+		ctl_hooks_set_times((int)n, -1);
+	else if (!strcmp(k->name, "script-retry-delay"))
+		ctl_hooks_set_times(-1, (int)n);
 	else if (!strcmp(k->name, "auth-pass")) /* used from the next connect on */
 		snprintf(c->cfg->redis.password, sizeof(c->cfg->redis.password), "%s", v);
 	else if (!strcmp(k->name, "auth-user"))
@@ -277,7 +288,7 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, bool config)
 	for (int a = first; a + 1 < cmd->argc; a += 2) {
 		int i = key_idx(cmd->argv[a]);
 
-		if (i >= 0 && keys[i].config != config)
+		if (i >= 0 && (keys[i].config != config || keys[i].debug))
 			i = -1;
 		if (!config && (!strcasecmp(cmd->argv[a], "notification-script") ||
 				!strcasecmp(cmd->argv[a], "client-reconfig-script"))) {
@@ -344,7 +355,8 @@ static void rt_debug(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
-	static const char *const shown[] = { "tilt-period", "slave-reconf-timeout" };
+	static const char *const shown[] = { "tilt-period", "slave-reconf-timeout",
+					     "script-max-runtime", "script-retry-delay" };
 	char v[RT_VAL_MAX], b[32];
 
 	if (cmd->argc > 2) {
@@ -352,8 +364,7 @@ static void rt_debug(struct ctl_conn *k, struct resp_cmd *cmd)
 			int i = key_idx(cmd->argv[a]);
 			char why[200];
 
-			if (i < 0 || keys[i].config || (strcmp(keys[i].name, "tilt-period") &&
-							strcmp(keys[i].name, "slave-reconf-timeout"))) {
+			if (i < 0 || !keys[i].debug) {
 				snprintf(why, sizeof(why), "ERR Invalid argument '%.60s' to SENTINEL "
 							   "DEBUG", cmd->argv[a]);
 				resp_error_reply(out, why);
@@ -369,7 +380,7 @@ static void rt_debug(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_status(out, "OK");
 		return;
 	}
-	ctl_reply_map(k, out, 4);
+	ctl_reply_map(k, out, (int)(sizeof(shown) / sizeof(shown[0])) + 2);
 	for (size_t j = 0; j < sizeof(shown) / sizeof(shown[0]); j++) {
 		current(c, key_idx(shown[j]), v, sizeof(v));
 		kv(out, shown[j], v);

@@ -290,13 +290,21 @@ static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const st
 	const struct info_repl *r = n->info_ok && n->info_ms >= n->last_report_ms ? &n->info :
 										     &n->rep.repl;
 	char name[300], flags[96];
-	bool link = r->link_up == 1;
+	bool link = r->link_up == 1, serving;
 
 	cfg_hostport(name, sizeof(name), n->host, n->port); /* [v6]:port, as Sentinel names it */
-	snprintf(flags, sizeof(flags), "slave%s%s", (n->flags & FO_N_SDOWN) ? ",s_down" : "",
-		 (n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok ?
-			 "" :
-			 ",disconnected");
+	/* "disconnected" (ioredis skips it, as a replica Sentinel has no link to): not
+	 * reached, or not serving yet — still a master (an old primary not converted
+	 * yet), being repointed, or fenced by its agent (write lease lapsed: its traffic
+	 * is dropped and the connections made meanwhile are closed when it comes back).
+	 * One reached but not serving is s_down too: redis-py skips only s_down/o_down
+	 * replicas. The +sdown events stay the server's health. */
+	serving = ((n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok) &&
+		  r->role != INFO_ROLE_MASTER && !(n->flags & FO_N_FIXING) &&
+		  n->rep.lease != FO_LEASE_LAPSED;
+
+	snprintf(flags, sizeof(flags), "slave%s%s", (n->flags & FO_N_SDOWN) || !serving ? ",s_down" : "",
+		 serving ? "" : ",disconnected");
 	reply_instance(k, o, 21, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
 	kv_int(o, "master-link-down-time", 0);
 	kv_str(o, "master-link-status", link ? "ok" : "err");
@@ -375,7 +383,99 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	return 0;
 }
 
+/* ---- a question held while the primary changes ----
+ *
+ * A client that asks where the primary is while its shard is between two primaries
+ * (the primary down or a failover running) is answered when the shard has one again,
+ * CTL_HOLD_MAX_MS at most, instead of at once with the old address or a master
+ * flagged s_down/o_down: redis-py's default raises MasterNotFoundError on the latter
+ * and ioredis connects to a dead server. The failover lasts milliseconds; the
+ * question waits that long and gets the new primary. Only GET-MASTER-ADDR-BY-NAME,
+ * MASTER and MASTERS are held; the connection reads nothing behind the held one. */
+#define CTL_HOLD_MAX_MS 1000
+#define CTL_HOLD_POLL_MS 2
+
+static bool shard_unsettled(const struct ctl *c, const struct fo_shard *s)
+{
+	if (c->ha && !ctl_may_act(c) && c->etcd_why[0])
+		return false; /* a follower cut off from etcd answers at once (no master) */
+	return s->fo.state != FO_ST_NONE || s->primary < 0 || (s->flags & FO_S_ODOWN) ||
+	       (c->fo.nodes[s->primary].flags & FO_N_SDOWN);
+}
+
+static bool hold_wanted(struct ctl *c, const struct resp_cmd *cmd)
+{
+	const char *sub = cmd->argc > 1 ? cmd->argv[1] : "";
+	const struct fo_shard *s;
+
+	if (!strcasecmp(sub, "masters") && cmd->argc == 2) {
+		for (int i = 0; i < c->fo.nshards; i++)
+			if (shard_unsettled(c, &c->fo.shards[i]))
+				return true;
+		return false;
+	}
+	if ((strcasecmp(sub, "get-master-addr-by-name") && strcasecmp(sub, "master")) ||
+	    cmd->argc != 3)
+		return false;
+	s = fo_find_shard(&c->fo, cmd->argv[2]);
+	return s && shard_unsettled(c, s);
+}
+
+static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+
+static void on_hold(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_conn *k = arg;
+	struct resp_cmd cmd;
+
+	(void)fd;
+	(void)what;
+	if (fl_mono_ms() < k->hold_until_ms && hold_wanted(k->ctl, &k->held)) {
+		struct timeval tv = fl_ms_tv(CTL_HOLD_POLL_MS);
+
+		evtimer_add(k->hold_ev, &tv);
+		return;
+	}
+	cmd = k->held;
+	memset(&k->held, 0, sizeof(k->held));
+	answer_sentinel(k, &cmd);
+	resp_cmd_free(&cmd);
+	ctl_conn_resume(k);
+}
+
+/* Takes cmd (left empty for the caller to free) and answers it later; false when
+ * it cannot wait (no memory): answered now. */
+static bool hold(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct timeval tv = fl_ms_tv(CTL_HOLD_POLL_MS);
+
+	if (!k->hold_ev)
+		k->hold_ev = evtimer_new(k->ctl->base, on_hold, k);
+	if (!k->hold_ev || evtimer_add(k->hold_ev, &tv))
+		return false;
+	k->held = *cmd;
+	memset(cmd, 0, sizeof(*cmd));
+	k->hold_until_ms = fl_mono_ms() + CTL_HOLD_MAX_MS;
+	k->flags |= CTL_C_WAITING;
+	return true;
+}
+
+void ctl_hold_free(struct ctl_conn *k)
+{
+	if (k->hold_ev)
+		event_free(k->hold_ev);
+	k->hold_ev = NULL;
+	resp_cmd_free(&k->held);
+}
+
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	if (hold_wanted(k->ctl, cmd) && hold(k, cmd))
+		return;
+	answer_sentinel(k, cmd);
+}
+
+static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
