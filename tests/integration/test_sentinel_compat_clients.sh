@@ -256,5 +256,103 @@ test_identity_and_runtime_config() {
 		fail "flatline status does not show it: $(cl_ctl "$FL" status -c "$CL_CONF" | tail -n 3)"
 }
 
-TESTS=(test_clients_switchover test_clients_sigkill test_identity_and_runtime_config)
+# runs FILE ARGS-REGEX: how many runs of a script FILE records with those arguments.
+runs() { awk -v re="$2" '{ $1 = ""; $2 = ""; sub(/^  /, "") } $0 ~ re { n++ } END { print n + 0 }' "$1" 2>/dev/null; }
+runs_ge() { [ "$(runs "$1" "$2")" -ge "$3" ]; }
+# run_gaps_ok FILE ARGS-REGEX MIN_MS MAX_MS: every run after the first started MIN..MAX ms
+# after the one before it.
+run_gaps_ok() {
+	awk -v re="$2" -v lo="$3" -v hi="$4" '{ t = $1; $1 = ""; $2 = ""; sub(/^  /, "") }
+		$0 ~ re { if (last && ((t - last) / 1e6 < lo || (t - last) / 1e6 > hi)) bad = bad " " (t - last) / 1e6; last = t }
+		END { if (bad) { print "gaps (ms):" bad; exit 1 } }' "$1"
+}
+fo_elapsed() { jq -r 'select(.kind == "failover_end") | .elapsed_ms' "$CL_CLOG" | sed -n "$1p"; }
+
+# Sentinel's scripts as Sentinel runs them (sentinel.c, sentinelRunPendingScripts):
+# asynchronously, killed at script-max-runtime, run again after script-retry-delay when
+# they exit 1 or are killed, 10 runs at most; exit 2 is final. Set here to 1000 and 100
+# ms with SENTINEL DEBUG, as Sentinel's own tests do. While client_reconfig_script hangs
+# (each run killed at the timeout), a second failover takes as long as the first.
+test_hooks_async_timeout_retry() {
+	local out t0 el1 el2 a12 a23 pid
+	need_root
+	need_cmd ip nsenter nft redis-server redis-cli named tsig-keygen dig jq setsid
+	export FL_NODE_PREFIX=k${BASHPID}n
+	cat >"$T/notify.sh" <<-EOF
+		#!/bin/sh
+		echo "\$(date +%s%N) \$\$ \$*" >>$T/notify.out
+		case "\$1" in
+		+switch-master) exit 1 ;;
+		+failover-end) exit 2 ;;
+		esac
+		exit 0
+	EOF
+	cat >"$T/reconf.sh" <<-EOF
+		#!/bin/sh
+		echo "\$(date +%s%N) \$\$ \$*" >>$T/reconf.out
+		exec sleep 600
+	EOF
+	chmod +x "$T/notify.sh" "$T/reconf.sh"
+	export FL_CTL_CONF="notification_script = $T/notify.sh
+client_reconfig_script = $T/reconf.sh
+failover_block_ms = 0"
+	CL_KEEP=1
+	cl_init "$T/cl" "flk$BASHPID"
+	on_exit cl_down
+	cl_up || fail "cluster did not come up"
+	out=$(ctl_cli -a "$CL_SECRET" --no-auth-warning sentinel debug script-max-runtime 1000 script-retry-delay 100)
+	[ "$out" = OK ] || fail "SENTINEL DEBUG script-max-runtime: $out"
+	out=$(ctl_cli sentinel debug | tr '\n' ' ')
+	[[ $out == *"script-max-runtime 1000 script-retry-delay 100"* ]] || fail "SENTINEL DEBUG: $out"
+	a12="$CL_SHARD leader start $(cl_ip 1) 6379 $(cl_ip 2) 6379\$"
+	a23="$CL_SHARD leader start $(cl_ip 2) 6379 $(cl_ip 3) 6379\$"
+	cl_ctl "$FL" failover "$CL_SHARD" --to "$(cl_node 2)" -c "$CL_CONF" >"$T/fo1.out" 2>&1 ||
+		fail "failover 1: $(cat "$T/fo1.out")"
+	cl_until 5 grep -q "$a12" "$T/reconf.out" || fail "client_reconfig_script not run: $(cat "$T/reconf.out" 2>&1)"
+	# It hangs: running, not finished, and the loop goes on.
+	sleep 0.3
+	out=$(ctl_cli sentinel pending-scripts | tr '\n' ' ')
+	[[ $out == *"$T/reconf.sh"*"running"* ]] || fail "PENDING-SCRIPTS does not show the hanging script: $out"
+	t0=$(cl_now_ns)
+	out=$(ctl_cli ping)
+	[ "$out" = PONG ] && [ $(($(cl_now_ns) - t0)) -lt 500000000 ] || fail "the controller answers slowly while a script hangs: $out"
+	cl_ctl "$FL" failover "$CL_SHARD" --to "$(cl_node 3)" -c "$CL_CONF" >"$T/fo2.out" 2>&1 ||
+		fail "failover 2 while a script hangs: $(cat "$T/fo2.out")"
+	el1=$(fo_elapsed 1)
+	el2=$(fo_elapsed 2)
+	echo "    failover took $el1 ms, then $el2 ms while client_reconfig_script hung" >&2
+	[ -n "$el2" ] && [ "$el2" -le $((el1 * 10 + 100)) ] || fail "failover while a script hangs: $el2 ms (before: $el1 ms)"
+	# Exit 1: run 10 times, 100 ms apart (+ the 100 ms tick); exit 2 once; exit 0 once.
+	cl_until 10 runs_ge "$T/notify.out" "^[+]switch-master $CL_SHARD $(cl_ip 1) " 10 ||
+		fail "+switch-master (exit 1) not retried: $(runs "$T/notify.out" "^[+]switch-master")"
+	# Killed at 1000 ms (a signal: run again), 10 runs at most: about 11 s.
+	cl_until 25 runs_ge "$T/reconf.out" "$a23" 10 ||
+		fail "client_reconfig_script (hangs) ran $(runs "$T/reconf.out" "$a23") times"
+	sleep 2.5 # an 11th run would have started
+	for out in "$a12" "$a23"; do
+		[ "$(runs "$T/reconf.out" "$out")" = 10 ] || fail "client_reconfig_script ($out) ran $(runs "$T/reconf.out" "$out") times, not 10"
+		run_gaps_ok "$T/reconf.out" "$out" 1000 2500 || fail "client_reconfig_script not killed at 1000 ms: $(run_gaps_ok "$T/reconf.out" "$out")"
+	done
+	for out in 1 2; do
+		[ "$(runs "$T/notify.out" "^[+]switch-master $CL_SHARD $(cl_ip "$out") ")" = 10 ] ||
+			fail "+switch-master (exit 1) ran $(runs "$T/notify.out" "^[+]switch-master $CL_SHARD $(cl_ip "$out") ") times, not 10"
+		[ "$(runs "$T/notify.out" "^[+]failover-end master $CL_SHARD $(cl_ip "$out") ")" = 1 ] ||
+			fail "+failover-end (exit 2) ran $(runs "$T/notify.out" "^[+]failover-end master $CL_SHARD $(cl_ip "$out") ") times, not once"
+		[ "$(runs "$T/notify.out" "^[+]try-failover master $CL_SHARD $(cl_ip "$out") ")" = 1 ] ||
+			fail "+try-failover (exit 0) ran more or less than once: $(cat "$T/notify.out")"
+	done
+	run_gaps_ok "$T/notify.out" "^[+]switch-master $CL_SHARD $(cl_ip 1) " 100 1000 ||
+		fail "+switch-master retries not script-retry-delay apart: $(run_gaps_ok "$T/notify.out" "^[+]switch-master $CL_SHARD $(cl_ip 1) ")"
+	# Nothing left behind: every run of the hanging script was killed.
+	for pid in $(awk '{ print $2 }' "$T/reconf.out"); do
+		! cl_running "$pid" || fail "a client_reconfig_script run ($pid) is still running"
+	done
+	cl_has_event "$CL_CLOG" '.kind == "script_failed" and (.reason | test("signal 9")) and .retries == 9' ||
+		fail "no script_failed after the 10th killed run: $(grep script_ "$CL_CLOG" | tail -n 3)"
+	cl_has_event "$CL_CLOG" '.kind == "script_failed" and .reason == "exit code 2" and .retries == 0' ||
+		fail "no script_failed for exit code 2 at once"
+	[ "$(ctl_cli sentinel pending-scripts)" = "" ] || fail "scripts still pending: $(ctl_cli sentinel pending-scripts | tr '\n' ' ')"
+}
+
+TESTS=(test_hooks_async_timeout_retry test_clients_switchover test_clients_sigkill test_identity_and_runtime_config)
 run_tests
