@@ -354,5 +354,84 @@ failover_block_ms = 0"
 	[ "$(ctl_cli sentinel pending-scripts)" = "" ] || fail "scripts still pending: $(ctl_cli sentinel pending-scripts | tr '\n' ' ')"
 }
 
-TESTS=(test_hooks_async_timeout_retry test_clients_switchover test_clients_sigkill test_identity_and_runtime_config)
+# ---- the same applications and faults against real redis-sentinel ----
+
+rs_cli() { cl_ctl timeout 5 redis-cli -h "$CL_CTL_IP" -p "$1" "${@:2}"; }
+rs_ready() {
+	local p
+	for p in 26380 26381 26382; do
+		[ "$(rs_cli "$p" sentinel master "$CL_SHARD" 2>/dev/null | sed -n '/^num-other-sentinels$/{n;p}')" = 2 ] &&
+			[ "$(rs_cli "$p" sentinel master "$CL_SHARD" 2>/dev/null | sed -n '/^num-slaves$/{n;p}')" = 2 ] || return 1
+	done
+}
+rs_primary() { rs_cli 26380 sentinel get-master-addr-by-name "$CL_SHARD" 2>/dev/null | head -n 1; }
+rs_moved_from() { local ip; ip=$(rs_primary); [ -n "$ip" ] && [ "$ip" != "$(cl_ip "$1")" ]; }
+# errs_between APP FROM_NS TO_NS: errors that reached APP in [FROM, TO).
+errs_between() { awk -v a="$2" -v b="$3" '$1 == "E" && $3 >= a && $3 < b { n++ } END { print n + 0 }' "$CL_DIR/$1.out"; }
+# settled APP: 100 more commands answered, by the primary NEW (a writer); a reader by
+# any server (redis-py falls back to the primary when Sentinel lists no usable replica).
+settled() {
+	local app=$1 n ip
+	n=$(count_lines A "$CL_DIR/$app.out")
+	cl_until 30 acked_over "$app" $((n + 100)) || fail "$app stopped: $(tail -n 3 "$CL_DIR/$app.out")"
+	ip=$(grep '^A ' "$CL_DIR/$app.out" | tail -n 1 | awk '{ print $4 }')
+	ip=${ip%:*}
+	[[ $app == *_r ]] || [ "$ip" = "$(cl_ip "$NEW")" ] ||
+		fail "$app writes to $ip, not to the new primary $(cl_ip "$NEW")"
+}
+
+# Three redis-sentinel (Debian's, quorum 2, down-after-milliseconds 1000 as flatline's
+# node_down_after_ms here) on the same kind of cluster, the same four applications with
+# their defaults; kill -9 of the primary, then SENTINEL FAILOVER. Prints the errors each
+# application saw in each (the README's table); checks that every application follows.
+test_clients_vs_sentinel() {
+	local p d a t1 t2 t3 old figs=""
+	need_clients
+	need_cmd redis-sentinel
+	export FL_NODE_PREFIX=v${BASHPID}n
+	CL_KEEP=1
+	cl_init "$T/cl" "flv$BASHPID"
+	on_exit cl_down
+	cl_up_servers || fail "servers did not come up"
+	for p in 26380 26381 26382; do
+		d=$CL_DIR/rs$p
+		mkdir -p "$d"
+		cat >"$d/sentinel.conf" <<-EOF2
+			port $p
+			bind $CL_CTL_IP
+			daemonize no
+			dir $d
+			logfile $d/sentinel.log
+			sentinel monitor $CL_SHARD $(cl_ip 1) 6379 2
+			sentinel down-after-milliseconds $CL_SHARD 1000
+			sentinel failover-timeout $CL_SHARD 10000
+		EOF2
+		cl_spawn "rs$p" "$CL_NS_CTL" redis-sentinel "$d/sentinel.conf"
+	done
+	cl_until 40 rs_ready || fail "the sentinels did not find each other and the replicas: $(tail -n 5 "$CL_DIR/rs26380/sentinel.log")"
+	start_apps "$CL_CTL_IP:26380,$CL_CTL_IP:26381,$CL_CTL_IP:26382"
+	# 1. kill -9 of the primary.
+	t1=$(cl_now_ns)
+	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
+	cl_until 30 rs_moved_from 1 || fail "redis-sentinel did not fail over: $(tail -n 5 "$CL_DIR/rs26380/sentinel.log")"
+	NEW=$(cl_idx_of_ip "$(rs_primary)")
+	for a in "${APPS[@]}"; do settled "$a"; done
+	# 2. SENTINEL FAILOVER (the old primary stays dead: to the remaining replica).
+	t2=$(cl_now_ns)
+	old=$NEW
+	[ "$(rs_cli 26380 sentinel failover "$CL_SHARD")" = OK ] || fail "SENTINEL FAILOVER refused"
+	cl_until 30 rs_moved_from "$old" || fail "SENTINEL FAILOVER did not move the primary"
+	NEW=$(cl_idx_of_ip "$(rs_primary)")
+	cl_until 30 cl_linked "$old" "$NEW" || fail "the old primary does not follow the new one: $(cl_role "$old")"
+	for a in "${APPS[@]}"; do settled "$a"; done
+	t3=$(cl_now_ns)
+	for a in "${APPS[@]}"; do
+		figs="$figs $a: kill -9 $(errs_between "$a" "$t1" "$t2"), switchover $(errs_between "$a" "$t2" "$t3");"
+	done
+	echo "    redis-sentinel, errors per application:$figs" | tee "$T/figures" >&2
+	echo "    first errors: $(grep -h '^E' "$CL_DIR"/*.out | awk '{ $1 = $2 = $3 = ""; print }' | sort | uniq -c | sort -rn | head -n 8 | tr '\n' ';')" | tee -a "$T/figures" >&2
+}
+
+TESTS=(test_hooks_async_timeout_retry test_clients_switchover test_clients_sigkill test_identity_and_runtime_config
+	test_clients_vs_sentinel)
 run_tests
