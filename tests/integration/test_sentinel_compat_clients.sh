@@ -432,6 +432,84 @@ test_clients_vs_sentinel() {
 	echo "    first errors: $(grep -h '^E' "$CL_DIR"/*.out | awk '{ $1 = $2 = $3 = ""; print }' | sort | uniq -c | sort -rn | head -n 8 | tr '\n' ';')" | tee -a "$T/figures" >&2
 }
 
-TESTS=(test_hooks_async_timeout_retry test_clients_switchover test_clients_sigkill test_identity_and_runtime_config
+# ---- runtime settings: per master, kept, and in HA mode in etcd ----
+
+# field PORT MASTER NAME: a field of SENTINEL MASTER on the controller at 127.0.0.1:PORT.
+field() { timeout 5 redis-cli -p "$1" sentinel master "$2" | sed -n "/^$3\$/{n;p}"; }
+
+runid_known() { [ -n "$(field "$1" "$2" runid)" ]; }
+
+# SENTINEL SET applies to the master named, as Sentinel's: two shards on loopback (no
+# agents: the API answers from the cluster file and the servers), one set, the other
+# not; kept over a restart; a password set for one shard is the one its server is
+# asked with (its run_id then comes from INFO); flatline status shows them per shard.
+test_runtime_per_shard() {
+	local pa pb pc
+	need_cmd redis-server redis-cli jq
+	pa=$(free_port) pb=$(free_port) pc=$(free_port)
+	while [ "$pb" = "$pa" ] || [ "$pc" = "$pa" ] || [ "$pc" = "$pb" ]; do pb=$(free_port) pc=$(free_port); done
+	start_redis "$pa"
+	start_redis "$pb" --requirepass "b-only-pass-0123456789"
+	cat >"$T/cluster.conf" <<-EOF
+		[cluster]
+		name = rt
+		secret = s3cret-s3cret-s3cret
+		[controller]
+		listen = 127.0.0.1:$pc
+		node_down_after_ms = 1000
+		failover_block_ms = 10000
+		state_file = $T/state
+		event_log = $T/controller.jsonl
+		[node "ra"]
+		address = 127.0.0.21
+		redis = 127.0.0.1:$pa
+		[node "rb"]
+		address = 127.0.0.22
+		redis = 127.0.0.1:$pb
+		[shard "a"]
+		nodes = ra
+		[shard "b"]
+		nodes = rb
+	EOF
+	chmod 600 "$T/cluster.conf"
+	rt_start() {
+		"$FL" controller --allow-root -c "$T/cluster.conf" >>"$T/controller.err" 2>&1 &
+		RT_PID=$!
+		on_exit "kill -TERM $RT_PID 2>/dev/null; wait $RT_PID 2>/dev/null"
+		wait_event "$T/controller.jsonl" ".kind == \"controller_ready\" and .ts > \"${1:-}\"" >/dev/null ||
+			fail "controller did not start: $(tail -n 3 "$T/controller.err")"
+	}
+	rt_start
+	local au=(-p "$pc" -a s3cret-s3cret-s3cret --no-auth-warning)
+	[ "$(field "$pc" b runid)" = "" ] || fail "b's server answered INFO without its password"
+	[ "$(timeout 5 redis-cli "${au[@]}" sentinel set a down-after-milliseconds 4321)" = OK ] || fail "SET a"
+	[ "$(timeout 5 redis-cli "${au[@]}" sentinel set b failover-timeout 7777 auth-pass b-only-pass-0123456789)" = OK ] ||
+		fail "SET b"
+	[ "$(field "$pc" a down-after-milliseconds)" = 4321 ] && [ "$(field "$pc" b down-after-milliseconds)" = 1000 ] ||
+		fail "down-after-milliseconds: a $(field "$pc" a down-after-milliseconds), b $(field "$pc" b down-after-milliseconds) (want 4321, 1000)"
+	[ "$(field "$pc" b failover-timeout)" = 7777 ] && [ "$(field "$pc" a failover-timeout)" = 10000 ] ||
+		fail "failover-timeout: a $(field "$pc" a failover-timeout), b $(field "$pc" b failover-timeout) (want 10000, 7777)"
+	[[ $(timeout 5 redis-cli "${au[@]}" sentinel set a notification-script /bin/true) == "ERR Reconfiguration of scripts path"* ]] ||
+		fail "scripts set at runtime"
+	[[ $(timeout 5 redis-cli "${au[@]}" sentinel set nosuch quorum 1) == "ERR No such master"* ]] || fail "SET of an unknown master"
+	grep -qx "master a down-after-milliseconds 4321" "$T/state.runtime" &&
+		grep -qx "master b failover-timeout 7777" "$T/state.runtime" || fail "state.runtime: $(cat "$T/state.runtime")"
+	local since
+	since=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
+	kill -TERM "$RT_PID"
+	wait "$RT_PID" 2>/dev/null || true
+	rt_start "$since"
+	[ "$(field "$pc" a down-after-milliseconds)" = 4321 ] && [ "$(field "$pc" b down-after-milliseconds)" = 1000 ] &&
+		[ "$(field "$pc" b failover-timeout)" = 7777 ] || fail "not kept over a restart: $(cat "$T/state.runtime")"
+	# b's server asked with b's password from the start: INFO answered, run_id known.
+	cl_until 10 runid_known "$pc" b || fail "b's server not reached with the password set at runtime"
+	[ "$(field "$pc" b runid)" = "$(redis-cli -p "$pb" -a b-only-pass-0123456789 --no-auth-warning info server | tr -d '\r' | sed -n 's/^run_id://p')" ] ||
+		fail "b's server not reached with the password set at runtime: runid '$(field "$pc" b runid)'"
+	"$FL" status -c "$T/cluster.conf" >"$T/status.txt" 2>&1 || true
+	grep -q "set at runtime ($T/state.runtime.*a:down-after-milliseconds=4321.*b:failover-timeout=7777 b:auth-pass=(secret)" "$T/status.txt" ||
+		fail "flatline status: $(grep -A1 'set at runtime' "$T/status.txt")"
+}
+
+TESTS=(test_runtime_per_shard test_hooks_async_timeout_retry test_clients_switchover test_clients_sigkill test_identity_and_runtime_config
 	test_clients_vs_sentinel)
 run_tests

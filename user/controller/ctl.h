@@ -217,6 +217,10 @@ void ctl_ha_stop(struct ctl *c);
 void ctl_ha_free(struct ctl *c);
 /* Writes the shard's primary and epoch to etcd (leader only). */
 int ctl_ha_save(struct ctl *c, int shard);
+/* <prefix>rel = val, from any controller (runtime settings: not the shard state).
+ * fn gets 0 or -errno and why; returns 0 or -errno (fn then never runs). */
+int ctl_ha_put_plain(struct ctl *c, const char *rel, const char *val,
+		     void (*fn)(void *ctx, int err, const char *msg), void *ctx);
 int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max);
 void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
 
@@ -264,6 +268,8 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_runtime_status(struct ctl *c, struct evbuffer *b);
 void ctl_runtime_event(struct ctl *c, const char *kind);
 unsigned ctl_runtime_simulate_flags(void);
+void ctl_runtime_from_etcd(struct ctl *c, const char *rel, const char *val);
+void ctl_runtime_auth(const struct ctl *c, int shard, const char **user, const char **pass);
 /* ctl_hooks.c: notification_script and client_reconfig_script */
 int ctl_hooks_start(struct ctl *c);
 void ctl_hooks_stop(void);

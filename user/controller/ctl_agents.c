@@ -220,7 +220,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	n = &c->fo.nodes[k->node];
 	fo_on_report(&c->fo, n, &rep);
 	/* The heartbeat deadline: judged again when it passes without a report. */
-	tv = fl_ms_tv(c->fo.node_down_after_ms + 1);
+	tv = fl_ms_tv(fo_down_after_ms(&c->fo, n->shard) + 1);
 	evtimer_add(c->node_timer[n->idx], &tv);
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, c->ha ? 4 : 3);

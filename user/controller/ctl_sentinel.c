@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include "common/auth.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/daemon.h"
@@ -131,12 +132,34 @@ static const char *node_runid(const struct ctl *c, const struct fo_node *n)
 	return id[0] ? id : r->run_id;
 }
 
+/* HA mode: a controller's Sentinel id, the same seen from every controller and over
+ * restarts: the first 40 hex digits of HMAC-SHA256(etcd prefix, "controller-myid:" id)
+ * (nothing secret: the prefix is the key). */
+static void ha_runid(const struct ctl *c, const char *id, char out[41])
+{
+	uint8_t k[AUTH_KEY_LEN];
+	char name[160], hex[2 * AUTH_KEY_LEN + 1];
+	const char *prefix = c->cfg->etcd.prefix;
+
+	snprintf(name, sizeof(name), "controller-myid:%s", id);
+	if (auth_node_key(prefix, strlen(prefix), name, k)) {
+		snprintf(out, 41, "%040d", 0);
+		return;
+	}
+	auth_hex(k, 20, hex);
+	memcpy(out, hex, 41);
+}
+
 void ctl_myid_persist(struct ctl *c)
 {
 	char path[sizeof(c->state_file) + 8], tmp[sizeof(path) + 8], buf[64];
 	FILE *f;
 	size_t n;
 
+	if (c->cfg->etcd.enabled && c->id[0]) {
+		ha_runid(c, c->id, c->myid);
+		return;
+	}
 	if (!c->state_file[0])
 		return;
 	snprintf(path, sizeof(path), "%s.myid", c->state_file);
@@ -189,7 +212,7 @@ static void reply_instance(const struct ctl_conn *k, struct evbuffer *o, int nfi
 	kv_int(o, "last-ping-sent", 0);
 	kv_int(o, "last-ok-ping-reply", age_ms(n->last_report_ms));
 	kv_int(o, "last-ping-reply", age_ms(n->last_report_ms));
-	kv_int(o, "down-after-milliseconds", c->fo.node_down_after_ms);
+	kv_int(o, "down-after-milliseconds", fo_down_after_ms(&c->fo, n->shard));
 	kv_int(o, "info-refresh", age_ms(n->last_report_ms));
 	kv_str(o, "role-reported", role);
 	kv_int(o, "role-reported-time", age_ms(c->start_ms));
@@ -225,7 +248,7 @@ static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 	resp_array(o, n);
 	for (int i = 0; i < n; i++) {
 		struct cfg_endpoint ep;
-		char port[16];
+		char port[16], runid[41];
 
 		if (cfg_parse_endpoint(addrs[i], &ep, 26379) < 0)
 			memset(&ep, 0, sizeof(ep));
@@ -234,7 +257,8 @@ static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 		kv_str(o, "name", addrs[i]);
 		kv_str(o, "ip", ep.host);
 		kv_str(o, "port", port);
-		kv_str(o, "runid", ids[i]);
+		ha_runid(c, ids[i], runid);
+		kv_str(o, "runid", runid);
 		kv_str(o, "flags", "sentinel");
 	}
 }
@@ -278,7 +302,7 @@ static void reply_master(const struct ctl_conn *k, struct evbuffer *o, const str
 	kv_int(o, "num-slaves", s->nnodes - 1);
 	kv_int(o, "num-other-sentinels", other_controllers(c, NULL, NULL, 0));
 	kv_int(o, "quorum", 1);
-	kv_int(o, "failover-timeout", c->fo.failover_block_ms);
+	kv_int(o, "failover-timeout", fo_block_ms(&c->fo, s));
 	kv_int(o, "parallel-syncs", s->nnodes);
 }
 
