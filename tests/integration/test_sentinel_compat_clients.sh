@@ -510,6 +510,79 @@ test_runtime_per_shard() {
 		fail "flatline status: $(grep -A1 'set at runtime' "$T/status.txt")"
 }
 
-TESTS=(test_runtime_per_shard test_hooks_async_timeout_retry test_clients_switchover test_clients_sigkill test_identity_and_runtime_config
+# ---- HA mode: every controller discovered, runtime settings in etcd ----
+
+ha_cli() { cl_ctl timeout 5 redis-cli -h "$(cl_ha_ip "$1")" -p "$CL_CTL_PORT" "${@:2}"; }
+ha_field() { ha_cli "$1" sentinel master "$CL_SHARD" | sed -n "/^$2\$/{n;p}"; }
+ha_field_is() { [ "$(ha_field "$1" "$2")" = "$3" ]; }
+
+# Three controllers on etcd (tests/lib/cluster_ha.sh). Each one's SENTINEL SENTINELS
+# lists the two others as Sentinel lists its peers (ip, port, runid = their SENTINEL
+# MYID, flags); ioredis given only c1 learns the others (its updateSentinels) and,
+# c1 killed -9, follows a failover through them with no error; redis-py (which does not
+# discover sentinels) is given all three. A SENTINEL SET on one controller is in etcd:
+# every controller shows it, so do a new leader and a restarted controller; flatline
+# status says where it comes from.
+test_clients_ha_discovery() {
+	local i j out myid lead other e
+	need_clients
+	need_cmd etcd etcdctl
+	export FL_HA=1 FL_NODE_PREFIX=h${BASHPID}n
+	CL_KEEP=1
+	cl_init "$T/cl" "flh$BASHPID"
+	on_exit cl_down
+	cl_up || fail "HA cluster did not come up"
+	for i in 1 2 3; do
+		out=$(ha_cli "$i" sentinel sentinels "$CL_SHARD" | tr '\n' ' ')
+		[ "$(ha_field "$i" num-other-sentinels)" = 2 ] || fail "c$i: num-other-sentinels $(ha_field "$i" num-other-sentinels)"
+		for j in 1 2 3; do
+			[ "$i" != "$j" ] || continue
+			myid=$(ha_cli "$j" sentinel myid)
+			[[ $myid =~ ^[0-9a-f]{40}$ ]] || fail "c$j's myid: $myid"
+			[[ $out == *"ip $(cl_ha_ip "$j") port $CL_CTL_PORT runid $myid flags sentinel"* ]] ||
+				fail "c$i's SENTINEL SENTINELS does not list c$j ($(cl_ha_ip "$j") $myid): $out"
+		done
+	done
+	cl_spawn ioredis "$CL_NS_CTL" node "$NODE_DIR/app.js" "$(cl_ha_ip 1):$CL_CTL_PORT" "$CL_SHARD" wio "$RATE" "$CL_DIR/ioredis.out"
+	cl_spawn redispy "$CL_NS_CTL" "$PY" "$PWD/tests/lib/clientapp.py" \
+		"$(cl_ha_ip 1):$CL_CTL_PORT,$(cl_ha_ip 2):$CL_CTL_PORT,$(cl_ha_ip 3):$CL_CTL_PORT" "$CL_SHARD" wpy "$RATE" "$CL_DIR/redispy.out"
+	for i in ioredis redispy; do
+		cl_until 15 acked_over "$i" 100 || fail "$i did nothing: $(tail -n 3 "$CL_DIR/log/$i.out" "$CL_DIR/$i.out")"
+	done
+	# A runtime setting, set on c2, seen by all.
+	[ "$(ha_cli 2 -a "$CL_SECRET" --no-auth-warning sentinel set "$CL_SHARD" down-after-milliseconds 1500)" = OK ] ||
+		fail "SENTINEL SET on c2"
+	for i in 1 2 3; do
+		cl_until 5 ha_field_is "$i" down-after-milliseconds 1500 || fail "c$i: down-after-milliseconds $(ha_field "$i" down-after-milliseconds)"
+	done
+	[ "$(cl_etcdctl get "/flatline/$CL_NAME/runtime/$CL_SHARD/down-after-milliseconds" --print-value-only)" = 1500 ] ||
+		fail "not in etcd: $(cl_etcdctl get --prefix "/flatline/$CL_NAME/runtime/" 2>&1)"
+	# c1 killed: ioredis knew only c1 at start.
+	lead=$(cl_ha_leader) || fail "no leader"
+	kill -KILL "$(cl_pid controller-c1)"
+	if [ "$lead" = 1 ]; then
+		cl_until 10 new_leader_is_not 1 || fail "no other controller leads"
+	fi
+	lead=$(cl_ha_leader)
+	CL_CLOG=$(cl_ha_log "$lead")
+	ha_field_is "$lead" down-after-milliseconds 1500 || fail "the leader c$lead: $(ha_field "$lead" down-after-milliseconds)"
+	OLD=1
+	T_FAULT_NS=$(cl_now_ns)
+	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
+	new_primary
+	moved ioredis
+	moved redispy window
+	# c1 back: the setting from etcd at start; status says where it comes from.
+	cl_ha_controller_start 1
+	cl_until 10 ha_field_is 1 down-after-milliseconds 1500 || fail "c1 restarted: down-after-milliseconds $(ha_field 1 down-after-milliseconds)"
+	e=$(ha_cli 1 flatline status)
+	[[ $e == *"set at runtime (etcd /flatline/$CL_NAME/runtime/"*"$CL_SHARD:down-after-milliseconds=1500"* ]] ||
+		fail "flatline status on c1: $(grep -A1 'set at runtime' <<<"$e")"
+	other=$(ha_field 1 num-other-sentinels)
+	[ "$other" = 2 ] || fail "c1 restarted: num-other-sentinels $other"
+}
+new_leader_is_not() { local l; l=$(cl_ha_leader) && [ "$l" != "$1" ] && cl_has_event "$(cl_ha_log "$l")" '.kind == "controller_ready"'; }
+
+TESTS=(test_clients_ha_discovery test_runtime_per_shard test_hooks_async_timeout_retry test_clients_switchover test_clients_sigkill test_identity_and_runtime_config
 	test_clients_vs_sentinel)
 run_tests
