@@ -50,6 +50,8 @@ while getopts n:k:s:f:r:F: o; do
 done
 # shellcheck source=tests/lib/cluster.sh
 . tests/lib/cluster.sh
+# shellcheck source=tests/lib/sentinels.sh
+. tests/lib/sentinels.sh
 
 setup() {
 	local fl
@@ -69,53 +71,11 @@ setup() {
 	trap 'exit 130' INT TERM
 }
 
-# The sentinels of this trial (pids recorded by cl_spawn); sentinels_left: those of them
-# still running after cl_down.
-SENTINEL_PIDS=()
-sentinels_left() {
-	local p
-	for p in "${SENTINEL_PIDS[@]}"; do cl_running "$p" && echo "$p"; done
-	return 0
-}
 cleanup() {
 	cl_down
 	local p
 	for p in $(sentinels_left); do kill -KILL "$p" 2>/dev/null; done
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-
-# sentinels DOWN_AFTER_MS: one sentinel (the flavour's: redis-sentinel or valkey-sentinel)
-# per host namespace, on HOST_IP:26379.
-start_sentinels() {
-	local i d
-	for i in 1 2 3; do
-		d=$CL_DIR/sentinel-$i
-		mkdir -p "$d"
-		cat >"$d/sentinel.conf" <<-EOF
-			port 26379
-			bind $(cl_ip "$i")
-			daemonize no
-			dir $d
-			logfile $d/sentinel.log
-			sentinel monitor $CL_SHARD $(cl_ip 1) 6379 2
-		EOF
-		[ -z "$1" ] || echo "sentinel down-after-milliseconds $CL_SHARD $1" >>"$d/sentinel.conf"
-		cl_spawn "sentinel-$i" "$(cl_ns "$i")" "$CL_SENTINEL" "$d/sentinel.conf"
-		SENTINEL_PIDS+=("$CL_PID")
-	done
-	# Ready when every sentinel knows both replicas and both other sentinels.
-	cl_until 30 sentinels_ready || { echo "bench-compare: sentinels did not converge" >&2; return 1; }
-}
-sentinel_field() { # IDX FIELD
-	timeout 1 nsenter --net="/run/netns/$CL_NS_CTL" "$CL_CLI" -h "$(cl_ip "$1")" -p 26379 \
-		sentinel master "$CL_SHARD" 2>/dev/null | awk -v f="$2" 'p { print; exit } $0 == f { p = 1 }'
-}
-sentinels_ready() {
-	local i
-	for i in 1 2 3; do
-		[ "$(sentinel_field "$i" num-slaves)" = 2 ] && [ "$(sentinel_field "$i" num-other-sentinels)" = 2 ] ||
-			return 1
-	done
 }
 
 # new_write: the writer has an acknowledged write on another server than the old primary.

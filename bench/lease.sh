@@ -37,6 +37,8 @@ while getopts n:s:p:t: o; do
 done
 # shellcheck source=tests/lib/cluster.sh
 . tests/lib/cluster.sh
+# shellcheck source=tests/lib/sentinels.sh
+. tests/lib/sentinels.sh
 # shellcheck source=tests/lib/partition.sh
 . tests/lib/partition.sh
 
@@ -53,7 +55,6 @@ NAME=flbl$$
 # Our own copy of the binary: a rebuild in the tree during the run must not break it.
 cp "$FL" "$work/flatline"
 FL=$work/flatline
-sentinels_left() { pgrep -f "redis-sentinel.*$work" || true; }
 cleanup() {
 	cl_down
 	local p
@@ -63,36 +64,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# As bench/compare.sh starts them: one sentinel per host on HOST_IP:26379, quorum 2.
-start_sentinels() {
-	local i d
-	for i in 1 2 3; do
-		d=$CL_DIR/sentinel-$i
-		mkdir -p "$d"
-		cat >"$d/sentinel.conf" <<-EOF
-			port 26379
-			bind $(cl_ip "$i")
-			daemonize no
-			dir $d
-			logfile $d/sentinel.log
-			sentinel monitor $CL_SHARD $(cl_ip 1) 6379 2
-			sentinel down-after-milliseconds $CL_SHARD 1000
-		EOF
-		cl_spawn "sentinel-$i" "$(cl_ns "$i")" redis-sentinel "$d/sentinel.conf"
-	done
-	cl_until 30 sentinels_ready || { echo "bench-lease: sentinels did not converge" >&2; return 1; }
-}
-sentinel_field() { # IDX FIELD
-	timeout 1 nsenter --net="/run/netns/$CL_NS_CTL" redis-cli -h "$(cl_ip "$1")" -p 26379 \
-		sentinel master "$CL_SHARD" 2>/dev/null | awk -v f="$2" 'p { print; exit } $0 == f { p = 1 }'
-}
-sentinels_ready() {
-	local i
-	for i in 1 2 3; do
-		[ "$(sentinel_field "$i" num-slaves)" = 2 ] &&
-			[ "$(sentinel_field "$i" num-other-sentinels)" = 2 ] || return 1
-	done
-}
 new_master() { # the index of h2 or h3 if one is a master
 	local i
 	for i in 2 3; do [ "$(cl_role "$i")" = master ] && { echo "$i"; return 0; }; done
@@ -104,6 +75,7 @@ read_final() { CL_CLI_TIMEOUT=10 cl_redis "$1" lrange w 0 -1 >"$CL_DIR/final" 2>
 
 trial() {
 	local sys=$1 shape=$2 i=$3 new='' t_prom=0 prom='-' lease='-' t out
+	SENTINEL_PIDS=()
 	cl_init "$work/c" "$NAME"
 	if [ "$sys" = flatline ]; then
 		cl_up || return 1
@@ -116,7 +88,7 @@ trial() {
 					cl_redis "$t" config set min-replicas-max-lag 1 >/dev/null || return 1
 			done
 		fi
-		start_sentinels || return 1
+		start_sentinels 1000 || return 1
 	fi
 	pt_colo_start 1 || return 1
 	sleep 1

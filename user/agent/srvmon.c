@@ -12,7 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/report_keys.h"
-#include "kern/proc_watch.h"
+#include "kern/loader.h"
 #include "common/redis_link.h"
 #include "agent/srvmon.h"
 

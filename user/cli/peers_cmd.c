@@ -19,7 +19,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "kern/icmp_watch.h"
-#include "kern/proc_watch.h"
+#include "kern/loader.h"
 
 #define NS_PER_MS 1000000ull
 /* A probe younger than this without a reply is in flight, not lost. */

@@ -18,7 +18,7 @@
 #include "common/daemon.h"
 #include "common/event_log.h"
 #include "common/log.h"
-#include "kern/proc_watch.h"
+#include "kern/loader.h"
 #include "agent/prober.h"
 
 #define PROBE_SYNC_MS 1000
@@ -62,10 +62,7 @@ static const char probe_usage[] =
 
 static void log_event(struct probe_cmd *c, struct evrec *r)
 {
-	int err = evlog_write(c->log, r);
-
-	if (err)
-		pr_warn("failed to write event log %s: %s\n", c->event_log, strerror(-err));
+	daemon_log_event(c->log, c->event_log, r);
 }
 
 static void on_change(void *ctx, const struct probe_peer_info *peer)
@@ -93,15 +90,6 @@ static void on_reply(void *ctx, const struct probe_peer_info *peer, uint16_t seq
 
 	fprintf(c->rtt, "%s %u %llu %llu\n", peer->id, seq, (unsigned long long)user_rtt_ns,
 		(unsigned long long)kernel_rtt_ns);
-}
-
-static void on_signal(evutil_socket_t sig, short what, void *arg)
-{
-	struct probe_cmd *c = arg;
-
-	(void)what;
-	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	event_base_loopbreak(c->base);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -250,15 +238,15 @@ static int run(struct probe_cmd *c)
 {
 	struct timeval tick = { PROBE_SYNC_MS / 1000, (PROBE_SYNC_MS % 1000) * 1000L };
 	struct timeval dur = { c->duration_ms / 1000, (c->duration_ms % 1000) * 1000L };
-	struct event *ev_term, *ev_int, *ev_tick, *ev_dur;
+	struct event *ev_tick = NULL, *ev_dur = NULL;
+	struct daemon_stop stop = {};
 	int err = -ENOMEM;
 
-	ev_term = evsignal_new(c->base, SIGTERM, on_signal, c);
-	ev_int = evsignal_new(c->base, SIGINT, on_signal, c);
+	if (daemon_stop_on_signals(&stop, c->base))
+		goto cleanup;
 	ev_tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
 	ev_dur = event_new(c->base, -1, 0, on_duration, c);
-	if (!ev_term || !ev_int || !ev_tick || !ev_dur || event_add(ev_term, NULL) ||
-	    event_add(ev_int, NULL) || event_add(ev_tick, &tick) ||
+	if (!ev_tick || !ev_dur || event_add(ev_tick, &tick) ||
 	    (c->duration_ms && event_add(ev_dur, &dur))) {
 		pr_warn("failed to set up the event loop\n");
 		goto cleanup;
@@ -274,10 +262,7 @@ static int run(struct probe_cmd *c)
 		probe_pin_dir(c->pr));
 	err = event_base_dispatch(c->base) < 0 ? -EIO : 0;
 cleanup:
-	if (ev_term)
-		event_free(ev_term);
-	if (ev_int)
-		event_free(ev_int);
+	daemon_stop_free(&stop);
 	if (ev_tick)
 		event_free(ev_tick);
 	if (ev_dur)
@@ -288,8 +273,6 @@ cleanup:
 int cmd_probe(int argc, char **argv)
 {
 	struct probe_cmd c = { .event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1 };
-	struct evlog_opts lo = { .max_bytes = EVLOG_DEFAULT_MAX_BYTES,
-				 .max_segments = EVLOG_DEFAULT_SEGMENTS };
 	struct probe_opts po = { .on_change = on_change, .on_route = on_route, .ctx = &c };
 	struct evrec r;
 	int err;
@@ -302,12 +285,8 @@ int cmd_probe(int argc, char **argv)
 		pr_warn("probe must run as root: it loads BPF programs and opens a raw socket\n");
 		return 1;
 	}
-	lo.path = c.event_log;
-	err = evlog_open(&c.log, &lo);
-	if (err) {
-		pr_warn("failed to open event log %s: %s\n", c.event_log, strerror(-err));
+	if (daemon_open_event_log(&c.log, c.event_log))
 		return 1;
-	}
 	if (c.rtt_log) {
 		c.rtt = fopen(c.rtt_log, "we");
 		if (!c.rtt) {

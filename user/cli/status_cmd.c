@@ -69,6 +69,70 @@ static struct cfg *load(const char *path)
 	return cfg;
 }
 
+/* The options both commands take: -c FILE, -h, one more long option (extra: its
+ * name, has_arg) and nargs words after them. 0, -1 (help printed) or 2 (usage). */
+struct ctl_cmd_opts {
+	const char *config;
+	const char *extra; /* the extra option's argument ("" when it takes none) */
+};
+
+static int parse_opts(int argc, char **argv, const char *usage, const char *extra, int has_arg,
+		      int nargs, struct ctl_cmd_opts *o)
+{
+	const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ extra, has_arg, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int opt;
+
+	o->config = STATUS_DEFAULT_CONFIG;
+	o->extra = NULL;
+	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'x':
+			o->extra = optarg ? optarg : "";
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != nargs) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/* The controller's answer to one command: a string, printed as it is (0), else 1
+ * with "failed to <what>: <why>". Frees rep and rc. */
+static int print_answer(redisContext *rc, redisReply *rep, const char *what)
+{
+	int ret = 1;
+
+	if (!rep) {
+		pr_warn("failed to %s: %s\n", what, rc->errstr);
+	} else if (rep->type == REDIS_REPLY_STRING) {
+		fwrite(rep->str, 1, rep->len, stdout);
+		ret = 0;
+	} else {
+		pr_warn("failed to %s: %s\n", what,
+			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+	}
+	if (rep)
+		freeReplyObject(rep);
+	redisFree(rc);
+	return ret;
+}
+
 static const char status_usage[] =
 	"usage: flatline status [-c FILE] [--json]\n"
 	"\n"
@@ -78,59 +142,22 @@ static const char status_usage[] =
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *path = STATUS_DEFAULT_CONFIG;
-	bool json = false;
+	struct ctl_cmd_opts o;
 	struct cfg *cfg;
 	redisContext *rc;
-	redisReply *rep;
-	int opt, ret = 1, next = 0;
+	int ret = 1, next = 0;
 
-	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			path = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(status_usage, stdout);
-			return 0;
-		default:
-			fputs(status_usage, stderr);
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fputs(status_usage, stderr);
-		return 2;
-	}
-	cfg = load(path);
+	ret = parse_opts(argc, argv, status_usage, "json", no_argument, 0, &o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	ret = 1;
+	cfg = load(o.config);
 	if (!cfg)
 		return 1;
 	rc = connect_controller(cfg, 2000, &next);
-	if (!rc)
-		goto cleanup;
-	rep = redisCommand(rc, "FLATLINE STATUS %s", json ? "JSON" : "TEXT");
-	if (!rep) {
-		pr_warn("failed to read the controller's status: %s\n", rc->errstr);
-	} else if (rep->type == REDIS_REPLY_STRING) {
-		fwrite(rep->str, 1, rep->len, stdout);
-		ret = 0;
-	} else {
-		pr_warn("failed to read the controller's status: %s\n",
-			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-	}
-	if (rep)
-		freeReplyObject(rep);
-	redisFree(rc);
-cleanup:
+	if (rc)
+		ret = print_answer(rc, redisCommand(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT"),
+				   "read the controller's status");
 	cfg_free(cfg);
 	return ret;
 }
@@ -147,40 +174,22 @@ static const char failover_usage[] =
 
 int cmd_failover(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "to", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *path = STATUS_DEFAULT_CONFIG, *to = NULL, *shard;
+	struct ctl_cmd_opts o;
+	const char *to, *shard;
+	char what[512];
 	struct cfg *cfg;
 	redisContext *rc;
 	redisReply *rep;
-	int opt, ret = 1, next = 0;
+	int ret, next = 0;
 
-	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			path = optarg;
-			break;
-		case 't':
-			to = optarg;
-			break;
-		case 'h':
-			fputs(failover_usage, stdout);
-			return 0;
-		default:
-			fputs(failover_usage, stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fputs(failover_usage, stderr);
-		return 2;
-	}
+	ret = parse_opts(argc, argv, failover_usage, "to", required_argument, 1, &o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	ret = 1;
+	to = o.extra;
 	shard = argv[optind];
-	cfg = load(path);
+	snprintf(what, sizeof(what), "fail over %s", shard);
+	cfg = load(o.config);
 	if (!cfg)
 		return 1;
 again:
@@ -213,18 +222,7 @@ again:
 		redisFree(rc);
 		goto again;
 	}
-	if (!rep) {
-		pr_warn("failed to fail over %s: %s\n", shard, rc->errstr);
-	} else if (rep->type == REDIS_REPLY_STRING) {
-		fwrite(rep->str, 1, rep->len, stdout);
-		ret = 0;
-	} else {
-		pr_warn("failed to fail over %s: %s\n", shard,
-			rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
-	}
-	if (rep)
-		freeReplyObject(rep);
-	redisFree(rc);
+	ret = print_answer(rc, rep, what);
 cleanup:
 	cfg_free(cfg);
 	return ret;

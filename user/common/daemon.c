@@ -9,10 +9,12 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 #include <bpf/libbpf.h>
 #include "common/daemon.h"
+#include "common/event_log.h"
 #include "common/log.h"
 
 static int libbpf_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
@@ -124,4 +126,52 @@ void daemon_notify_stopping(void)
 		event_free(watchdog_ev);
 		watchdog_ev = NULL;
 	}
+}
+
+int daemon_open_event_log(struct evlog **log, const char *path)
+{
+	struct evlog_opts lo = { .path = path,
+				 .max_bytes = EVLOG_DEFAULT_MAX_BYTES,
+				 .max_segments = EVLOG_DEFAULT_SEGMENTS };
+	int err = evlog_open(log, &lo);
+
+	if (err)
+		pr_warn("failed to open event log %s: %s\n", path, strerror(-err));
+	return err;
+}
+
+void daemon_log_event(struct evlog *log, const char *path, struct evrec *r)
+{
+	int err = evlog_write(log, r);
+
+	if (err)
+		pr_warn("failed to write event log %s: %s\n", path, strerror(-err));
+}
+
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	event_base_loopbreak(arg);
+}
+
+int daemon_stop_on_signals(struct daemon_stop *s, struct event_base *base)
+{
+	s->term = evsignal_new(base, SIGTERM, on_stop_signal, base);
+	s->intr = evsignal_new(base, SIGINT, on_stop_signal, base);
+	if (!s->term || !s->intr || event_add(s->term, NULL) || event_add(s->intr, NULL)) {
+		pr_warn("failed to set up the event loop\n");
+		daemon_stop_free(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void daemon_stop_free(struct daemon_stop *s)
+{
+	if (s->term)
+		event_free(s->term);
+	if (s->intr)
+		event_free(s->intr);
+	s->term = s->intr = NULL;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* What the root daemons (agent, probe) share: libbpf's messages, the node lock,
- * millisecond and peer options. */
+ * millisecond options, the event log, and the signals that stop the loop. */
 #ifndef FL_DAEMON_H
 #define FL_DAEMON_H
 
@@ -19,6 +19,23 @@ int daemon_lock_node(const char *node);
 int daemon_parse_ms(const char *opt, const char *s, int max_ms, int *out);
 
 struct event_base;
+struct event;
+struct evlog;
+struct evrec;
+
+/* The event log at path, with the default size and segment limits. -errno with a
+ * message naming path. */
+int daemon_open_event_log(struct evlog **log, const char *path);
+/* evlog_write(), with a warning naming path when it fails. */
+void daemon_log_event(struct evlog *log, const char *path, struct evrec *r);
+
+/* SIGTERM and SIGINT end the event loop, saying "received SIGTERM, stopping". */
+struct daemon_stop {
+	struct event *term, *intr;
+};
+/* 0, or -ENOMEM with "failed to set up the event loop". */
+int daemon_stop_on_signals(struct daemon_stop *s, struct event_base *base);
+void daemon_stop_free(struct daemon_stop *s);
 
 /* systemd's Type=notify (sd_notify(3); without NOTIFY_SOCKET these do nothing):
  * READY=1 with a STATUS= line, and when the unit sets WatchdogSec= a WATCHDOG=1

@@ -2,27 +2,22 @@
 /* RESP2 reply reader: a scanner that checks every header as it arrives, in front
  * of hiredis's reader, which only ever sees a whole frame within the limits. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "common/reply_reader.h"
-
-#define HDR_MAX 24 /* "$4194304\r\n", "*65536\r\n" and then some */
+#include "common/resp_frame.h"
 
 struct reply_reader {
-	char *buf;
-	size_t len, cap;
-	/* The scanner's progress through the reply at buf[0]. */
+	struct resp_frame f; /* the bytes, hiredis's reader, the error */
+	/* The scanner's progress through the reply at f.buf[0]. */
 	size_t pos;       /* next item's type byte */
 	size_t line_from; /* a line item: where to look for its '\n' next */
 	int depth;        /* open arrays */
 	long long left[REPLY_MAX_DEPTH + 1]; /* their elements still to see */
 	long long elements;                  /* array elements announced so far */
-	redisReader *hr;
 	int failed; /* a sticky error: the link is to be closed */
-	char err[160];
 };
 
 struct reply_reader *reply_reader_new(void)
@@ -31,8 +26,7 @@ struct reply_reader *reply_reader_new(void)
 
 	if (!r)
 		return NULL;
-	r->hr = redisReaderCreate();
-	if (!r->hr) {
+	if (resp_frame_init(&r->f)) {
 		free(r);
 		return NULL;
 	}
@@ -43,103 +37,54 @@ void reply_reader_free(struct reply_reader *r)
 {
 	if (!r)
 		return;
-	redisReaderFree(r->hr);
-	free(r->buf);
+	resp_frame_fini(&r->f);
 	free(r);
 }
 
 int reply_reader_feed(struct reply_reader *r, const char *buf, size_t len)
 {
-	if (r->len + len > r->cap) {
-		size_t cap = r->cap ? r->cap : 4096;
-		char *nb;
-
-		while (cap < r->len + len)
-			cap *= 2;
-		nb = realloc(r->buf, cap);
-		if (!nb)
-			return -ENOMEM;
-		r->buf = nb;
-		r->cap = cap;
-	}
-	memcpy(r->buf + r->len, buf, len);
-	r->len += len;
-	return 0;
+	return resp_frame_feed(&r->f, buf, len);
 }
 
 const char *reply_reader_error(const struct reply_reader *r)
 {
-	return r->err;
+	return r->f.err;
 }
 
 size_t reply_reader_pending(const struct reply_reader *r)
 {
-	return r->len;
+	return r->f.len;
 }
 
-static int fail(struct reply_reader *r, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(struct reply_reader *r, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
-	va_end(ap);
-	r->failed = rc;
-	return rc;
-}
-
-/* A header "<c><digits>\r\n" at buf[at]: 1 with *v and *end set, 0 incomplete,
- * -EPROTO malformed. */
-static int header(const struct reply_reader *r, size_t at, long long *v, size_t *end)
-{
-	size_t i = at + 1, lim = r->len < at + HDR_MAX ? r->len : at + HDR_MAX;
-	long long n = 0;
-	int neg = 0, digits = 0;
-
-	if (i < lim && r->buf[i] == '-')
-		neg = 1, i++;
-	for (; i < lim && r->buf[i] >= '0' && r->buf[i] <= '9'; i++, digits++) {
-		if (digits >= 12)
-			return -EPROTO;
-		n = n * 10 + (r->buf[i] - '0');
-	}
-	if (i + 1 >= lim)
-		return lim == at + HDR_MAX ? -EPROTO : 0;
-	if (!digits || r->buf[i] != '\r' || r->buf[i + 1] != '\n')
-		return -EPROTO;
-	*v = neg ? -n : n;
-	*end = i + 2;
-	return 1;
-}
+/* The message goes to r->f.err; the error sticks. The value is rc. */
+#define fail(r, rc, ...) ((r)->failed = resp_frame_fail(&(r)->f, (rc), __VA_ARGS__))
 
 /* A +status, -error or :integer line at buf[pos]: 1 with *end set, 0 incomplete. */
 static int line(struct reply_reader *r, size_t *end)
 {
 	size_t from = r->line_from > r->pos + 1 ? r->line_from : r->pos + 1;
-	char *nl = from < r->len ? memchr(r->buf + from, '\n', r->len - from) : NULL;
+	char *nl = from < r->f.len ? memchr(r->f.buf + from, '\n', r->f.len - from) : NULL;
 	size_t at;
 
 	if (!nl) {
-		r->line_from = r->len;
-		if (r->len - r->pos > REPLY_MAX_LINE)
-			return fail(r, -EMSGSIZE, "a '%c' line longer than %u bytes", r->buf[r->pos],
+		r->line_from = r->f.len;
+		if (r->f.len - r->pos > REPLY_MAX_LINE)
+			return fail(r, -EMSGSIZE, "a '%c' line longer than %u bytes", r->f.buf[r->pos],
 				    REPLY_MAX_LINE);
 		return 0;
 	}
-	at = nl - r->buf;
+	at = nl - r->f.buf;
 	if (at - r->pos > REPLY_MAX_LINE)
-		return fail(r, -EMSGSIZE, "a '%c' line longer than %u bytes", r->buf[r->pos],
+		return fail(r, -EMSGSIZE, "a '%c' line longer than %u bytes", r->f.buf[r->pos],
 			    REPLY_MAX_LINE);
-	if (r->buf[at - 1] != '\r' || at - 1 < r->pos + 1)
+	if (r->f.buf[at - 1] != '\r' || at - 1 < r->pos + 1)
 		return fail(r, -EPROTO, "a line not ended by CRLF");
-	if (r->buf[r->pos] == ':') {
+	if (r->f.buf[r->pos] == ':') {
 		size_t i = r->pos + 1, digits = 0;
 
-		if (i < at - 1 && r->buf[i] == '-')
+		if (i < at - 1 && r->f.buf[i] == '-')
 			i++;
-		for (; i < at - 1 && r->buf[i] >= '0' && r->buf[i] <= '9'; i++)
+		for (; i < at - 1 && r->f.buf[i] >= '0' && r->f.buf[i] <= '9'; i++)
 			digits++;
 		if (i != at - 1 || !digits || digits > 19)
 			return fail(r, -EPROTO, "a malformed integer");
@@ -159,9 +104,9 @@ static int scan(struct reply_reader *r, size_t *end)
 		bool scalar = true;
 		int rc;
 
-		if (r->pos >= r->len)
+		if (r->pos >= r->f.len)
 			return 0;
-		switch (r->buf[r->pos]) {
+		switch (r->f.buf[r->pos]) {
 		case '+':
 		case '-':
 		case ':':
@@ -170,7 +115,7 @@ static int scan(struct reply_reader *r, size_t *end)
 				return rc;
 			break;
 		case '$':
-			rc = header(r, r->pos, &v, &next);
+			rc = resp_frame_header(&r->f, r->pos, &v, &next);
 			if (rc < 0 || (rc > 0 && v < -1))
 				return fail(r, -EPROTO, "an invalid bulk length");
 			if (!rc)
@@ -180,15 +125,16 @@ static int scan(struct reply_reader *r, size_t *end)
 					return fail(r, -EMSGSIZE,
 						    "a bulk string of %lld bytes (limit: replies of %u bytes)",
 						    v, REPLY_MAX_BYTES);
-				if (next + v + 2 > r->len)
-					return 0;
-				if (r->buf[next + v] != '\r' || r->buf[next + v + 1] != '\n')
+				rc = resp_frame_bulk(&r->f, next, v);
+				if (rc < 0)
 					return fail(r, -EPROTO, "a bulk string not ended by CRLF");
+				if (rc == 0)
+					return 0;
 				next += v + 2;
 			}
 			break;
 		case '*':
-			rc = header(r, r->pos, &v, &next);
+			rc = resp_frame_header(&r->f, r->pos, &v, &next);
 			if (rc < 0 || (rc > 0 && v < -1))
 				return fail(r, -EPROTO, "an invalid multibulk length");
 			if (!rc)
@@ -207,7 +153,7 @@ static int scan(struct reply_reader *r, size_t *end)
 			break;
 		default:
 			return fail(r, -EPROTO, "an unexpected byte 0x%02x where a reply starts",
-				    (unsigned char)r->buf[r->pos]);
+				    (unsigned char)r->f.buf[r->pos]);
 		}
 		if (next > REPLY_MAX_BYTES)
 			return fail(r, -EMSGSIZE, "a reply larger than %u bytes", REPLY_MAX_BYTES);
@@ -236,24 +182,19 @@ int reply_reader_next(struct reply_reader *r, redisReply **out)
 	rc = scan(r, &end);
 	if (rc <= 0)
 		return rc;
-	if (redisReaderFeed(r->hr, r->buf, end) != REDIS_OK ||
-	    redisReaderGetReply(r->hr, (void **)&rep) != REDIS_OK || !rep) {
-		if (rep)
-			freeReplyObject(rep);
-		return fail(r, -EPROTO, "%s", r->hr->errstr[0] ? r->hr->errstr : "an incomplete reply");
-	}
-	memmove(r->buf, r->buf + end, r->len - end);
-	r->len -= end;
+	if (resp_frame_parse(&r->f, end, &rep))
+		return fail(r, -EPROTO, "%s", resp_frame_parse_error(&r->f, "an incomplete reply"));
+	resp_frame_consume(&r->f, end);
 	r->pos = 0;
 	r->line_from = 0;
 	r->elements = 0;
 	/* A buffer grown for a large reply is not kept for the small ones. */
-	if (r->cap > 65536 && r->len <= 4096) {
-		char *nb = realloc(r->buf, 4096);
+	if (r->f.cap > 65536 && r->f.len <= 4096) {
+		char *nb = realloc(r->f.buf, 4096);
 
 		if (nb) {
-			r->buf = nb;
-			r->cap = 4096;
+			r->f.buf = nb;
+			r->f.cap = 4096;
 		}
 	}
 	*out = rep;

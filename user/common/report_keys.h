@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The keys of an agent's REPORT (docs/protocol.md, "Reports"): one table that the
- * agent's builder (agent/agent.c) and the controller's parser
+ * agent's builder (agent/agent_events.c) and the controller's parser
  * (controller/fo_report.c) both use, so a key is spelled in one place. */
 #ifndef FL_REPORT_KEYS_H
 #define FL_REPORT_KEYS_H

@@ -1,27 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* RESP command reader (hiredis's reader behind a length guard) and reply writers. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <event2/buffer.h>
-#include <hiredis/hiredis.h>
 #include "common/resp.h"
-
-#define RESP_HDR_MAX 24 /* "*1024\r\n", "$1048576\r\n" and then some */
+#include "common/resp_frame.h"
 
 struct resp_reader {
-	char *buf;
-	size_t len, cap;
-	/* The guard's progress through the frame at buf[0]. */
+	struct resp_frame f; /* the bytes, hiredis's reader, the error */
+	/* The guard's progress through the frame at f.buf[0]. */
 	int in_frame;
 	size_t pos;       /* next header to check */
 	long remaining;   /* bulk strings still to see */
 	long nargs;
 	size_t max_frame; /* RESP_MAX_FRAME, or less (resp_reader_set_max_frame) */
-	redisReader *hr;
-	char err[160];
 };
 
 struct resp_reader *resp_reader_new(void)
@@ -30,8 +24,7 @@ struct resp_reader *resp_reader_new(void)
 
 	if (!r)
 		return NULL;
-	r->hr = redisReaderCreate();
-	if (!r->hr) {
+	if (resp_frame_init(&r->f)) {
 		free(r);
 		return NULL;
 	}
@@ -48,38 +41,23 @@ void resp_reader_free(struct resp_reader *r)
 {
 	if (!r)
 		return;
-	redisReaderFree(r->hr);
-	free(r->buf);
+	resp_frame_fini(&r->f);
 	free(r);
 }
 
 int resp_feed(struct resp_reader *r, const char *buf, size_t len)
 {
-	if (r->len + len > r->cap) {
-		size_t cap = r->cap ? r->cap : 4096;
-		char *nb;
-
-		while (cap < r->len + len)
-			cap *= 2;
-		nb = realloc(r->buf, cap);
-		if (!nb)
-			return -ENOMEM;
-		r->buf = nb;
-		r->cap = cap;
-	}
-	memcpy(r->buf + r->len, buf, len);
-	r->len += len;
-	return 0;
+	return resp_frame_feed(&r->f, buf, len);
 }
 
 const char *resp_error(const struct resp_reader *r)
 {
-	return r->err;
+	return r->f.err;
 }
 
 size_t resp_pending(const struct resp_reader *r)
 {
-	return r->len;
+	return r->f.len;
 }
 
 void resp_cmd_free(struct resp_cmd *cmd)
@@ -93,65 +71,31 @@ void resp_cmd_free(struct resp_cmd *cmd)
 
 static void consume(struct resp_reader *r, size_t n)
 {
-	memmove(r->buf, r->buf + n, r->len - n);
-	r->len -= n;
+	resp_frame_consume(&r->f, n);
 	r->in_frame = 0;
 	r->pos = 0;
 }
 
-static int fail(struct resp_reader *r, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(struct resp_reader *r, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-/* A header line "<c><digits>\r\n" at buf[at]: 1 with *v and *end set, 0 incomplete,
- * -EPROTO malformed. */
-static int header(struct resp_reader *r, size_t at, long long *v, size_t *end)
-{
-	size_t i = at + 1, lim = r->len < at + RESP_HDR_MAX ? r->len : at + RESP_HDR_MAX;
-	long long n = 0;
-	int neg = 0, digits = 0;
-
-	if (i < lim && r->buf[i] == '-')
-		neg = 1, i++;
-	for (; i < lim && r->buf[i] >= '0' && r->buf[i] <= '9'; i++, digits++) {
-		if (digits >= 12)
-			return -EPROTO;
-		n = n * 10 + (r->buf[i] - '0');
-	}
-	if (i + 1 >= lim)
-		return lim == at + RESP_HDR_MAX ? -EPROTO : 0;
-	if (!digits || r->buf[i] != '\r' || r->buf[i + 1] != '\n')
-		return -EPROTO;
-	*v = neg ? -n : n;
-	*end = i + 2;
-	return 1;
-}
+/* The message goes to r->f.err; the value is rc. */
+#define fail(r, rc, ...) resp_frame_fail(&(r)->f, (rc), __VA_ARGS__)
 
 static int inline_cmd(struct resp_reader *r, struct resp_cmd *cmd)
 {
-	char *nl = memchr(r->buf, '\n', r->len), *p, *e;
+	char *nl = memchr(r->f.buf, '\n', r->f.len), *p, *e;
 	size_t linelen;
 	int n = 0;
 
 	if (!nl) {
-		if (r->len > RESP_MAX_INLINE)
+		if (r->f.len > RESP_MAX_INLINE)
 			return fail(r, -EMSGSIZE, "Protocol error: too big inline request");
 		return 0;
 	}
-	linelen = nl - r->buf + 1;
+	linelen = nl - r->f.buf + 1;
 	if (linelen > RESP_MAX_INLINE)
 		return fail(r, -EMSGSIZE, "Protocol error: too big inline request");
-	e = nl > r->buf && nl[-1] == '\r' ? nl - 1 : nl;
+	e = nl > r->f.buf && nl[-1] == '\r' ? nl - 1 : nl;
 	memset(cmd, 0, sizeof(*cmd));
-	for (p = r->buf; p < e;) {
+	for (p = r->f.buf; p < e;) {
 		char *w;
 
 		while (p < e && (*p == ' ' || *p == '\t'))
@@ -199,10 +143,9 @@ static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 	int rc = 1;
 
 	memset(cmd, 0, sizeof(*cmd));
-	if (redisReaderFeed(r->hr, r->buf, end) != REDIS_OK ||
-	    redisReaderGetReply(r->hr, (void **)&rep) != REDIS_OK || !rep) {
-		rc = fail(r, -EPROTO, "Protocol error: %s", r->hr->errstr[0] ? r->hr->errstr :
-							    "incomplete frame");
+	if (resp_frame_parse(&r->f, end, &rep)) {
+		rc = fail(r, -EPROTO, "Protocol error: %s",
+			  resp_frame_parse_error(&r->f, "incomplete frame"));
 		goto cleanup;
 	}
 	if (rep->type != REDIS_REPLY_ARRAY) {
@@ -250,9 +193,9 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 
 	for (;;) {
 		if (!r->in_frame) {
-			if (!r->len)
+			if (!r->f.len)
 				return 0;
-			if (r->buf[0] != '*') {
+			if (r->f.buf[0] != '*') {
 				rc = inline_cmd(r, cmd);
 				if (rc == 1 && cmd->argc == 0) {
 					resp_cmd_free(cmd);
@@ -260,7 +203,7 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 				}
 				return rc;
 			}
-			rc = header(r, 0, &v, &end);
+			rc = resp_frame_header(&r->f, 0, &v, &end);
 			if (rc <= 0)
 				return rc ? fail(r, -EPROTO,
 						 "Protocol error: invalid multibulk length") :
@@ -278,14 +221,14 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 			r->pos = end;
 		}
 		while (r->remaining > 0) {
-			if (r->pos >= r->len)
+			if (r->pos >= r->f.len)
 				return 0;
-			if (r->buf[r->pos] != '$')
+			if (r->f.buf[r->pos] != '$')
 				return fail(r, -EPROTO, "Protocol error: expected '$', got '%c'",
-					    r->buf[r->pos] >= ' ' && r->buf[r->pos] < 127 ?
-						    r->buf[r->pos] :
+					    r->f.buf[r->pos] >= ' ' && r->f.buf[r->pos] < 127 ?
+						    r->f.buf[r->pos] :
 						    '?');
-			rc = header(r, r->pos, &v, &end);
+			rc = resp_frame_header(&r->f, r->pos, &v, &end);
 			if (rc < 0 || (rc > 0 && v < 0))
 				return fail(r, -EPROTO, "Protocol error: invalid bulk length");
 			if (rc == 0)
@@ -295,11 +238,12 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 				return fail(r, -EMSGSIZE,
 					    "Protocol error: frame larger than %zu bytes",
 					    r->max_frame);
-			if (r->len < end + v + 2)
-				return 0;
-			if (r->buf[end + v] != '\r' || r->buf[end + v + 1] != '\n')
+			rc = resp_frame_bulk(&r->f, end, v);
+			if (rc < 0)
 				return fail(r, -EPROTO, "Protocol error: bulk string not followed "
 							"by CRLF");
+			if (rc == 0)
+				return 0;
 			r->pos = end + v + 2;
 			r->remaining--;
 		}

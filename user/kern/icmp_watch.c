@@ -22,7 +22,7 @@
 #include <bpf/libbpf.h>
 #include "kern/icmp_watch.h"
 #include "common/log.h"
-#include "kern/proc_watch.h"
+#include "kern/loader.h"
 #include "icmp.skel.h"
 
 /* Linux 6.6 UAPI ("bpf: Add fd-based tcx multi-prog infra with link support"): the
@@ -531,7 +531,7 @@ enum icmp_watch_tc_mode icmp_watch_mode(const struct icmp_watch *iw)
 
 /* ---- pins, open, close ---- */
 
-/* Pinned beside the process maps (user/proc_watch.c): same directory, same rules. */
+/* Pinned beside the process maps (kern/loader.c, fl_pin_maps): same directory, same rules. */
 static int pin_all(struct icmp_watch *iw)
 {
 	struct bpf_map *maps[ICMP_WATCH_NPINS];
@@ -570,17 +570,14 @@ int icmp_watch_open(struct icmp_watch **out, const struct icmp_watch_opts *opts)
 
 	if (!opts->echo_id)
 		return -EINVAL;
-	err = fl_check_kernel();
-	if (err)
-		return err;
-	err = fl_mount_bpffs();
+	err = fl_loader_prepare(false);
 	if (err)
 		return err;
 	iw = calloc(1, sizeof(*iw));
 	if (!iw)
 		return -ENOMEM;
 	iw->want = mode_from_env(opts->mode);
-	snprintf(iw->pin_dir, sizeof(iw->pin_dir), "%s/%s", FL_PIN_ROOT, opts->node);
+	fl_node_pin_dir(iw->pin_dir, sizeof(iw->pin_dir), opts->node);
 	iw->tc_handle = icmp_watch_tc_handle(opts->node);
 
 	iw->skel = fl_icmp__open();

@@ -18,7 +18,7 @@
 #include <bpf/libbpf.h>
 #include "common/log.h"
 #include "kern/lease_watch.h"
-#include "kern/proc_watch.h"
+#include "kern/loader.h"
 #include "lease.skel.h"
 
 /* Linux 6.6 UAPI (tcx); the build host's <linux/bpf.h> may predate it. */
@@ -43,18 +43,8 @@ static struct bpf_map *lease_maps(struct fl_lease *skel, int i)
 
 static int mkdirs(const char *node, char *dir, size_t len)
 {
-	char nd[128];
-
-	snprintf(nd, sizeof(nd), "%s/%s", FL_PIN_ROOT, node);
-	snprintf(dir, len, "%s/lease", nd);
-	if ((mkdir(FL_PIN_ROOT, 0700) && errno != EEXIST) || (mkdir(nd, 0700) && errno != EEXIST) ||
-	    (mkdir(dir, 0700) && errno != EEXIST)) {
-		int err = -errno;
-
-		pr_warn("failed to create pin directory %s: %s\n", dir, strerror(errno));
-		return err;
-	}
-	return 0;
+	snprintf(dir, len, "%s/%s/lease", FL_PIN_ROOT, node);
+	return fl_make_pin_dir(dir);
 }
 
 static int attach_one(struct lease_watch *lw, int ifindex, const char *ifname)

@@ -9,8 +9,7 @@
 #include <linux/types.h>
 #include "proc_event.h"
 
-#define FL_BPFFS "/sys/fs/bpf"
-#define FL_PIN_ROOT FL_BPFFS "/flatline"
+#include "kern/loader.h" /* FL_PIN_ROOT and the helpers every loader shares */
 
 struct proc_watch;
 
@@ -39,19 +38,5 @@ uint64_t proc_watch_drops(const struct proc_watch *pw);
 const char *proc_watch_pin_dir(const struct proc_watch *pw);
 /* Detaches, and removes the pins and the node's pin directory. NULL is fine. */
 void proc_watch_close(struct proc_watch *pw);
-
-/* Helpers shared with other loaders. */
-int fl_check_kernel(void);
-int fl_mount_bpffs(void);
-int fl_mount_tracefs(void);
-int fl_cgroup_id(const char *path, uint64_t *cgid);
-struct bpf_map;
-int fl_pin_maps(const char *dir, struct bpf_map **maps, int n);
-void fl_unpin_maps(const char *dir, struct bpf_map **maps, int n);
-/* A per-CPU array's __u64 slot summed over the possible CPUs (0 on error). */
-uint64_t fl_percpu_sum(int map_fd, __u32 key);
-int fl_valid_node_id(const char *id);
-/* The process exists and some thread of it has not exited (1), else 0. */
-int fl_pid_alive(pid_t pid);
 
 #endif

@@ -12,7 +12,7 @@
 #include <bpf/libbpf.h>
 #include "common/clock.h"
 #include "common/log.h"
-#include "kern/proc_watch.h"
+#include "kern/loader.h"
 #include "kern/sched_watch.h"
 #include "sched.skel.h"
 
@@ -63,7 +63,7 @@ int sched_watch_open(struct sched_watch **out, const struct sched_watch_opts *op
 		return -ENOMEM;
 	sw->cb = opts->cb;
 	sw->ctx = opts->ctx;
-	snprintf(sw->pin_dir, sizeof(sw->pin_dir), "%s/%s", FL_PIN_ROOT, opts->node);
+	fl_node_pin_dir(sw->pin_dir, sizeof(sw->pin_dir), opts->node);
 	sw->skel = fl_sched__open_and_load();
 	if (!sw->skel) {
 		err = -errno;
@@ -81,12 +81,9 @@ int sched_watch_open(struct sched_watch **out, const struct sched_watch_opts *op
 	err = fl_pin_maps(sw->pin_dir, maps, SCHED_WATCH_NPINS);
 	if (err)
 		goto cleanup;
-	sw->rb = ring_buffer__new(bpf_map__fd(sw->skel->maps.fl_sched_ev), handle_event, sw, NULL);
-	if (!sw->rb) {
-		err = -errno;
-		pr_warn("failed to create ring buffer: %s\n", strerror(errno));
+	err = fl_ring_buffer_new(&sw->rb, sw->skel->maps.fl_sched_ev, handle_event, sw);
+	if (err)
 		goto cleanup;
-	}
 	*out = sw;
 	return 0;
 cleanup:

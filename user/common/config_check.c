@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The cluster file once read: defaults, the cross-section checks, endpoints
+ * (cfg_parse_endpoint, cfg_hostport), the probe address warnings, and
+ * cfg_diff() for reloads. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common/config.h"
+#include "common/config_internal.h"
+
+const char *cfg_hostport(char *buf, size_t len, const char *host, int port)
+{
+	snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+	return buf;
+}
+
+const char *cfg_address_unprobeable(const char *address)
+{
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const unsigned char zero[16];
+	unsigned char a[16];
+
+	if (inet_pton(AF_INET, address, a) == 1) {
+		if (!memcmp(a, zero, 4))
+			return "0.0.0.0 is no host's address";
+		if (a[0] >= 224 && a[0] <= 239)
+			return "a multicast address is no host's own";
+		if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
+			return "the broadcast address is no host's own";
+		return NULL;
+	}
+	if (inet_pton(AF_INET6, address, a) != 1)
+		return "not an IPv4 or IPv6 address";
+	if (!memcmp(a, zero, 16))
+		return ":: is no host's address";
+	if (a[0] == 0xff)
+		return "a multicast address is no host's own";
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return "an IPv6 link-local address needs an interface the cluster file cannot "
+		       "name; use the host's global or ULA (fd00::/8) address";
+	if (!memcmp(a, mapped, 12))
+		return "an IPv4-mapped IPv6 address is probed as neither; write the IPv4 address";
+	return NULL;
+}
+
+int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len)
+{
+	unsigned char a[16], b[16];
+	int fa = strchr(n->address, ':') ? AF_INET6 : AF_INET;
+
+	if (inet_pton(fa, n->address, a) != 1)
+		return 0;
+	if ((fa == AF_INET && a[0] == 127) ||
+	    (fa == AF_INET6 && !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16))) {
+		snprintf(buf, len, "%s is loopback: every host answers for it, so a dead host "
+			 "of node %s cannot be detected by its peers", n->address, n->id);
+		return 1;
+	}
+	if (n->shard < 0)
+		return 0;
+	for (int i = 0; i < c->shards[n->shard].nnodes; i++) {
+		const struct cfg_node *o = &c->nodes[c->shards[n->shard].nodes[i]];
+
+		if (o == n || (strchr(o->address, ':') ? AF_INET6 : AF_INET) != fa ||
+		    inet_pton(fa, o->address, b) != 1 || memcmp(a, b, fa == AF_INET ? 4 : 16))
+			continue;
+		snprintf(buf, len, "%s is also node %s's address: one probe answers for both, so "
+			 "the peers cannot tell which host died", n->address, o->id);
+		return 1;
+	}
+	return 0;
+}
+
+void set_defaults(struct cfg *c)
+{
+	c->agent.ping_interval_ms = 100;
+	c->agent.hung_after = 5;
+	c->agent.probe_interval_ms = 100;
+	c->agent.peer_down_after_ms = 1000;
+	c->agent.heartbeat_ms = 100;
+	c->agent.self_fence = true;
+	c->agent.lease_ms = 500;
+	c->agent.stop_grace_ms = 50;
+	c->agent.busy_max_ms = 5000; /* Redis's own busy-reply-threshold */
+	snprintf(c->agent.event_log, sizeof(c->agent.event_log), "/var/log/flatline/events.jsonl");
+	cfg_parse_endpoint("127.0.0.1:26379", &c->controller.listen, 26379);
+	c->controller.node_down_after_ms = 1000;
+	c->controller.failover_block_ms = 10000;
+	c->controller.tilt_ms = 30000;
+	snprintf(c->controller.state_file, sizeof(c->controller.state_file),
+		 "/var/lib/flatline/state");
+	snprintf(c->controller.event_log, sizeof(c->controller.event_log),
+		 "/var/log/flatline/controller.jsonl");
+	cfg_parse_endpoint("127.0.0.1:53", &c->dns.server, 53);
+	snprintf(c->dns.tsig_algorithm, sizeof(c->dns.tsig_algorithm), "hmac-sha256");
+	c->dns.ttl = 1;
+	c->dns.check_ms = 10000;
+	c->etcd.lease_ms = 2000;
+	c->etcd.timeout_ms = 500;
+}
+
+/* Cross-section checks, once everything is read. */
+void validate(struct parser *p)
+{
+	struct cfg *c = p->c;
+
+	for (int i = 0; i < c->nnodes && !p->failed; i++) {
+		struct cfg_node *n = &c->nodes[i];
+
+		snprintf(p->sect_text, sizeof(p->sect_text), "node \"%s\"", n->id);
+		if (!n->redis_str[0])
+			perr(p, n->line, "redis", "missing (host:port or unix:/path of its server)");
+		else if (!n->address[0])
+			perr(p, n->line, "address", "missing (the host's IP address)");
+	}
+	for (int i = 0; i < c->nshards && !p->failed; i++) {
+		struct cfg_shard *s = &c->shards[i];
+		char *list = p->shard_nodes[i], *tok, *save = NULL;
+		int line = p->shard_nodes_line[i];
+
+		snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"", s->name);
+		if (!list) {
+			perr(p, s->line, "nodes", "missing (the ids of its nodes)");
+			break;
+		}
+		for (tok = strtok_r(list, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+			struct cfg_node *n = cfg_find_node(c, tok);
+			int *nodes;
+
+			if (!n) {
+				perr(p, line, "nodes", "no [node \"%s\"] in this file", tok);
+				return;
+			}
+			if (n->shard >= 0) {
+				perr(p, line, "nodes", "node %s is already in shard %s", tok,
+				     c->shards[n->shard].name);
+				return;
+			}
+			nodes = realloc(s->nodes, (s->nnodes + 1) * sizeof(*nodes));
+			if (!nodes)
+				return;
+			s->nodes = nodes;
+			n->shard = i;
+			s->nodes[s->nnodes++] = n - c->nodes;
+		}
+		if (s->nnodes == 0)
+			perr(p, line, "nodes", "empty");
+	}
+	if (p->failed)
+		return;
+	if (c->dns.enabled) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "dns");
+		if (!c->dns.zone[0])
+			perr(p, p->dns_line, "zone", "missing");
+		else if (!c->dns.tsig_name[0])
+			perr(p, p->dns_line, "tsig_name", "missing (the TSIG key's name, e.g. flatline)");
+		else if (!c->dns.tsig_secret[0])
+			perr(p, p->dns_line, "tsig_secret", "missing (the key's base64 secret)");
+		for (int i = 0; i < c->nshards && !p->failed; i++) {
+			const char *dn = c->shards[i].dns_name, *z = c->dns.zone;
+			size_t ln = strlen(dn), lz = strlen(z);
+
+			if (dn[0] && !(ln > lz && !strcasecmp(dn + ln - lz, z) && dn[ln - lz - 1] == '.')) {
+				snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"",
+					 c->shards[i].name);
+				perr(p, c->shards[i].line, "dns_name", "%s is not inside zone %s", dn, z);
+			}
+		}
+	}
+	for (int i = 0; i < c->nctls && !p->failed; i++) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", c->ctls[i].id);
+		if (!c->ctls[i].listen_str[0])
+			perr(p, c->ctls[i].line, "listen", "missing (host:port of this controller)");
+		else if (!c->etcd.enabled)
+			perr(p, c->ctls[i].line, NULL,
+			     "[%s]: several controllers need an [etcd] section (one leader, the state in "
+			     "etcd)", p->sect_text);
+	}
+	if (c->etcd.enabled && !p->failed) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "etcd");
+		if (!c->etcd.nendpoints)
+			perr(p, p->etcd_line, "endpoints", "missing (http://IP:2379,...)");
+		else if (!c->nctls)
+			perr(p, p->etcd_line, NULL,
+			     "[etcd]: no [controller \"ID\"] section: name each controller and its listen "
+			     "address");
+		else if ((c->etcd.cert[0] != 0) != (c->etcd.key[0] != 0))
+			perr(p, p->etcd_line, c->etcd.cert[0] ? "key" : "cert",
+			     "missing (a client certificate needs its key and the key its certificate)");
+		if (!c->etcd.prefix[0])
+			snprintf(c->etcd.prefix, sizeof(c->etcd.prefix), "/flatline/%s/",
+				 c->name[0] ? c->name : "default");
+	}
+	if (!p->failed) {
+		static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+		bool wild = false;
+
+		for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+			wild |= !strcmp(c->controller.listen.host, any[i]);
+		snprintf(p->sect_text, sizeof(p->sect_text), "controller");
+		if (c->controller.have_address && !c->controller.address.host[0])
+			perr(p, c->controller.address_line, "address",
+			     "a host:port or [v6]:port agents and clients connect to, not a unix socket");
+		else if (!c->controller.have_address && wild)
+			perr(p, p->listen_line, "address",
+			     "missing: listen = %s is every address of the controller's host, so "
+			     "agents and clients need the one to connect to (address = host:port)",
+			     c->controller.listen.host);
+		else if (!c->controller.have_address)
+			c->controller.address = c->controller.listen;
+	}
+	if (!c->agent.self_fence_after_ms)
+		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
+	bool node_key = false;
+
+	for (int i = 0; i < c->nnodes; i++)
+		node_key |= c->nodes[i].key[0] != '\0';
+	/* An agent's file may carry its own node key instead of the cluster's. */
+	if (!c->secret[0] && !node_key) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "cluster");
+		perr(p, p->cluster_line ? p->cluster_line : 1, "secret",
+		     "missing: agents and clients authenticate with it (at least %d bytes, e.g. "
+		     "openssl rand -base64 24)", CFG_MIN_SECRET);
+	}
+}
+
+int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port)
+{
+	const char *colon, *host = s;
+	size_t hlen;
+	char *end;
+	long port;
+	unsigned char buf[16];
+
+	memset(ep, 0, sizeof(*ep));
+	if (!strncmp(s, "unix:", 5)) {
+		if (s[5] != '/' || strlen(s + 5) >= sizeof(ep->unix_path))
+			return -EINVAL;
+		memcpy(ep->unix_path, s + 5, strlen(s + 5) + 1);
+		return 0;
+	}
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb)
+			return -EINVAL;
+		host = s + 1;
+		hlen = rb - host;
+		colon = rb[1] == ':' ? rb + 1 : NULL;
+		if (rb[1] && !colon)
+			return -EINVAL;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon && strchr(s, ':') != colon)
+			return -EINVAL; /* bare IPv6 needs brackets */
+		hlen = colon ? (size_t)(colon - s) : strlen(s);
+	}
+	if (hlen == 0 || hlen >= sizeof(ep->host))
+		return -EINVAL;
+	memcpy(ep->host, host, hlen);
+	ep->host[hlen] = '\0';
+	for (const char *h = ep->host; *h; h++)
+		if (!isalnum((unsigned char)*h) && !strchr(".-_:", *h))
+			return -EINVAL;
+	if (s[0] == '[' && inet_pton(AF_INET6, ep->host, buf) != 1)
+		return -EINVAL;
+	ep->port = default_port;
+	if (colon) {
+		errno = 0;
+		port = strtol(colon + 1, &end, 10);
+		if (!colon[1] || *end || errno || port <= 0 || port > 65535)
+			return -EINVAL;
+		ep->port = port;
+	}
+	return 0;
+}
+
+static bool ep_eq(const struct cfg_endpoint *x, const struct cfg_endpoint *y)
+{
+	return !strcmp(x->host, y->host) && x->port == y->port && !strcmp(x->unix_path, y->unix_path);
+}
+
+int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx)
+{
+	char sect[CFG_ID_MAX + 16];
+	int n = 0;
+
+#define DIFF(cond, section, key)               \
+	do {                                   \
+		if (cond) {                    \
+			fn(ctx, section, key); \
+			n++;                   \
+		}                              \
+	} while (0)
+#define DINT(f, section, key) DIFF(a->f != b->f, section, key)
+#define DSTR(f, section, key) DIFF(strcmp(a->f, b->f), section, key)
+#define DEP(f, section, key) DIFF(!ep_eq(&a->f, &b->f), section, key)
+	DSTR(name, "[cluster]", "name");
+	DSTR(secret, "[cluster]", "secret");
+	DINT(agent.ping_interval_ms, "[agent]", "ping_interval_ms");
+	DINT(agent.hung_after, "[agent]", "hung_after");
+	DINT(agent.probe_interval_ms, "[agent]", "probe_interval_ms");
+	DINT(agent.peer_down_after_ms, "[agent]", "peer_down_after_ms");
+	DINT(agent.heartbeat_ms, "[agent]", "heartbeat_ms");
+	DSTR(agent.event_log, "[agent]", "event_log");
+	DINT(agent.self_fence, "[agent]", "self_fence");
+	DINT(agent.self_fence_after_ms, "[agent]", "self_fence_after_ms");
+	DEP(agent.metrics_listen, "[agent]", "metrics_listen");
+	DINT(agent.lease_ms, "[agent]", "lease_ms");
+	DSTR(controller.notification_script, "[controller]", "notification_script");
+	DSTR(controller.client_reconfig_script, "[controller]", "client_reconfig_script");
+	DEP(controller.listen, "[controller]", "listen");
+	DEP(controller.address, "[controller]", "address");
+	DINT(controller.node_down_after_ms, "[controller]", "node_down_after_ms");
+	DSTR(controller.state_file, "[controller]", "state_file");
+	DSTR(controller.event_log, "[controller]", "event_log");
+	DINT(controller.failover_block_ms, "[controller]", "failover_block_ms");
+	DINT(controller.tilt_ms, "[controller]", "tilt_ms");
+	DEP(controller.metrics_listen, "[controller]", "metrics_listen");
+	DSTR(redis.user, "[redis]", "user");
+	DSTR(redis.password, "[redis]", "password");
+	DINT(dns.enabled, "[dns]", "*");
+	DEP(dns.server, "[dns]", "server");
+	DSTR(dns.zone, "[dns]", "zone");
+	DSTR(dns.tsig_name, "[dns]", "tsig_name");
+	DSTR(dns.tsig_algorithm, "[dns]", "tsig_algorithm");
+	DSTR(dns.tsig_secret, "[dns]", "tsig_secret");
+	DINT(dns.ttl, "[dns]", "ttl");
+	DINT(dns.check_ms, "[dns]", "check_ms");
+	DINT(etcd.enabled, "[etcd]", "*");
+	DIFF(a->etcd.nendpoints != b->etcd.nendpoints ||
+		     memcmp(a->etcd.endpoints, b->etcd.endpoints, sizeof(a->etcd.endpoints)),
+	     "[etcd]", "endpoints");
+	DSTR(etcd.prefix, "[etcd]", "prefix");
+	DINT(etcd.lease_ms, "[etcd]", "lease_ms");
+	DINT(etcd.timeout_ms, "[etcd]", "timeout_ms");
+	DSTR(etcd.user, "[etcd]", "user");
+	DSTR(etcd.password, "[etcd]", "password");
+	DSTR(etcd.cacert, "[etcd]", "cacert");
+	DSTR(etcd.cert, "[etcd]", "cert");
+	DSTR(etcd.key, "[etcd]", "key");
+	DIFF(a->nctls != b->nctls, "[controller \"*\"]", "*");
+	for (int i = 0; i < a->nctls && i < b->nctls; i++) {
+		snprintf(sect, sizeof(sect), "[controller \"%s\"]", a->ctls[i].id);
+		DIFF(strcmp(a->ctls[i].id, b->ctls[i].id) ||
+			     strcmp(a->ctls[i].listen_str, b->ctls[i].listen_str),
+		     sect, "listen");
+	}
+#undef DINT
+#undef DSTR
+#undef DEP
+	for (int i = 0; i < a->nnodes; i++) {
+		const struct cfg_node *x = &a->nodes[i], *y = cfg_find_node(b, x->id);
+
+		snprintf(sect, sizeof(sect), "[node \"%s\"]", x->id);
+		if (!y) {
+			DIFF(true, sect, "*");
+			continue;
+		}
+		DIFF(strcmp(x->address, y->address), sect, "address");
+		DIFF(strcmp(x->redis_str, y->redis_str), sect, "redis");
+		DIFF(x->priority != y->priority, sect, "priority");
+		DIFF(strcmp(x->pidfile, y->pidfile), sect, "pidfile");
+	}
+	for (int i = 0; i < b->nnodes; i++) {
+		snprintf(sect, sizeof(sect), "[node \"%s\"]", b->nodes[i].id);
+		DIFF(!cfg_find_node(a, b->nodes[i].id), sect, "*");
+	}
+	for (int i = 0; i < a->nshards; i++) {
+		const struct cfg_shard *x = &a->shards[i], *y = cfg_find_shard(b, x->name);
+		bool same;
+
+		snprintf(sect, sizeof(sect), "[shard \"%s\"]", x->name);
+		if (!y) {
+			DIFF(true, sect, "*");
+			continue;
+		}
+		same = x->nnodes == y->nnodes;
+		for (int j = 0; same && j < x->nnodes; j++)
+			same = !strcmp(a->nodes[x->nodes[j]].id, b->nodes[y->nodes[j]].id);
+		DIFF(!same, sect, "nodes");
+		DIFF(strcmp(x->dns_name, y->dns_name), sect, "dns_name");
+	}
+	for (int i = 0; i < b->nshards; i++) {
+		snprintf(sect, sizeof(sect), "[shard \"%s\"]", b->shards[i].name);
+		DIFF(!cfg_find_shard(a, b->shards[i].name), sect, "*");
+	}
+#undef DIFF
+	return n;
+}

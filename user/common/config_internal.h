@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What the cluster file reader's files share (config.c, config_keys.c,
+ * config_check.c): the parser state and the functions one file calls in another.
+ * Not an interface: only user/common/config*.c include it. */
+#ifndef FL_CONFIG_INTERNAL_H
+#define FL_CONFIG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "common/config.h"
+
+#define CFG_MAX_LINE 1024
+#define CFG_MAX_NODES 4096
+#define CFG_MAX_SHARDS 2048
+
+enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_NODE, S_SHARD, S_CTL,
+	    S_INCLUDE };
+
+#define CFG_MIN_SECRET 16   /* bytes: as ssh-keygen refuses short keys */
+#define CFG_MAX_INCLUDE 4   /* nested [include]s */
+#define CFG_MAX_SECT_KEYS 16 /* distinct keys in one section */
+
+struct parser {
+	struct cfg *c;
+	const char *name; /* file name for messages */
+	/* input: a FILE or a string */
+	FILE *f;
+	const char *s;
+	int line;
+	enum sect sect;
+	char sect_text[CFG_ID_MAX + 32]; /* as written, for messages */
+	int cur;                         /* node or shard index */
+	int dns_line;                    /* line of the [dns] header */
+	int listen_line;                 /* line of [controller] listen */
+	int etcd_line;                   /* line of the [etcd] header */
+	char **shard_nodes;              /* per shard: "nodes" as written */
+	int *shard_nodes_line;
+	char *err;
+	size_t errlen;
+	bool failed;
+	unsigned plain_seen;  /* 1 << enum sect of [cluster] … [dns] seen, in any file */
+	char keys_seen[CFG_MAX_SECT_KEYS][32]; /* in the current section */
+	int nkeys_seen;
+	int depth;            /* of [include]s */
+	bool holds_secret;    /* this file sets a secret: its mode matters */
+	int secret_line;
+	int cluster_line;     /* of the [cluster] header */
+};
+
+/* config.c */
+void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+bool valid_id(const char *s);
+int parse_file(struct parser *p, const char *path);
+
+/* config_keys.c */
+bool key_cluster(struct parser *p, const char *name, const char *v);
+bool key_agent(struct parser *p, const char *name, const char *v);
+bool key_controller(struct parser *p, const char *name, const char *v);
+bool key_redis(struct parser *p, const char *name, const char *v);
+bool key_dns(struct parser *p, const char *name, const char *v);
+bool key_etcd(struct parser *p, const char *name, const char *v);
+bool key_ctl(struct parser *p, const char *name, const char *v);
+bool key_node(struct parser *p, const char *name, const char *v);
+bool key_shard(struct parser *p, const char *name, const char *v);
+bool key_include(struct parser *p, const char *name, const char *v);
+
+/* config_check.c */
+void set_defaults(struct cfg *c);
+void validate(struct parser *p);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What the two RESP readers share: the command reader (resp.c, the controller's
+ * server side) and the reply reader (reply_reader.c, replies from servers and the
+ * controller). Bytes collect in a growing buffer; each reader walks the frame at
+ * buf[0] with resp_frame_header() and resp_frame_bulk(), checking every header
+ * against its own limits as soon as it is complete; hiredis's reader then parses
+ * only a frame already known to be whole and within them (resp_frame_parse()).
+ * Nothing here blocks or knows about sockets. */
+#ifndef FL_RESP_FRAME_H
+#define FL_RESP_FRAME_H
+
+#include <stddef.h>
+#include <hiredis/hiredis.h>
+
+#define RESP_FRAME_HDR_MAX 24 /* "$4194304\r\n", "*65536\r\n" and then some */
+
+struct resp_frame {
+	char *buf;
+	size_t len, cap;
+	redisReader *hr;
+	char err[160]; /* why the reader failed, as the reader words it */
+};
+
+/* 0, or -ENOMEM. */
+int resp_frame_init(struct resp_frame *f);
+void resp_frame_fini(struct resp_frame *f);
+/* Appends bytes read from the connection. -ENOMEM. */
+int resp_frame_feed(struct resp_frame *f, const char *buf, size_t len);
+/* Drops the first n bytes (a frame returned). */
+void resp_frame_consume(struct resp_frame *f, size_t n);
+/* Writes the message to f->err and returns rc. */
+int resp_frame_fail(struct resp_frame *f, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A header line "<c><digits>\r\n" at buf[at] (c is not checked): 1 with *v and
+ * *end (the byte after it) set, 0 incomplete, -EPROTO malformed (no digits, more
+ * than 12, longer than RESP_FRAME_HDR_MAX, not ended by CRLF). */
+int resp_frame_header(const struct resp_frame *f, size_t at, long long *v, size_t *end);
+/* A bulk string's v bytes at buf[at] and their CRLF: 1 whole, 0 incomplete,
+ * -EPROTO not ended by CRLF. */
+int resp_frame_bulk(const struct resp_frame *f, size_t at, long long v);
+/* hiredis parses buf[0..end), a whole frame: 0 with *out set (freeReplyObject()
+ * it), -EPROTO with *out NULL; then resp_frame_parse_error() says why. */
+int resp_frame_parse(struct resp_frame *f, size_t end, redisReply **out);
+/* hiredis's reason, else dflt. */
+const char *resp_frame_parse_error(const struct resp_frame *f, const char *dflt);
+
+#endif
