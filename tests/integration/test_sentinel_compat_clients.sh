@@ -165,7 +165,7 @@ test_clients_sigkill() {
 	moved redispy window
 	moved ioredis_r window
 	moved redispy_r window
-	echo "    errors (kill -9): $FIGS" >&2
+	echo "    errors (kill -9): $FIGS" | tee "$T/figures" >&2
 	failover_stream 1 "$NEW" $((5 - NEW)) crash
 	events_in_order "+switch-master" "+sdown $(slave_of 1 "$NEW")"
 	# The scripts ran, with Sentinel's arguments.
@@ -194,7 +194,7 @@ test_clients_switchover() {
 	moved redispy window
 	moved ioredis_r window
 	moved redispy_r window
-	echo "    errors (planned switchover): $FIGS" >&2
+	echo "    errors (planned switchover): $FIGS" | tee "$T/figures" >&2
 	failover_stream 1 2 3
 	events_in_order "+switch-master" "+slave $(slave_of 1 2)" \
 		"-role-change $(slave_of 1 2) new reported role is master" "+convert-to-slave $(slave_of 1 2)"
