@@ -112,7 +112,6 @@ record_fig() { FIGS="${FIGS:+$FIGS, }$*"; }
 
 new_primary() {
 	cl_until 10 ctl_ev '.kind == "failover_end"' || fail "no failover_end: $(tail -n 5 "$CL_CLOG")"
-	T_END_NS=$(cl_now_ns)
 	NEW=$(cl_masters)
 	[ "$(grep -c . <<<"$NEW")" = 1 ] && [ "$NEW" != "$OLD" ] || fail "primaries now: $(tr '\n' ' ' <<<"$NEW")"
 }
