@@ -49,6 +49,7 @@ struct ssl_ctx_st;
 #define CTL_FD_RESERVE 64              /* descriptors kept for servers, files, DNS */
 #define CTL_PREAUTH_FRAME (64u << 10)  /* largest frame before AUTH or the agent handshake */
 #define CTL_PREAUTH_MS 5000            /* a frame, or the agent handshake, begun: done by then */
+#define CTL_LOGIN_MS 10000             /* client authentication on: logged in (or an agent) by then */
 #define CTL_CLOSE_FLUSH_MS 5000        /* a closing client that does not read: freed */
 #define CTL_MAX_CHANNEL 256            /* bytes in a channel or pattern name */
 #define CTL_ACCEPT_PAUSE_MS 100        /* out of descriptors: accept again after */
@@ -77,6 +78,7 @@ struct ctl_conn {
 	long long seq;
 	struct event *resume; /* reads on after a deferred answer */
 	struct event *deadline; /* a frame or the agent handshake begun and not finished */
+	struct event *login_deadline; /* client authentication on: CTL_LOGIN_MS from accept */
 	long long soft_since_ms; /* output over the soft limit since, 0 if not */
 	char *subs[CTL_MAX_SUBS];
 	int nsubs;
