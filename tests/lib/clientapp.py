@@ -10,9 +10,12 @@ a line in OUT:
 
 On SIGTERM prints {"acked": N, "errors": N, "addr": "last server"} on stdout.
 usage: clientapp.py SENTINEL_HOST:PORT[,HOST:PORT] NAME KEY RATE OUT [master|replica]
+With SENTINEL_PASSWORD (and SENTINEL_USER) in the environment it logs in to the
+Sentinel API as an application does: Sentinel(sentinel_kwargs={"password": ...}).
 (tests/node/app.js is the same application on ioredis.)
 """
 import json
+import os
 import signal
 import sys
 import time
@@ -35,8 +38,13 @@ def main():
     name, key, gap = sys.argv[2], sys.argv[3], 1.0 / float(sys.argv[4])
     signal.signal(signal.SIGTERM, on_term)
     reader = len(sys.argv) > 6 and sys.argv[6] == "replica"
+    kw = {}
+    if os.environ.get("SENTINEL_PASSWORD"):
+        kw["sentinel_kwargs"] = {"password": os.environ["SENTINEL_PASSWORD"]}
+        if os.environ.get("SENTINEL_USER"):
+            kw["sentinel_kwargs"]["username"] = os.environ["SENTINEL_USER"]
     # the defaults, as an application has them
-    r = Sentinel(sentinels).slave_for(name) if reader else Sentinel(sentinels).master_for(name)
+    r = Sentinel(sentinels, **kw).slave_for(name) if reader else Sentinel(sentinels, **kw).master_for(name)
     acked = errors = 0
     addr = "-"
     with open(sys.argv[5], "w", buffering=1) as out:

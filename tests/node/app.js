@@ -6,6 +6,8 @@
 // With ROLE "replica" it reads from the replicas instead (role: "slave", LLEN KEY).
 // On SIGTERM prints {"acked": N, "errors": N, "addr": "last server"} on stdout.
 // usage: node app.js SENTINEL_HOST:PORT[,HOST:PORT] NAME KEY RATE OUT [master|replica]
+// With SENTINEL_PASSWORD (and SENTINEL_USER) in the environment it logs in to the
+// Sentinel API with ioredis's sentinelPassword (and sentinelUsername).
 "use strict";
 const fs = require("fs");
 const Redis = require("ioredis");
@@ -18,8 +20,15 @@ const sentinels = sentinelArg.split(",").map((s) => {
 });
 const gapMs = 1000 / Number(rateArg);
 const out = fs.openSync(outPath, "w");
-// the defaults, as an application has them
-const r = new Redis(reader ? { sentinels, name, role: "slave" } : { sentinels, name });
+const opts = { sentinels, name }; // the defaults, as an application has them
+if (reader)
+	opts.role = "slave";
+if (process.env.SENTINEL_PASSWORD) {
+	opts.sentinelPassword = process.env.SENTINEL_PASSWORD;
+	if (process.env.SENTINEL_USER)
+		opts.sentinelUsername = process.env.SENTINEL_USER;
+}
+const r = new Redis(opts);
 let stop = false, acked = 0, errors = 0, addr = "-";
 
 const nowNs = () => (BigInt(Date.now()) * 1000000n).toString();
