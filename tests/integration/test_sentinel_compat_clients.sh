@@ -20,6 +20,10 @@
 # test_clients_vs_sentinel runs the same applications through the same two faults
 # against three real redis-sentinel (Debian's) on the same kind of cluster and prints
 # the error counts side by side (README, "Sentinel compatibility").
+# test_clients_ha_discovery: HA mode, every controller discovered (SENTINEL SENTINELS,
+# ioredis's updateSentinels), runtime settings in etcd. test_runtime_per_shard:
+# SENTINEL SET per master, kept over a restart. test_hooks_async_timeout_retry:
+# Sentinel's scripts' timeout and retries, the loop never blocked.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 # shellcheck source=tests/lib/cluster.sh
