@@ -127,6 +127,23 @@ test_every_command_needs_a_login() {
 	! grep -qE "^(ERR|NOPERM|NOAUTH|WRONGPASS)" <<<"$r" || fail "ops FLATLINE FAILOVER: $r"
 	wait_event "$CLOG" '.kind == "failover_end"' 15 >/dev/null || fail "no failover_end after ops' FLATLINE FAILOVER: $r"
 	[ "$(redis-cli -p "$P2" role | head -n 1)" = master ] || fail "ca2 not promoted by ops"
+	# A connection that never logs in is closed 10 s after its accept (it cannot
+	# hold a maxclients slot); one that logged in stays.
+	local idle logged t0 t1 line
+	exec {idle}<>"/dev/tcp/127.0.0.1/$CTL_PORT" {logged}<>"/dev/tcp/127.0.0.1/$CTL_PORT"
+	t0=$(date +%s%N)
+	printf 'AUTH %s\r\n' "$ADMIN_PW" >&"$logged"
+	read -r -t 5 line <&"$logged" || fail "no answer to AUTH"
+	expect_eq "AUTH on a kept connection" "${line%$'\r'}" "+OK"
+	if read -r -t 30 line <&"$idle"; then fail "the idle connection got a line: $line"; fi
+	t1=$(date +%s%N)
+	(( (t1 - t0) / 1000000 >= 9000 && (t1 - t0) / 1000000 < 30000 )) ||
+		fail "the idle connection closed after $(( (t1 - t0) / 1000000 )) ms, not ~10 s"
+	grep -q "not logged in within 10000 ms" "$T/controller.err" || fail "no log line for the idle connection"
+	printf 'PING\r\n' >&"$logged"
+	read -r -t 5 line <&"$logged" || fail "the logged-in connection was closed too"
+	expect_eq "PING on the logged-in connection" "${line%$'\r'}" "+PONG"
+	exec {idle}>&- {logged}>&-
 	kill -0 "$CTL_PID" || fail "controller died"
 }
 

@@ -49,6 +49,7 @@ struct ssl_ctx_st;
 #define CTL_FD_RESERVE 64              /* descriptors kept for servers, files, DNS */
 #define CTL_PREAUTH_FRAME (64u << 10)  /* largest frame before AUTH or the agent handshake */
 #define CTL_PREAUTH_MS 5000            /* a frame, or the agent handshake, begun: done by then */
+#define CTL_LOGIN_MS 10000             /* client authentication on: logged in (or an agent) by then */
 #define CTL_CLOSE_FLUSH_MS 5000        /* a closing client that does not read: freed */
 #define CTL_MAX_CHANNEL 256            /* bytes in a channel or pattern name */
 #define CTL_ACCEPT_PAUSE_MS 100        /* out of descriptors: accept again after */
@@ -82,6 +83,7 @@ struct ctl_conn {
 	long long seq;
 	struct event *resume; /* reads on after a deferred answer */
 	struct event *deadline; /* a frame or the agent handshake begun and not finished */
+	struct event *login_deadline; /* client authentication on: CTL_LOGIN_MS from accept */
 	long long soft_since_ms; /* output over the soft limit since, 0 if not */
 	char *subs[CTL_MAX_SUBS];
 	int nsubs;
@@ -97,6 +99,10 @@ struct ctl_conn {
 	/* Client authentication (ctl_client_auth.c): who, and the ACL_* bits allowed */
 	char user[ACL_USER_MAX + 1];
 	unsigned perms;
+	/* A SENTINEL question held while its shard changes primary (ctl_sentinel.c) */
+	struct resp_cmd held;
+	struct event *hold_ev;
+	long long hold_until_ms;
 };
 
 /* The DNS record of one shard as the controller knows it. */
@@ -237,6 +243,10 @@ void ctl_ha_stop(struct ctl *c);
 void ctl_ha_free(struct ctl *c);
 /* Writes the shard's primary and epoch to etcd (leader only). */
 int ctl_ha_save(struct ctl *c, int shard);
+/* <prefix>rel = val, from any controller (runtime settings: not the shard state).
+ * fn gets 0 or -errno and why; returns 0 or -errno (fn then never runs). */
+int ctl_ha_put_plain(struct ctl *c, const char *rel, const char *val,
+		     void (*fn)(void *ctx, int err, const char *msg), void *ctx);
 int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max);
 void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
 
@@ -276,6 +286,7 @@ void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd);
 
 /* ctl_sentinel.c */
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_hold_free(struct ctl_conn *k);
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
 /* ctl_clients.c: the connection's identity and the commands about commands */
 void ctl_client_opened(struct ctl_conn *k);
@@ -293,6 +304,8 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_runtime_status(struct ctl *c, struct evbuffer *b);
 void ctl_runtime_event(struct ctl *c, const char *kind);
 unsigned ctl_runtime_simulate_flags(void);
+void ctl_runtime_from_etcd(struct ctl *c, const char *rel, const char *val);
+void ctl_runtime_auth(const struct ctl *c, int shard, const char **user, const char **pass);
 /* ctl_hooks.c: notification_script and client_reconfig_script */
 int ctl_hooks_start(struct ctl *c);
 void ctl_hooks_stop(void);
@@ -300,6 +313,9 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg);
 int ctl_hooks_running(void);
 int ctl_hooks_queued(void);
 void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out);
+void ctl_hooks_set_times(int runtime_ms, int retry_ms); /* < 0: unchanged */
+int ctl_hooks_max_runtime_ms(void);
+int ctl_hooks_retry_delay_ms(void);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);

@@ -108,9 +108,11 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_str(out, hex);
 }
 
-/* A timeout of ms as a libevent common timeout (kept per length in *ms_at, *tv_at):
- * thousands of agents re-arm the same length at every report, and a common timeout
- * is a queue append where a plain one is a heap operation (issue 19). */
+/* A timeout of ms as a libevent common timeout (the last length asked for kept in
+ * *ms_at, *tv_at; libevent keeps one queue per length, up to 256 lengths): thousands
+ * of agents re-arm the same length at every report, and a common timeout is a queue
+ * append where a plain one is a heap operation (issue 19). Shards with their own
+ * down-after-milliseconds each have their length's queue. */
 static const struct timeval *common_timeout(struct ctl *c, int *ms_at, const struct timeval **tv_at,
 					    int ms)
 {
@@ -214,7 +216,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	fo_on_report(&c->fo, n, &rep);
 	/* The heartbeat deadline: judged again when it passes without a report. */
 	evtimer_add(c->node_timer[n->idx], common_timeout(c, &c->deadline_ms, &c->deadline_tv,
-							   c->fo.node_down_after_ms + 1));
+							   fo_down_after_ms(&c->fo, n->shard) + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");
