@@ -349,6 +349,23 @@ test_bad_input() {
 	redis-cli -p "$CTL_PORT" info | grep -q "master0:name=s,status=ok" || fail "INFO"
 }
 
+# An agent connection reads with its own event once proved (issue 19): pipelined
+# REPORTs split across writes are answered in order, and an agent silent for 10
+# heartbeats (1 s here) is closed with agent_timeout, not before.
+test_silent_agent_closed() {
+	START_AGENTS=0 setup_cluster
+	r=$($PY tests/lib/flauth.py hello-silent "127.0.0.1:$CTL_PORT" ct2 s3cret-s3cret-s3cret \
+		"REPORT 1 proc up role slave" "REPORT 2 proc up role slave" "PING") || fail "agent: $r"
+	grep -q "^+OK flatline" <<<"$r" || fail "not accepted: $r"
+	expect_eq "answers" "$(grep -cF "['+OK', 0, 'ct1']" <<<"$r")" 2
+	grep -q "^+PONG" <<<"$r" || fail "PING after the REPORTs: $r"
+	ms=$(sed -n 's/^closed after \([0-9]*\) ms$/\1/p' <<<"$r")
+	[ -n "$ms" ] || fail "not closed: $r"
+	[ "$ms" -ge 900 ] && [ "$ms" -le 5000 ] || fail "closed after $ms ms (10 heartbeats: 1000 ms)"
+	has_event '.kind == "agent_timeout" and .instance == "ct2" and .silent_ms == 1000' ||
+		fail "no agent_timeout event"
+}
+
 # A primary busy on a CPU (a 1.5 s Lua loop, with PINGs every 50 ms x 4) is alive:
 # node_busy with the cause, never a failover.
 test_busy_primary_no_failover() {
@@ -469,5 +486,5 @@ test_restart_mid_failover() {
 }
 
 TESTS=(test_state_file_retry test_restart_mid_failover test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
-	test_state_file_restart test_bad_input test_pubsub_switch_master test_busy_primary_no_failover)
+	test_state_file_restart test_bad_input test_silent_agent_closed test_pubsub_switch_master test_busy_primary_no_failover)
 run_tests

@@ -12,8 +12,12 @@ nonce(). As a command, an agent's side against a controller:
       HELLO flatline VERSION NODE <nonce>; prints the reply.
   flauth.py prove-wrong HOST:PORT NODE
       HELLO, then PROVE with a made-up proof; prints both replies.
+  flauth.py hello-silent HOST:PORT NODE SECRET [COMMAND...]
+      as hello (the commands sent at once, each split in two writes 50 ms
+      apart), then silent until the controller closes the connection (10 s at
+      most); prints "closed after N ms".
 """
-import hashlib, hmac, os, socket, sys
+import hashlib, hmac, os, socket, sys, time
 
 def node_key(secret, node):
     return hmac.new(secret.encode(), b"flatline-node-key:" + node.encode(), hashlib.sha256).digest()
@@ -77,6 +81,23 @@ def main():
         return 1
     s.sendall(enc("PROVE", proof(key, "agent", node, na, ch[1])))
     print(read_reply(f))
+    if cmd == "hello-silent":
+        frames = b"".join(enc(*c.split(" ")) for c in sys.argv[5:])
+        s.sendall(frames[:len(frames) // 2])
+        time.sleep(0.05)
+        s.sendall(frames[len(frames) // 2:])
+        for _ in sys.argv[5:]:
+            print(read_reply(f))
+        t0 = time.monotonic()
+        s.settimeout(10)
+        try:
+            while s.recv(4096):
+                pass
+        except socket.timeout:
+            print("not closed in 10 s")
+            return 1
+        print("closed after %d ms" % ((time.monotonic() - t0) * 1000))
+        return 0
     for c in sys.argv[5:]:
         s.sendall(enc(*c.split(" ")))
         print(read_reply(f))

@@ -120,6 +120,50 @@ static void test_report_parse(void **state)
 	argv[13] = "12";
 	lens[13] = 3; /* an embedded NUL */
 	assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), -EINVAL);
+	/* Numbers as strtoll reads them (the parser's own fast path up to 18 digits). */
+	{
+		static const struct {
+			const char *v;
+			int rc;
+			long long n;
+		} nums[] = {
+			{ "-5", 0, -5 },
+			{ "007", 0, 7 },
+			{ "999999999999999999", 0, 999999999999999999LL },
+			{ "9223372036854775807", 0, 9223372036854775807LL },
+			{ "-9223372036854775808", 0, -9223372036854775807LL - 1 },
+			{ "9223372036854775808", -EINVAL, 0 },
+			{ " 42", 0, 42 },
+			{ "-", -EINVAL, 0 },
+			{ "", -EINVAL, 0 },
+			{ "1-", -EINVAL, 0 },
+		};
+
+		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+			argv[13] = nums[i].v;
+			lens[13] = strlen(nums[i].v);
+			assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)),
+					 nums[i].rc);
+			if (!nums[i].rc)
+				assert_true(r.repl.offset == nums[i].n);
+		}
+		argv[13] = "123";
+		lens[13] = 3;
+	}
+	/* A string longer than its field is cut to fit, as before. */
+	{
+		char host[300];
+
+		memset(host, 'h', sizeof(host) - 1);
+		host[sizeof(host) - 1] = '\0';
+		argv[7] = host;
+		lens[7] = strlen(host);
+		assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), 0);
+		assert_int_equal(strlen(r.repl.master_host), sizeof(r.repl.master_host) - 1);
+		assert_int_equal(r.repl.master_host[0], 'h');
+		argv[7] = "10.0.0.1";
+		lens[7] = 8;
+	}
 }
 
 /* Every key of the table reads back as itself; per-peer keys carry the node id. */

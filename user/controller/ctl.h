@@ -78,6 +78,9 @@ struct ctl_conn {
  * bufferevent's EV_WRITE off (no epoll change per REPORT): ctl_listen.c. */
 #define CTL_C_WDIRECT (1u << 13)
 	int node;
+	/* A plain agent connection reads with its own event, not the bufferevent's
+	 * (no FIONREAD ioctl per REPORT): ctl_listen.c, ctl_conn_reading(). */
+	struct event *rev;
 	uint8_t na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN]; /* the handshake's nonces */
 	uint8_t key[AUTH_KEY_LEN];                      /* the challenged node's key */
 	long long seq;
@@ -257,6 +260,7 @@ void ctl_listen_close(struct ctl *c);
 void ctl_conn_fatal(struct ctl_conn *k, const char *err);
 void ctl_conn_free(struct ctl_conn *k);
 void ctl_conn_resume(struct ctl_conn *k);
+void ctl_conn_reading(struct ctl_conn *k, bool on);
 /* The event behind k->resume: reads on (after a deferred answer or a penalty). */
 void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg);
 /* RLIMIT_NOFILE raised, maxclients fitted under it */
@@ -273,6 +277,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_agent_closed(struct ctl_conn *k);
 void ctl_agent_timed_out(struct ctl_conn *k);
+const struct timeval *ctl_agent_silent_tv(struct ctl *c);
 void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
 
 /* ctl_client_auth.c */

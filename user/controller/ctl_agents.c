@@ -133,6 +133,13 @@ static const struct timeval *common_timeout(struct ctl *c, int *ms_at, const str
 	return *tv_at;
 }
 
+/* How long an agent may be silent before its connection is closed: 10 heartbeats
+ * (protocol.md, Limits), as a common timeout. */
+const struct timeval *ctl_agent_silent_tv(struct ctl *c)
+{
+	return common_timeout(c, &c->silent_ms, &c->silent_tv, 10 * c->cfg->agent.heartbeat_ms);
+}
+
 /* PROVE <proof>: the agent's answer to our CHALLENGE. One try per connection. */
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 {
@@ -160,8 +167,7 @@ void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_reader_set_max_frame(k->rd, 0);
 	k->seq = 0;
 	/* Silent for 10 heartbeats: closed (protocol.md, Limits). */
-	bufferevent_set_timeouts(k->bev, common_timeout(c, &c->silent_ms, &c->silent_tv,
-						       10 * c->cfg->agent.heartbeat_ms), NULL);
+	bufferevent_set_timeouts(k->bev, ctl_agent_silent_tv(c), NULL);
 	c->deadline[n->idx].agents++;
 	evrec_begin(&r, NULL, "controller", "agent_connected");
 	evrec_str(&r, "instance", n->id);

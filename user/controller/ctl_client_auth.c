@@ -105,7 +105,7 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 				before, supp ? " (and other rejections from there, not logged)" : "");
 		tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS); /* earlier answers, if any, then closed */
 		k->flags |= CTL_C_CLOSING;
-		bufferevent_disable(k->bev, EV_READ);
+		ctl_conn_reading(k, false);
 		bufferevent_set_timeouts(k->bev, NULL, &tv);
 		return false;
 	}
@@ -138,7 +138,8 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	/* The answer waits too (output held), so a fresh connection per guess
 	 * gains nothing. */
 	k->flags |= CTL_C_PENALTY | CTL_C_WAITING;
-	bufferevent_disable(k->bev, EV_READ | EV_WRITE);
+	ctl_conn_reading(k, false);
+	bufferevent_disable(k->bev, EV_WRITE);
 	tv = fl_ms_tv(at_ms - now);
 	evtimer_add(k->resume, &tv);
 	return true;

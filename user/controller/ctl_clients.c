@@ -162,7 +162,7 @@ static void client_kill(struct ctl_conn *k, struct resp_cmd *cmd, struct evbuffe
 		if (type && strcasecmp(type, "pubsub") && strcasecmp(type, "normal"))
 			continue; /* no masters or replicas connect to the controller */
 		o->flags |= CTL_C_CLOSING;
-		bufferevent_disable(o->bev, EV_READ);
+		ctl_conn_reading(o, false);
 		/* Closed from the loop once its output is flushed (a write callback). */
 		bufferevent_trigger(o->bev, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 		killed++;

@@ -56,6 +56,8 @@ void ctl_conn_free(struct ctl_conn *k)
 		event_free(k->deadline);
 	if (k->login_deadline)
 		event_free(k->login_deadline);
+	if (k->rev)
+		event_free(k->rev);
 	ctl_hold_free(k);
 	c->nconns--;
 	for (int i = 0; i < k->nsubs; i++)
@@ -76,8 +78,24 @@ void ctl_conn_fatal(struct ctl_conn *k, const char *err)
 	k->ctl->m.rejected++;
 	resp_error_reply(bufferevent_get_output(k->bev), err);
 	k->flags |= CTL_C_CLOSING;
-	bufferevent_disable(k->bev, EV_READ);
+	ctl_conn_reading(k, false);
 	bufferevent_set_timeouts(k->bev, NULL, &tv);
+}
+
+/* Reads on or off: with the connection's own read event once it has one, else
+ * with its bufferevent. */
+void ctl_conn_reading(struct ctl_conn *k, bool on)
+{
+	if (k->rev) {
+		if (on)
+			event_add(k->rev, ctl_agent_silent_tv(k->ctl));
+		else
+			event_del(k->rev);
+	} else if (on) {
+		bufferevent_enable(k->bev, EV_READ);
+	} else {
+		bufferevent_disable(k->bev, EV_READ);
+	}
 }
 
 /* May a rejection from peer ("ip:port", "[v6]:port", "unix") be logged now? One
@@ -113,13 +131,14 @@ bool ctl_conn_over_limit(struct ctl_conn *k)
 {
 	const struct ctl_out_limit *lim = (k->flags & CTL_C_PUBSUB) ? &ctl_out_pubsub : &ctl_out_normal;
 	size_t len = evbuffer_get_length(bufferevent_get_output(k->bev));
-	long long now = fl_mono_ms();
+	long long now;
 	unsigned supp = 0;
 
 	if (len <= lim->soft) {
 		k->soft_since_ms = 0;
 		return false;
 	}
+	now = fl_mono_ms(); /* not read per REPORT (issue 19) */
 	if (len <= lim->hard) {
 		if (!k->soft_since_ms)
 			k->soft_since_ms = now;
@@ -255,33 +274,43 @@ static bool direct_begin(struct ctl_conn *k)
 static void direct_end(struct ctl_conn *k)
 {
 	struct evbuffer *out = bufferevent_get_output(k->bev);
+	size_t len;
 
 	if (!(k->flags & CTL_C_WDIRECT))
 		return;
-	if (evbuffer_get_length(out) && !(k->flags & CTL_C_CLOSING)) {
+	len = evbuffer_get_length(out);
+	if (len && !(k->flags & CTL_C_CLOSING)) {
 		/* A socket bufferevent keeps its output's start frozen; its own write
 		 * callback unfreezes it around the write, as here. An error leaves the
 		 * bytes for the bufferevent, which reports it. */
 		evbuffer_unfreeze(out, 1);
-		evbuffer_write(out, bufferevent_getfd(k->bev));
+		evbuffer_write(out, k->rev ? event_get_fd(k->rev) : bufferevent_getfd(k->bev));
 		evbuffer_freeze(out, 1);
+		len = evbuffer_get_length(out);
 	}
-	if (evbuffer_get_length(out) || (k->flags & (CTL_C_PUBSUB | CTL_C_CLOSING | CTL_C_WAITING))) {
+	if (len || (k->flags & (CTL_C_PUBSUB | CTL_C_CLOSING | CTL_C_WAITING))) {
 		k->flags &= ~CTL_C_WDIRECT;
 		bufferevent_enable(k->bev, EV_WRITE);
 	}
 }
 
-static void on_conn_read(struct bufferevent *bev, void *arg)
+static void agent_own_reads(struct ctl_conn *k);
+
+/* Runs the commands read: buf (len bytes, read by on_agent_read) and what the
+ * bufferevent's input holds. */
+static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 {
-	struct ctl_conn *k = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct bufferevent *bev = k->bev;
+	/* With its own read event, nothing is read into the bufferevent. */
+	struct evbuffer *in = k->rev ? NULL : bufferevent_get_input(bev);
 	struct resp_cmd cmd;
 	bool ran = false; /* a command finished: a partial frame now is a new one */
 	bool direct = direct_begin(k);
 	char e[200];
 	int rc;
 
+	if (len && resp_feed(k->rd, buf, len))
+		ctl_conn_fatal(k, "ERR out of memory");
 	for (;;) {
 		struct evbuffer_iovec v;
 
@@ -308,10 +337,10 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 		if (k->flags & CTL_C_WAITING) {
 			if (direct)
 				direct_end(k);
-			bufferevent_disable(bev, EV_READ); /* ctl_failover_done() reads on */
+			ctl_conn_reading(k, false); /* ctl_failover_done() reads on */
 			return;
 		}
-		if (!evbuffer_get_length(in) || (k->flags & CTL_C_CLOSING))
+		if (!in || !evbuffer_get_length(in) || (k->flags & CTL_C_CLOSING))
 			break;
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
@@ -341,8 +370,63 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 	} else {
 		event_del(k->deadline);
 	}
-	if ((k->flags & CTL_C_CLOSING) && !evbuffer_get_length(bufferevent_get_output(bev)))
+	if ((k->flags & CTL_C_CLOSING) && !evbuffer_get_length(bufferevent_get_output(bev))) {
 		ctl_conn_free(k);
+		return;
+	}
+	if (!k->rev && (k->flags & (CTL_C_PLAIN | CTL_C_AGENT)) == (CTL_C_PLAIN | CTL_C_AGENT) &&
+	    !(k->flags & (CTL_C_CLOSING | CTL_C_WAITING | CTL_C_PUBSUB | CTL_C_PENALTY)))
+		agent_own_reads(k);
+}
+
+static void on_conn_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_read(arg, NULL, 0);
+}
+
+/* An agent's socket readable (or silent for 10 heartbeats). One recv() into a
+ * buffer on the stack, fed to the RESP reader: the bufferevent's read asks the
+ * kernel how much is readable first (ioctl FIONREAD), one system call more per
+ * REPORT (issue 19). The reader's limits are the same: every byte goes through
+ * resp_feed(). A full buffer leaves the rest readable: the event fires again. */
+static void on_agent_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_conn *k = arg;
+	char buf[16384];
+	ssize_t n;
+
+	if (what & EV_TIMEOUT) {
+		ctl_agent_timed_out(k);
+		ctl_conn_free(k);
+		return;
+	}
+	if (k->flags & (CTL_C_CLOSING | CTL_C_WAITING | CTL_C_PENALTY)) {
+		event_del(k->rev); /* not reading now: ctl_conn_reading() turns it on */
+		return;
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) { /* as the bufferevent's EOF or error */
+		ctl_conn_free(k);
+		return;
+	}
+	conn_read(k, buf, (size_t)n);
+}
+
+/* A plain agent connection, its handshake done and its input all fed to the
+ * reader: from now on it reads with its own event (its bufferevent keeps writing
+ * what cannot be written at once, and TLS connections never get here). The
+ * silent timeout moves with it. If the event cannot be made, it stays as it was. */
+static void agent_own_reads(struct ctl_conn *k)
+{
+	k->rev = event_new(k->ctl->base, bufferevent_getfd(k->bev), EV_READ | EV_PERSIST,
+			   on_agent_read, k);
+	if (!k->rev)
+		return;
+	bufferevent_disable(k->bev, EV_READ);
+	ctl_conn_reading(k, true);
 }
 
 static void on_conn_deadline(evutil_socket_t fd, short what, void *arg)
@@ -404,9 +488,10 @@ void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (k->flags & CTL_C_PENALTY) {
 		k->flags &= ~(CTL_C_PENALTY | CTL_C_WAITING);
-		bufferevent_enable(k->bev, EV_READ | EV_WRITE);
+		ctl_conn_reading(k, true);
+		bufferevent_enable(k->bev, EV_WRITE);
 	}
-	on_conn_read(k->bev, k);
+	conn_read(k, NULL, 0);
 }
 
 /* A deferred answer has been written: reads on, and the commands that came behind
@@ -414,7 +499,7 @@ void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg)
 void ctl_conn_resume(struct ctl_conn *k)
 {
 	k->flags &= ~CTL_C_WAITING;
-	bufferevent_enable(k->bev, EV_READ);
+	ctl_conn_reading(k, true);
 	if (resp_pending(k->rd)) {
 		if (!k->resume)
 			k->resume = evtimer_new(k->ctl->base, ctl_conn_on_resume, k);

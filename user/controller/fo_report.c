@@ -11,13 +11,33 @@
 
 static int parse_ll(const char *s, long long *v)
 {
+	const char *p = s + (*s == '-');
+	long long n = 0;
 	char *end;
+	int i;
 
+	/* The usual case, up to 18 digits (no overflow), without strtoll (issue 19);
+	 * anything else as strtoll reads it. */
+	for (i = 0; i < 18 && p[i] >= '0' && p[i] <= '9'; i++)
+		n = n * 10 + (p[i] - '0');
+	if (i && !p[i]) {
+		*v = *s == '-' ? -n : n;
+		return 0;
+	}
 	if (!*s)
 		return -EINVAL;
 	errno = 0;
 	*v = strtoll(s, &end, 10);
 	return errno || *end ? -EINVAL : 0;
+}
+
+/* v (len bytes) into dst, cut to fit as snprintf would (no printf per key: issue 19). */
+static void copy_str(char *dst, size_t size, const char *v, size_t len)
+{
+	if (len >= size)
+		len = size - 1;
+	memcpy(dst, v, len);
+	dst[len] = '\0';
 }
 
 static long long clamp(long long v, long long lo, long long hi)
@@ -27,7 +47,7 @@ static long long clamp(long long v, long long lo, long long hi)
 
 /* One key/value pair of the table into rep. */
 static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k, const char *v,
-		  long long n, const char *peer)
+		  size_t vlen, long long n, const char *peer)
 {
 	struct info_repl *r = &rep->repl;
 	struct fo_node *p;
@@ -43,7 +63,7 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		rep->proc_change_ms = n;
 		break;
 	case RK_EXIT:
-		snprintf(rep->exit, sizeof(rep->exit), "%s", v);
+		copy_str(rep->exit, sizeof(rep->exit), v, vlen);
 		break;
 	case RK_CORE_DUMPED:
 		rep->core_dumped = !!n;
@@ -52,7 +72,7 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		rep->fenced = !!n;
 		break;
 	case RK_AUTH_ERROR:
-		snprintf(rep->auth_error, sizeof(rep->auth_error), "%s", v);
+		copy_str(rep->auth_error, sizeof(rep->auth_error), v, vlen);
 		break;
 	case RK_LEASE:
 		rep->lease = !strcmp(v, "held")	  ? FO_LEASE_HELD :
@@ -71,7 +91,7 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 						      INFO_SRV_UNKNOWN;
 		break;
 	case RK_VERSION:
-		snprintf(r->version, sizeof(r->version), "%s", v);
+		copy_str(r->version, sizeof(r->version), v, vlen);
 		break;
 	case RK_ROLE:
 		r->role = !strcmp(v, "master")				  ? INFO_ROLE_MASTER :
@@ -79,7 +99,7 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 									   INFO_ROLE_UNKNOWN;
 		break;
 	case RK_MASTER_HOST:
-		snprintf(r->master_host, sizeof(r->master_host), "%s", v);
+		copy_str(r->master_host, sizeof(r->master_host), v, vlen);
 		break;
 	case RK_MASTER_PORT:
 		r->master_port = (n >= 0 && n <= 65535) ? (int)n : 0;
@@ -94,7 +114,7 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		r->sync_in_progress = !!n;
 		break;
 	case RK_MASTER_REPLID:
-		snprintf(r->master_replid, sizeof(r->master_replid), "%s", v);
+		copy_str(r->master_replid, sizeof(r->master_replid), v, vlen);
 		break;
 	case RK_REPL_OFFSET:
 		r->offset = n;
@@ -106,13 +126,13 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		r->connected_slaves = (int)clamp(n, 0, 100000);
 		break;
 	case RK_RUN_ID:
-		snprintf(r->run_id, sizeof(r->run_id), "%s", v);
+		copy_str(r->run_id, sizeof(r->run_id), v, vlen);
 		break;
 	case RK_CAUSE:
-		snprintf(rep->cause, sizeof(rep->cause), "%s", v);
+		copy_str(rep->cause, sizeof(rep->cause), v, vlen);
 		break;
 	case RK_THREAD_STATE:
-		snprintf(rep->thread_state, sizeof(rep->thread_state), "%s", v);
+		copy_str(rep->thread_state, sizeof(rep->thread_state), v, vlen);
 		break;
 	case RK_STATE_MS:
 		rep->state_ms = n;
@@ -179,11 +199,11 @@ int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const
 
 			if (peer_len >= sizeof(id))
 				continue; /* no such node */
-			snprintf(id, sizeof(id), "%.*s", (int)peer_len, peer);
-			apply(c, rep, k, v, n, id);
+			copy_str(id, sizeof(id), peer, peer_len);
+			apply(c, rep, k, v, lens[i + 1], n, id);
 			continue;
 		}
-		apply(c, rep, k, v, n, peer);
+		apply(c, rep, k, v, lens[i + 1], n, peer);
 	}
 	if (rep->proc == FO_PROC_LOADING)
 		r->loading = 1;
