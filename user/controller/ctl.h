@@ -68,6 +68,7 @@ struct ctl_conn {
 #define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
 #define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
 #define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
+#define CTL_C_TLS (1u << 8)        /* came to tls_listen */
 	int node;
 	uint8_t na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN]; /* the handshake's nonces */
 	uint8_t key[AUTH_KEY_LEN];                      /* the challenged node's key */
@@ -141,6 +142,9 @@ struct ctl {
 	int discover_pending;
 	bool discover_pending_round; /* an INFO round is out (start, or a new leader) */
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
+	/* [controller] tls_listen, or [controller "id"]'s in HA mode; NULL = no TLS */
+	const struct cfg_endpoint *tls_listen_ep;
+	char ha_addr[300]; /* HA mode: the address published in etcd (plain, else TLS) */
 	struct event *discover_timer;
 	char (*reject_last)[160]; /* last rejection logged per node (+ one for unknown ids) */
 	int nconns, maxclients;
