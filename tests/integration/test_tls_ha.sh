@@ -180,7 +180,7 @@ test_tls_ha_leader_killed() {
 	setup
 	local old=$LEAD nl n
 	kill -KILL "${CPID[$old]}"
-	until_s 15 eval 'nl=$(leader "$old")' || fail "no follower took over from c$old"
+	until_s 30 eval 'nl=$(leader "$old")' || fail "no follower took over from c$old"
 	echo "    c$nl leads after c$old was killed" >&2
 	n=$(count_events "$(clog "$nl")" '.kind == "failover_end"')
 	kill -KILL "$PID_1"
@@ -227,7 +227,7 @@ test_tls_ha_sentinel_client() {
 	grep -q "^master 127.0.0.1:$P1$" <<<"$out" || fail "redis-py after the leader died: wrong master: $out"
 	grep -q "^get ok$" <<<"$out" || fail "redis-py after the leader died: no write: $out"
 	local nl
-	until_s 15 eval 'nl=$(leader "$LEAD")' || fail "no follower took over from c$LEAD"
+	until_s 30 eval 'nl=$(leader "$LEAD")' || { tail -n 4 "$T"/controller-c*.err >&2; fail "no follower took over from c$LEAD"; }
 	kill -KILL "$PID_1"
 	until_s 15 eval '[ "$(role "$P2")" = master ]' || fail "t2 not promoted after the leader and the primary died"
 	out=$(discover) || fail "redis-py over TLS after the failover: $out"
