@@ -87,9 +87,7 @@ ctl_start() {
 
 # ha_role I: cI's role (leader, follower) from FLATLINE STATUS over TLS.
 ha_role() {
-	timeout 2 redis-cli --tls --cacert "$C/ca.crt" --cert "$C/client.crt" --key "$C/client.key" \
-		-h 127.0.0.1 -p "${CP[$1]}" --raw flatline status json 2>/dev/null |
-		jq -r '.controller.ha.role' 2>/dev/null
+	rcli_t 2 "${CP[$1]}" --raw flatline status json 2>/dev/null | jq -r '.controller.ha.role' 2>/dev/null
 }
 
 # leader [EXCEPT]: the index of the controller that leads (not EXCEPT), with its

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # What the TLS tests share (test_tls.sh, test_tls_ha.sh): certificates made with the
 # openssl CLI, redis-server on its tls-port only, redis-cli over TLS. Needs $T
-# (testlib.sh); certs sets $C.
+# (testlib.sh); certs sets $C. TLS_IN: a command prefix that runs redis-server and
+# redis-cli elsewhere (nsenter --net=... for a test inside a network namespace).
 
 need_tls() {
 	need_root
@@ -47,7 +48,7 @@ certs() {
 # tls_redis PORT [ARGS...]: redis-server on its TLS port only; REDIS_PID.
 tls_redis() {
 	local port=$1; shift
-	redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+	"${TLS_IN[@]}" redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 		--tls-cert-file "$C/server.crt" --tls-key-file "$C/server.key" \
 		--tls-ca-cert-file "$C/ca.crt" --tls-auth-clients yes --tls-replication yes \
 		--repl-diskless-sync-delay 0 --dir "$T" --dbfilename "dump-$port.rdb" \
@@ -64,8 +65,14 @@ tls_redis() {
 
 rcli() { # PORT ARGS...: redis-cli over TLS with the client certificate
 	local port=$1; shift
-	redis-cli --tls --cacert "$C/ca.crt" --cert "$C/client.crt" --key "$C/client.key" \
+	"${TLS_IN[@]}" redis-cli --tls --cacert "$C/ca.crt" --cert "$C/client.crt" --key "$C/client.key" \
 		-h 127.0.0.1 -p "$port" "$@"
+}
+
+rcli_t() { # SECONDS PORT ARGS...: rcli cut after SECONDS (a reply that may never come)
+	local t=$1 port=$2; shift 2
+	timeout "$t" "${TLS_IN[@]}" redis-cli --tls --cacert "$C/ca.crt" --cert "$C/client.crt" \
+		--key "$C/client.key" -h 127.0.0.1 -p "$port" "$@"
 }
 
 role() { rcli "$1" role 2>/dev/null | head -n 1; }
