@@ -95,7 +95,7 @@ ha_role() {
 leader() {
 	local i
 	for i in 1 2 3; do
-		[ "$i" != "${1:-}" ] && kill -0 "${CPID[$i]}" 2>/dev/null || continue
+		if [ "$i" = "${1:-}" ] || ! kill -0 "${CPID[$i]}" 2>/dev/null; then continue; fi
 		if [ "$(ha_role "$i")" = leader ] && [ "$(count_events "$(clog "$i")" '.kind == "controller_ready"')" -gt 0 ]; then
 			echo "$i"
 			return 0
