@@ -66,7 +66,7 @@ struct prober {
 	struct probe_peer **sendq; /* the peer of each sendmmsg slot */
 };
 
-static uint16_t csum16(const void *p, size_t n)
+uint16_t probe_csum16(const void *p, size_t n)
 {
 	const uint8_t *b = p;
 	uint32_t s = 0;
@@ -323,7 +323,7 @@ static void build_probe(struct prober *p, struct probe_peer *pp, int i, uint64_t
 	memcpy(payload, "flatline", 8); // NOLINT(bugprone-not-null-terminated-result): magic bytes
 	memcpy(payload + 8, &now, 8);
 	if (!v6)
-		h->checksum = csum16(p->pkt[i], sizeof(p->pkt[i]));
+		h->checksum = probe_csum16(p->pkt[i], sizeof(p->pkt[i]));
 	memset(&p->dst[i], 0, sizeof(p->dst[i]));
 	if (v6) {
 		p->dst[i].sin6_family = AF_INET6;

@@ -94,6 +94,9 @@ void probe_close(struct prober *p);
 /* REPORT's peer.<node-id> value (docs/protocol.md): "up" (replies, or passive
  * liveness), "down" or "unknown" (also for a local fault). */
 const char *probe_report_state(enum verdict_state s);
+/* The Internet checksum (RFC 1071) of n bytes, in network byte order: what the
+ * prober puts in its echo requests (and tests in the frames they build). */
+uint16_t probe_csum16(const void *p, size_t n);
 /* "peer_up", "peer_passive", "peer_down" or "peer_local_fault" for the state. */
 const char *probe_event_kind(enum verdict_state s);
 /* Begins r as a "peer_route" event: peer, addr, ifname, prev_ifname (null: none). */
