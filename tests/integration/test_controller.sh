@@ -86,16 +86,6 @@ keys_eq() {
 port_of() { case $1 in ct1) echo "$P1" ;; ct2) echo "$P2" ;; ct3) echo "$P3" ;; esac; }
 info_field() { timeout 2 redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 
-# wait_linked REPLICA_PORT MASTER_PORT: replicating from it with the link up.
-wait_linked() {
-	local end=$((SECONDS + FL_WAIT_S))
-	while [ $SECONDS -le $end ]; do
-		[ "$(info_field "$1" master_port)" = "$2" ] &&
-			[ "$(info_field "$1" master_link_status)" = up ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 start_controller() {
 	"$FL" controller --allow-root -c "$CONF" -v >>"$T/controller.err" 2>&1 &

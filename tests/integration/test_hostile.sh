@@ -38,17 +38,6 @@ start_hostile() {
 	done
 }
 
-start_recpeer() {
-	REC=$T/rec-$1.jsonl
-	: >"$REC"
-	$PY tests/lib/recpeer.py "$1" "$REC" &
-	on_exit "kill $!"
-	local end=$((SECONDS + FL_WAIT_S))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-		[ $SECONDS -le $end ] || fail "recording peer did not start"
-		sleep 0.05
-	done
-}
 
 hwm_kb() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
 

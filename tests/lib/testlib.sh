@@ -58,6 +58,38 @@ wait_event() {
 	return 1
 }
 
+# start_recpeer PORT [ARGS]: the recording controller peer (tests/lib/recpeer.py;
+# ARGS: --reject, --garbage, --silent ...), accepting once this returns; REC is its
+# record, a JSON line per command it received.
+start_recpeer() {
+	local port=$1
+	shift
+	REC=$T/rec-$port.jsonl
+	: >"$REC"
+	"${PY:-/usr/bin/python3}" tests/lib/recpeer.py "$port" "$REC" "$@" &
+	on_exit "kill $!"
+	local end=$((SECONDS + FL_WAIT_S))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+		[ $SECONDS -le $end ] || fail "recording peer did not start"
+		sleep 0.05
+	done
+}
+
+# wait_report JQ-FILTER [SECONDS]: the first REPORT in REC whose .args match; prints it.
+wait_report() { wait_event "$REC" ".cmd == \"REPORT\" and ($1)" "${2:-$FL_WAIT_S}"; }
+
+# wait_linked REPLICA_PORT MASTER_PORT: the replica replicates from that port with the
+# link up. INFO is read by the test's own info_field PORT FIELD (its server's client).
+wait_linked() {
+	local end=$((SECONDS + FL_WAIT_S))
+	while [ $SECONDS -le $end ]; do
+		[ "$(info_field "$1" master_port)" = "$2" ] &&
+			[ "$(info_field "$1" master_link_status)" = up ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 count_events() { local n; n=$(jq -c "select($2)" "$1" 2>/dev/null | wc -l); echo "$n"; }
 
 # expect_eq WHAT GOT WANT
