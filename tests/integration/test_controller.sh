@@ -109,11 +109,7 @@ start_agents() {
 			fail "agent $n did not connect: $(cat "$T/agent-$n.err")"
 	done
 	# Every agent has reported its server up.
-	local end=$((SECONDS + FL_WAIT_S))
-	until [ "$(status_json | jq '[.shards[0].nodes[] | select(.health == "ok")] | length')" = 3 ]; do
-		[ $SECONDS -le $end ] || fail "nodes not healthy: $(status_json)"
-		sleep 0.05
-	done
+	wait_nodes_healthy "$CONF" 3
 }
 
 # has_event JQ-FILTER: the controller logged a matching event (jq 1.6's -e looks at the

@@ -31,11 +31,7 @@ start_hostile() {
 	: >"$HREC"
 	$PY tests/lib/hostile.py "$1" "$HREC" "$2" &
 	on_exit "kill $!"
-	local end=$((SECONDS + FL_WAIT_S))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-		[ $SECONDS -le $end ] || fail "hostile peer did not start"
-		sleep 0.05
-	done
+	wait_listening "$1" "hostile peer"
 }
 
 

@@ -245,17 +245,22 @@ test6_random_loss_no_down() {
 
 # ---- networks that change ----
 
-# A second link between a and b (eth1, 198.18.1.0/24, fd00:f1:1::/64) and the
-# peer's service address on its loopback (198.18.9.2, fd00:f1:9::2), routed from a
-# through eth0 first.
-make_two_paths() {
-	make_topo
+# add_eth1: the second link between a and b, eth1, with its addresses.
+add_eth1() {
 	ip link add eth1 netns "$P-a" type veth peer name eth1 netns "$P-b"
 	for h in a b; do ip -n "$P-$h" link set eth1 up; done
 	ip -n "$P-a" addr add 198.18.1.1/24 dev eth1
 	ip -n "$P-b" addr add 198.18.1.2/24 dev eth1
 	ip -n "$P-a" addr add fd00:f1:1::1/64 dev eth1 nodad
 	ip -n "$P-b" addr add fd00:f1:1::2/64 dev eth1 nodad
+}
+
+# A second link between a and b (eth1, 198.18.1.0/24, fd00:f1:1::/64) and the
+# peer's service address on its loopback (198.18.9.2, fd00:f1:9::2), routed from a
+# through eth0 first.
+make_two_paths() {
+	make_topo
+	add_eth1
 	ip -n "$P-b" addr add 198.18.9.2/32 dev lo
 	ip -n "$P-b" addr add fd00:f1:9::2/128 dev lo
 	ip -n "$P-a" route add 198.18.9.2/32 via $B_IP dev eth0
@@ -302,12 +307,7 @@ route_move() {
 	expect_eq "peer_down events without a route" "$(count_events "$LOG" '.kind == "peer_down"')" 1
 	# eth1 re-created (a new ifindex) and the route through it again.
 	ip -n "$P-a" link del eth1
-	ip link add eth1 netns "$P-a" type veth peer name eth1 netns "$P-b"
-	for h in a b; do ip -n "$P-$h" link set eth1 up; done
-	ip -n "$P-a" addr add 198.18.1.1/24 dev eth1
-	ip -n "$P-b" addr add 198.18.1.2/24 dev eth1
-	ip -n "$P-a" addr add fd00:f1:1::1/64 dev eth1 nodad
-	ip -n "$P-b" addr add fd00:f1:1::2/64 dev eth1 nodad
+	add_eth1
 	t0=$(now_ns)
 	ip -n "$P-a" $ip6 route add "$svc" via $via1 dev eth1
 	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "local_fault"' 5) || fail "no peer_up through the new eth1"

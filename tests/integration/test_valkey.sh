@@ -169,13 +169,8 @@ setup_cluster() {
 		"$FL" agent -c "$CONF" --node "$n" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
 		on_exit "kill -TERM $!; wait $!"
 	done
-	local end=$((SECONDS + FL_WAIT_S))
-	until [ "$(status_json | jq '[.shards[0].nodes[] | select(.health == "ok")] | length')" = 3 ]; do
-		[ $SECONDS -le $end ] || fail "nodes not healthy: $(status_json)"
-		sleep 0.05
-	done
+	wait_nodes_healthy "$CONF" 3
 }
-status_json() { "$FL" status -c "$CONF" --json 2>/dev/null; }
 primary() { vcli "$CTL" sentinel get-master-addr-by-name s | tail -n 1; }
 has_event() { [ -n "$(jq -c "select($1)" "$CLOG" 2>/dev/null)" ]; }
 victims() { vcli "$1" client list | grep -c 'name=victim-'; }

@@ -68,9 +68,26 @@ start_recpeer() {
 	: >"$REC"
 	"${PY:-/usr/bin/python3}" tests/lib/recpeer.py "$port" "$REC" "$@" &
 	on_exit "kill $!"
+	wait_listening "$port" "recording peer"
+}
+
+# wait_listening PORT WHAT: until 127.0.0.1:PORT accepts a connection, else fails
+# saying WHAT did not start.
+wait_listening() {
 	local end=$((SECONDS + FL_WAIT_S))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-		[ $SECONDS -le $end ] || fail "recording peer did not start"
+	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+		[ $SECONDS -le $end ] || fail "$2 did not start"
+		sleep 0.05
+	done
+}
+
+# wait_nodes_healthy CONF N: until `flatline status` shows N nodes of the first shard
+# with health ok, else fails with the status.
+wait_nodes_healthy() {
+	local end=$((SECONDS + FL_WAIT_S)) st
+	until st=$("$FL" status -c "$1" --json 2>/dev/null) &&
+		[ "$(jq '[.shards[0].nodes[] | select(.health == "ok")] | length' <<<"$st")" = "$2" ]; do
+		[ $SECONDS -le $end ] || fail "nodes not healthy: $st"
 		sleep 0.05
 	done
 }
