@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Whole-process exit, OOM victim and exec of watched processes, filtered in the
- * kernel, written to one ring buffer. Loaded by user/proc_watch.c. */
+ * kernel, written to one ring buffer. Loaded by user/kern/proc_watch.c. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>

@@ -2,8 +2,8 @@
 /* The peer prober: one ICMP (IPv4) or ICMPv6 (IPv6) echo per peer every
  * probe_interval_ms from a raw socket,
  * on a libevent timer of the caller's event_base; the kernel (bpf/icmp.bpf.c through
- * user/icmp_watch.c) times requests and replies; each round feeds the verdict
- * (user/peer_verdict.c) and calls back on every change of a peer's state.
+ * user/kern/icmp_watch.c) times requests and replies; each round feeds the verdict
+ * (user/agent/peer_verdict.c) and calls back on every change of a peer's state.
  *
  * Use from the agent:
  *	probe_open(&p, &opts)                once, after the node lock is taken
