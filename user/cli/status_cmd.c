@@ -145,7 +145,7 @@ int cmd_status(int argc, char **argv)
 	struct ctl_cmd_opts o;
 	struct cfg *cfg;
 	redisContext *rc;
-	int ret = 1, next = 0;
+	int ret, next = 0;
 
 	ret = parse_opts(argc, argv, status_usage, "json", no_argument, 0, &o);
 	if (ret)
@@ -155,9 +155,11 @@ int cmd_status(int argc, char **argv)
 	if (!cfg)
 		return 1;
 	rc = connect_controller(cfg, 2000, &next);
-	if (rc)
-		ret = print_answer(rc, redisCommand(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT"),
-				   "read the controller's status");
+	if (rc) {
+		redisReply *rep = redisCommand(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT");
+
+		ret = print_answer(rc, rep, "read the controller's status");
+	}
 	cfg_free(cfg);
 	return ret;
 }
