@@ -24,7 +24,7 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
              -D_GNU_SOURCE -Iinclude -Iuser -I$(BUILD) $(SAN_FLAGS)
 LDFLAGS   += $(SAN_FLAGS)
-LDLIBS    := -lbpf -lelf -lz -levent -levent_pthreads -lhiredis -lldns -linih -lcurl -ljson-c -lcrypto -lsystemd -lpthread
+LDLIBS    := -lbpf -lelf -lz -levent -levent_pthreads -levent_openssl -lssl -lhiredis -lldns -linih -lcurl -ljson-c -lcrypto -lsystemd -lpthread
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) -mcpu=v3 -I. -Iinclude
 
 ifeq ($(V),1)

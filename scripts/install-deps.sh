@@ -18,7 +18,7 @@ PKGS=(
 	# gcc and libc6-dev are all that build needs, BUILD_TLS=no)
 	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils libc6-dev
 	etcd-server etcd-client
-	python3 python3-redis jq
+	python3 python3-redis jq openssl
 	# network namespaces, packet filtering, process tools
 	iproute2 nftables iputils-ping procps psmisc util-linux
 )

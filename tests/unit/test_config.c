@@ -248,6 +248,68 @@ static void test_etcd(void **state)
 	cfg_free(c);
 }
 
+/* The TLS keys (README, "Deploying with TLS"): defaults, tls_address from
+ * tls_listen, and each cross-check with its file:line message. */
+static void test_tls_keys(void **state)
+{
+	static const char base[] = "[cluster]\nsecret = 0123456789abcdef\n"
+				   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6380\n"
+				   "[shard \"s\"]\nnodes = n1\n";
+	static const struct {
+		const char *text, *msg; /* msg NULL: valid */
+	} cases[] = {
+		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n"
+		  "tls_ca = /ca\n", NULL },
+		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n",
+		  "t.conf:9: [controller] tls_ca: missing: tls_auth_clients is yes (the default)" },
+		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n"
+		  "tls_auth_clients = no\n", NULL },
+		{ "[controller]\ntls_listen = 0.0.0.0:26380\ntls_cert = /c\ntls_key = /k\n"
+		  "tls_auth_clients = no\n", "t.conf:9: [controller] tls_address: missing: tls_listen = 0.0.0.0" },
+		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\n",
+		  "t.conf:10: [controller] tls_key: missing (a certificate needs its private key" },
+		{ "[controller]\ntls_listen = 10.0.0.9:26380\n",
+		  "t.conf:9: [controller] tls_cert: missing (the controller's certificate" },
+		{ "[controller]\ntls_cert = /c\ntls_key = /k\n",
+		  "t.conf:9: [controller] tls_listen: missing" },
+		{ "[controller]\ntls_auth_clients = sometimes\n",
+		  "t.conf:9: [controller] tls_auth_clients: not yes, no or optional: 'sometimes'" },
+		{ "[controller]\ntls_listen = unix:/run/x\n",
+		  "t.conf:9: [controller] tls_listen: host:port or [v6]:port, not a unix socket" },
+		{ "[agent]\ntls_ca = relative.pem\n",
+		  "t.conf:9: [agent] tls_ca: not an absolute path: 'relative.pem'" },
+		{ "[agent]\ntls_key = /k\n", "t.conf:9: [agent] tls_cert: missing" },
+		{ "[redis]\ntls = yes\n", "t.conf:9: [redis] tls_ca: missing" },
+		{ "[redis]\ntls = maybe\n", "t.conf:9: [redis] tls: not a boolean" },
+		{ "[redis]\ntls_ca = /ca\n", "t.conf:9: [redis] tls: not yes" },
+		{ "[redis]\ntls = yes\ntls_ca = /ca\ntls_server_name = r.example\n", NULL },
+		{ "[redis]\ntls_sni = x\n", "t.conf:9: [redis] tls_sni: unknown key" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[1024], err[512] = "";
+		struct cfg *c = NULL;
+		int rc;
+
+		snprintf(text, sizeof(text), "%s%s", base, cases[i].text);
+		rc = cfg_load_string("t.conf", text, &c, err, sizeof(err));
+		if (cases[i].msg ? (rc == 0 || strncmp(err, cases[i].msg, strlen(cases[i].msg))) : rc) {
+			print_error("case %zu: rc %d, message\n  '%s'\nwant %s\n  '%s'\n", i, rc, err,
+				    cases[i].msg ? "a prefix of" : "success", cases[i].msg ? cases[i].msg : "");
+			fail();
+		}
+		if (i == 0) {
+			assert_true(c->controller.tls);
+			assert_false(c->controller.have_listen); /* TLS only */
+			assert_string_equal(c->controller.tls_address.host, "10.0.0.9");
+			assert_int_equal(c->controller.tls_address.port, 26380);
+			assert_int_equal(c->controller.tls_auth_clients, CFG_TLS_AUTH_YES);
+		}
+		cfg_free(c);
+	}
+}
+
 static void test_bad_files(void **state)
 {
 	(void)state;
@@ -469,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_hung_cause_defaults),
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_etcd),
+		cmocka_unit_test(test_tls_keys),
 		cmocka_unit_test(test_file_mode_and_nul),
 		cmocka_unit_test(test_include),
 	};

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 #include <event2/event.h>
+#include "common/tls.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/daemon.h"
@@ -114,6 +115,33 @@ static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
 	fence_eval_now(arg);
 }
 
+/* TLS contexts from the cluster file (common/tls.h): to the controller when it has
+ * tls_listen, to the server with [redis] tls = yes; NULL when plain. */
+static int agent_tls(const struct cfg *c, SSL_CTX **ctl, SSL_CTX **srv)
+{
+	char err[600];
+
+	*ctl = *srv = NULL;
+	if (c->controller.tls) {
+		*ctl = tls_client_ctx(c, "agent", &c->agent.tls, &c->controller.tls_files, err,
+				      sizeof(err));
+		if (!*ctl) {
+			pr_warn("failed to set up TLS to the controller: %s\n", err);
+			return -EINVAL;
+		}
+	}
+	if (c->redis.tls) {
+		*srv = tls_client_ctx(c, "redis", &c->redis.tls_files, NULL, err, sizeof(err));
+		if (!*srv) {
+			pr_warn("failed to set up TLS to the server: %s\n", err);
+			SSL_CTX_free(*ctl);
+			*ctl = NULL;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* With a cluster file: the server monitor and the controller link. */
 static int start_cluster(struct agent *a)
 {
@@ -138,7 +166,7 @@ static int start_cluster(struct agent *a)
 		.sched = a->sw,
 	};
 	struct reporter_opts ro = {
-		.ep = c->controller.address,
+		.ep = *tls_controller_ep(c),
 		.node = a->node,
 		.secret = c->secret,
 		.key_hex = a->me->key,
@@ -150,14 +178,22 @@ static int start_cluster(struct agent *a)
 	struct timeval tick = fl_ms_tv(c->agent.heartbeat_ms);
 	int err;
 
+	err = agent_tls(c, &ro.tls, &so.tls);
+	if (err)
+		return err;
+	so.tls_host = c->redis.tls_server_name;
 	a->srv = srvmon_new(a->base, &so, &sops, a);
 	for (a->nrep = 0; a->nrep < nctl; a->nrep++) {
 		if (c->etcd.enabled)
 			ro.ep = c->ctls[a->nrep].listen;
 		a->rep[a->nrep] = reporter_new(a->base, &ro, &rops, a);
 		if (!a->rep[a->nrep])
-			return -ENOMEM;
+			break;
 	}
+	SSL_CTX_free(ro.tls); /* the links hold their references */
+	SSL_CTX_free(so.tls);
+	if (a->nrep < nctl)
+		return -ENOMEM;
 	a->fence_ev = event_new(a->base, -1, EV_PERSIST, on_fence_tick, a);
 	if (!a->srv || !a->fence_ev)
 		return -ENOMEM;

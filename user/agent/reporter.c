@@ -334,7 +334,7 @@ struct reporter *reporter_new(struct event_base *base, const struct reporter_opt
 	r->ctx = ctx;
 	r->link = redis_link_new(base, &o->ep, "controller", 1000, &lops, r);
 	r->hb_ev = event_new(base, -1, EV_PERSIST, on_heartbeat, r);
-	if (!r->link || !r->hb_ev) {
+	if (!r->link || !r->hb_ev || (o->tls && redis_link_set_tls(r->link, o->tls, NULL))) {
 		reporter_free(r);
 		return NULL;
 	}

@@ -49,9 +49,11 @@ struct reporter_opts {
 	const char *secret;  /* the cluster secret: the node key is derived from it ... */
 	const char *key_hex; /* ... unless the node's own key is given (hex, or "") */
 	int heartbeat_ms;
+	struct ssl_ctx_st *tls; /* TLS to the controller (common/tls.h), NULL: plain */
 };
 
 struct reporter;
+struct ssl_ctx_st;
 struct reporter *reporter_new(struct event_base *base, const struct reporter_opts *o,
 			      const struct reporter_ops *ops, void *ctx);
 void reporter_start(struct reporter *r);

@@ -687,6 +687,10 @@ struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 	m->link = redis_link_new(base, &o->ep, "server", o->ping_interval_ms, &lops, m);
 	/* The server is local and cheap to dial: look for a restarted one at least
 	 * every 5 PING intervals (500 ms at the defaults), not every 5 s. */
+	if (m->link && o->tls && redis_link_set_tls(m->link, o->tls, o->tls_host)) {
+		redis_link_free(m->link);
+		m->link = NULL;
+	}
 	if (m->link)
 		redis_link_set_backoff(m->link, o->ping_interval_ms / 2 > 0 ? o->ping_interval_ms / 2 : 1,
 			       5 * o->ping_interval_ms);

@@ -123,9 +123,12 @@ struct srvmon_opts {
 	int stop_grace_ms; /* stopped or frozen this long = hung */
 	int busy_max_ms;   /* busy this long: SCRIPT KILL, then hung if it cannot be killed */
 	struct sched_watch *sched; /* the kernel's scheduler state; NULL: PING alone */
+	struct ssl_ctx_st *tls;    /* [redis] tls: the server over TLS, NULL: plain */
+	const char *tls_host;      /* the name its certificate carries; NULL: ep's host */
 };
 
 struct srvmon;
+struct ssl_ctx_st;
 struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 			  const struct srvmon_ops *ops, void *ctx);
 void srvmon_start(struct srvmon *m);

@@ -9,6 +9,7 @@
 #include "cmds.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/version.h"
 
 
@@ -43,8 +44,10 @@ static void print_node(FILE *f, const struct cfg *c, const struct cfg_node *n)
 		c->agent.ping_interval_ms, c->agent.hung_after, n->pidfile[0] ? ", pid from " : "",
 		n->pidfile);
 	fprintf(f, "  reports to the controller at ");
-	print_ep(f, &c->controller.listen);
-	fprintf(f, " every %d ms\n", c->agent.heartbeat_ms);
+	print_ep(f, tls_controller_ep(c));
+	fprintf(f, "%s every %d ms\n", c->controller.tls ? " over TLS" : "", c->agent.heartbeat_ms);
+	if (c->redis.tls)
+		fprintf(f, "  speaks TLS to its server\n");
 	if (!s) {
 		fprintf(f, "  in no shard: never promoted, probes no peers\n");
 	} else {
@@ -85,9 +88,23 @@ static void print_controller(FILE *f, const struct cfg *c)
 {
 	const typeof(c->controller) *k = &c->controller;
 
-	fprintf(f, "controller:\n  listens on ");
-	print_ep(f, &k->listen);
-	fprintf(f, " (agents, Sentinel clients, flatline status)\n");
+	fprintf(f, "controller:\n");
+	if (!k->tls || k->have_listen) {
+		fprintf(f, "  listens on ");
+		print_ep(f, &k->listen);
+		fprintf(f, " (agents, Sentinel clients, flatline status)\n");
+	}
+	if (k->tls) {
+		fprintf(f, "  listens with TLS on ");
+		print_ep(f, &k->tls_listen);
+		fprintf(f, ", reached at ");
+		print_ep(f, &k->tls_address);
+		fprintf(f, "; client certificates: %s\n",
+			k->tls_auth_clients == CFG_TLS_AUTH_YES ? "required" :
+			k->tls_auth_clients == CFG_TLS_AUTH_NO ? "not asked for" : "verified if sent");
+	}
+	if (c->redis.tls)
+		fprintf(f, "  speaks TLS to the servers\n");
 	fprintf(f, "  node down after %d ms without a heartbeat; failover block %d ms; tilt %d ms\n",
 		k->node_down_after_ms, k->failover_block_ms, k->tilt_ms);
 	fprintf(f, "  state file %s, event log %s\n", k->state_file, k->event_log);
@@ -112,6 +129,39 @@ static void print_controller(FILE *f, const struct cfg *c)
 		fprintf(f, " zone %s, key %s (%s), ttl %d, checked every %d ms\n", c->dns.zone,
 			c->dns.tsig_name, c->dns.tsig_algorithm, c->dns.ttl, c->dns.check_ms);
 	}
+}
+
+/* Every TLS context this host's role builds, built now: a file that cannot be read,
+ * a key that does not match its certificate, a CA that is not PEM is named with its
+ * line. node: an agent's host (not the controller's files). */
+static int check_tls(const struct cfg *c, bool agent_only)
+{
+	SSL_CTX *ctx;
+	char err[600];
+
+	if (c->controller.tls && !agent_only) {
+		ctx = tls_server_ctx(c, err, sizeof(err));
+		if (!ctx)
+			goto fail;
+		SSL_CTX_free(ctx);
+	}
+	if (c->controller.tls && (agent_only || c->agent.tls.cert[0] || c->agent.tls.ca[0])) {
+		ctx = tls_client_ctx(c, "agent", &c->agent.tls, &c->controller.tls_files, err,
+				     sizeof(err));
+		if (!ctx)
+			goto fail;
+		SSL_CTX_free(ctx);
+	}
+	if (c->redis.tls) {
+		ctx = tls_client_ctx(c, "redis", &c->redis.tls_files, NULL, err, sizeof(err));
+		if (!ctx)
+			goto fail;
+		SSL_CTX_free(ctx);
+	}
+	return 0;
+fail:
+	fprintf(stderr, "%s\n", err);
+	return -EINVAL;
 }
 
 /* Valid but probably not meant: said, not refused. */
@@ -199,6 +249,10 @@ int cmd_check(int argc, char **argv)
 			cfg_free(cfg);
 			return 1;
 		}
+	}
+	if (check_tls(cfg, only != NULL)) {
+		cfg_free(cfg);
+		return 1;
 	}
 	if (!quiet) {
 		printf("%s: valid: cluster %s, %d node(s), %d shard(s)%s\n", path,

@@ -8,8 +8,10 @@
 #include <string.h>
 #include <hiredis/hiredis.h>
 #include "cmds.h"
+#include "cli/cli_conn.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "common/tls.h"
 
 #define STATUS_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
 
@@ -22,34 +24,18 @@ static int n_controllers(const struct cfg *cfg)
 
 static const struct cfg_endpoint *controller_ep(const struct cfg *cfg, int i)
 {
-	return cfg->etcd.enabled ? &cfg->ctls[i].listen : &cfg->controller.address;
+	return cfg->etcd.enabled ? &cfg->ctls[i].listen : tls_controller_ep(cfg);
 }
 
-static redisContext *connect_one(const struct cfg_endpoint *ep, int timeout_ms)
+/* The first controller from *next on that accepts a connection; *next moves past it.
+ * TLS when the file has tls_listen or --tls was given. */
+static struct cli_conn *connect_controller(const struct cfg *cfg, struct cli_tls *tls,
+					   int timeout_ms, int *next)
 {
-	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
-	redisContext *rc;
-
-	if (ep->unix_path[0])
-		rc = redisConnectUnixWithTimeout(ep->unix_path, tv);
-	else
-		rc = redisConnectWithTimeout(ep->host, ep->port, tv);
-	if (!rc || rc->err) {
-		pr_warn("failed to connect to the controller at %s:%d: %s\n",
-			ep->unix_path[0] ? ep->unix_path : ep->host, ep->port,
-			rc ? rc->errstr : "out of memory");
-		if (rc)
-			redisFree(rc);
-		return NULL;
-	}
-	return rc;
-}
-
-/* The first controller from *next on that accepts a connection; *next moves past it. */
-static redisContext *connect_controller(const struct cfg *cfg, int timeout_ms, int *next)
-{
+	tls->on |= cfg->controller.tls;
 	while (*next < n_controllers(cfg)) {
-		redisContext *rc = connect_one(controller_ep(cfg, (*next)++), timeout_ms);
+		struct cli_conn *rc = cli_connect(cfg, controller_ep(cfg, (*next)++), tls,
+						  timeout_ms);
 
 		if (rc)
 			return rc;
@@ -74,7 +60,44 @@ static struct cfg *load(const char *path)
 struct ctl_cmd_opts {
 	const char *config;
 	const char *extra; /* the extra option's argument ("" when it takes none) */
+	struct cli_tls tls; /* --tls, --cacert, --cert, --key */
 };
+
+/* --tls, --cacert, --cert, --key: 0 if opt is one of them and its value is good. */
+static int tls_opt(int opt, struct cli_tls *tls)
+{
+	switch (opt) {
+	case 'T':
+		tls->on = true;
+		return 0;
+	case 'A':
+		tls->cacert = optarg;
+		break;
+	case 'C':
+		tls->cert = optarg;
+		break;
+	case 'K':
+		tls->key = optarg;
+		break;
+	default:
+		return -1;
+	}
+	if (!optarg || optarg[0] != '/') {
+		pr_warn("--%s: not an absolute path: '%s'\n",
+			opt == 'A' ? "cacert" : opt == 'C' ? "cert" : "key", optarg ? optarg : "");
+		return 1;
+	}
+	tls->on = true;
+	return 0;
+}
+
+#define TLS_USAGE                                                                       \
+	"  --tls              TLS to the controller (implied when the file has\n"          \
+	"                     [controller] tls_listen)\n"                                  \
+	"  --cacert FILE      the CA that signed the controller's certificate (default\n"  \
+	"                     [agent] tls_ca, else [controller] tls_ca)\n"                 \
+	"  --cert FILE, --key FILE  a client certificate and its key (default [agent]\n"  \
+	"                     tls_cert and tls_key)\n"
 
 static int parse_opts(int argc, char **argv, const char *usage, const char *extra, int has_arg,
 		      int nargs, struct ctl_cmd_opts *o)
@@ -83,12 +106,17 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *extr
 		{ "config", required_argument, NULL, 'c' },
 		{ extra, has_arg, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "tls", no_argument, NULL, 'T' },
+		{ "cacert", required_argument, NULL, 'A' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
 		{ 0 },
 	};
 	int opt;
 
 	o->config = STATUS_DEFAULT_CONFIG;
 	o->extra = NULL;
+	o->tls = (struct cli_tls){ 0 };
 	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -101,6 +129,8 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *extr
 			fputs(usage, stdout);
 			return -1;
 		default:
+			if (!tls_opt(opt, &o->tls))
+				break;
 			fputs(usage, stderr);
 			return 2;
 		}
@@ -114,12 +144,12 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *extr
 
 /* The controller's answer to one command: a string, printed as it is (0), else 1
  * with "failed to <what>: <why>". Frees rep and rc. */
-static int print_answer(redisContext *rc, redisReply *rep, const char *what)
+static int print_answer(struct cli_conn *rc, redisReply *rep, const char *what)
 {
 	int ret = 1;
 
 	if (!rep) {
-		pr_warn("failed to %s: %s\n", what, rc->errstr);
+		pr_warn("failed to %s: %s\n", what, cli_errstr(rc));
 	} else if (rep->type == REDIS_REPLY_STRING) {
 		fwrite(rep->str, 1, rep->len, stdout);
 		ret = 0;
@@ -129,7 +159,7 @@ static int print_answer(redisContext *rc, redisReply *rep, const char *what)
 	}
 	if (rep)
 		freeReplyObject(rep);
-	redisFree(rc);
+	cli_free(rc);
 	return ret;
 }
 
@@ -138,13 +168,13 @@ static const char status_usage[] =
 	"\n"
 	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG "): where the\n"
 	"                     controller listens\n"
-	"  --json             one JSON object instead of the table\n";
+	"  --json             one JSON object instead of the table\n" TLS_USAGE;
 
 int cmd_status(int argc, char **argv)
 {
 	struct ctl_cmd_opts o;
 	struct cfg *cfg;
-	redisContext *rc;
+	struct cli_conn *rc;
 	int ret, next = 0;
 
 	ret = parse_opts(argc, argv, status_usage, "json", no_argument, 0, &o);
@@ -154,9 +184,9 @@ int cmd_status(int argc, char **argv)
 	cfg = load(o.config);
 	if (!cfg)
 		return 1;
-	rc = connect_controller(cfg, 2000, &next);
+	rc = connect_controller(cfg, &o.tls, 2000, &next);
 	if (rc) {
-		redisReply *rep = redisCommand(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT");
+		redisReply *rep = cli_command(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT");
 
 		ret = print_answer(rc, rep, "read the controller's status");
 	}
@@ -172,7 +202,7 @@ static const char failover_usage[] =
 	"resumed. No acknowledged write is lost. Prints the timeline.\n"
 	"\n"
 	"  --to NODE          the replica to promote (default: the best one)\n"
-	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n";
+	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n" TLS_USAGE;
 
 int cmd_failover(int argc, char **argv)
 {
@@ -180,7 +210,7 @@ int cmd_failover(int argc, char **argv)
 	const char *to, *shard;
 	char what[512];
 	struct cfg *cfg;
-	redisContext *rc;
+	struct cli_conn *rc;
 	redisReply *rep;
 	int ret, next = 0;
 
@@ -195,33 +225,29 @@ int cmd_failover(int argc, char **argv)
 	if (!cfg)
 		return 1;
 again:
-	rc = connect_controller(cfg, 2000, &next);
+	rc = connect_controller(cfg, &o.tls, 2000, &next);
 	if (!rc)
 		goto cleanup;
-	{
-		struct timeval tv = { 60, 0 }; /* the switchover is bounded well below this */
-
-		redisSetTimeout(rc, tv);
-	}
-	rep = redisCommand(rc, "AUTH %s", cfg->secret);
+	cli_set_timeout(rc, 60000); /* the switchover is bounded well below this */
+	rep = cli_command(rc, "AUTH %s", cfg->secret);
 	if (!rep || rep->type == REDIS_REPLY_ERROR) {
 		pr_warn("failed to authenticate to the controller: %s\n",
-			rep ? rep->str : rc->errstr);
+			rep ? rep->str : cli_errstr(rc));
 		if (rep)
 			freeReplyObject(rep);
-		redisFree(rc);
+		cli_free(rc);
 		goto cleanup;
 	}
 	freeReplyObject(rep);
 	if (to)
-		rep = redisCommand(rc, "FLATLINE FAILOVER %s %s", shard, to);
+		rep = cli_command(rc, "FLATLINE FAILOVER %s %s", shard, to);
 	else
-		rep = redisCommand(rc, "FLATLINE FAILOVER %s", shard);
+		rep = cli_command(rc, "FLATLINE FAILOVER %s", shard);
 	if (rep && rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOTLEADER", 9) &&
 	    next < n_controllers(cfg)) {
 		/* HA mode: a follower; ask the next controller. */
 		freeReplyObject(rep);
-		redisFree(rc);
+		cli_free(rc);
 		goto again;
 	}
 	ret = print_answer(rc, rep, what);

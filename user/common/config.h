@@ -30,6 +30,19 @@ struct cfg_node {
 	int line;                  /* line of its section header */
 };
 
+/* TLS files of one side of a link (common/tls.h). Paths are absolute, "" = not
+ * given; the lines name the keys in messages (files are read when a daemon builds
+ * its TLS context, so a host needs only the files of its own role). */
+struct cfg_tls {
+	char cert[256];
+	char key[256];
+	char ca[256];
+	int cert_line, key_line, ca_line;
+};
+
+/* [controller] tls_auth_clients, as Redis's tls-auth-clients. */
+enum cfg_tls_auth { CFG_TLS_AUTH_YES, CFG_TLS_AUTH_NO, CFG_TLS_AUTH_OPTIONAL };
+
 /* [controller "c1"]: one of several controllers (HA mode, with [etcd]). */
 struct cfg_ctl {
 	char id[CFG_ID_MAX + 1];
@@ -66,6 +79,8 @@ struct cfg {
 		int stop_grace_ms;       /* stopped or frozen this long = hung (0: at once) */
 		int busy_max_ms;         /* busy on a CPU, not answering: alive this long */
 		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
+		struct cfg_tls tls; /* tls_cert/tls_key: presented to the controller;
+				     * tls_ca: verifies it (default [controller] tls_ca) */
 	} agent;
 	struct {
 		struct cfg_endpoint listen;
@@ -82,10 +97,24 @@ struct cfg {
 		int failover_block_ms;
 		int tilt_ms;
 		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
+		/* TLS (common/tls.h): tls_listen set = agents and clients use TLS. */
+		bool tls;                       /* tls_listen was given */
+		bool have_listen;               /* listen was given: plain stays on with TLS */
+		struct cfg_endpoint tls_listen;
+		struct cfg_endpoint tls_address; /* where it is reached; default tls_listen */
+		bool have_tls_address;
+		int tls_line, tls_address_line;
+		struct cfg_tls tls_files;       /* its certificate, key, and the agents' CA */
+		enum cfg_tls_auth tls_auth_clients;
 	} controller;
 	struct {
 		char user[128];
 		char password[256];
+		bool tls;              /* tls = yes: every server link over TLS */
+		int tls_line;
+		struct cfg_tls tls_files; /* tls_ca verifies the servers; tls_cert/key: ours */
+		char tls_server_name[256]; /* names the certificates must carry; "" = each
+					    * node's redis host (name or IP) */
 	} redis;
 	struct {
 		bool enabled; /* a [dns] section is present */

@@ -103,6 +103,77 @@ void set_defaults(struct cfg *c)
 }
 
 /* Cross-section checks, once everything is read. */
+/* Cross-key checks of the TLS keys, once everything is read. */
+static void validate_tls_pair(struct parser *p, const char *sect, const struct cfg_tls *t)
+{
+	if (p->failed || (t->cert[0] != 0) == (t->key[0] != 0))
+		return;
+	snprintf(p->sect_text, sizeof(p->sect_text), "%s", sect);
+	if (t->cert[0])
+		perr(p, t->cert_line, "tls_key",
+		     "missing (a certificate needs its private key: tls_key = /path)");
+	else
+		perr(p, t->key_line, "tls_cert",
+		     "missing (a private key needs its certificate: tls_cert = /path)");
+}
+
+static void validate_tls(struct parser *p)
+{
+	typeof(p->c->controller) *k = &p->c->controller;
+	static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+
+	validate_tls_pair(p, "agent", &p->c->agent.tls);
+	validate_tls_pair(p, "controller", &k->tls_files);
+	validate_tls_pair(p, "redis", &p->c->redis.tls_files);
+	if (p->failed)
+		return;
+	snprintf(p->sect_text, sizeof(p->sect_text), "controller");
+	if (!k->tls) {
+		/* TLS keys without tls_listen would be silently unused. */
+		if (k->tls_files.cert[0] || k->tls_files.ca[0] || k->have_tls_address)
+			perr(p, k->tls_files.cert[0] ? k->tls_files.cert_line :
+				k->tls_files.ca[0] ? k->tls_files.ca_line : k->tls_address_line,
+			     "tls_listen", "missing (the TLS keys of [controller] need the address "
+			     "to listen on, e.g. tls_listen = 0.0.0.0:26380)");
+	} else if (p->c->etcd.enabled) {
+		perr(p, k->tls_line, "tls_listen",
+		     "not supported with [etcd] (HA mode) yet: run HA controllers without TLS "
+		     "or a single controller with it");
+	} else if (!k->tls_files.cert[0]) {
+		perr(p, k->tls_line, "tls_cert",
+		     "missing (the controller's certificate, PEM: tls_cert = /path)");
+	} else if (k->tls_auth_clients != CFG_TLS_AUTH_NO && !k->tls_files.ca[0]) {
+		perr(p, k->tls_line, "tls_ca",
+		     "missing: tls_auth_clients is %s, so client certificates are verified "
+		     "against this CA (or set tls_auth_clients = no)",
+		     k->tls_auth_clients == CFG_TLS_AUTH_YES ? "yes (the default)" : "optional");
+	} else if (!k->have_tls_address) {
+		bool wild = false;
+
+		for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+			wild |= !strcmp(k->tls_listen.host, any[i]);
+		if (wild)
+			perr(p, k->tls_line, "tls_address",
+			     "missing: tls_listen = %s is every address of the controller's host, "
+			     "so agents and clients need the one to connect to (tls_address = "
+			     "host:port, the name or IP its certificate carries)",
+			     k->tls_listen.host);
+		else
+			k->tls_address = k->tls_listen;
+	}
+	if (p->failed)
+		return;
+	snprintf(p->sect_text, sizeof(p->sect_text), "redis");
+	if (!p->c->redis.tls && (p->c->redis.tls_files.ca[0] || p->c->redis.tls_files.cert[0] ||
+				 p->c->redis.tls_server_name[0]))
+		perr(p, p->c->redis.tls_files.ca[0] ? p->c->redis.tls_files.ca_line :
+			p->c->redis.tls_files.cert_line ? p->c->redis.tls_files.cert_line : p->line,
+		     "tls", "not yes: the TLS keys of [redis] would be unused (tls = yes)");
+	else if (p->c->redis.tls && !p->c->redis.tls_files.ca[0])
+		perr(p, p->c->redis.tls_line, "tls_ca",
+		     "missing (the CA that signed the servers' certificates: tls_ca = /path)");
+}
+
 void validate(struct parser *p)
 {
 	struct cfg *c = p->c;
@@ -212,6 +283,8 @@ void validate(struct parser *p)
 		else if (!c->controller.have_address)
 			c->controller.address = c->controller.listen;
 	}
+	if (!p->failed)
+		validate_tls(p);
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
 	bool node_key = false;
@@ -320,6 +393,20 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DINT(controller.failover_block_ms, "[controller]", "failover_block_ms");
 	DINT(controller.tilt_ms, "[controller]", "tilt_ms");
 	DEP(controller.metrics_listen, "[controller]", "metrics_listen");
+	DEP(controller.tls_listen, "[controller]", "tls_listen");
+	DEP(controller.tls_address, "[controller]", "tls_address");
+	DINT(controller.tls_auth_clients, "[controller]", "tls_auth_clients");
+	DSTR(controller.tls_files.cert, "[controller]", "tls_cert");
+	DSTR(controller.tls_files.key, "[controller]", "tls_key");
+	DSTR(controller.tls_files.ca, "[controller]", "tls_ca");
+	DSTR(agent.tls.cert, "[agent]", "tls_cert");
+	DSTR(agent.tls.key, "[agent]", "tls_key");
+	DSTR(agent.tls.ca, "[agent]", "tls_ca");
+	DINT(redis.tls, "[redis]", "tls");
+	DSTR(redis.tls_files.cert, "[redis]", "tls_cert");
+	DSTR(redis.tls_files.key, "[redis]", "tls_key");
+	DSTR(redis.tls_files.ca, "[redis]", "tls_ca");
+	DSTR(redis.tls_server_name, "[redis]", "tls_server_name");
 	DSTR(redis.user, "[redis]", "user");
 	DSTR(redis.password, "[redis]", "password");
 	DINT(dns.enabled, "[dns]", "*");

@@ -19,7 +19,7 @@ enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_
 
 #define CFG_MIN_SECRET 16   /* bytes: as ssh-keygen refuses short keys */
 #define CFG_MAX_INCLUDE 4   /* nested [include]s */
-#define CFG_MAX_SECT_KEYS 16 /* distinct keys in one section */
+#define CFG_MAX_SECT_KEYS 32 /* distinct keys in one section */
 
 struct parser {
 	struct cfg *c;

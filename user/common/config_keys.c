@@ -146,10 +146,98 @@ bool key_cluster(struct parser *p, const char *name, const char *v)
 	return false;
 }
 
+/* TLS keys (common/tls.h), shared by [agent], [controller] and [redis]: tls_cert,
+ * tls_key, tls_ca. Only the syntax here: each daemon reads the files it needs when
+ * it builds its TLS context, naming this file and line if one cannot be used. */
+static bool set_tls_file(struct parser *p, const char *name, const char *v, struct cfg_tls *t)
+{
+	if (KEY("tls_cert")) {
+		t->cert_line = p->line;
+		return set_path(p, name, v, t->cert, sizeof(t->cert));
+	}
+	if (KEY("tls_key")) {
+		t->key_line = p->line;
+		return set_path(p, name, v, t->key, sizeof(t->key));
+	}
+	if (KEY("tls_ca")) {
+		t->ca_line = p->line;
+		return set_path(p, name, v, t->ca, sizeof(t->ca));
+	}
+	perr(p, p->line, name, "unknown key");
+	return false;
+}
+
+static bool key_agent_tls(struct parser *p, const char *name, const char *v)
+{
+	return set_tls_file(p, name, v, &p->c->agent.tls);
+}
+
+static bool key_controller_tls(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->controller) *k = &p->c->controller;
+
+	if (KEY("tls_listen")) {
+		k->tls = true;
+		k->tls_line = p->line;
+		if (!set_endpoint(p, name, v, &k->tls_listen, 26379))
+			return false;
+		if (k->tls_listen.unix_path[0]) {
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			return false;
+		}
+		return true;
+	}
+	if (KEY("tls_address")) {
+		k->have_tls_address = true;
+		k->tls_address_line = p->line;
+		if (!set_endpoint(p, name, v, &k->tls_address, 26379))
+			return false;
+		if (k->tls_address.unix_path[0]) {
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			return false;
+		}
+		return true;
+	}
+	if (KEY("tls_auth_clients")) {
+		if (!strcasecmp(v, "yes"))
+			k->tls_auth_clients = CFG_TLS_AUTH_YES;
+		else if (!strcasecmp(v, "no"))
+			k->tls_auth_clients = CFG_TLS_AUTH_NO;
+		else if (!strcasecmp(v, "optional"))
+			k->tls_auth_clients = CFG_TLS_AUTH_OPTIONAL;
+		else {
+			perr(p, p->line, name, "not yes, no or optional: '%s'", v);
+			return false;
+		}
+		return true;
+	}
+	return set_tls_file(p, name, v, &k->tls_files);
+}
+
+static bool key_redis_tls(struct parser *p, const char *name, const char *v)
+{
+	typeof(p->c->redis) *r = &p->c->redis;
+
+	if (KEY("tls")) {
+		r->tls_line = p->line;
+		return set_bool(p, name, v, &r->tls);
+	}
+	if (KEY("tls_server_name")) {
+		if (!v[0] || strpbrk(v, " \t/")) {
+			perr(p, p->line, name, "not a host name or IP address: '%s'", v);
+			return false;
+		}
+		return set_str(p, name, v, r->tls_server_name, sizeof(r->tls_server_name));
+	}
+	return set_tls_file(p, name, v, &r->tls_files);
+}
+
 bool key_agent(struct parser *p, const char *name, const char *v)
 {
 	typeof(p->c->agent) *a = &p->c->agent;
 
+	if (!strncmp(name, "tls_", 4))
+		return key_agent_tls(p, name, v);
 	if (KEY("ping_interval_ms"))
 		return set_int(p, name, v, 1, MS_MAX, &a->ping_interval_ms);
 	if (KEY("hung_after"))
@@ -182,8 +270,11 @@ bool key_controller(struct parser *p, const char *name, const char *v)
 {
 	typeof(p->c->controller) *k = &p->c->controller;
 
+	if (!strncmp(name, "tls_", 4))
+		return key_controller_tls(p, name, v);
 	if (KEY("listen")) {
 		p->listen_line = p->line;
+		k->have_listen = true;
 		return set_endpoint(p, name, v, &k->listen, 26379);
 	}
 	if (KEY("address")) {
@@ -214,6 +305,8 @@ bool key_controller(struct parser *p, const char *name, const char *v)
 
 bool key_redis(struct parser *p, const char *name, const char *v)
 {
+	if (!strncmp(name, "tls", 3))
+		return key_redis_tls(p, name, v);
 	if (KEY("user"))
 		return set_str(p, name, v, p->c->redis.user, sizeof(p->c->redis.user));
 	if (KEY("password")) {

@@ -6,6 +6,7 @@
  * process (hiredis 0.14's async layer assert()s on an unsolicited reply, which
  * is why it is not used). */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,11 +19,14 @@
 #include <unistd.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/ssl.h>
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/redis_link.h"
 #include "common/reply_reader.h"
+#include "common/tls.h"
 
 #define REDIS_LINK_MAX_IN_FLIGHT 64
 #define REDIS_LINK_READ_CHUNK 65536
@@ -61,6 +65,9 @@ struct redis_link {
 	struct redis_link_ops ops;
 	void *ctx;
 
+	SSL_CTX *tls;            /* TLS (redis_link_set_tls), NULL: plain */
+	char tls_host[256];      /* the name or IP its certificate must carry */
+	bool tls_up;             /* bev is the TLS one (handshake under way or done) */
 	struct bufferevent *bev; /* NULL while down */
 	struct reply_reader *rd; /* this connection's replies */
 	bool connected;          /* connect completed */
@@ -181,6 +188,7 @@ static void close_conn(struct redis_link *l)
 	reply_reader_free(l->rd);
 	l->rd = NULL;
 	l->connected = false;
+	l->tls_up = false;
 	l->gen++;
 	event_del(l->conn_to);
 	event_del(l->reply_to);
@@ -306,13 +314,52 @@ static void on_read(struct bufferevent *bev, void *arg)
 
 static void send_held(struct redis_link *l);
 
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
+/* TCP is up: the same socket continues in a TLS bufferevent, which reports
+ * BEV_EVENT_CONNECTED once the handshake is done (within the connect timeout). */
+static void start_tls(struct redis_link *l)
+{
+	int fd = fcntl((int)bufferevent_getfd(l->bev), F_DUPFD_CLOEXEC, 0);
+	SSL *ssl = tls_client_ssl(l->tls, l->tls_host);
+	struct bufferevent *bev = NULL;
+
+	if (fd >= 0 && ssl)
+		bev = bufferevent_openssl_socket_new(l->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+						     BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		if (ssl)
+			SSL_free(ssl);
+		if (fd >= 0)
+			close(fd);
+		went_down(l, "failed to start TLS: out of memory", ENOMEM);
+		return;
+	}
+	bufferevent_free(l->bev); /* closes the original descriptor, not the socket */
+	l->bev = bev;
+	l->tls_up = true;
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1); /* Redis closes without close_notify */
+	bufferevent_setcb(bev, on_read, NULL, on_event, l);
+	bufferevent_setwatermark(bev, EV_READ, 0, REDIS_LINK_INPUT_HIWAT);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct redis_link *l = arg;
 	int err = EVUTIL_SOCKET_ERROR();
-	char why[160];
+	char why[240], tw[200];
 
-	(void)bev;
+	if ((what & BEV_EVENT_CONNECTED) && l->tls && !l->tls_up) {
+		start_tls(l);
+		return;
+	}
+	if (l->tls_up && !l->connected && (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))) {
+		snprintf(why, sizeof(why), "TLS handshake failed: %s",
+			 tls_bev_error(bev, (what & BEV_EVENT_ERROR) ? err : 0, tw, sizeof(tw)));
+		went_down(l, why, EPROTO);
+		return;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		event_del(l->conn_to);
 		l->connected = true;
@@ -334,7 +381,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
-		snprintf(why, sizeof(why), "%s", err ? strerror(err) : "connection lost");
+		if (l->tls_up && !err)
+			snprintf(why, sizeof(why), "TLS: %s", tls_bev_error(bev, 0, tw, sizeof(tw)));
+		else
+			snprintf(why, sizeof(why), "%s", err ? strerror(err) : "connection lost");
 		went_down(l, why, err);
 		return;
 	}
@@ -467,6 +517,19 @@ struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endp
 		return NULL;
 	}
 	return l;
+}
+
+int redis_link_set_tls(struct redis_link *l, SSL_CTX *ctx, const char *host)
+{
+	if (l->ep.unix_path[0])
+		return 0; /* Redis speaks plain text on its unix socket */
+	if (!SSL_CTX_up_ref(ctx))
+		return -ENOMEM;
+	if (l->tls)
+		SSL_CTX_free(l->tls);
+	l->tls = ctx;
+	snprintf(l->tls_host, sizeof(l->tls_host), "%s", host && host[0] ? host : l->ep.host);
+	return 0;
 }
 
 void redis_link_set_backoff(struct redis_link *l, int base_ms, int max_ms)
@@ -690,6 +753,8 @@ static void really_free(struct redis_link *l)
 		event_free(l->conn_to);
 	if (l->reply_to)
 		event_free(l->reply_to);
+	if (l->tls)
+		SSL_CTX_free(l->tls);
 	free(l);
 }
 

@@ -18,6 +18,7 @@
 
 struct event_base;
 struct redis_link;
+struct ssl_ctx_st;
 
 #define REDIS_LINK_MAX_REPLY REPLY_MAX_BYTES /* larger replies are a protocol error */
 #define REDIS_LINK_REPLY_TIMEOUT_MS 5000  /* default: first byte of a reply to its last */
@@ -38,6 +39,12 @@ typedef void (*redis_link_result_fn)(void *ctx, redisReply *reply, const char *e
 
 struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endpoint *ep, const char *name,
 		     int timeout_ms, const struct redis_link_ops *ops, void *ctx);
+/* TLS on every connection from now on (not on a unix socket: Redis has none
+ * there): ctx verifies the peer, whose certificate must carry host (a name or
+ * IP; NULL or "": the endpoint's host). The link holds a reference to ctx. The
+ * handshake is part of connecting: on_up comes after it, within the connect
+ * timeout, and a failure reaches on_down as "TLS handshake failed: <why>". */
+int redis_link_set_tls(struct redis_link *l, struct ssl_ctx_st *ctx, const char *host);
 /* Reconnect delays: from base_ms doubling to max_ms (default 100 ms to 5 s). */
 void redis_link_set_backoff(struct redis_link *l, int base_ms, int max_ms);
 /* A reply whose first bytes arrived must be whole within ms (a slow drip is a

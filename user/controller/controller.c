@@ -537,8 +537,7 @@ void ctl_free(struct ctl *c)
 	free(c->waiter);
 	ctl_dns_free(c);
 	ctl_metrics_free(c);
-	if (c->lis)
-		evconnlistener_free(c->lis);
+	ctl_listen_close(c);
 	if (c->accept_resume)
 		event_free(c->accept_resume);
 	if (c->tick)

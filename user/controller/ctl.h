@@ -32,6 +32,7 @@ struct evbuffer;
 struct ctl_server;
 struct ha;
 struct ctl_state_writer;
+struct ssl_ctx_st;
 
 #define CTL_TICK_MS 100         /* TILT check */
 #define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
@@ -84,6 +85,7 @@ struct ctl_conn {
 	long long created_ms, last_cmd_ms;
 	char name[64];
 	char last_cmd[32];
+	bool tls_handshake; /* on the TLS socket, handshake not done: CTL_PREAUTH_MS */
 };
 
 /* The DNS record of one shard as the controller knows it. */
@@ -116,7 +118,11 @@ struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
 	struct event_base *base;
-	struct evconnlistener *lis;
+	struct evconnlistener *lis;     /* plain: [controller] listen; NULL when TLS only */
+	struct evconnlistener *tls_lis; /* [controller] tls_listen, NULL without */
+	struct ssl_ctx_st *tls_ctx;     /* its certificate and the clients' CA */
+	struct ssl_ctx_st *srv_tls;     /* [redis] tls: to the servers, NULL without */
+	char tls_listen_str[300];
 	struct evlog *log;
 	char event_log[256];
 	char state_file[256];
@@ -218,6 +224,8 @@ void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
 
 /* ctl_listen.c */
 int ctl_listen(struct ctl *c);
+/* Closes the listen sockets and frees the TLS context. */
+void ctl_listen_close(struct ctl *c);
 void ctl_conn_fatal(struct ctl_conn *k, const char *err);
 void ctl_conn_free(struct ctl_conn *k);
 void ctl_conn_resume(struct ctl_conn *k);

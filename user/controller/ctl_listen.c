@@ -14,10 +14,13 @@
 #include <sys/un.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <openssl/ssl.h>
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "controller/ctl.h"
 
 /* client-output-buffer-limit: closed past hard, or past soft for soft_s. */
@@ -295,6 +298,14 @@ static void on_conn_deadline(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (k->tls_handshake) {
+		if (ctl_log_allowed(k->ctl, k->peer, &supp))
+			pr_warn("closing client %s: the TLS handshake not finished within %d ms%s\n",
+				k->peer, CTL_PREAUTH_MS,
+				supp ? " (and others from there, not logged)" : "");
+		ctl_conn_free(k);
+		return;
+	}
 	if (k->flags & (CTL_C_WAITING | CTL_C_CLOSING))
 		return; /* not reading on purpose, or on its way out */
 	if (!resp_pending(k->rd) && (!(k->flags & CTL_C_CHALLENGED) || (k->flags & CTL_C_AGENT)))
@@ -333,30 +344,52 @@ void ctl_conn_resume(struct ctl_conn *k)
 	}
 }
 
+/* An event while the TLS handshake runs: done (true, reading on), or failed (said,
+ * rate-limited per address, and freed: true). */
+static bool ctl_tls_event(struct ctl_conn *k, struct bufferevent *bev, short what)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+	unsigned supp = 0;
+	char why[200];
+
+	if (what & BEV_EVENT_CONNECTED) {
+		k->tls_handshake = false;
+		event_del(k->deadline);
+		return true;
+	}
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return false;
+	tls_bev_error(bev, (what & BEV_EVENT_ERROR) ? err : 0, why, sizeof(why));
+	k->ctl->m.rejected++;
+	if (ctl_log_allowed(k->ctl, k->peer, &supp))
+		pr_warn("closing client %s: TLS handshake failed: %s%s\n", k->peer, why,
+			supp ? " (and others from there, not logged)" : "");
+	ctl_conn_free(k);
+	return true;
+}
+
 static void on_conn_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct ctl_conn *k = arg;
 
-	(void)bev;
+	if (k->tls_handshake && ctl_tls_event(k, bev, what))
+		return;
 	if (what & BEV_EVENT_TIMEOUT && (k->flags & CTL_C_AGENT))
 		ctl_agent_timed_out(k);
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
 		ctl_conn_free(k);
 }
 
-static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
-		      int salen, void *arg)
+static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, bool tls)
 {
 	static const char full[] = "-ERR max number of clients reached\r\n";
-	struct ctl *c = arg;
 	struct ctl_conn *k;
 	int one = 1;
 
-	(void)lis;
-	(void)salen;
 	if (c->nconns >= c->maxclients) {
-		/* As Redis: the error, then closed; logged once per interval. */
-		if (send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		/* As Redis: the error, then closed; logged once per interval (on the
+		 * TLS socket only closed: the error would not be TLS). */
+		if (!tls && send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			pr_debug("failed to refuse a client: %s\n", strerror(errno));
 		close(fd);
 		if (fl_mono_ms() - c->accept_err_ms >= 10000) {
@@ -395,7 +428,20 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	if (sa->sa_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	k->rd = resp_reader_new();
-	k->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (tls) {
+		SSL *ssl = SSL_new(c->tls_ctx);
+
+		k->bev = ssl ? bufferevent_openssl_socket_new(c->base, fd, ssl,
+							      BUFFEREVENT_SSL_ACCEPTING,
+							      BEV_OPT_CLOSE_ON_FREE) : NULL;
+		if (!k->bev && ssl)
+			SSL_free(ssl);
+		if (k->bev)
+			bufferevent_openssl_set_allow_dirty_shutdown(k->bev, 1);
+		k->tls_handshake = true;
+	} else {
+		k->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	}
 	k->deadline = evtimer_new(c->base, on_conn_deadline, k);
 	if (!k->rd || !k->bev || !k->deadline) {
 		resp_reader_free(k->rd);
@@ -418,6 +464,27 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	if (c->conns)
 		c->conns->prev = k;
 	c->conns = k;
+	if (tls) { /* the handshake, like a frame begun, has CTL_PREAUTH_MS */
+		struct timeval tv = fl_ms_tv(CTL_PREAUTH_MS);
+
+		evtimer_add(k->deadline, &tv);
+	}
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+		      int salen, void *arg)
+{
+	(void)lis;
+	(void)salen;
+	accept_conn(arg, fd, sa, false);
+}
+
+static void on_accept_tls(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+			  int salen, void *arg)
+{
+	(void)lis;
+	(void)salen;
+	accept_conn(arg, fd, sa, true);
 }
 
 static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
@@ -426,7 +493,10 @@ static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	evconnlistener_enable(c->lis);
+	if (c->lis)
+		evconnlistener_enable(c->lis);
+	if (c->tls_lis)
+		evconnlistener_enable(c->tls_lis);
 }
 
 /* accept() failed. Out of descriptors (or memory): the pending connection stays
@@ -438,7 +508,12 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 	int err = EVUTIL_SOCKET_ERROR();
 	struct timeval tv = fl_ms_tv(CTL_ACCEPT_PAUSE_MS);
 
-	evconnlistener_disable(lis);
+	/* Both sockets: the descriptors they would take are the same. */
+	if (c->lis)
+		evconnlistener_disable(c->lis);
+	if (c->tls_lis)
+		evconnlistener_disable(c->tls_lis);
+	(void)lis;
 	evtimer_add(c->accept_resume, &tv);
 	if (fl_mono_ms() - c->accept_err_ms >= 10000) {
 		pr_warn("failed to accept a connection: %s (%d clients); pausing accept for %d ms "
@@ -475,10 +550,12 @@ void ctl_fit_clients(struct ctl *c)
 	}
 }
 
-int ctl_listen(struct ctl *c)
+/* Binds ep (str gets it as written in messages). */
+static struct evconnlistener *bind_ep(struct ctl *c, const struct cfg_endpoint *ep,
+				      evconnlistener_cb cb, char *str, size_t strlen_)
 {
-	const struct cfg_endpoint *ep = c->listen_ep;
 	unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
+	struct evconnlistener *lis;
 	struct sockaddr_storage ss;
 	int len;
 
@@ -490,7 +567,7 @@ int ctl_listen(struct ctl *c)
 		snprintf(un->sun_path, sizeof(un->sun_path), "%s", ep->unix_path);
 		unlink(ep->unix_path);
 		len = sizeof(*un);
-		snprintf(c->listen_str, sizeof(c->listen_str), "unix:%s", ep->unix_path);
+		snprintf(str, strlen_, "unix:%s", ep->unix_path);
 	} else {
 		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
 		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
@@ -505,21 +582,76 @@ int ctl_listen(struct ctl *c)
 			len = sizeof(*in6);
 		} else {
 			pr_warn("failed to listen on %s: not an IP address\n", ep->host);
-			return -EINVAL;
+			errno = EINVAL;
+			return NULL;
 		}
-		cfg_hostport(c->listen_str, sizeof(c->listen_str), ep->host, ep->port);
+		cfg_hostport(str, strlen_, ep->host, ep->port);
 	}
-	c->lis = evconnlistener_new_bind(c->base, on_accept, c, flags, 128, (struct sockaddr *)&ss,
-					 len);
-	if (!c->lis) {
+	lis = evconnlistener_new_bind(c->base, cb, c, flags, 128, (struct sockaddr *)&ss, len);
+	if (!lis) {
 		int err = errno;
 
-		pr_warn("failed to listen on %s: %s\n", c->listen_str, strerror(err));
-		return -err;
+		pr_warn("failed to listen on %s: %s\n", str, strerror(err));
+		errno = err;
+		return NULL;
 	}
+	evconnlistener_set_error_cb(lis, on_accept_error);
+	return lis;
+}
+
+/* [controller] tls_listen: the TLS socket, its context built from the cluster
+ * file (a file that cannot be used is named with its line). */
+static int listen_tls(struct ctl *c)
+{
+	char err[600];
+
+	c->tls_ctx = tls_server_ctx(c->cfg, err, sizeof(err));
+	if (!c->tls_ctx) {
+		pr_warn("failed to set up TLS: %s\n", err);
+		return -EINVAL;
+	}
+	c->tls_lis = bind_ep(c, &c->cfg->controller.tls_listen, on_accept_tls, c->tls_listen_str,
+			     sizeof(c->tls_listen_str));
+	return c->tls_lis ? 0 : -errno;
+}
+
+int ctl_listen(struct ctl *c)
+{
+	const struct cfg *cfg = c->cfg;
+	/* With tls_listen, the plain socket only when listen is also given. */
+	bool plain = !cfg->controller.tls || cfg->controller.have_listen || cfg->etcd.enabled;
+	char plain_str[300] = "";
+
 	c->accept_resume = evtimer_new(c->base, on_accept_resume, c);
 	if (!c->accept_resume)
 		return -ENOMEM;
-	evconnlistener_set_error_cb(c->lis, on_accept_error);
+	if (plain) {
+		c->lis = bind_ep(c, c->listen_ep, on_accept, plain_str, sizeof(plain_str));
+		if (!c->lis)
+			return -errno;
+	}
+	if (cfg->controller.tls && !cfg->etcd.enabled) {
+		int rc = listen_tls(c);
+
+		if (rc)
+			return rc;
+		snprintf(c->listen_str, sizeof(c->listen_str), "%.140s%stls %.140s", plain_str,
+			 plain ? ", " : "", c->tls_listen_str);
+	} else {
+		snprintf(c->listen_str, sizeof(c->listen_str), "%s", plain_str);
+	}
 	return 0;
+}
+
+void ctl_listen_close(struct ctl *c)
+{
+	if (c->lis)
+		evconnlistener_free(c->lis);
+	c->lis = NULL;
+	if (c->tls_lis)
+		evconnlistener_free(c->tls_lis);
+	c->tls_lis = NULL;
+	if (c->tls_ctx)
+		SSL_CTX_free(c->tls_ctx);
+	c->tls_ctx = NULL;
 }

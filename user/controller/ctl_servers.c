@@ -12,6 +12,7 @@
 #include "common/info.h"
 #include "common/log.h"
 #include "common/redis_link.h"
+#include "common/tls.h"
 #include "controller/ctl.h"
 
 #define CTL_CONNECT_TIMEOUT_MS 1000
@@ -352,10 +353,29 @@ void ctl_server_discover(struct ctl *c, int node, int timeout_ms)
 	redis_link_request(c->servers[node]->link, timeout_ms, on_info_reply, c, 2, argv);
 }
 
+/* [redis] tls = yes: the context every server link uses (they hold references). */
+static int ctl_servers_tls(struct ctl *c)
+{
+	char err[600];
+
+	if (!c->cfg->redis.tls)
+		return 0;
+	c->srv_tls = tls_client_ctx(c->cfg, "redis", &c->cfg->redis.tls_files, NULL, err,
+				    sizeof(err));
+	if (!c->srv_tls) {
+		pr_warn("failed to set up TLS to the servers: %s\n", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int ctl_servers_start(struct ctl *c)
 {
 	static const struct redis_link_ops ops = { .on_up = on_server_up, .on_down = on_server_down };
+	int rc = ctl_servers_tls(c);
 
+	if (rc)
+		return rc;
 	for (int i = 0; i < c->cfg->nnodes; i++) {
 		const struct cfg_node *cn = &c->cfg->nodes[i];
 		struct ctl_server *s = calloc(1, sizeof(*s));
@@ -367,7 +387,8 @@ int ctl_servers_start(struct ctl *c)
 		s->node = i;
 		s->link = redis_link_new(c->base, &cn->redis, cn->redis_str, CTL_CONNECT_TIMEOUT_MS,
 					 &ops, s);
-		if (!s->link)
+		if (!s->link || (c->srv_tls && redis_link_set_tls(s->link, c->srv_tls,
+								       c->cfg->redis.tls_server_name)))
 			return -ENOMEM;
 		/* Kept warm: a promotion never waits for a connect. */
 		redis_link_set_backoff(s->link, CTL_RETRY_MIN_MS, CTL_RETRY_MAX_MS);
@@ -386,4 +407,7 @@ void ctl_servers_free(struct ctl *c)
 	}
 	free(c->servers);
 	c->servers = NULL;
+	if (c->srv_tls)
+		SSL_CTX_free(c->srv_tls);
+	c->srv_tls = NULL;
 }

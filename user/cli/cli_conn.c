@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The CLI's connection to a controller, plain or TLS (cli_conn.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include "cli/cli_conn.h"
+#include "common/log.h"
+#include "common/tls.h"
+
+struct cli_conn {
+	redisContext *rc; /* plain */
+	/* TLS: */
+	int fd;
+	SSL_CTX *ctx;
+	SSL *ssl;
+	redisReader *rd;
+	char errstr[256];
+};
+
+static void where(char *buf, size_t len, const struct cfg_endpoint *ep)
+{
+	if (ep->unix_path[0])
+		snprintf(buf, len, "unix:%s", ep->unix_path);
+	else
+		cfg_hostport(buf, len, ep->host, ep->port);
+}
+
+static void set_timeouts(int fd, int timeout_ms)
+{
+	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* TCP connect within timeout_ms; a blocking socket, or -errno. */
+static int tcp_connect(const struct cfg_endpoint *ep, int timeout_ms)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct pollfd p;
+	char port[16];
+	int fd, rc, soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	snprintf(port, sizeof(port), "%d", ep->port);
+	rc = getaddrinfo(ep->host, port, &hints, &ai);
+	if (rc)
+		return -EHOSTUNREACH;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		goto cleanup;
+	}
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+		rc = -errno;
+		goto fail;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	rc = poll(&p, 1, timeout_ms);
+	if (rc == 0) {
+		rc = -ETIMEDOUT;
+		goto fail;
+	}
+	if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
+		rc = soerr ? -soerr : -errno;
+		goto fail;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	set_timeouts(fd, timeout_ms);
+	rc = fd;
+	goto cleanup;
+fail:
+	close(fd);
+cleanup:
+	freeaddrinfo(ai);
+	return rc;
+}
+
+static struct cli_conn *connect_tls(const struct cfg *cfg, const struct cfg_endpoint *ep,
+				    const struct cli_tls *o, int timeout_ms)
+{
+	struct cfg_tls t = cfg->agent.tls;
+	struct cli_conn *k = calloc(1, sizeof(*k));
+	char err[600], at[300];
+	int rc;
+
+	where(at, sizeof(at), ep);
+	if (!k)
+		return NULL;
+	k->fd = -1;
+	if (ep->unix_path[0]) {
+		pr_warn("failed to connect to the controller at %s: TLS needs a TCP address\n", at);
+		goto fail;
+	}
+	if (o->cacert)
+		snprintf(t.ca, sizeof(t.ca), "%s", o->cacert);
+	if (o->cert)
+		snprintf(t.cert, sizeof(t.cert), "%s", o->cert);
+	if (o->key)
+		snprintf(t.key, sizeof(t.key), "%s", o->key);
+	if (!t.cert[0] != !t.key[0]) {
+		pr_warn("failed to set up TLS: a client certificate needs its key (--cert and --key)\n");
+		goto fail;
+	}
+	k->ctx = tls_client_ctx(cfg, "agent", &t, &cfg->controller.tls_files, err, sizeof(err));
+	if (!k->ctx) {
+		pr_warn("failed to set up TLS: %s\n", err);
+		goto fail;
+	}
+	rc = tcp_connect(ep, timeout_ms);
+	if (rc < 0) {
+		pr_warn("failed to connect to the controller at %s: %s\n", at, strerror(-rc));
+		goto fail;
+	}
+	k->fd = rc;
+	k->ssl = tls_client_ssl(k->ctx, ep->host);
+	k->rd = redisReaderCreate();
+	if (!k->ssl || !k->rd || SSL_set_fd(k->ssl, k->fd) != 1) {
+		pr_warn("failed to set up TLS: out of memory\n");
+		goto fail;
+	}
+	rc = SSL_connect(k->ssl);
+	if (rc != 1) {
+		pr_warn("failed to connect to the controller at %s: TLS handshake failed: %s\n", at,
+			tls_ssl_error(k->ssl, rc, err, sizeof(err)));
+		goto fail;
+	}
+	return k;
+fail:
+	cli_free(k);
+	return NULL;
+}
+
+struct cli_conn *cli_connect(const struct cfg *cfg, const struct cfg_endpoint *ep,
+			     const struct cli_tls *tls, int timeout_ms)
+{
+	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
+	struct cli_conn *k;
+	char at[300];
+
+	if (tls && tls->on)
+		return connect_tls(cfg, ep, tls, timeout_ms);
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->fd = -1;
+	if (ep->unix_path[0])
+		k->rc = redisConnectUnixWithTimeout(ep->unix_path, tv);
+	else
+		k->rc = redisConnectWithTimeout(ep->host, ep->port, tv);
+	if (!k->rc || k->rc->err) {
+		where(at, sizeof(at), ep);
+		pr_warn("failed to connect to the controller at %s: %s\n", at,
+			k->rc ? k->rc->errstr : "out of memory");
+		cli_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+static redisReply *tls_command(struct cli_conn *k, const char *fmt, va_list ap)
+{
+	char *cmd = NULL, buf[16384], why[200];
+	void *rep = NULL;
+	int len = redisvFormatCommand(&cmd, fmt, ap), off = 0, n;
+
+	if (len < 0) {
+		snprintf(k->errstr, sizeof(k->errstr), "out of memory");
+		return NULL;
+	}
+	while (off < len) {
+		n = SSL_write(k->ssl, cmd + off, len - off);
+		if (n <= 0) {
+			snprintf(k->errstr, sizeof(k->errstr), "%s",
+				 tls_ssl_error(k->ssl, n, why, sizeof(why)));
+			free(cmd);
+			return NULL;
+		}
+		off += n;
+	}
+	free(cmd);
+	for (;;) {
+		if (redisReaderGetReply(k->rd, &rep) != REDIS_OK) {
+			snprintf(k->errstr, sizeof(k->errstr), "protocol error: %s", k->rd->errstr);
+			return NULL;
+		}
+		if (rep)
+			return rep;
+		n = SSL_read(k->ssl, buf, sizeof(buf));
+		if (n <= 0) {
+			if (SSL_get_error(k->ssl, n) == SSL_ERROR_ZERO_RETURN)
+				snprintf(k->errstr, sizeof(k->errstr), "connection closed");
+			else
+				snprintf(k->errstr, sizeof(k->errstr), "%s",
+					 tls_ssl_error(k->ssl, n, why, sizeof(why)));
+			return NULL;
+		}
+		if (redisReaderFeed(k->rd, buf, n) != REDIS_OK) {
+			snprintf(k->errstr, sizeof(k->errstr), "out of memory");
+			return NULL;
+		}
+	}
+}
+
+redisReply *cli_command(struct cli_conn *k, const char *fmt, ...)
+{
+	redisReply *rep;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (k->rc)
+		rep = redisvCommand(k->rc, fmt, ap);
+	else
+		rep = tls_command(k, fmt, ap);
+	va_end(ap);
+	return rep;
+}
+
+void cli_set_timeout(struct cli_conn *k, int timeout_ms)
+{
+	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
+
+	if (k->rc)
+		redisSetTimeout(k->rc, tv);
+	else
+		set_timeouts(k->fd, timeout_ms);
+}
+
+const char *cli_errstr(const struct cli_conn *k)
+{
+	return k->rc ? k->rc->errstr : k->errstr;
+}
+
+void cli_free(struct cli_conn *k)
+{
+	if (!k)
+		return;
+	if (k->rc)
+		redisFree(k->rc);
+	if (k->ssl) {
+		SSL_shutdown(k->ssl);
+		SSL_free(k->ssl);
+	}
+	if (k->ctx)
+		SSL_CTX_free(k->ctx);
+	if (k->rd)
+		redisReaderFree(k->rd);
+	if (k->fd >= 0)
+		close(k->fd);
+	free(k);
+}
