@@ -10,6 +10,10 @@ issue 14). Each mode prints one line of JSON with what it saw.
   hello-flood PORT N       N HELLOs with made-up node ids, pipelined
   crlf-id PORT             a HELLO whose node id holds CR LF and a forged line
   auth-guess PORT N        N wrong AUTHs on one connection, each waiting for its answer
+  auth-flood PORT SECS N [SRC]
+                           a guesser at full speed: N connections from SRC (default
+                           127.0.0.1), each sending a wrong AUTH as soon as the last is
+                           answered, dialling again when closed; counts the answers
 """
 import json, os, select, socket, sys, time
 
@@ -61,6 +65,46 @@ def flood(port, secs, first, unit):
     if not closed:
         closed = closed_by_peer(s, 0.5)
     return {"sent": sent, "closed": closed}
+
+def auth_flood(port, secs, n, src):
+    """Wrong AUTHs at full speed on n connections for secs: answers per second."""
+    def dial():
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((src, 0))
+        s.connect(("127.0.0.1", port))
+        s.setblocking(False)
+        s.sendall(enc("AUTH", "guess-" + os.urandom(8).hex()))
+        return s
+    socks = {}
+    for _ in range(n):
+        s = dial()
+        socks[s] = b""
+    answers = wrongpass = closes = 0
+    end = time.time() + secs
+    while time.time() < end:
+        r, _, _ = select.select(list(socks), [], [], 0.05)
+        for s in r:
+            try:
+                d = s.recv(4096)
+            except OSError:
+                d = b""
+            if not d:
+                closes += 1
+                del socks[s]
+                s.close()
+                socks[dial()] = b""
+                continue
+            buf = socks[s] + d
+            while b"\r\n" in buf:
+                line, buf = buf.split(b"\r\n", 1)
+                answers += 1
+                wrongpass += line.startswith(b"-WRONGPASS")
+                s.sendall(enc("AUTH", "guess-" + os.urandom(8).hex()))
+            socks[s] = buf
+    for s in socks:
+        s.close()
+    return {"secs": secs, "conns": n, "answers": answers, "wrongpass": wrongpass,
+            "closed_unanswered": closes, "per_s": round(answers / secs, 2)}
 
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
@@ -127,6 +171,9 @@ def main():
             s.sendall(enc("AUTH", "guess-%d-guess-guess" % i))
             answers.append(f.readline().decode(errors="replace").strip()[:9])
         r = {"answers": answers}
+    elif mode == "auth-flood":
+        r = auth_flood(port, float(sys.argv[3]), int(sys.argv[4]),
+                       sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1")
     elif mode == "crlf-id":
         s = conn(port)
         s.sendall(enc("HELLO", "flatline", 1, "n1\r\nflatline: FORGED controller_start", "x"))

@@ -476,6 +476,51 @@ static void test_max_segments(void **state)
 		assert_int_equal(ids[i], N - n + i);
 }
 
+/* The pinned start record heads every segment rotation opens, so no flood of later
+ * events rotates it away, even with only three segments kept. */
+static void test_pinned_start(void **state)
+{
+	struct tmpdir *t = *state;
+	struct evlog_opts o = { .path = t->path, .max_bytes = 1000, .max_segments = 3 };
+	char **segs, line[EVREC_MAX + 1];
+	struct evline ev;
+	struct evlog *l;
+	struct evrec r;
+	int n;
+
+	assert_int_equal(evlog_open(&l, &o), 0);
+	evrec_begin(&r, &ts0, "ctl", "controller_start");
+	evrec_int(&r, "pid", 4242);
+	assert_int_equal(evlog_write(l, &r), 0);
+	assert_int_equal(evlog_pin(l, &r), 0);
+	write_records(l, 0, 300);
+	evlog_close(l);
+	assert_int_equal(evlog_segments(t->path, &segs, &n), 0);
+	assert_int_equal(n, 4);
+	for (int i = 0; i < n; i++) {
+		gzFile z = gzopen(segs[i], "r");
+		int lines = 0, starts = 0;
+
+		assert_non_null(z);
+		while (gzgets(z, line, sizeof(line))) {
+			assert_int_equal(evline_parse(&ev, line, strlen(line)), 0);
+			if (!lines++) {
+				assert_string_equal(evline_get(&ev, "kind"), "controller_start");
+				assert_string_equal(evline_get(&ev, "pid"), "4242");
+				assert_string_equal(evline_get(&ev, "repeated"), "true");
+			}
+			starts += !strcmp(evline_get(&ev, "kind"), "controller_start");
+		}
+		assert_int_equal(starts, 1);
+		assert_true(lines > 2);
+		gzclose(z);
+	}
+	evlog_free_list(segs, n);
+	evrec_begin(&r, &ts0, "ctl", "x");
+	r.len = 0;
+	assert_int_equal(evlog_pin(NULL, &r), -EINVAL);
+}
+
 static void touch(const char *path, const char *suffix, const char *content)
 {
 	char name[PATH_MAX];
@@ -589,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_parse_ts),
 		cmocka_unit_test_setup_teardown(test_rotation, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_max_segments, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_pinned_start, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_segments, setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_write_ends_record, setup_dir, teardown_dir),
 	};

@@ -541,6 +541,8 @@ static void log_agent_start(struct agent *a)
 		evrec_bool(&r, "sched_state", a->sw != NULL);
 	evrec_str(&r, "caps", caps_names(a->caps, caps, sizeof(caps)));
 	agent_log(a, &r);
+	if (a->log && evlog_pin(a->log, &r))
+		pr_warn("failed to keep the agent_start record for new log segments\n");
 	evlog_sync(a->log);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "cmds.h"
+#include "common/acl.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -108,6 +109,21 @@ static void print_controller(FILE *f, const struct cfg *c)
 	fprintf(f, "  node down after %d ms without a heartbeat; failover block %d ms; tilt %d ms\n",
 		k->node_down_after_ms, k->failover_block_ms, k->tilt_ms);
 	fprintf(f, "  state file %s, event log %s\n", k->state_file, k->event_log);
+	if (k->requirepass[0] || c->nusers) {
+		char words[64];
+
+		fprintf(f, "  clients log in (NOAUTH before):%s", k->requirepass[0] ?
+			" default (requirepass): all;" : "");
+		for (int i = 0; i < c->nusers; i++)
+			fprintf(f, " %s: %s;", c->users[i].name,
+				acl_perms_str(c->users[i].perms, words, sizeof(words)));
+		fprintf(f, " the cluster secret is no client password\n");
+	} else {
+		fprintf(f, "  clients: reads open; AUTH with the cluster secret to fail over or "
+			   "change settings\n");
+	}
+	if (k->agent_address_check)
+		fprintf(f, "  agents must connect from their node's address\n");
 	if (k->metrics_listen.host[0] || k->metrics_listen.unix_path[0]) {
 		fprintf(f, "  serves metrics on ");
 		print_ep(f, &k->metrics_listen);

@@ -9,6 +9,7 @@
 #include <hiredis/hiredis.h>
 #include "cmds.h"
 #include "cli/cli_conn.h"
+#include "common/acl.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -41,6 +42,44 @@ static struct cli_conn *connect_controller(const struct cfg *cfg, struct cli_tls
 			return rc;
 	}
 	return NULL;
+}
+
+/* Logs in with what the file holds for `need` (ACL_*): [controller] requirepass,
+ * else the first [user] allowed it, else (client authentication off) the cluster
+ * secret, which only FAILOVER needs then. 0, or -EACCES (said why). */
+static int login(struct cli_conn *rc, const struct cfg *cfg, unsigned need)
+{
+	const char *user = "default", *pass = NULL;
+	redisReply *rep;
+	int ret = 0;
+
+	if (cfg->controller.requirepass[0]) {
+		pass = cfg->controller.requirepass;
+	} else if (cfg->nusers) {
+		for (int i = 0; i < cfg->nusers && !pass; i++)
+			if (!(need & ~cfg->users[i].perms)) {
+				user = cfg->users[i].name;
+				pass = cfg->users[i].password;
+			}
+		if (!pass) {
+			pr_warn("failed to authenticate to the controller: no [user] in %s may run "
+				"this (and no [controller] requirepass)\n", cfg->path);
+			return -EACCES;
+		}
+	} else if (need & ~ACL_READ) {
+		pass = cfg->secret;
+	}
+	if (!pass)
+		return 0;
+	rep = cli_command(rc, "AUTH %s %s", user, pass);
+	if (!rep || rep->type == REDIS_REPLY_ERROR) {
+		pr_warn("failed to authenticate to the controller: %s\n",
+			rep ? rep->str : cli_errstr(rc));
+		ret = -EACCES;
+	}
+	if (rep)
+		freeReplyObject(rep);
+	return ret;
 }
 
 static struct cfg *load(const char *path)
@@ -185,6 +224,10 @@ int cmd_status(int argc, char **argv)
 	if (!cfg)
 		return 1;
 	rc = connect_controller(cfg, &o.tls, 2000, &next);
+	if (rc && login(rc, cfg, ACL_READ)) {
+		cli_free(rc);
+		rc = NULL;
+	}
 	if (rc) {
 		redisReply *rep = cli_command(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT");
 
@@ -229,16 +272,10 @@ again:
 	if (!rc)
 		goto cleanup;
 	cli_set_timeout(rc, 60000); /* the switchover is bounded well below this */
-	rep = cli_command(rc, "AUTH %s", cfg->secret);
-	if (!rep || rep->type == REDIS_REPLY_ERROR) {
-		pr_warn("failed to authenticate to the controller: %s\n",
-			rep ? rep->str : cli_errstr(rc));
-		if (rep)
-			freeReplyObject(rep);
+	if (login(rc, cfg, ACL_FAILOVER)) {
 		cli_free(rc);
 		goto cleanup;
 	}
-	freeReplyObject(rep);
 	if (to)
 		rep = cli_command(rc, "FLATLINE FAILOVER %s %s", shard, to);
 	else

@@ -50,6 +50,37 @@ bool valid_id(const char *s)
 	return true;
 }
 
+/* [user "name"]: a client of the controller (common/acl.h). */
+static bool parse_user_header(struct parser *p, const char *id)
+{
+	struct cfg *c = p->c;
+	struct cfg_user *users;
+
+	if (!strcmp(id, "default")) {
+		perr(p, p->line, NULL, "[%s]: the default user's password is [controller] requirepass",
+		     p->sect_text);
+		return false;
+	}
+	if (cfg_find_user(c, id)) {
+		perr(p, p->line, NULL, "[%s]: user defined twice", p->sect_text);
+		return false;
+	}
+	if (c->nusers == CFG_MAX_USERS) {
+		perr(p, p->line, NULL, "more than %d users", CFG_MAX_USERS);
+		return false;
+	}
+	users = realloc(c->users, (c->nusers + 1) * sizeof(*users));
+	if (!users)
+		return false;
+	c->users = users;
+	p->cur = c->nusers++;
+	memset(&users[p->cur], 0, sizeof(users[0]));
+	snprintf(users[p->cur].name, sizeof(users[0].name), "%s", id);
+	users[p->cur].line = p->line;
+	p->sect = S_USER;
+	return true;
+}
+
 /* [node "n1"] / [shard "cache"] / [cluster] … Returns false on error. */
 static bool parse_header(struct parser *p, const char *text)
 {
@@ -153,6 +184,8 @@ static bool parse_header(struct parser *p, const char *text)
 		p->sect = S_CTL;
 		return true;
 	}
+	if (!strcmp(kind, "user"))
+		return parse_user_header(p, id);
 	if (!strcmp(kind, "shard")) {
 		if (cfg_find_shard(c, id)) {
 			perr(p, p->line, NULL, "[%s]: shard defined twice", p->sect_text);
@@ -193,7 +226,9 @@ static bool secret_key(enum sect sect, const char *k, size_t n)
 	       (sect == S_REDIS && n == 8 && !strncmp(k, "password", 8)) ||
 	       (sect == S_DNS && n == 11 && !strncmp(k, "tsig_secret", 11)) ||
 	       (sect == S_ETCD && n == 8 && !strncmp(k, "password", 8)) ||
-	       (sect == S_NODE && n == 3 && !strncmp(k, "key", 3));
+	       (sect == S_NODE && n == 3 && !strncmp(k, "key", 3)) ||
+	       (sect == S_CONTROLLER && n == 11 && !strncmp(k, "requirepass", 11)) ||
+	       (sect == S_USER && n == 8 && !strncmp(k, "password", 8));
 }
 
 /* inih cuts a value at " ;" (an inline comment). In a secret that would cut it
@@ -339,6 +374,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		return key_node(p, name, value);
 	case S_SHARD:
 		return key_shard(p, name, value);
+	case S_USER:
+		return key_user(p, name, value);
 	case S_NONE:
 		break;
 	}
@@ -464,6 +501,7 @@ void cfg_free(struct cfg *c)
 	free(c->shards);
 	free(c->nodes);
 	free(c->ctls);
+	free(c->users);
 	free(c);
 }
 
@@ -480,6 +518,14 @@ struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name)
 	for (int i = 0; i < c->nshards; i++)
 		if (!strcmp(c->shards[i].name, name))
 			return &c->shards[i];
+	return NULL;
+}
+
+struct cfg_user *cfg_find_user(const struct cfg *c, const char *name)
+{
+	for (int i = 0; i < c->nusers; i++)
+		if (!strcmp(c->users[i].name, name))
+			return &c->users[i];
 	return NULL;
 }
 

@@ -51,6 +51,15 @@ struct cfg_ctl {
 	int line;
 };
 
+/* [user "name"]: a client of the controller's socket (common/acl.h). */
+struct cfg_user {
+	char name[CFG_ID_MAX + 1];
+	char password[256];
+	unsigned perms; /* ACL_* bits of its `commands` */
+	bool have_perms;
+	int line;
+};
+
 #define CFG_MAX_ETCD 16
 #define CFG_MAX_CTLS 16
 
@@ -106,6 +115,10 @@ struct cfg {
 		int tls_line, tls_address_line;
 		struct cfg_tls tls_files;       /* its certificate, key, and the agents' CA */
 		enum cfg_tls_auth tls_auth_clients;
+		/* Client authentication (common/acl.h): the default user's password;
+		 * with it or any [user], every command but AUTH/HELLO/QUIT needs a login. */
+		char requirepass[256];
+		bool agent_address_check; /* an agent must connect from its node's address */
 	} controller;
 	struct {
 		char user[128];
@@ -139,6 +152,8 @@ struct cfg {
 		char cert[256];
 		char key[256];
 	} etcd;
+	struct cfg_user *users; /* [user "name"] sections: clients of the controller */
+	int nusers;
 	struct cfg_ctl *ctls; /* [controller "id"] sections */
 	int nctls;
 	struct cfg_node *nodes;
@@ -157,6 +172,7 @@ void cfg_free(struct cfg *c);
 struct cfg_node *cfg_find_node(const struct cfg *c, const char *id);
 struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name);
 struct cfg_ctl *cfg_find_ctl(const struct cfg *c, const char *id);
+struct cfg_user *cfg_find_user(const struct cfg *c, const char *name);
 /* Why a node at this address can never be probed by its peers (ICMP echo to an
  * IPv4 address, ICMPv6 echo to an IPv6 one), so that its host's failure would go
  * unseen: unspecified, multicast or broadcast, IPv6 link-local (no interface can

@@ -174,10 +174,28 @@ static void validate_tls(struct parser *p)
 		     "missing (the CA that signed the servers' certificates: tls_ca = /path)");
 }
 
+/* Every [user] has a password and its commands. */
+static void validate_users(struct parser *p)
+{
+	struct cfg *c = p->c;
+
+	for (int i = 0; i < c->nusers && !p->failed; i++) {
+		struct cfg_user *u = &c->users[i];
+
+		snprintf(p->sect_text, sizeof(p->sect_text), "user \"%s\"", u->name);
+		if (!u->password[0])
+			perr(p, u->line, "password", "missing (at least %d bytes, e.g. openssl rand "
+						     "-base64 24)", CFG_MIN_SECRET);
+		else if (!u->have_perms)
+			perr(p, u->line, "commands", "missing (read, failover, admin or all)");
+	}
+}
+
 void validate(struct parser *p)
 {
 	struct cfg *c = p->c;
 
+	validate_users(p);
 	for (int i = 0; i < c->nnodes && !p->failed; i++) {
 		struct cfg_node *n = &c->nodes[i];
 
@@ -407,6 +425,11 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DSTR(redis.tls_files.key, "[redis]", "tls_key");
 	DSTR(redis.tls_files.ca, "[redis]", "tls_ca");
 	DSTR(redis.tls_server_name, "[redis]", "tls_server_name");
+	DSTR(controller.requirepass, "[controller]", "requirepass");
+	DINT(controller.agent_address_check, "[controller]", "agent_address_check");
+	DIFF(a->nusers != b->nusers ||
+		     (a->nusers && memcmp(a->users, b->users, a->nusers * sizeof(*a->users))),
+	     "[user]", "*");
 	DSTR(redis.user, "[redis]", "user");
 	DSTR(redis.password, "[redis]", "password");
 	DINT(dns.enabled, "[dns]", "*");

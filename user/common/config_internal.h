@@ -15,11 +15,12 @@
 #define CFG_MAX_SHARDS 2048
 
 enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_NODE, S_SHARD, S_CTL,
-	    S_INCLUDE };
+	    S_INCLUDE, S_USER };
 
 #define CFG_MIN_SECRET 16   /* bytes: as ssh-keygen refuses short keys */
 #define CFG_MAX_INCLUDE 4   /* nested [include]s */
 #define CFG_MAX_SECT_KEYS 32 /* distinct keys in one section */
+#define CFG_MAX_USERS 256   /* [user "name"] sections */
 
 struct parser {
 	struct cfg *c;
@@ -65,6 +66,7 @@ bool key_ctl(struct parser *p, const char *name, const char *v);
 bool key_node(struct parser *p, const char *name, const char *v);
 bool key_shard(struct parser *p, const char *name, const char *v);
 bool key_include(struct parser *p, const char *name, const char *v);
+bool key_user(struct parser *p, const char *name, const char *v);
 
 /* config_check.c */
 void set_defaults(struct cfg *c);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/acl.h"
 #include "common/config_internal.h"
 
 static bool set_int(struct parser *p, const char *key, const char *v, int lo, int hi, int *out)
@@ -299,6 +300,10 @@ bool key_controller(struct parser *p, const char *name, const char *v)
 		return set_int(p, name, v, 0, MS_MAX, &k->tilt_ms);
 	if (KEY("metrics_listen"))
 		return set_metrics(p, name, v, &k->metrics_listen);
+	if (KEY("requirepass"))
+		return set_secret(p, name, v, k->requirepass, sizeof(k->requirepass));
+	if (KEY("agent_address_check"))
+		return set_bool(p, name, v, &k->agent_address_check);
 	perr(p, p->line, name, "unknown key");
 	return false;
 }
@@ -548,4 +553,24 @@ bool key_include(struct parser *p, const char *name, const char *v)
 	if (rc && !p->failed)
 		perr(p, p->line, name, "failed to include %s: %s", v, strerror(-rc));
 	return !p->failed;
+}
+
+/* [user "name"]: password (a secret) and commands (common/acl.h). */
+bool key_user(struct parser *p, const char *name, const char *v)
+{
+	struct cfg_user *u = &p->c->users[p->cur];
+	char why[160];
+
+	if (KEY("password"))
+		return set_secret(p, name, v, u->password, sizeof(u->password));
+	if (KEY("commands")) {
+		if (acl_perms_parse(v, &u->perms, why, sizeof(why))) {
+			perr(p, p->line, name, "%s", why);
+			return false;
+		}
+		u->have_perms = true;
+		return true;
+	}
+	perr(p, p->line, name, "unknown key");
+	return false;
 }

@@ -265,6 +265,8 @@ struct evlog {
 	uint64_t size;     /* bytes in the live segment */
 	unsigned long seq; /* highest rotated seq made so far */
 	bool rotate_failed; /* the last rotation failed (warned once) */
+	char *pin;         /* evlog_pin's line, "repeated": true added; NULL if none */
+	size_t pin_len;
 
 	/* The compression worker; flags under lock. */
 	pthread_mutex_t lock;
@@ -525,7 +527,36 @@ static int rotate(struct evlog *l)
 	close(l->fd);
 	l->fd = fd;
 	l->size = size;
+	if (l->pin) {
+		ssize_t w;
+
+		do
+			w = write(l->fd, l->pin, l->pin_len);
+		while (w < 0 && errno == EINTR);
+		if (w == (ssize_t)l->pin_len)
+			l->size += w;
+		else if (w > 0 && ftruncate(l->fd, l->size))
+			pr_warn("failed to truncate event log %s: %s\n", l->path, strerror(errno));
+	}
 	tidy_start(l);
+	return 0;
+}
+
+int evlog_pin(struct evlog *l, const struct evrec *r)
+{
+	static const char tail[] = ",\"repeated\":true}\n";
+	char *p;
+
+	if (!r->len || r->len < 2 || r->buf[r->len - 1] != '\n' || r->buf[r->len - 2] != '}')
+		return -EINVAL;
+	p = malloc(r->len - 2 + sizeof(tail));
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, r->buf, r->len - 2);
+	memcpy(p + r->len - 2, tail, sizeof(tail));
+	free(l->pin);
+	l->pin = p;
+	l->pin_len = r->len - 2 + sizeof(tail) - 1;
 	return 0;
 }
 
@@ -578,6 +609,7 @@ void evlog_close(struct evlog *l)
 	}
 	pthread_cond_destroy(&l->idle);
 	pthread_mutex_destroy(&l->lock);
+	free(l->pin);
 	free(l->dir);
 	free(l->path);
 	free(l);

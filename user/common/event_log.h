@@ -47,6 +47,11 @@ int evlog_open(struct evlog **out, const struct evlog_opts *opts);
 /* Writes r (evrec_end() is applied if not done yet) with one write(2);
  * rotates first when needed. -errno on failure. */
 int evlog_write(struct evlog *l, struct evrec *r);
+/* Keeps a copy of r (written already: the daemon's start record) and writes it
+ * again, with "repeated": true added, at the top of every segment a rotation
+ * opens, so no amount of later events rotates the record of who started, when
+ * and how away. -ENOMEM, or -EINVAL for an empty record. */
+int evlog_pin(struct evlog *l, const struct evrec *r);
 /* fdatasync of the live segment. */
 int evlog_sync(struct evlog *l);
 /* Waits for a compression in progress, syncs and closes. NULL is fine. */

@@ -160,6 +160,8 @@ static void discover_finish(struct ctl *c)
 		evrec_str(&r, k, s->primary >= 0 ? c->fo.nodes[s->primary].id : "");
 	}
 	ctl_log(c, &r);
+	if (c->log && evlog_pin(c->log, &r))
+		pr_warn("failed to keep the controller_start record for new log segments\n");
 	pr_info("ready: %d shard(s), listening on %s\n", c->fo.nshards, c->listen_str);
 	{
 		char status[400];

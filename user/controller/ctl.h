@@ -4,7 +4,8 @@
  *   controller.c    start-up, discovery, TILT tick, signals, `flatline controller`;
  *                   the struct fo_ops table that wires failover.c to the modules below
  *   ctl_listen.c    the listen socket: accept, read, dispatch to ctl_on_<command>
- *   ctl_agents.c    agent sessions: HELLO, REPORT, AUTH, heartbeat deadlines
+ *   ctl_agents.c    agent sessions: HELLO flatline, PROVE, REPORT, heartbeat deadlines
+ *   ctl_client_auth.c  client logins: AUTH, HELLO [AUTH], what each user may run
  *   ctl_sentinel.c  the Sentinel API (SENTINEL, INFO, ROLE), FLATLINE, pub/sub, events
  *   ctl_status.c    `FLATLINE STATUS` as text and as JSON: printing only
  *   ctl_servers.c   requests to the Redis servers (the I/O behind struct fo_ops)
@@ -19,6 +20,7 @@
 #include <stdint.h>
 #include <strings.h>
 #include <event2/event.h>
+#include "common/acl.h"
 #include "common/auth.h"
 #include "common/config.h"
 #include "common/event_log.h"
@@ -47,6 +49,7 @@ struct ssl_ctx_st;
 #define CTL_FD_RESERVE 64              /* descriptors kept for servers, files, DNS */
 #define CTL_PREAUTH_FRAME (64u << 10)  /* largest frame before AUTH or the agent handshake */
 #define CTL_PREAUTH_MS 5000            /* a frame, or the agent handshake, begun: done by then */
+#define CTL_LOGIN_MS 10000             /* client authentication on: logged in (or an agent) by then */
 #define CTL_CLOSE_FLUSH_MS 5000        /* a closing client that does not read: freed */
 #define CTL_MAX_CHANNEL 256            /* bytes in a channel or pattern name */
 #define CTL_ACCEPT_PAUSE_MS 100        /* out of descriptors: accept again after */
@@ -68,12 +71,14 @@ struct ctl_conn {
 #define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
 #define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
 #define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
+#define CTL_C_LOGIN (1u << 8)      /* logged in as user (client authentication on) */
 	int node;
 	uint8_t na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN]; /* the handshake's nonces */
 	uint8_t key[AUTH_KEY_LEN];                      /* the challenged node's key */
 	long long seq;
 	struct event *resume; /* reads on after a deferred answer */
 	struct event *deadline; /* a frame or the agent handshake begun and not finished */
+	struct event *login_deadline; /* client authentication on: CTL_LOGIN_MS from accept */
 	long long soft_since_ms; /* output over the soft limit since, 0 if not */
 	char *subs[CTL_MAX_SUBS];
 	int nsubs;
@@ -86,6 +91,13 @@ struct ctl_conn {
 	char name[64];
 	char last_cmd[32];
 	bool tls_handshake; /* on the TLS socket, handshake not done: CTL_PREAUTH_MS */
+	/* Client authentication (ctl_client_auth.c): who, and the ACL_* bits allowed */
+	char user[ACL_USER_MAX + 1];
+	unsigned perms;
+	/* A SENTINEL question held while its shard changes primary (ctl_sentinel.c) */
+	struct resp_cmd held;
+	struct event *hold_ev;
+	long long hold_until_ms;
 };
 
 /* The DNS record of one shard as the controller knows it. */
@@ -156,6 +168,7 @@ struct ctl {
 		unsigned hash;
 		unsigned fails;
 		long long last_ms;
+		long long next_ms; /* the next failed AUTH from there is answered then */
 	} auth_src[CTL_LOG_SLOTS]; /* failed AUTHs per source address */
 	struct dns_updater *dns;
 	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
@@ -219,6 +232,10 @@ void ctl_ha_stop(struct ctl *c);
 void ctl_ha_free(struct ctl *c);
 /* Writes the shard's primary and epoch to etcd (leader only). */
 int ctl_ha_save(struct ctl *c, int shard);
+/* <prefix>rel = val, from any controller (runtime settings: not the shard state).
+ * fn gets 0 or -errno and why; returns 0 or -errno (fn then never runs). */
+int ctl_ha_put_plain(struct ctl *c, const char *rel, const char *val,
+		     void (*fn)(void *ctx, int err, const char *msg), void *ctx);
 int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max);
 void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
 
@@ -242,14 +259,23 @@ bool ctl_conn_over_limit(struct ctl_conn *k);
 /* ctl_agents.c: RESP handlers and the session's end */
 void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd);
-void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_agent_closed(struct ctl_conn *k);
 void ctl_agent_timed_out(struct ctl_conn *k);
 void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
 
+/* ctl_client_auth.c */
+/* Is client authentication on ([controller] requirepass or a [user])? */
+bool ctl_client_auth_on(const struct ctl *c);
+/* May k run cmd? If not, it has been answered (NOAUTH, NOPERM). */
+bool ctl_client_may(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd);
+/* Redis's HELLO [protover [AUTH user pass] [SETNAME name]] (not HELLO flatline). */
+void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd);
+
 /* ctl_sentinel.c */
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_hold_free(struct ctl_conn *k);
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
 /* ctl_clients.c: the connection's identity and the commands about commands */
 void ctl_client_opened(struct ctl_conn *k);
@@ -267,6 +293,8 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_runtime_status(struct ctl *c, struct evbuffer *b);
 void ctl_runtime_event(struct ctl *c, const char *kind);
 unsigned ctl_runtime_simulate_flags(void);
+void ctl_runtime_from_etcd(struct ctl *c, const char *rel, const char *val);
+void ctl_runtime_auth(const struct ctl *c, int shard, const char **user, const char **pass);
 /* ctl_hooks.c: notification_script and client_reconfig_script */
 int ctl_hooks_start(struct ctl *c);
 void ctl_hooks_stop(void);
@@ -274,6 +302,9 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg);
 int ctl_hooks_running(void);
 int ctl_hooks_queued(void);
 void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out);
+void ctl_hooks_set_times(int runtime_ms, int retry_ms); /* < 0: unchanged */
+int ctl_hooks_max_runtime_ms(void);
+int ctl_hooks_retry_delay_ms(void);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Agent sessions: HELLO flatline and PROVE (protocol version 2, challenge-response
- * with the node's key: common/auth.h), REPORT, AUTH, and the heartbeat deadline
+ * with the node's key: common/auth.h), REPORT, and the heartbeat deadline
  * of each node (docs/protocol.md). */
 #include <errno.h>
 #include <stdio.h>
@@ -42,17 +42,6 @@ static void reject_log(struct ctl *c, int node, const char *node_id, const char 
 	ctl_log(c, &r);
 }
 
-static bool secret_eq(const char *a, const char *b, size_t blen)
-{
-	size_t alen = strlen(a);
-	unsigned char d = alen != blen;
-
-	/* Constant time over the configured secret's length. */
-	for (size_t i = 0; i < alen; i++)
-		d |= (unsigned char)a[i] ^ (unsigned char)(i < blen ? b[i] : 0);
-	return !d;
-}
-
 void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
@@ -65,29 +54,7 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	int rc;
 
 	if (cmd->argc < 2 || strcasecmp(cmd->argv[1], "flatline")) {
-		/* Redis's own HELLO [protover]: RESP2, or RESP3 from now on. */
-		if (cmd->argc >= 2 && strcmp(cmd->argv[1], "2") && strcmp(cmd->argv[1], "3")) {
-			resp_error_reply(out, "NOPROTO unsupported protocol version");
-			return;
-		}
-		if (cmd->argc >= 2 && !strcmp(cmd->argv[1], "3"))
-			k->flags |= CTL_C_RESP3;
-		else if (cmd->argc >= 2)
-			k->flags &= ~CTL_C_RESP3;
-		/* As a Sentinel answers it (no "role" in sentinel mode). */
-		ctl_reply_map(k, out, 6);
-		resp_str(out, "server");
-		resp_str(out, "redis");
-		resp_str(out, "version");
-		resp_str(out, CTL_REDIS_VERSION);
-		resp_str(out, "proto");
-		resp_int(out, (k->flags & CTL_C_RESP3) ? 3 : 2);
-		resp_str(out, "id");
-		resp_int(out, (long long)k->id);
-		resp_str(out, "mode");
-		resp_str(out, "sentinel");
-		resp_str(out, "modules");
-		resp_array(out, 0);
+		ctl_client_hello(k, cmd); /* Redis's own HELLO [protover ...] */
 		return;
 	}
 	if (k->flags & (CTL_C_AGENT | CTL_C_CHALLENGED)) {
@@ -111,6 +78,12 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 		snprintf(why, sizeof(why), "NODE no [node \"%.64s\"] in the cluster file", id);
 		reject_log(c, -1, id, k->peer, "unknown node");
 		resp_error_reply(out, why);
+		return;
+	}
+	/* [controller] agent_address_check: only from the node's own address. */
+	if (c->cfg->controller.agent_address_check && !acl_peer_is(k->peer, cn->address)) {
+		reject_log(c, n->idx, n->id, k->peer, "not from the node's address");
+		ctl_conn_fatal(k, "AUTH not connected from this node's address");
 		return;
 	}
 	/* Its key: as written for it, else derived from the cluster secret. */
@@ -220,7 +193,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	n = &c->fo.nodes[k->node];
 	fo_on_report(&c->fo, n, &rep);
 	/* The heartbeat deadline: judged again when it passes without a report. */
-	tv = fl_ms_tv(c->fo.node_down_after_ms + 1);
+	tv = fl_ms_tv(fo_down_after_ms(&c->fo, n->shard) + 1);
 	evtimer_add(c->node_timer[n->idx], &tv);
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, c->ha ? 4 : 3);
@@ -230,71 +203,6 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	/* HA mode: only the leader's word may renew a lease or lift a fence. */
 	if (c->ha)
 		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
-}
-
-/* A wrong AUTH: counted per source address, logged at most once per second per
- * address, and the connection answers it and reads nothing more for 50 ms
- * doubling with that address's failures (up to 2 s; forgotten after a quiet
- * minute): guessing the secret goes at a crawl. */
-static void auth_failed(struct ctl_conn *k)
-{
-	struct ctl *c = k->ctl;
-	const char *end = strrchr(k->peer, ':');
-	size_t n = end ? (size_t)(end - k->peer) : strlen(k->peer);
-	unsigned h = 2166136261u, supp = 0;
-	long long now = fl_mono_ms(), delay_ms;
-	typeof(c->auth_src[0]) *a;
-	struct timeval tv;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)k->peer[i]) * 16777619u;
-	a = &c->auth_src[h % CTL_LOG_SLOTS];
-	if (a->hash != h || now - a->last_ms > 60000) {
-		a->hash = h;
-		a->fails = 0;
-	}
-	a->fails++;
-	a->last_ms = now;
-	delay_ms = 50LL << (a->fails < 6 ? a->fails - 1 : 5);
-	if (delay_ms > 2000)
-		delay_ms = 2000;
-	if (ctl_log_allowed(c, k->peer, &supp))
-		pr_warn("failed AUTH from %s: %u from that address in a row; answering it after %lld "
-			"ms%s\n", k->peer, a->fails, delay_ms,
-			supp ? " (and other rejections from there, not logged)" : "");
-	if (!k->resume)
-		k->resume = evtimer_new(c->base, ctl_conn_on_resume, k);
-	if (!k->resume)
-		return;
-	/* The WRONGPASS itself waits too (output held), so a fresh connection
-	 * per guess gains nothing. */
-	k->flags |= CTL_C_PENALTY | CTL_C_WAITING;
-	bufferevent_disable(k->bev, EV_READ | EV_WRITE);
-	tv = fl_ms_tv(delay_ms);
-	evtimer_add(k->resume, &tv);
-}
-
-void ctl_on_auth(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	struct evbuffer *out = bufferevent_get_output(k->bev);
-	int pi = cmd->argc == 3 ? 2 : 1;
-
-	if (cmd->argc != 2 && cmd->argc != 3) {
-		resp_error_reply(out, "ERR wrong number of arguments for 'auth' command");
-		return;
-	}
-	if (cmd->argc == 3 && strcmp(cmd->argv[1], "default")) {
-		resp_error_reply(out, "WRONGPASS invalid username-password pair or user is disabled.");
-		return;
-	}
-	if (!secret_eq(k->ctl->cfg->secret, cmd->argv[pi], cmd->lens[pi])) {
-		resp_error_reply(out, "WRONGPASS invalid username-password pair or user is disabled.");
-		auth_failed(k);
-		return;
-	}
-	k->flags |= CTL_C_AUTH;
-	resp_reader_set_max_frame(k->rd, 0);
-	resp_status(out, "OK");
 }
 
 /* An agent's connection closes: the node has lost its agent unless another

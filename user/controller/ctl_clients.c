@@ -83,11 +83,11 @@ static void client_line(struct evbuffer *b, const struct ctl_conn *k)
 			    "id=%llu addr=%s laddr=%s fd=%d name=%s age=%lld idle=%lld flags=%s "
 			    "db=0 sub=%d psub=%d ssub=0 multi=-1 qbuf=%zu qbuf-free=0 argv-mem=0 "
 			    "multi-mem=0 rbs=16384 rbp=0 obl=%zu oll=0 omem=%zu tot-mem=%zu "
-			    "events=r%s cmd=%s user=default redir=-1 resp=%d\n",
+			    "events=r%s cmd=%s user=%s redir=-1 resp=%d\n",
 			    k->id, k->peer, laddr, (int)bufferevent_getfd(k->bev), k->name,
 			    (now - k->created_ms) / 1000, (now - k->last_cmd_ms) / 1000,
 			    (k->flags & CTL_C_PUBSUB) ? "P" : "N", k->nsubs, k->npsubs, qbuf, obl,
-			    obl, obl + qbuf, obl ? "w" : "", k->last_cmd,
+			    obl, obl + qbuf, obl ? "w" : "", k->last_cmd, k->user[0] ? k->user : "default",
 			    (k->flags & CTL_C_RESP3) ? 3 : 2);
 }
 

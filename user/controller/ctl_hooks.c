@@ -5,9 +5,11 @@
  * `script <master-name> leader start <from-ip> <from-port> <to-ip> <to-port>` after a
  * failover. As Sentinel runs them: never from the loop (fork + exec, reaped on
  * SIGCHLD), at most HOOK_MAX_RUNNING at once and HOOK_MAX_QUEUE queued (the oldest
- * not yet started dropped), killed after HOOK_MAX_RUNTIME_MS, retried after
- * HOOK_RETRY_DELAY_MS when they exit 1 or are killed by a signal, HOOK_MAX_RETRY
- * times at most; any other exit code is final. SENTINEL PENDING-SCRIPTS lists them. */
+ * not yet started dropped), killed after script-max-runtime (60 s), run again after
+ * script-retry-delay (30 s) when they exit 1 or are killed by a signal, HOOK_MAX_RUNS
+ * runs at most as Sentinel's retry_num; any other exit code is final. SENTINEL
+ * PENDING-SCRIPTS lists them; SENTINEL DEBUG script-max-runtime|script-retry-delay
+ * sets the two times, as Sentinel's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -25,9 +27,7 @@
 
 #define HOOK_MAX_QUEUE 256
 #define HOOK_MAX_RUNNING 16
-#define HOOK_MAX_RUNTIME_MS 60000
-#define HOOK_RETRY_DELAY_MS 30000
-#define HOOK_MAX_RETRY 10
+#define HOOK_MAX_RUNS 10 /* Sentinel's SENTINEL_SCRIPT_MAX_RETRY: runs, the first included */
 #define HOOK_MAX_ARGS 8
 
 struct hook {
@@ -43,6 +43,26 @@ static struct hook *queue; /* in order */
 static int nqueued, nrunning;
 static struct event *sigchld_ev, *tick_ev;
 static struct ctl *hooks_ctl;
+static int max_runtime_ms = 60000; /* SENTINEL_SCRIPT_MAX_RUNTIME */
+static int retry_delay_ms = 30000; /* SENTINEL_SCRIPT_RETRY_DELAY */
+
+void ctl_hooks_set_times(int runtime_ms, int retry_ms)
+{
+	if (runtime_ms > 0)
+		max_runtime_ms = runtime_ms;
+	if (retry_ms >= 0)
+		retry_delay_ms = retry_ms;
+}
+
+int ctl_hooks_max_runtime_ms(void)
+{
+	return max_runtime_ms;
+}
+
+int ctl_hooks_retry_delay_ms(void)
+{
+	return retry_delay_ms;
+}
 
 static void hook_free(struct hook *h)
 {
@@ -79,7 +99,7 @@ static void start_hook(struct hook *h)
 	pid_t pid = fork();
 
 	if (pid < 0) {
-		h->start_ms = fl_mono_ms() + HOOK_RETRY_DELAY_MS;
+		h->start_ms = fl_mono_ms() + retry_delay_ms;
 		pr_warn("failed to start %s: %s\n", h->argv[0], strerror(errno));
 		return;
 	}
@@ -129,9 +149,9 @@ static void finished(struct hook *h, int status)
 		snprintf(why, sizeof(why), "killed by signal %d", WTERMSIG(status));
 	else
 		snprintf(why, sizeof(why), "exit code %d", WEXITSTATUS(status));
-	if (retry && h->retries < HOOK_MAX_RETRY) {
+	if (retry && h->retries + 1 < HOOK_MAX_RUNS) {
 		h->retries++;
-		h->start_ms = fl_mono_ms() + HOOK_RETRY_DELAY_MS;
+		h->start_ms = fl_mono_ms() + retry_delay_ms;
 		log_hook("script_retry", h, why);
 		return;
 	}
@@ -167,9 +187,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	for (struct hook *h = queue; h; h = h->next) {
-		if (h->pid > 0 && now - h->start_ms > HOOK_MAX_RUNTIME_MS) {
-			pr_warn("%s ran for more than %d ms: killed\n", h->argv[0],
-				HOOK_MAX_RUNTIME_MS);
+		if (h->pid > 0 && now - h->start_ms > max_runtime_ms) {
+			pr_warn("%s ran for more than %d ms: killed\n", h->argv[0], max_runtime_ms);
 			kill(h->pid, SIGKILL); /* reaped on SIGCHLD, retried as a signal */
 		}
 	}
@@ -178,7 +197,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 int ctl_hooks_start(struct ctl *c)
 {
-	const struct timeval tv = { 1, 0 };
+	const struct timeval tv = { 0, 100000 }; /* Sentinel's timer: 10 Hz */
 
 	hooks_ctl = c;
 	if (!c->cfg->controller.notification_script[0] && !c->cfg->controller.client_reconfig_script[0])

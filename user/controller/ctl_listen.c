@@ -52,6 +52,9 @@ void ctl_conn_free(struct ctl_conn *k)
 		event_free(k->resume);
 	if (k->deadline)
 		event_free(k->deadline);
+	if (k->login_deadline)
+		event_free(k->login_deadline);
+	ctl_hold_free(k);
 	c->nconns--;
 	for (int i = 0; i < k->nsubs; i++)
 		free(k->subs[i]);
@@ -199,6 +202,8 @@ static void dispatch(struct ctl_conn *k, struct resp_cmd *cmd)
 			continue;
 		if ((k->flags & CTL_C_PUBSUB) && !ctl_commands[i].pubsub)
 			break;
+		if (!ctl_client_may(k, cmd))
+			return; /* answered: NOAUTH or NOPERM */
 		ctl_client_command(k, ctl_commands[i].name);
 		ctl_commands[i].fn(k, cmd);
 		return;
@@ -313,6 +318,31 @@ static void on_conn_deadline(evutil_socket_t fd, short what, void *arg)
 	if (ctl_log_allowed(k->ctl, k->peer, &supp))
 		pr_warn("closing client %s: %s not finished within %d ms%s\n", k->peer,
 			resp_pending(k->rd) ? "a command" : "the agent handshake", CTL_PREAUTH_MS,
+			supp ? " (and others from there, not logged)" : "");
+	ctl_conn_free(k);
+}
+
+/* With client authentication on, a connection that neither logged in nor proved
+ * an agent within CTL_LOGIN_MS of its accept is closed: idle connections cannot
+ * hold the maxclients slots that agents and clients need. One waiting for its
+ * queued AUTH answer (bounded by the queue) is looked at again later. */
+static void on_login_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_conn *k = arg;
+	unsigned supp = 0;
+
+	(void)fd;
+	(void)what;
+	if (k->flags & (CTL_C_LOGIN | CTL_C_AGENT | CTL_C_CLOSING))
+		return;
+	if (k->flags & CTL_C_PENALTY) {
+		struct timeval tv = fl_ms_tv(CTL_LOGIN_MS);
+
+		evtimer_add(k->login_deadline, &tv);
+		return;
+	}
+	if (ctl_log_allowed(k->ctl, k->peer, &supp))
+		pr_warn("closing client %s: not logged in within %d ms%s\n", k->peer, CTL_LOGIN_MS,
 			supp ? " (and others from there, not logged)" : "");
 	ctl_conn_free(k);
 }
@@ -468,6 +498,16 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		struct timeval tv = fl_ms_tv(CTL_PREAUTH_MS);
 
 		evtimer_add(k->deadline, &tv);
+	}
+	if (ctl_client_auth_on(c)) {
+		struct timeval tv = fl_ms_tv(CTL_LOGIN_MS);
+
+		k->login_deadline = evtimer_new(c->base, on_login_deadline, k);
+		if (!k->login_deadline) {
+			ctl_conn_free(k);
+			return;
+		}
+		evtimer_add(k->login_deadline, &tv);
 	}
 }
 

@@ -2,9 +2,12 @@
 /* Runtime configuration through Sentinel's commands: SENTINEL SET, CONFIG GET|SET,
  * DEBUG, FLUSHCONFIG, RESET, SIMULATE-FAILURE, INFO-CACHE, PENDING-SCRIPTS, HELP,
  * IS-MASTER-DOWN-BY-ADDR, and MONITOR/REMOVE (the topology stays the cluster
- * file's). What is set is kept in <state_file>.runtime (write, fsync, rename) and
- * applied again at start over the cluster file's values: the runtime value wins
- * until it is set back or the file removed; `flatline status` lists it. */
+ * file's). SET values are per master (shard), as Sentinel's. What is set is kept in
+ * <state_file>.runtime (write, fsync, rename), or in HA mode in etcd
+ * (<prefix>runtime/<master or *>/<key>, applied by every controller, a new leader
+ * included), and applied again at start over the cluster file's values: the runtime
+ * value wins until it is set again or the file (key) removed; `flatline status` lists
+ * it. */
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -18,40 +21,47 @@
 #include "common/log.h"
 #include "controller/ctl.h"
 
-/* A setting: its Sentinel name, where it lives, and its bounds. */
+/* A setting: its Sentinel name, where it lives, and its bounds. SET ones are per
+ * master (shard), as Sentinel's; DEBUG and CONFIG ones are the controller's. */
 enum rt_kind { RT_INT, RT_STR, RT_SECRET };
+enum rt_scope { RT_MASTER, RT_DEBUG, RT_CONFIG };
 struct rt_key {
 	const char *name;
 	enum rt_kind kind;
 	int min, max;
-	bool config; /* SENTINEL CONFIG (else SENTINEL SET <master> / DEBUG) */
+	enum rt_scope scope;
 };
 
 static const struct rt_key keys[] = {
-	/* SENTINEL SET <master> ... (applies to every shard: one controller's rules) */
-	{ "down-after-milliseconds", RT_INT, 1, 3600000, false },
-	{ "failover-timeout", RT_INT, 0, 86400000, false },
-	{ "quorum", RT_INT, 1, 1, false },
-	{ "parallel-syncs", RT_INT, 1, 1000000, false },
-	{ "auth-pass", RT_SECRET, 0, 0, false },
-	{ "auth-user", RT_STR, 0, 0, false },
+	/* SENTINEL SET <master> ... */
+	{ "down-after-milliseconds", RT_INT, 1, 3600000, RT_MASTER },
+	{ "failover-timeout", RT_INT, 1, 86400000, RT_MASTER },
+	{ "quorum", RT_INT, 1, 1, RT_MASTER },
+	{ "parallel-syncs", RT_INT, 1, 1000000, RT_MASTER },
+	{ "auth-pass", RT_SECRET, 0, 0, RT_MASTER },
+	{ "auth-user", RT_STR, 0, 0, RT_MASTER },
 	/* SENTINEL DEBUG */
-	{ "tilt-period", RT_INT, 0, 3600000, false },
-	{ "slave-reconf-timeout", RT_INT, 1, 600000, false },
+	{ "tilt-period", RT_INT, 0, 3600000, RT_DEBUG },
+	{ "slave-reconf-timeout", RT_INT, 1, 600000, RT_DEBUG },
+	{ "script-max-runtime", RT_INT, 1, 3600000, RT_DEBUG },
+	{ "script-retry-delay", RT_INT, 0, 3600000, RT_DEBUG },
 	/* SENTINEL CONFIG */
-	{ "resolve-hostnames", RT_STR, 0, 0, true },
-	{ "announce-hostnames", RT_STR, 0, 0, true },
-	{ "announce-ip", RT_STR, 0, 0, true },
-	{ "announce-port", RT_INT, 0, 65535, true },
-	{ "loglevel", RT_STR, 0, 0, true },
-	{ "sentinel-user", RT_STR, 0, 0, true },
-	{ "sentinel-pass", RT_SECRET, 0, 0, true },
+	{ "resolve-hostnames", RT_STR, 0, 0, RT_CONFIG },
+	{ "announce-hostnames", RT_STR, 0, 0, RT_CONFIG },
+	{ "announce-ip", RT_STR, 0, 0, RT_CONFIG },
+	{ "announce-port", RT_INT, 0, 65535, RT_CONFIG },
+	{ "loglevel", RT_STR, 0, 0, RT_CONFIG },
+	{ "sentinel-user", RT_STR, 0, 0, RT_CONFIG },
+	{ "sentinel-pass", RT_SECRET, 0, 0, RT_CONFIG },
 };
 #define NKEYS (int)(sizeof(keys) / sizeof(keys[0]))
 #define RT_VAL_MAX 256
 
-static char values[NKEYS][RT_VAL_MAX]; /* "" = not set at runtime */
-static unsigned simulate_flags;        /* SIMULATE-FAILURE */
+typedef char rt_vals[NKEYS][RT_VAL_MAX]; /* "" = not set at runtime */
+static rt_vals values;                  /* DEBUG and CONFIG */
+static rt_vals *mvalues;                /* SET, one set per shard (fo.shards order) */
+static int nmvalues;
+static unsigned simulate_flags;         /* SIMULATE-FAILURE */
 #define SIM_CRASH_AFTER_ELECTION (1u << 0)
 #define SIM_CRASH_AFTER_PROMOTION (1u << 1)
 
@@ -63,25 +73,59 @@ static int key_idx(const char *name)
 	return -1;
 }
 
-/* The value in effect, as text. */
-static void current(struct ctl *c, int i, char *buf, size_t len)
+static int ensure_mvalues(const struct ctl *c)
 {
-	const char *n = keys[i].name;
+	if (mvalues && nmvalues == c->fo.nshards)
+		return 0;
+	free(mvalues);
+	nmvalues = 0;
+	mvalues = calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(*mvalues));
+	if (!mvalues)
+		return -ENOMEM;
+	nmvalues = c->fo.nshards;
+	return 0;
+}
+
+/* The value set at runtime for key i (of shard for a SET key), "" if none. */
+static const char *set_value(int shard, int i)
+{
+	if (keys[i].scope != RT_MASTER)
+		return values[i];
+	return mvalues && shard >= 0 && shard < nmvalues ? mvalues[shard][i] : "";
+}
+
+void ctl_runtime_auth(const struct ctl *c, int shard, const char **user, const char **pass)
+{
+	const char *u = set_value(shard, key_idx("auth-user"));
+	const char *p = set_value(shard, key_idx("auth-pass"));
+
+	*user = u[0] ? u : c->cfg->redis.user;
+	*pass = p[0] ? p : c->cfg->redis.password;
+}
+
+/* The value in effect, as text (shard: for a SET key). */
+static void current(struct ctl *c, int shard, int i, char *buf, size_t len)
+{
+	const char *n = keys[i].name, *u, *p;
 
 	if (!strcmp(n, "down-after-milliseconds"))
-		snprintf(buf, len, "%d", c->fo.node_down_after_ms);
+		snprintf(buf, len, "%d", fo_down_after_ms(&c->fo, shard));
 	else if (!strcmp(n, "failover-timeout"))
-		snprintf(buf, len, "%d", c->fo.failover_block_ms);
+		snprintf(buf, len, "%d", shard >= 0 ? fo_block_ms(&c->fo, &c->fo.shards[shard]) :
+						       c->fo.failover_block_ms);
 	else if (!strcmp(n, "tilt-period"))
 		snprintf(buf, len, "%d", c->fo.tilt_ms);
 	else if (!strcmp(n, "slave-reconf-timeout"))
 		snprintf(buf, len, "%d", c->fo.repoint_timeout_ms);
-	else if (!strcmp(n, "auth-user"))
-		snprintf(buf, len, "%s", c->cfg->redis.user);
-	else if (!strcmp(n, "auth-pass"))
-		snprintf(buf, len, "%s", c->cfg->redis.password);
-	else if (values[i][0])
-		snprintf(buf, len, "%s", values[i]);
+	else if (!strcmp(n, "script-max-runtime"))
+		snprintf(buf, len, "%d", ctl_hooks_max_runtime_ms());
+	else if (!strcmp(n, "script-retry-delay"))
+		snprintf(buf, len, "%d", ctl_hooks_retry_delay_ms());
+	else if (!strcmp(n, "auth-user") || !strcmp(n, "auth-pass")) {
+		ctl_runtime_auth(c, shard, &u, &p);
+		snprintf(buf, len, "%s", !strcmp(n, "auth-user") ? u : p);
+	} else if (set_value(shard, i)[0])
+		snprintf(buf, len, "%s", set_value(shard, i));
 	else if (!strcmp(n, "quorum") || !strcmp(n, "parallel-syncs"))
 		snprintf(buf, len, "1");
 	else if (!strcmp(n, "resolve-hostnames") || !strcmp(n, "announce-hostnames"))
@@ -94,12 +138,12 @@ static void current(struct ctl *c, int i, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-/* Checks and applies one value; -EINVAL with why. */
-static int apply(struct ctl *c, int i, const char *v, char *why, size_t whylen)
+/* Checks one value; -EINVAL with why. */
+static int check(int i, const char *v, long long *num, char *why, size_t whylen)
 {
 	const struct rt_key *k = &keys[i];
-	long long n = 0;
 
+	*num = 0;
 	if (strlen(v) >= RT_VAL_MAX || strpbrk(v, "\r\n")) {
 		snprintf(why, whylen, "Invalid argument '%.40s' for SENTINEL SET '%s'", v, k->name);
 		return -EINVAL;
@@ -107,8 +151,8 @@ static int apply(struct ctl *c, int i, const char *v, char *why, size_t whylen)
 	if (k->kind == RT_INT) {
 		char *end;
 
-		n = strtoll(v, &end, 10);
-		if (!*v || *end || n < k->min || n > k->max) {
+		*num = strtoll(v, &end, 10);
+		if (!*v || *end || *num < k->min || *num > k->max) {
 			snprintf(why, whylen, "Invalid argument '%.40s' for SENTINEL SET '%s' "
 					      "(%d to %d)", v, k->name, k->min, k->max);
 			return -EINVAL;
@@ -125,18 +169,43 @@ static int apply(struct ctl *c, int i, const char *v, char *why, size_t whylen)
 				      "notice, warning, nothing");
 		return -EINVAL;
 	}
-	if (!strcmp(k->name, "down-after-milliseconds"))
-		c->fo.node_down_after_ms = (int)n;
-	else if (!strcmp(k->name, "failover-timeout"))
-		c->fo.failover_block_ms = (int)n;
-	else if (!strcmp(k->name, "tilt-period"))
+	return 0;
+}
+
+/* Checks and applies one value: a SET key to shard (-1: every shard, a line of an
+ * older runtime file), the others to the controller. -EINVAL with why. */
+static int apply(struct ctl *c, int shard, int i, const char *v, char *why, size_t whylen)
+{
+	const struct rt_key *k = &keys[i];
+	long long n;
+
+	if (check(i, v, &n, why, whylen))
+		return -EINVAL;
+	if (k->scope == RT_MASTER) {
+		if (ensure_mvalues(c)) {
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
+		}
+		for (int j = 0; j < c->fo.nshards; j++) {
+			if (shard >= 0 && j != shard)
+				continue;
+			if (!strcmp(k->name, "down-after-milliseconds"))
+				c->fo.shards[j].down_after_ms = (int)n;
+			else if (!strcmp(k->name, "failover-timeout"))
+				c->fo.shards[j].block_ms = (int)n;
+			/* auth-pass/auth-user: from the shard's servers' next connect on */
+			snprintf(mvalues[j][i], RT_VAL_MAX, "%s", v);
+		}
+		return 0;
+	}
+	if (!strcmp(k->name, "tilt-period"))
 		c->fo.tilt_ms = (int)n;
 	else if (!strcmp(k->name, "slave-reconf-timeout"))
 		c->fo.repoint_timeout_ms = (int)n;
-	else if (!strcmp(k->name, "auth-pass")) /* used from the next connect on */
-		snprintf(c->cfg->redis.password, sizeof(c->cfg->redis.password), "%s", v);
-	else if (!strcmp(k->name, "auth-user"))
-		snprintf(c->cfg->redis.user, sizeof(c->cfg->redis.user), "%s", v);
+	else if (!strcmp(k->name, "script-max-runtime"))
+		ctl_hooks_set_times((int)n, -1);
+	else if (!strcmp(k->name, "script-retry-delay"))
+		ctl_hooks_set_times(-1, (int)n);
 	snprintf(values[i], RT_VAL_MAX, "%s", v);
 	return 0;
 }
@@ -144,6 +213,19 @@ static int apply(struct ctl *c, int i, const char *v, char *why, size_t whylen)
 static void rt_path(const struct ctl *c, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s.runtime", c->state_file);
+}
+
+/* Every runtime value, a line each: "master <name> <key> <value>" or "<key> <value>". */
+static void write_lines(const struct ctl *c, FILE *f)
+{
+	for (int i = 0; i < NKEYS; i++)
+		if (keys[i].scope != RT_MASTER && values[i][0])
+			fprintf(f, "%s %s\n", keys[i].name, values[i]);
+	for (int j = 0; j < nmvalues && j < c->fo.nshards; j++)
+		for (int i = 0; i < NKEYS; i++)
+			if (mvalues[j][i][0])
+				fprintf(f, "master %s %s %s\n", c->fo.shards[j].name, keys[i].name,
+					mvalues[j][i]);
 }
 
 /* Writes every runtime value: write, fsync, rename. */
@@ -164,9 +246,7 @@ static int flush(struct ctl *c, char *why, size_t whylen)
 		goto fail;
 	fprintf(f, "# flatline controller: set at runtime (SENTINEL SET/CONFIG SET/DEBUG); "
 		   "wins over the cluster file\n");
-	for (int i = 0; i < NKEYS; i++)
-		if (values[i][0])
-			fprintf(f, "%s %s\n", keys[i].name, values[i]);
+	write_lines(c, f);
 	if (fflush(f) || fsync(fileno(f)))
 		goto fail;
 	fclose(f);
@@ -182,9 +262,50 @@ fail:
 	return rc;
 }
 
+/* One line of the runtime file, or one etcd key's "scope key" and value: applied.
+ * -EINVAL with why. */
+static int apply_line(struct ctl *c, char *line, const char **shown, char *why, size_t whylen)
+{
+	char *v, *name = line;
+	int i, shard = -1;
+
+	if (!strncmp(line, "master ", 7)) {
+		char *sp = strchr(line + 7, ' ');
+		struct fo_shard *s;
+
+		if (!sp) {
+			snprintf(why, whylen, "no setting");
+			return -EINVAL;
+		}
+		*sp = '\0';
+		s = fo_find_shard(&c->fo, line + 7);
+		if (!s) {
+			snprintf(why, whylen, "no shard '%.60s' in the cluster file", line + 7);
+			return -ENOENT;
+		}
+		shard = s->idx;
+		name = sp + 1;
+	}
+	v = strchr(name, ' ');
+	if (v)
+		*v++ = '\0';
+	i = key_idx(name);
+	if (i < 0 || !v) {
+		snprintf(why, whylen, "%s", i < 0 ? "unknown setting" : "no value");
+		return -EINVAL;
+	}
+	if (shard >= 0 && keys[i].scope != RT_MASTER) {
+		snprintf(why, whylen, "'%s' is not a per-master setting", name);
+		return -EINVAL;
+	}
+	*shown = keys[i].kind == RT_SECRET ? "(secret)" : v;
+	return apply(c, shard, i, v, why, whylen);
+}
+
 int ctl_runtime_load(struct ctl *c)
 {
-	char path[300], line[512], why[200];
+	char path[300], line[600], why[200];
+	const char *shown;
 	FILE *f;
 	int ln = 0, n = 0;
 
@@ -195,43 +316,70 @@ int ctl_runtime_load(struct ctl *c)
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
 	while (fgets(line, sizeof(line), f)) {
-		char *v;
-		int i;
+		char copy[600];
 
 		ln++;
 		line[strcspn(line, "\r\n")] = '\0';
 		if (!line[0] || line[0] == '#')
 			continue;
-		v = strchr(line, ' ');
-		if (v)
-			*v++ = '\0';
-		i = key_idx(line);
-		if (i < 0 || !v || apply(c, i, v, why, sizeof(why))) {
-			pr_warn("%s:%d: failed to apply '%s': %s\n", path, ln, line,
-				i < 0 ? "unknown setting" : !v ? "no value" : why);
+		snprintf(copy, sizeof(copy), "%s", line);
+		if (apply_line(c, line, &shown, why, sizeof(why))) {
+			pr_warn("%s:%d: failed to apply '%.80s': %s\n", path, ln, copy, why);
 			continue;
 		}
-		pr_info("%s: %s = %s (set at runtime, over the cluster file)\n", path, line,
-			keys[i].kind == RT_SECRET ? "(secret)" : v);
+		pr_info("%s: %s (set at runtime, over the cluster file)\n", path,
+			strstr(copy, "pass") ? "a password" : copy);
 		n++;
 	}
 	fclose(f);
 	return n;
 }
 
+/* HA mode: one setting from etcd (<prefix>runtime/<scope>/<key>, scope "*" or the
+ * shard), at start and whenever any controller sets one. */
+void ctl_runtime_from_etcd(struct ctl *c, const char *rel, const char *val)
+{
+	char line[600], why[200];
+	const char *slash = strchr(rel, '/'), *shown;
+
+	if (!slash || !val)
+		return;
+	if (slash - rel == 1 && rel[0] == '*')
+		snprintf(line, sizeof(line), "%s %s", slash + 1, val);
+	else
+		snprintf(line, sizeof(line), "master %.*s %s %s", (int)(slash - rel), rel, slash + 1,
+			 val);
+	if (apply_line(c, line, &shown, why, sizeof(why)))
+		pr_warn("failed to apply runtime/%s from etcd: %s\n", rel, why);
+	else
+		pr_info("etcd: runtime/%s = %s (set at runtime, over the cluster file)\n", rel, shown);
+}
+
 void ctl_runtime_status(struct ctl *c, struct evbuffer *b)
 {
 	bool any = false;
 
-	for (int i = 0; i < NKEYS; i++) {
-		if (!values[i][0])
-			continue;
-		if (!any)
-			evbuffer_add_printf(b, "\nset at runtime (%s.runtime, wins over the cluster "
-					       "file):", c->state_file);
-		any = true;
-		evbuffer_add_printf(b, " %s=%s", keys[i].name,
-				    keys[i].kind == RT_SECRET ? "(secret)" : values[i]);
+	for (int j = -1; j < nmvalues && j < c->fo.nshards; j++) {
+		for (int i = 0; i < NKEYS; i++) {
+			const char *v = j < 0 ? (keys[i].scope == RT_MASTER ? "" : values[i]) :
+						mvalues[j][i];
+
+			if (!v[0])
+				continue;
+			if (!any) {
+				if (c->ha)
+					evbuffer_add_printf(b, "\nset at runtime (etcd %sruntime/, wins "
+							       "over the cluster file):",
+							    c->cfg->etcd.prefix);
+				else
+					evbuffer_add_printf(b, "\nset at runtime (%s.runtime, wins over "
+							       "the cluster file):", c->state_file);
+			}
+			any = true;
+			evbuffer_add_printf(b, " %s%s%s=%s", j < 0 ? "" : c->fo.shards[j].name,
+					    j < 0 ? "" : ":", keys[i].name,
+					    keys[i].kind == RT_SECRET ? "(secret)" : v);
+		}
 	}
 	if (any)
 		evbuffer_add_printf(b, "\n");
@@ -258,66 +406,162 @@ static void kv(struct evbuffer *o, const char *k, const char *v)
 	resp_str(o, v);
 }
 
-static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, bool config)
+/* HA mode: a SET answered once etcd has every value (or one failed). */
+struct rt_put {
+	struct ctl *c;
+	unsigned long long conn;
+	int left, err;
+	char msg[160];
+};
+
+static struct ctl_conn *conn_by_id(struct ctl *c, unsigned long long id)
+{
+	for (struct ctl_conn *k = c->conns; k; k = k->next)
+		if (k->id == id)
+			return k;
+	return NULL;
+}
+
+static void on_rt_put(void *ctx, int err, const char *msg)
+{
+	struct rt_put *p = ctx;
+	struct ctl_conn *k;
+
+	if (err && !p->err) {
+		p->err = err;
+		snprintf(p->msg, sizeof(p->msg), "%s", msg ? msg : strerror(-err));
+	}
+	if (--p->left > 0)
+		return;
+	k = conn_by_id(p->c, p->conn);
+	if (k) {
+		struct evbuffer *out = bufferevent_get_output(k->bev);
+
+		if (p->err) {
+			char e[240];
+
+			snprintf(e, sizeof(e), "ERR failed to write the setting to etcd: %s", p->msg);
+			resp_error_reply(out, e);
+		} else {
+			resp_status(out, "OK");
+		}
+		ctl_conn_resume(k);
+	}
+	free(p);
+}
+
+/* SENTINEL SET <master> k v ..., SENTINEL CONFIG SET k v ..., SENTINEL DEBUG k v ...:
+ * every pair checked first, then applied and kept — in <state_file>.runtime, or in
+ * HA mode in etcd (<prefix>runtime/<master or *>/<key>), from where every controller
+ * applies it (ctl_runtime_from_etcd); the answer waits for etcd. */
+static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
-	int first = 3; /* SENTINEL SET <master> k v ... | SENTINEL CONFIG SET k v */
-	char why[240], saved[NKEYS][RT_VAL_MAX];
+	int first = scope == RT_DEBUG ? 2 : 3, shard = -1;
+	const char *what = scope == RT_MASTER ? "SET" : scope == RT_CONFIG ? "CONFIG SET" : "DEBUG";
+	char why[240], e[260], was[NKEYS][RT_VAL_MAX];
+	struct rt_put *p = NULL;
+	long long num;
 
-	if (!config && !fo_find_shard(&c->fo, cmd->argv[2])) {
-		resp_error_reply(out, "ERR No such master with that name");
-		return;
+	if (scope == RT_MASTER) {
+		struct fo_shard *s = fo_find_shard(&c->fo, cmd->argv[2]);
+
+		if (!s) {
+			resp_error_reply(out, "ERR No such master with that name");
+			return;
+		}
+		shard = s->idx;
 	}
 	if (cmd->argc < first + 2 || (cmd->argc - first) % 2) {
-		resp_error_reply(out, "ERR wrong number of arguments for 'sentinel set' command");
+		snprintf(e, sizeof(e), "ERR wrong number of arguments for 'sentinel %s' command", what);
+		resp_error_reply(out, e);
 		return;
 	}
-	memcpy(saved, values, sizeof(saved));
 	for (int a = first; a + 1 < cmd->argc; a += 2) {
 		int i = key_idx(cmd->argv[a]);
 
-		if (i >= 0 && keys[i].config != config)
-			i = -1;
-		if (!config && (!strcasecmp(cmd->argv[a], "notification-script") ||
-				!strcasecmp(cmd->argv[a], "client-reconfig-script"))) {
+		if (scope == RT_MASTER && (!strcasecmp(cmd->argv[a], "notification-script") ||
+					   !strcasecmp(cmd->argv[a], "client-reconfig-script"))) {
 			/* Sentinel's default (sentinel deny-scripts-reconfig yes). */
 			resp_error_reply(out, "ERR Reconfiguration of scripts path is denied for "
 					      "security reasons. Check the deny-scripts-reconfig "
 					      "configuration directive in your config file.");
 			return;
 		}
-		if (i < 0) {
-			snprintf(why, sizeof(why), "ERR Invalid argument '%.60s' to SENTINEL %s",
-				 cmd->argv[a], config ? "CONFIG SET" : "SET");
-			resp_error_reply(out, why);
+		if (i < 0 || keys[i].scope != scope) {
+			snprintf(e, sizeof(e), "ERR Invalid argument '%.60s' to SENTINEL %s",
+				 cmd->argv[a], what);
+			resp_error_reply(out, e);
 			return;
 		}
-		if (apply(c, i, cmd->argv[a + 1], why, sizeof(why))) {
-			char e[260];
-
+		if (check(i, cmd->argv[a + 1], &num, why, sizeof(why))) {
 			snprintf(e, sizeof(e), "ERR %s", why);
 			resp_error_reply(out, e);
 			return;
 		}
 	}
-	if (flush(c, why, sizeof(why))) {
-		char e[260];
+	if (c->ha) {
+		p = calloc(1, sizeof(*p));
+		if (!p) {
+			resp_error_reply(out, "ERR out of memory");
+			return;
+		}
+		p->c = c;
+		p->conn = k->id;
+		p->left = 1; /* until every put is sent */
+	}
+	for (int a = first; a + 1 < cmd->argc; a += 2) {
+		int i = key_idx(cmd->argv[a]);
 
-		snprintf(e, sizeof(e), "ERR %s", why);
-		resp_error_reply(out, e);
-		return;
+		current(c, shard, i, was[i], sizeof(was[i]));
+		if (apply(c, shard, i, cmd->argv[a + 1], why, sizeof(why))) {
+			snprintf(e, sizeof(e), "ERR %s", why);
+			resp_error_reply(out, e);
+			free(p);
+			return;
+		}
+		if (p) {
+			char rel[300];
+			int rc;
+
+			snprintf(rel, sizeof(rel), "runtime/%s/%s", shard >= 0 ? c->fo.shards[shard].name : "*",
+				 keys[i].name);
+			p->left++;
+			rc = ctl_ha_put_plain(c, rel, cmd->argv[a + 1], on_rt_put, p);
+			if (rc)
+				on_rt_put(p, rc, "etcd not reachable");
+		}
 	}
 	for (int a = first; a + 1 < cmd->argc; a += 2) {
 		struct evrec r;
 		int i = key_idx(cmd->argv[a]);
+		char now[RT_VAL_MAX];
 
+		current(c, shard, i, now, sizeof(now));
 		evrec_begin(&r, NULL, "controller", "config_set");
+		if (shard >= 0)
+			evrec_str(&r, "shard", c->fo.shards[shard].name);
 		evrec_str(&r, "setting", keys[i].name);
-		evrec_str(&r, "value", keys[i].kind == RT_SECRET ? "(secret)" : values[i]);
-		evrec_str(&r, "was", keys[i].kind == RT_SECRET ? "(secret)" : saved[i]);
+		evrec_str(&r, "value", keys[i].kind == RT_SECRET ? "(secret)" : now);
+		evrec_str(&r, "was", keys[i].kind == RT_SECRET ? "(secret)" : was[i]);
 		evrec_str(&r, "by", k->peer);
 		ctl_log(c, &r);
+	}
+	if (p) {
+		k->flags |= CTL_C_WAITING;
+		on_rt_put(p, 0, NULL); /* the "until sent" count: answers if all are done */
+		return;
+	}
+	if (flush(c, why, sizeof(why))) {
+		if (scope == RT_DEBUG) { /* Sentinel keeps none of them: applied all the same */
+			pr_warn("SENTINEL DEBUG: %s\n", why);
+			resp_status(out, "OK");
+			return;
+		}
+		snprintf(e, sizeof(e), "ERR %s", why);
+		resp_error_reply(out, e);
+		return;
 	}
 	resp_status(out, "OK");
 }
@@ -330,12 +574,12 @@ static void rt_config_get(struct ctl_conn *k, const char *pattern)
 	char v[RT_VAL_MAX];
 
 	for (int i = 0; i < NKEYS; i++)
-		n += keys[i].config && !fnmatch(pattern, keys[i].name, FNM_CASEFOLD);
+		n += keys[i].scope == RT_CONFIG && !fnmatch(pattern, keys[i].name, FNM_CASEFOLD);
 	ctl_reply_map(k, out, n);
 	for (int i = 0; i < NKEYS; i++) {
-		if (!keys[i].config || fnmatch(pattern, keys[i].name, FNM_CASEFOLD))
+		if (keys[i].scope != RT_CONFIG || fnmatch(pattern, keys[i].name, FNM_CASEFOLD))
 			continue;
-		current(c, i, v, sizeof(v));
+		current(c, -1, i, v, sizeof(v));
 		kv(out, keys[i].name, v);
 	}
 }
@@ -344,35 +588,21 @@ static void rt_debug(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
-	static const char *const shown[] = { "tilt-period", "slave-reconf-timeout" };
+	int n = 0;
 	char v[RT_VAL_MAX], b[32];
 
 	if (cmd->argc > 2) {
-		for (int a = 2; a + 1 < cmd->argc; a += 2) {
-			int i = key_idx(cmd->argv[a]);
-			char why[200];
-
-			if (i < 0 || keys[i].config || (strcmp(keys[i].name, "tilt-period") &&
-							strcmp(keys[i].name, "slave-reconf-timeout"))) {
-				snprintf(why, sizeof(why), "ERR Invalid argument '%.60s' to SENTINEL "
-							   "DEBUG", cmd->argv[a]);
-				resp_error_reply(out, why);
-				return;
-			}
-			if (apply(c, i, cmd->argv[a + 1], why, sizeof(why))) {
-				resp_error_reply(out, why);
-				return;
-			}
-		}
-		if (flush(c, v, sizeof(v)))
-			pr_warn("%s\n", v);
-		resp_status(out, "OK");
+		rt_set(k, cmd, RT_DEBUG);
 		return;
 	}
-	ctl_reply_map(k, out, 4);
-	for (size_t j = 0; j < sizeof(shown) / sizeof(shown[0]); j++) {
-		current(c, key_idx(shown[j]), v, sizeof(v));
-		kv(out, shown[j], v);
+	for (int i = 0; i < NKEYS; i++)
+		n += keys[i].scope == RT_DEBUG;
+	ctl_reply_map(k, out, n + 2);
+	for (int i = 0; i < NKEYS; i++) {
+		if (keys[i].scope != RT_DEBUG)
+			continue;
+		current(c, -1, i, v, sizeof(v));
+		kv(out, keys[i].name, v);
 	}
 	snprintf(b, sizeof(b), "%d", c->fo.node_down_after_ms);
 	kv(out, "default-down-after", b);
@@ -465,13 +695,15 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		return true;
 	}
 	if (!strcasecmp(sub, "set") && cmd->argc >= 3) {
-		rt_set(k, cmd, false);
+		rt_set(k, cmd, RT_MASTER);
 	} else if (!strcasecmp(sub, "config") && cmd->argc == 4 && ARG_IS(2, "GET")) {
 		rt_config_get(k, cmd->argv[3]);
 	} else if (!strcasecmp(sub, "config") && cmd->argc >= 5 && ARG_IS(2, "SET")) {
-		rt_set(k, cmd, true);
+		rt_set(k, cmd, RT_CONFIG);
 	} else if (!strcasecmp(sub, "flushconfig") && cmd->argc == 2) {
-		if (flush(c, why, sizeof(why))) {
+		if (c->ha) {
+			resp_status(out, "OK"); /* every value is in etcd once set */
+		} else if (flush(c, why, sizeof(why))) {
 			char e[260];
 
 			snprintf(e, sizeof(e), "ERR %s", why);

@@ -10,6 +10,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include "common/auth.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/daemon.h"
@@ -131,12 +132,34 @@ static const char *node_runid(const struct ctl *c, const struct fo_node *n)
 	return id[0] ? id : r->run_id;
 }
 
+/* HA mode: a controller's Sentinel id, the same seen from every controller and over
+ * restarts: the first 40 hex digits of HMAC-SHA256(etcd prefix, "controller-myid:" id)
+ * (nothing secret: the prefix is the key). */
+static void ha_runid(const struct ctl *c, const char *id, char out[41])
+{
+	uint8_t k[AUTH_KEY_LEN];
+	char name[160], hex[2 * AUTH_KEY_LEN + 1];
+	const char *prefix = c->cfg->etcd.prefix;
+
+	snprintf(name, sizeof(name), "controller-myid:%s", id);
+	if (auth_node_key(prefix, strlen(prefix), name, k)) {
+		snprintf(out, 41, "%040d", 0);
+		return;
+	}
+	auth_hex(k, 20, hex);
+	memcpy(out, hex, 41);
+}
+
 void ctl_myid_persist(struct ctl *c)
 {
 	char path[sizeof(c->state_file) + 8], tmp[sizeof(path) + 8], buf[64];
 	FILE *f;
 	size_t n;
 
+	if (c->cfg->etcd.enabled && c->id[0]) {
+		ha_runid(c, c->id, c->myid);
+		return;
+	}
 	if (!c->state_file[0])
 		return;
 	snprintf(path, sizeof(path), "%s.myid", c->state_file);
@@ -189,7 +212,7 @@ static void reply_instance(const struct ctl_conn *k, struct evbuffer *o, int nfi
 	kv_int(o, "last-ping-sent", 0);
 	kv_int(o, "last-ok-ping-reply", age_ms(n->last_report_ms));
 	kv_int(o, "last-ping-reply", age_ms(n->last_report_ms));
-	kv_int(o, "down-after-milliseconds", c->fo.node_down_after_ms);
+	kv_int(o, "down-after-milliseconds", fo_down_after_ms(&c->fo, n->shard));
 	kv_int(o, "info-refresh", age_ms(n->last_report_ms));
 	kv_str(o, "role-reported", role);
 	kv_int(o, "role-reported-time", age_ms(c->start_ms));
@@ -225,7 +248,7 @@ static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 	resp_array(o, n);
 	for (int i = 0; i < n; i++) {
 		struct cfg_endpoint ep;
-		char port[16];
+		char port[16], runid[41];
 
 		if (cfg_parse_endpoint(addrs[i], &ep, 26379) < 0)
 			memset(&ep, 0, sizeof(ep));
@@ -234,7 +257,8 @@ static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 		kv_str(o, "name", addrs[i]);
 		kv_str(o, "ip", ep.host);
 		kv_str(o, "port", port);
-		kv_str(o, "runid", ids[i]);
+		ha_runid(c, ids[i], runid);
+		kv_str(o, "runid", runid);
 		kv_str(o, "flags", "sentinel");
 	}
 }
@@ -278,7 +302,7 @@ static void reply_master(const struct ctl_conn *k, struct evbuffer *o, const str
 	kv_int(o, "num-slaves", s->nnodes - 1);
 	kv_int(o, "num-other-sentinels", other_controllers(c, NULL, NULL, 0));
 	kv_int(o, "quorum", 1);
-	kv_int(o, "failover-timeout", c->fo.failover_block_ms);
+	kv_int(o, "failover-timeout", fo_block_ms(&c->fo, s));
 	kv_int(o, "parallel-syncs", s->nnodes);
 }
 
@@ -290,13 +314,21 @@ static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const st
 	const struct info_repl *r = n->info_ok && n->info_ms >= n->last_report_ms ? &n->info :
 										     &n->rep.repl;
 	char name[300], flags[96];
-	bool link = r->link_up == 1;
+	bool link = r->link_up == 1, serving;
 
 	cfg_hostport(name, sizeof(name), n->host, n->port); /* [v6]:port, as Sentinel names it */
-	snprintf(flags, sizeof(flags), "slave%s%s", (n->flags & FO_N_SDOWN) ? ",s_down" : "",
-		 (n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok ?
-			 "" :
-			 ",disconnected");
+	/* "disconnected" (ioredis skips it, as a replica Sentinel has no link to): not
+	 * reached, or not serving yet — still a master (an old primary not converted
+	 * yet), being repointed, or fenced by its agent (write lease lapsed: its traffic
+	 * is dropped and the connections made meanwhile are closed when it comes back).
+	 * One reached but not serving is s_down too: redis-py skips only s_down/o_down
+	 * replicas. The +sdown events stay the server's health. */
+	serving = ((n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok) &&
+		  r->role != INFO_ROLE_MASTER && !(n->flags & FO_N_FIXING) &&
+		  n->rep.lease != FO_LEASE_LAPSED;
+
+	snprintf(flags, sizeof(flags), "slave%s%s", (n->flags & FO_N_SDOWN) || !serving ? ",s_down" : "",
+		 serving ? "" : ",disconnected");
 	reply_instance(k, o, 21, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
 	kv_int(o, "master-link-down-time", 0);
 	kv_str(o, "master-link-status", link ? "ok" : "err");
@@ -375,7 +407,99 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	return 0;
 }
 
+/* ---- a question held while the primary changes ----
+ *
+ * A client that asks where the primary is while its shard is between two primaries
+ * (the primary down or a failover running) is answered when the shard has one again,
+ * CTL_HOLD_MAX_MS at most, instead of at once with the old address or a master
+ * flagged s_down/o_down: redis-py's default raises MasterNotFoundError on the latter
+ * and ioredis connects to a dead server. The failover lasts milliseconds; the
+ * question waits that long and gets the new primary. Only GET-MASTER-ADDR-BY-NAME,
+ * MASTER and MASTERS are held; the connection reads nothing behind the held one. */
+#define CTL_HOLD_MAX_MS 1000
+#define CTL_HOLD_POLL_MS 2
+
+static bool shard_unsettled(const struct ctl *c, const struct fo_shard *s)
+{
+	if (c->ha && !ctl_may_act(c) && c->etcd_why[0])
+		return false; /* a follower cut off from etcd answers at once (no master) */
+	return s->fo.state != FO_ST_NONE || s->primary < 0 || (s->flags & FO_S_ODOWN) ||
+	       (c->fo.nodes[s->primary].flags & FO_N_SDOWN);
+}
+
+static bool hold_wanted(struct ctl *c, const struct resp_cmd *cmd)
+{
+	const char *sub = cmd->argc > 1 ? cmd->argv[1] : "";
+	const struct fo_shard *s;
+
+	if (!strcasecmp(sub, "masters") && cmd->argc == 2) {
+		for (int i = 0; i < c->fo.nshards; i++)
+			if (shard_unsettled(c, &c->fo.shards[i]))
+				return true;
+		return false;
+	}
+	if ((strcasecmp(sub, "get-master-addr-by-name") && strcasecmp(sub, "master")) ||
+	    cmd->argc != 3)
+		return false;
+	s = fo_find_shard(&c->fo, cmd->argv[2]);
+	return s && shard_unsettled(c, s);
+}
+
+static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+
+static void on_hold(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_conn *k = arg;
+	struct resp_cmd cmd;
+
+	(void)fd;
+	(void)what;
+	if (fl_mono_ms() < k->hold_until_ms && hold_wanted(k->ctl, &k->held)) {
+		struct timeval tv = fl_ms_tv(CTL_HOLD_POLL_MS);
+
+		evtimer_add(k->hold_ev, &tv);
+		return;
+	}
+	cmd = k->held;
+	memset(&k->held, 0, sizeof(k->held));
+	answer_sentinel(k, &cmd);
+	resp_cmd_free(&cmd);
+	ctl_conn_resume(k);
+}
+
+/* Takes cmd (left empty for the caller to free) and answers it later; false when
+ * it cannot wait (no memory): answered now. */
+static bool hold(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct timeval tv = fl_ms_tv(CTL_HOLD_POLL_MS);
+
+	if (!k->hold_ev)
+		k->hold_ev = evtimer_new(k->ctl->base, on_hold, k);
+	if (!k->hold_ev || evtimer_add(k->hold_ev, &tv))
+		return false;
+	k->held = *cmd;
+	memset(cmd, 0, sizeof(*cmd));
+	k->hold_until_ms = fl_mono_ms() + CTL_HOLD_MAX_MS;
+	k->flags |= CTL_C_WAITING;
+	return true;
+}
+
+void ctl_hold_free(struct ctl_conn *k)
+{
+	if (k->hold_ev)
+		event_free(k->hold_ev);
+	k->hold_ev = NULL;
+	resp_cmd_free(&k->held);
+}
+
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	if (hold_wanted(k->ctl, cmd) && hold(k, cmd))
+		return;
+	answer_sentinel(k, cmd);
+}
+
+static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);

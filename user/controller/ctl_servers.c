@@ -58,14 +58,16 @@ const char *ctl_server_runid(const struct ctl *c, int node)
 static void on_server_up(void *ctx)
 {
 	struct ctl_server *s = ctx;
-	const struct cfg *cf = s->ctl->cfg;
 	const char *setname[] = { "CLIENT", "SETNAME", "flatline-controller" };
+	const char *user, *pass;
 
-	if (cf->redis.password[0]) {
-		const char *auth[] = { "AUTH", cf->redis.user, cf->redis.password };
-		const char *auth_default[] = { "AUTH", cf->redis.password };
+	/* The cluster file's, or the shard's SENTINEL SET auth-user/auth-pass. */
+	ctl_runtime_auth(s->ctl, s->ctl->fo.nodes[s->node].shard, &user, &pass);
+	if (pass[0]) {
+		const char *auth[] = { "AUTH", user, pass };
+		const char *auth_default[] = { "AUTH", pass };
 
-		if (cf->redis.user[0])
+		if (user[0])
 			redis_link_send(s->link, 3, auth);
 		else
 			redis_link_send(s->link, 2, auth_default);

@@ -190,6 +190,9 @@ struct fo_shard {
 	struct fo_failover fo;          /* in progress (state != NONE) */
 	struct fo_failover last;        /* the last finished or aborted one */
 	bool have_last;
+	/* SENTINEL SET <shard> down-after-milliseconds / failover-timeout (ctl_runtime.c);
+	 * 0: the controller's node_down_after_ms / failover_block_ms. */
+	int down_after_ms, block_ms;
 	char blocked_why[160]; /* last "failover_blocked" reason logged */
 	long long lease_wait_since_ms; /* a failover decided, waiting for the old lease */
 	long long lease_waited_ms;     /* how long the failover starting now waited */
@@ -256,6 +259,16 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 void fo_cluster_free(struct fo_cluster *c);
 struct fo_node *fo_find_node(struct fo_cluster *c, const char *id);
 struct fo_shard *fo_find_shard(struct fo_cluster *c, const char *name);
+/* The shard's down-after and failover block (SENTINEL SET), else the controller's. */
+static inline int fo_down_after_ms(const struct fo_cluster *c, int shard)
+{
+	return shard >= 0 && c->shards[shard].down_after_ms ? c->shards[shard].down_after_ms :
+							       c->node_down_after_ms;
+}
+static inline int fo_block_ms(const struct fo_cluster *c, const struct fo_shard *s)
+{
+	return s->block_ms ? s->block_ms : c->failover_block_ms;
+}
 /* The node whose replication address is host:port, or NULL. */
 struct fo_node *fo_node_by_addr(struct fo_cluster *c, const char *host, int port);
 

@@ -201,7 +201,7 @@ static void select_done(struct fo_cluster *c, struct fo_shard *s)
 {
 	struct fo_failover *f = &s->fo;
 	int ranked[FO_MAX_SHARD_NODES], n;
-	long long since = f->start_ms - c->node_down_after_ms;
+	long long since = f->start_ms - fo_down_after_ms(c, s->idx);
 	char list[256] = "";
 	size_t off = 0;
 

@@ -8,7 +8,7 @@
 
 bool fo_fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
 {
-	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= c->node_down_after_ms;
+	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
 }
 
 enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now)
@@ -106,7 +106,7 @@ bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum 
 		return false;
 	}
 	since = now - s->last_failover_end_ms;
-	if (s->last_failover_end_ms && since < c->failover_block_ms) {
+	if (s->last_failover_end_ms && since < fo_block_ms(c, s)) {
 		/* Unless the new primary also dies: the process or the host is gone. */
 		if (!planned && (v == FO_V_PROC_DOWN || v == FO_V_HOST_DOWN))
 			return true;

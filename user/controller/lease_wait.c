@@ -9,7 +9,7 @@ long long fo_lease_span_ms(const struct fo_cluster *c)
 
 static bool fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
 {
-	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= c->node_down_after_ms;
+	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
 }
 
 long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
