@@ -161,14 +161,8 @@ setup_ctl() {
 	chmod 600 "$CONF"
 	start_redis "$P1"; PID_1=$REDIS_PID
 	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
-	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
-	CTL_PID=$!
-	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
-	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }
-	for n in hc1 hc2; do
-		"$FL" agent -c "$CONF" --node "$n-$$" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
-		on_exit "kill -TERM $!; wait $!"
-	done
+	spawn_controller
+	spawn_agents hc1 hc2
 	wait_event "$CLOG" '.kind == "agent_connected"' >/dev/null || fail "no agent connected"
 }
 
@@ -338,10 +332,7 @@ test_controller_survives_fake_redis() {
 		printf '\n'
 	} >"$CONF"
 	chmod 600 "$CONF"
-	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
-	CTL_PID=$!
-	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
-	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }
+	spawn_controller
 	# Every fake server was dialled again after its link was closed.
 	for j in $(seq 1 $i); do
 		HREC=$T/hostile-${ports[$j]}.jsonl

@@ -120,13 +120,7 @@ conf() {
 	chmod 600 "$1"
 }
 
-start_ctl() {
-	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
-	CTL_PID=$!
-	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
-	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
-		{ cat "$T/controller.err" >&2; fail "controller did not start"; }
-}
+start_ctl() { spawn_controller; }
 
 # agent NAME [CONF]: an agent for node NAME-$$ with its stderr in $T/agent-NAME.err.
 agent() {

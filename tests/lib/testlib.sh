@@ -71,6 +71,27 @@ start_recpeer() {
 	wait_listening "$port" "recording peer"
 }
 
+# spawn_controller [CMD ARGS...]: `flatline controller -c $CONF` (run under CMD when given,
+# e.g. prlimit), stderr in $T/controller.err, CTL_PID, stopped at exit; returns once
+# its event log ($CLOG, the file's event_log) says controller_ready.
+spawn_controller() {
+	"$@" "$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
+	CTL_PID=$!
+	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
+	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
+		{ cat "$T/controller.err" >&2; fail "controller did not start"; }
+}
+
+# spawn_agents NAME...: an agent (-c $CONF) for each node NAME-$$, events in
+# $T/events-NAME.jsonl, stderr in $T/agent-NAME.err, stopped at exit.
+spawn_agents() {
+	local n
+	for n in "$@"; do
+		"$FL" agent -c "$CONF" --node "$n-$$" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
+		on_exit "kill -TERM $!; wait $!"
+	done
+}
+
 # wait_listening PORT WHAT: until 127.0.0.1:PORT accepts a connection, else fails
 # saying WHAT did not start.
 wait_listening() {
