@@ -28,7 +28,12 @@
  * one JSON line on stdout (the harness takes one before and one after a trial and
  * judges the difference); SIGTERM prints them and exits.
  *
+ * Sessions open spread over --ramp-ms (default: 2,000 a second, at least one heartbeat).
+ * --part I/N: this process takes every Nth node of the file from the Ith (0-based), so
+ * N processes on N CPUs share the load; the harness sums their counters.
+ *
  * usage: loadgen --controller HOST:PORT --secret S --nodes-file F [--heartbeat-ms 100]
+ *                [--ramp-ms MS] [--part I/N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -90,13 +95,16 @@ static struct {
 	int ctl_port;
 	const char *secret;
 	int hb_ms;
+	int ramp_ms; /* sessions open spread over this long */
+	int part, parts; /* this process takes the nodes whose line number % parts == part */
+	int total;       /* nodes in the file (phases spread over all of them) */
 	struct event_base *base;
 	struct node *nodes;
 	int nnodes;
 	long long t0_ms;
 	/* Health counters. */
 	unsigned long long slots, on_time, late, missed, sent, change_sent, answered, slow,
-		refused_reports, ctl_reconnects, srv_reconnects, probe_timeouts, proc_down_said;
+		refused_reports, ctl_reconnects, ctl_lost, drop_unanswered, drop_ring, srv_reconnects, probe_timeouts, proc_down_said;
 	long long max_lag_ms, max_answer_ms;
 } g;
 
@@ -240,6 +248,7 @@ static void send_report(struct node *n)
 		return;
 	if (n->out == 8) {
 		/* Eight unanswered: the connection is as good as lost (2 heartbeats pass first). */
+		g.drop_ring++;
 		ctl_drop(n);
 		return;
 	}
@@ -288,8 +297,10 @@ static void on_ctl_disconnect(const redisAsyncContext *ac, int status)
 	struct node *n = ac->data;
 
 	(void)status;
-	if (n && n->ctl == ac)
+	if (n && n->ctl == ac) {
+		g.ctl_lost++; /* closed by the controller, or the connection failed */
 		ctl_gone(n);
+	}
 }
 
 static void on_prove(redisAsyncContext *ac, void *r, void *priv)
@@ -553,6 +564,16 @@ static void probe(struct node *n, long long now)
 /* ------------------------------------------------------------------------- */
 /* The schedule: one slot per node per heartbeat, phases spread over the heartbeat */
 
+/* What the tick queued on ac is written now, from the timer (never from inside a
+ * hiredis callback, where a write error would free ac under its caller): hiredis
+ * added its write event, and removes it when its buffer is empty, both in this loop
+ * turn, so the changelist makes no epoll_ctl of them; one write, no wake-up. */
+static void flush(redisAsyncContext *ac)
+{
+	if (ac && (ac->c.flags & REDIS_CONNECTED)) /* a connect in progress: hiredis's */
+		redisAsyncHandleWrite(ac);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct node *n = arg;
@@ -573,12 +594,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		g.max_lag_ms = lag;
 	g.slots++;
 	probe(n, now);
+	flush(n->srv);
 	if (n->ctl_state == 2) {
 		if (n->out && now - n->oldest_out_ms > 2 * g.hb_ms) {
+			g.drop_unanswered++;
 			ctl_drop(n); /* unanswered for 2 heartbeats: the agent's rule */
 			g.missed++;
 		} else {
 			send_report(n);
+			flush(n->ctl);
 			if (lag * 2 <= g.hb_ms)
 				g.on_time++;
 			else
@@ -606,12 +630,12 @@ static void print_stats(void)
 	printf("{\"nodes\":%d,\"heartbeat_ms\":%d,\"seconds\":%.3f,\"slots\":%llu,\"on_time\":%llu,"
 	       "\"late\":%llu,\"missed\":%llu,\"sent\":%llu,\"sent_on_change\":%llu,"
 	       "\"answered\":%llu,\"slow_answers\":%llu,\"refused\":%llu,"
-	       "\"ctl_reconnects\":%llu,\"srv_reconnects\":%llu,\"probe_timeouts\":%llu,"
+	       "\"ctl_reconnects\":%llu,\"ctl_lost\":%llu,\"drop_unanswered\":%llu,\"drop_ring\":%llu,\"srv_reconnects\":%llu,\"probe_timeouts\":%llu,"
 	       "\"proc_down_said\":%llu,\"max_lag_ms\":%lld,\"max_answer_ms\":%lld,"
 	       "\"cpu_s\":%.3f}\n",
 	       g.nnodes, g.hb_ms, (mono_ms() - g.t0_ms) / 1000.0, g.slots, g.on_time, g.late,
 	       g.missed, g.sent, g.change_sent, g.answered, g.slow, g.refused_reports,
-	       g.ctl_reconnects, g.srv_reconnects, g.probe_timeouts, g.proc_down_said, g.max_lag_ms,
+	       g.ctl_reconnects, g.ctl_lost, g.drop_unanswered, g.drop_ring, g.srv_reconnects, g.probe_timeouts, g.proc_down_said, g.max_lag_ms,
 	       g.max_answer_ms,
 	       ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
 		       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
@@ -651,6 +675,8 @@ static int load_nodes(const char *path)
 			fclose(f);
 			return -EINVAL;
 		}
+		if (g.total++ % g.parts != g.part)
+			continue; /* another loadgen process's node */
 		if (g.nnodes == cap) {
 			struct node *nn;
 
@@ -663,6 +689,7 @@ static int load_nodes(const char *path)
 			g.nodes = nn;
 		}
 		memset(&g.nodes[g.nnodes], 0, sizeof(g.nodes[0]));
+		g.nodes[g.nnodes].idx = g.total - 1;
 		snprintf(g.nodes[g.nnodes].id, sizeof(g.nodes[0].id), "%s", id);
 		g.nodes[g.nnodes].port = port;
 		g.nnodes++;
@@ -678,6 +705,8 @@ int main(int argc, char **argv)
 		{ "secret", required_argument, NULL, 's' },
 		{ "nodes-file", required_argument, NULL, 'f' },
 		{ "heartbeat-ms", required_argument, NULL, 'h' },
+		{ "ramp-ms", required_argument, NULL, 'r' },
+		{ "part", required_argument, NULL, 'p' },
 		{ 0 },
 	};
 	const char *nodes_file = NULL;
@@ -687,6 +716,7 @@ int main(int argc, char **argv)
 	int o;
 
 	g.hb_ms = 100;
+	g.parts = 1;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c':
@@ -701,6 +731,14 @@ int main(int argc, char **argv)
 		case 'h':
 			g.hb_ms = atoi(optarg);
 			break;
+		case 'r':
+			g.ramp_ms = atoi(optarg);
+			break;
+		case 'p':
+			if (sscanf(optarg, "%d/%d", &g.part, &g.parts) != 2 || g.parts < 1 ||
+			    g.part < 0 || g.part >= g.parts)
+				goto usage;
+			break;
 		default:
 			goto usage;
 		}
@@ -712,6 +750,10 @@ int main(int argc, char **argv)
 	g.ctl_port = atoi(colon + 1);
 	if (load_nodes(nodes_file))
 		return 1;
+	/* Sessions open at 2,000 a second at most by default: a burst of thousands of
+	 * handshakes in one heartbeat measures a restart storm, not the steady load. */
+	if (g.ramp_ms <= 0)
+		g.ramp_ms = g.total / 2 > g.hb_ms ? g.total / 2 : g.hb_ms;
 	/* Two sockets a node. */
 	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
 		rl.rlim_cur = rl.rlim_max;
@@ -723,7 +765,17 @@ int main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
-	g.base = event_base_new();
+	/* The changelist: an event added and removed in the same loop turn costs no
+	 * epoll_ctl (see flush()). */
+	{
+		struct event_config *ec = event_config_new();
+
+		if (!ec)
+			return 1;
+		event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+		g.base = event_base_new_with_config(ec);
+		event_config_free(ec);
+	}
 	if (!g.base)
 		return 1;
 	sigs[0] = evsignal_new(g.base, SIGUSR1, on_signal, NULL);
@@ -734,9 +786,10 @@ int main(int argc, char **argv)
 	g.t0_ms = mono_ms();
 	for (int i = 0; i < g.nnodes; i++) {
 		struct node *n = &g.nodes[i];
-		int phase = (int)((long long)i * g.hb_ms / g.nnodes);
+		/* By the node's line in the file: parts interleave over the heartbeat. */
+		int phase = (int)((long long)n->idx * g.hb_ms / g.total);
+		int open = (int)((long long)n->idx * g.ramp_ms / g.total);
 
-		n->idx = i;
 		if (auth_node_key(g.secret, strlen(g.secret), n->id, n->key)) {
 			fprintf(stderr, "loadgen: failed to derive the key of %s\n", n->id);
 			return 1;
@@ -752,13 +805,13 @@ int main(int argc, char **argv)
 		/* Sessions open over the first heartbeat, each node at its phase. */
 		n->due_ms = g.t0_ms + g.hb_ms + phase;
 		arm(n->tick, g.hb_ms + phase);
-		arm(n->srv_retry, phase);
-		arm(n->ctl_retry, phase);
+		arm(n->srv_retry, open);
+		arm(n->ctl_retry, open);
 	}
 	event_base_dispatch(g.base);
 	return 0;
 usage:
 	fprintf(stderr, "usage: loadgen --controller HOST:PORT --secret S --nodes-file F "
-			"[--heartbeat-ms 100]\n");
+			"[--heartbeat-ms 100] [--ramp-ms MS] [--part I/N]\n");
 	return 2;
 }

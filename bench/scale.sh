@@ -18,10 +18,13 @@
 # not by the kernel (bench/detect.sh measures that path). The generator's own health
 # is judged over each trial: a report slot sent late, a slot missed, or a controller
 # connection lost makes the trial INVALID, and it is not counted in the figures.
-# loadgen and serversim run at nice -10, so that on a busy machine the harness is the
-# last to be starved (the controller runs at the default priority).
+# loadgen runs as LOADGENS processes (-p, default one per CPU), each taking every
+# LOADGENS-th node and pinned to its own CPU; their counters are summed. loadgen,
+# serversim and the controller run at nice -10, so that other work on a shared machine
+# (compilers, fuzzers) does not starve the measured processes; the machine's load
+# average before the run is printed with the table.
 #
-# usage: bench/scale.sh [-s SHARDS] [-n TRIALS] [-m redis|sim] [-k SECONDS]
+# usage: bench/scale.sh [-s SHARDS] [-n TRIALS] [-m redis|sim] [-k SECONDS] [-p LOADGENS]
 #        (default 100 shards, 5 trials; -k: steady-state window, default 5 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,18 +32,21 @@ SHARDS=100
 TRIALS=5
 MODE=
 STEADY=5
-while getopts s:n:m:k: o; do
+LOADGENS=$(nproc)
+while getopts s:n:m:k:p: o; do
 	case $o in
 	s) SHARDS=$OPTARG ;;
 	n) TRIALS=$OPTARG ;;
 	m) MODE=$OPTARG ;;
 	k) STEADY=$OPTARG ;;
-	*) echo "usage: bench/scale.sh [-s SHARDS] [-n TRIALS] [-m redis|sim] [-k SECONDS]" >&2; exit 2 ;;
+	p) LOADGENS=$OPTARG ;;
+	*) echo "usage: bench/scale.sh [-s SHARDS] [-n TRIALS] [-m redis|sim] [-k SECONDS] [-p LOADGENS]" >&2; exit 2 ;;
 	esac
 done
+export LOADGENS
 [ -n "$MODE" ] || { [ "$SHARDS" -le 100 ] && MODE=redis || MODE=sim; }
 case $MODE in redis | sim) ;; *) echo "bench-scale: -m redis or sim" >&2; exit 2 ;; esac
-for t in jq redis-cli; do command -v $t >/dev/null || { echo "bench-scale: needs $t" >&2; exit 1; }; done
+for t in jq redis-cli taskset; do command -v $t >/dev/null || { echo "bench-scale: needs $t" >&2; exit 1; }; done
 [ -n "${FL:-}" ] || make -s all build/tools/loadgen build/tools/serversim
 FL=${FL:-$PWD/build/flatline}
 dir=$(mktemp -d /tmp/flatline-bench-scale.XXXXXX)
@@ -52,20 +58,21 @@ NODES=$((SHARDS * 3))
 KILL=$((SHARDS / 3))
 [ "$KILL" -ge 1 ] || KILL=1
 pids=() # servers of the current trial
-sim= ctl= lg=
+lgs=()  # loadgen processes of the current trial
+sim= ctl=
 
 stop_trial() {
 	set +e
-	[ -z "$lg" ] || kill -TERM "$lg" 2>/dev/null
+	for p in "${lgs[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	[ -z "$ctl" ] || kill -TERM "$ctl" 2>/dev/null
 	[ -z "$sim" ] || kill -TERM "$sim" 2>/dev/null
 	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	for p in $lg $ctl $sim; do
+	for p in "${lgs[@]}" $ctl $sim; do
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null
 	done
 	wait 2>/dev/null
-	pids=() sim= ctl= lg=
+	pids=() lgs=() sim= ctl=
 	set -e
 }
 cleanup() {
@@ -118,19 +125,24 @@ for ((s = 1; s <= SHARDS; s++)); do
 done
 
 cpu_ns() { awk '{ print $1 }' "/proc/$1/schedstat"; } # time on a CPU, ns
-snap() { # loadgen's counters now, as one JSON line
-	local n
-	n=$(wc -l <"$dir/t/lg.out")
-	kill -USR1 "$lg"
-	for _ in $(seq 100); do [ "$(wc -l <"$dir/t/lg.out")" -gt "$n" ] && break; sleep 0.02; done
-	tail -n 1 "$dir/t/lg.out"
+snap() { # the loadgens' counters now, summed into one JSON line
+	local i n=()
+	for i in "${!lgs[@]}"; do n[i]=$(wc -l <"$dir/t/lg$i.out"); done
+	kill -USR1 "${lgs[@]}"
+	for i in "${!lgs[@]}"; do
+		for _ in $(seq 100); do [ "$(wc -l <"$dir/t/lg$i.out")" -gt "${n[i]}" ] && break; sleep 0.02; done
+	done
+	for i in "${!lgs[@]}"; do tail -n 1 "$dir/t/lg$i.out"; done | jq -cs '
+		reduce .[] as $x ({}; reduce ($x | keys[]) as $k (.;
+			.[$k] = if ($k | test("^max_")) or $k == "seconds" or $k == "heartbeat_ms"
+				then ([.[$k] // 0, $x[$k]] | max) else (.[$k] // 0) + $x[$k] end))'
 }
 # health A B: the generator over the window between snapshots A and B: "ok" or INVALID(why)
 health() {
 	jq -rn --argjson a "$1" --argjson b "$2" '
 		($b.late - $a.late) as $late | ($b.missed - $a.missed) as $missed
 		| ($b.ctl_reconnects - $a.ctl_reconnects) as $rc | ($b.slots - $a.slots) as $slots
-		| "\($b.on_time - $a.on_time)/\($slots) on time, \($late) late, \($missed) missed, \($b.answered - $a.answered) answered (\($b.slow_answers - $a.slow_answers) after > 1 heartbeat, worst \($b.max_answer_ms) ms), \($rc) reconnects, timer lag <= \($b.max_lag_ms) ms, loadgen \((($b.cpu_s - $a.cpu_s) * 100 / ($b.seconds - $a.seconds)) | floor) % CPU"
+		| "\($b.on_time - $a.on_time)/\($slots) on time, \($late) late, \($missed) missed, \($b.answered - $a.answered) answered (\($b.slow_answers - $a.slow_answers) after > 1 heartbeat, worst \($b.max_answer_ms) ms), \($rc) reconnects, timer lag <= \($b.max_lag_ms) ms, loadgen \((($b.cpu_s - $a.cpu_s) * 100 / ($b.seconds - $a.seconds)) | floor) % CPU (\(env.LOADGENS) processes)"
 		+ (if $late + $missed + $rc > 0 then " INVALID" else " ok" end)'
 }
 status_ok() {
@@ -139,7 +151,7 @@ status_ok() {
 }
 
 run_trial() { # TRIAL: one line of results in $dir/rows
-	local tr=$1 t=$dir/t s k p args c0 c1 w0 w1 a b t0 since steady us ok n row
+	local tr=$1 t=$dir/t s k p i args c0 c1 w0 w1 a b t0 since steady us ok n row
 	rm -rf "$t" && mkdir -p "$t"
 	sed -e "s|STATE|$t/state|" -e "s|EVLOG|$t/controller.jsonl|" "$dir/cluster.tmpl" >"$t/cluster.conf"
 	chmod 600 "$t/cluster.conf"
@@ -170,14 +182,17 @@ run_trial() { # TRIAL: one line of results in $dir/rows
 			done
 		done
 	fi
-	"$FL" controller --allow-root -c "$t/cluster.conf" 2>"$t/controller.err" &
+	nice -n -10 "$FL" controller --allow-root -c "$t/cluster.conf" 2>"$t/controller.err" &
 	ctl=$!
 	for _ in $(seq 500); do grep -q controller_ready "$t/controller.jsonl" 2>/dev/null && break; sleep 0.02; done
 	grep -q controller_ready "$t/controller.jsonl" || { cat "$t/controller.err" >&2; return 1; }
-	: >"$t/lg.out"
-	nice -n -10 "$dir/loadgen" --controller "127.0.0.1:$BASE" --secret scale-secret-scale-secret --nodes-file "$dir/nodes" \
-		>>"$t/lg.out" 2>"$t/lg.err" &
-	lg=$!
+	for ((i = 0; i < LOADGENS; i++)); do
+		: >"$t/lg$i.out"
+		nice -n -10 taskset -c $((i % $(nproc))) "$dir/loadgen" --part "$i/$LOADGENS" \
+			--controller "127.0.0.1:$BASE" --secret scale-secret-scale-secret --nodes-file "$dir/nodes" \
+			>>"$t/lg$i.out" 2>"$t/lg$i.err" &
+		lgs+=($!)
+	done
 	for _ in $(seq 300); do [ "$(status_ok)" = "$NODES" ] && break; sleep 0.2; done
 	n=$(status_ok)
 	[ "$n" = "$NODES" ] || { echo "bench-scale: only $n of $NODES nodes healthy" >&2; return 1; }

@@ -233,6 +233,66 @@ static void test_replies(void **s)
 	evbuffer_free(b);
 }
 
+/* Numbers and lengths as printf would write them, at the extremes; long bulk
+ * strings and statuses take the path past the short buffer. */
+static void test_reply_numbers(void **s)
+{
+	struct evbuffer *b = evbuffer_new();
+	char big[600], out[1400], want[1400];
+	size_t n;
+
+	(void)s;
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	resp_int(b, 0);
+	resp_int(b, -9223372036854775807LL - 1);
+	resp_int(b, 9223372036854775807LL);
+	resp_array(b, 0);
+	resp_array(b, 1024);
+	resp_bulk(b, "", 0);
+	resp_str(b, big);
+	resp_status(b, big + 500);
+	n = evbuffer_remove(b, out, sizeof(out) - 1);
+	out[n] = '\0';
+	snprintf(want, sizeof(want),
+		 ":0\r\n:-9223372036854775808\r\n:9223372036854775807\r\n*0\r\n*1024\r\n$0\r\n\r\n"
+		 "$%zu\r\n%s\r\n+%s\r\n", strlen(big), big, big + 500);
+	assert_string_equal(out, want);
+	evbuffer_free(b);
+}
+
+/* A REPORT-sized frame: every argument, its length and its NUL, from one block
+ * (argv, lens and the strings), and the next frame left whole behind it. */
+static void test_many_args_one_block(void **s)
+{
+	struct resp_cmd c;
+	char frame[4096], arg[32];
+	size_t n = 0;
+
+	(void)s;
+	n += snprintf(frame + n, sizeof(frame) - n, "*31\r\n$6\r\nREPORT\r\n");
+	for (int i = 0; i < 30; i++) {
+		snprintf(arg, sizeof(arg), i == 7 ? "" : "k%d=%0*d", i, i, 0);
+		n += snprintf(frame + n, sizeof(frame) - n, "$%zu\r\n%s\r\n", strlen(arg), arg);
+	}
+	n += snprintf(frame + n, sizeof(frame) - n, "*1\r\n$4\r\nPI");
+	assert_int_equal(resp_feed(R, frame, n), 0);
+	assert_int_equal(resp_next(R, &c), 1);
+	assert_int_equal(c.argc, 31);
+	assert_string_equal(c.argv[0], "REPORT");
+	for (int i = 0; i < 30; i++) {
+		snprintf(arg, sizeof(arg), i == 7 ? "" : "k%d=%0*d", i, i, 0);
+		assert_string_equal(c.argv[i + 1], arg);
+		assert_int_equal(c.lens[i + 1], strlen(arg));
+	}
+	resp_cmd_free(&c);
+	assert_null(c.argv);
+	expect_more();
+	feed("NG\r\n");
+	expect_cmd(1, "PING");
+	assert_int_equal(resp_pending(R), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +308,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reply_numbers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_args_one_block, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* RESP command reader (hiredis's reader behind a length guard) and reply writers. */
+/* RESP command reader (a length guard, then one pass over the checked frame) and
+ * reply writers. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,11 @@ size_t resp_pending(const struct resp_reader *r)
 
 void resp_cmd_free(struct resp_cmd *cmd)
 {
+	if (cmd->block) { /* one allocation (parse_frame) */
+		free(cmd->argv);
+		memset(cmd, 0, sizeof(*cmd));
+		return;
+	}
 	for (int i = 0; i < cmd->argc; i++)
 		free(cmd->argv[i]);
 	free(cmd->argv);
@@ -136,53 +142,45 @@ static int inline_cmd(struct resp_reader *r, struct resp_cmd *cmd)
 	return 1;
 }
 
-/* The frame at buf[0..end) is complete and within limits: hiredis reads it. */
+/* The frame at buf[0..end) is complete and within limits: the guard has checked
+ * every header and the CR LF after every bulk string, so it is read here in one
+ * pass into one allocation (argv, lens and the strings, each NUL-terminated):
+ * no allocation per argument (issue 19: this is every REPORT's path). */
 static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 {
-	redisReply *rep = NULL;
-	int rc = 1;
+	size_t n = (size_t)r->nargs, data = 0, pos, at, hend, head;
+	long long v;
+	char *blk, *p;
 
 	memset(cmd, 0, sizeof(*cmd));
-	if (resp_frame_parse(&r->f, end, &rep)) {
-		rc = fail(r, -EPROTO, "Protocol error: %s",
-			  resp_frame_parse_error(&r->f, "incomplete frame"));
-		goto cleanup;
+	/* The header of the array, then n bulk strings: their total length. */
+	if (resp_frame_header(&r->f, 0, &v, &pos) != 1)
+		return fail(r, -EPROTO, "Protocol error: invalid multibulk length");
+	for (size_t i = 0, q = pos; i < n; i++) {
+		if (resp_frame_header(&r->f, q, &v, &hend) != 1 || v < 0)
+			return fail(r, -EPROTO, "Protocol error: invalid bulk length");
+		data += (size_t)v + 1;
+		q = hend + (size_t)v + 2;
 	}
-	if (rep->type != REDIS_REPLY_ARRAY) {
-		rc = fail(r, -EPROTO, "Protocol error: expected an array");
-		goto cleanup;
+	head = n * (sizeof(*cmd->argv) + sizeof(*cmd->lens));
+	blk = malloc(head + data + 1);
+	if (!blk)
+		return fail(r, -ENOMEM, "out of memory");
+	cmd->argv = (char **)(void *)blk;
+	cmd->lens = (size_t *)(void *)(blk + n * sizeof(*cmd->argv));
+	p = blk + head;
+	for (at = pos; cmd->argc < (int)n; cmd->argc++) {
+		resp_frame_header(&r->f, at, &v, &hend);
+		memcpy(p, r->f.buf + hend, (size_t)v);
+		p[v] = '\0';
+		cmd->argv[cmd->argc] = p;
+		cmd->lens[cmd->argc] = (size_t)v;
+		p += v + 1;
+		at = hend + (size_t)v + 2;
 	}
-	cmd->argv = calloc(rep->elements ? rep->elements : 1, sizeof(*cmd->argv));
-	cmd->lens = calloc(rep->elements ? rep->elements : 1, sizeof(*cmd->lens));
-	if (!cmd->argv || !cmd->lens) {
-		rc = fail(r, -ENOMEM, "out of memory");
-		goto cleanup;
-	}
-	for (size_t i = 0; i < rep->elements; i++) {
-		redisReply *e = rep->element[i];
-
-		if (e->type != REDIS_REPLY_STRING) {
-			rc = fail(r, -EPROTO, "Protocol error: expected '$'");
-			goto cleanup;
-		}
-		cmd->argv[i] = malloc(e->len + 1);
-		if (!cmd->argv[i]) {
-			rc = fail(r, -ENOMEM, "out of memory");
-			goto cleanup;
-		}
-		memcpy(cmd->argv[i], e->str, e->len);
-		cmd->argv[i][e->len] = '\0';
-		cmd->lens[i] = e->len;
-		cmd->argc = i + 1;
-	}
-cleanup:
-	if (rep)
-		freeReplyObject(rep);
-	if (rc < 0)
-		resp_cmd_free(cmd);
-	else
-		consume(r, end);
-	return rc;
+	cmd->block = 1;
+	consume(r, end);
+	return 1;
 }
 
 int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
@@ -253,9 +251,41 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 
 /* ---- replies ---- */
 
+/* c, the decimal v, CR LF at b; its length. No printf: a REPORT's answer is on
+ * every report's path. */
+static size_t fmt_line(char *b, char c, long long v)
+{
+	char d[24];
+	size_t n = 0, i = 0;
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+	b[n++] = c;
+	if (v < 0)
+		b[n++] = '-';
+	do
+		d[i++] = (char)('0' + u % 10);
+	while (u /= 10);
+	while (i)
+		b[n++] = d[--i];
+	b[n++] = '\r';
+	b[n++] = '\n';
+	return n;
+}
+
 void resp_status(struct evbuffer *b, const char *s)
 {
-	evbuffer_add_printf(b, "+%s\r\n", s);
+	size_t n = strlen(s);
+	char t[64];
+
+	if (n + 3 > sizeof(t)) {
+		evbuffer_add_printf(b, "+%s\r\n", s);
+		return;
+	}
+	t[0] = '+';
+	memcpy(t + 1, s, n + 1);
+	t[n + 1] = '\r';
+	t[n + 2] = '\n';
+	evbuffer_add(b, t, n + 3);
 }
 
 void resp_error_reply(struct evbuffer *b, const char *s)
@@ -269,12 +299,24 @@ void resp_error_reply(struct evbuffer *b, const char *s)
 
 void resp_int(struct evbuffer *b, long long v)
 {
-	evbuffer_add_printf(b, ":%lld\r\n", v);
+	char t[32];
+
+	evbuffer_add(b, t, fmt_line(t, ':', v));
 }
 
 void resp_bulk(struct evbuffer *b, const char *s, size_t len)
 {
-	evbuffer_add_printf(b, "$%zu\r\n", len);
+	char t[256];
+	size_t n = fmt_line(t, '$', (long long)len);
+
+	if (len + n + 2 <= sizeof(t)) { /* short: one copy into the buffer */
+		memcpy(t + n, s, len);
+		t[n + len] = '\r';
+		t[n + len + 1] = '\n';
+		evbuffer_add(b, t, n + len + 2);
+		return;
+	}
+	evbuffer_add(b, t, n);
 	evbuffer_add(b, s, len);
 	evbuffer_add(b, "\r\n", 2);
 }
@@ -291,7 +333,9 @@ void resp_nil(struct evbuffer *b)
 
 void resp_array(struct evbuffer *b, long n)
 {
-	evbuffer_add_printf(b, "*%ld\r\n", n);
+	char t[32];
+
+	evbuffer_add(b, t, fmt_line(t, '*', n));
 }
 
 void resp_null_array(struct evbuffer *b)

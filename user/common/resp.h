@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* RESP for the controller's server side: commands in (arrays of bulk strings,
  * or inline lines as telnet sends them) with frame limits, replies out.
- * Parsing is hiredis's reader; a length guard in front of it checks every
- * multibulk and bulk header first (hiredis 0.14 trusts them), so a frame past
- * the limits is refused before anything is allocated for it. */
+ * A length guard checks every multibulk and bulk header and the CR LF after
+ * every bulk string first, so a frame past the limits is refused before
+ * anything is allocated for it; a checked frame is then copied in one pass into
+ * one allocation. */
 #ifndef FL_RESP_H
 #define FL_RESP_H
 
@@ -18,6 +19,7 @@ struct resp_cmd {
 	int argc;
 	char **argv;
 	size_t *lens;
+	int block; /* argv, lens and the strings are one allocation (at argv) */
 };
 
 struct resp_reader;

@@ -72,6 +72,11 @@ struct ctl_conn {
 #define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
 #define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
 #define CTL_C_LOGIN (1u << 8)      /* logged in as user (client authentication on) */
+/* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */
+#define CTL_C_PLAIN (1u << 12)
+/* An agent's answers are written at the end of the read callback, with the
+ * bufferevent's EV_WRITE off (no epoll change per REPORT): ctl_listen.c. */
+#define CTL_C_WDIRECT (1u << 13)
 	int node;
 	uint8_t na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN]; /* the handshake's nonces */
 	uint8_t key[AUTH_KEY_LEN];                      /* the challenged node's key */
@@ -155,7 +160,12 @@ struct ctl {
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	struct event *discover_timer;
 	char (*reject_last)[160]; /* last rejection logged per node (+ one for unknown ids) */
+	/* libevent common timeouts (a queue, not the heap: every node's deadline has the
+	 * same length): the heartbeat deadline and an agent's read timeout, per length. */
+	int deadline_ms, silent_ms;
+	const struct timeval *deadline_tv, *silent_tv;
 	int nconns, maxclients;
+	int npubsub; /* connections with CTL_C_PUBSUB */
 	struct event *accept_resume; /* the listener paused on EMFILE */
 	long long accept_err_ms;     /* last accept error logged */
 	unsigned accept_errs;        /* since */
@@ -203,6 +213,7 @@ struct ctl_ha_view {
 struct ctl_deadline {
 	struct ctl *c;
 	int node;
+	int agents; /* the node's authenticated agent connections */
 };
 
 #define ARG_IS(i, s) (!strcasecmp(cmd->argv[i], s))

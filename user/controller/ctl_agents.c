@@ -108,6 +108,31 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_str(out, hex);
 }
 
+/* A timeout of ms as a libevent common timeout (the last length asked for kept in
+ * *ms_at, *tv_at; libevent keeps one queue per length, up to 256 lengths): thousands
+ * of agents re-arm the same length at every report, and a common timeout is a queue
+ * append where a plain one is a heap operation (issue 19). Shards with their own
+ * down-after-milliseconds each have their length's queue. */
+static const struct timeval *common_timeout(struct ctl *c, int *ms_at, const struct timeval **tv_at,
+					    int ms)
+{
+	struct timeval tv = fl_ms_tv(ms);
+	const struct timeval *ct;
+
+	if (*ms_at != ms || !*tv_at) {
+		ct = event_base_init_common_timeout(c->base, &tv);
+		if (!ct) { /* 256 lengths in use: a plain timeout */
+			static struct timeval plain;
+
+			plain = tv;
+			return &plain;
+		}
+		*ms_at = ms;
+		*tv_at = ct;
+	}
+	return *tv_at;
+}
+
 /* PROVE <proof>: the agent's answer to our CHALLENGE. One try per connection. */
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 {
@@ -135,11 +160,9 @@ void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_reader_set_max_frame(k->rd, 0);
 	k->seq = 0;
 	/* Silent for 10 heartbeats: closed (protocol.md, Limits). */
-	{
-		struct timeval tv = fl_ms_tv(10L * c->cfg->agent.heartbeat_ms);
-
-		bufferevent_set_timeouts(k->bev, &tv, NULL);
-	}
+	bufferevent_set_timeouts(k->bev, common_timeout(c, &c->silent_ms, &c->silent_tv,
+						       10 * c->cfg->agent.heartbeat_ms), NULL);
+	c->deadline[n->idx].agents++;
 	evrec_begin(&r, NULL, "controller", "agent_connected");
 	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "peer", k->peer);
@@ -167,7 +190,6 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	struct fo_shard *s;
 	long long seq;
 	char *end, why[160], e[200];
-	struct timeval tv;
 
 	if (!(k->flags & CTL_C_AGENT)) {
 		ctl_conn_fatal(k, "ERR REPORT before HELLO");
@@ -193,8 +215,8 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	n = &c->fo.nodes[k->node];
 	fo_on_report(&c->fo, n, &rep);
 	/* The heartbeat deadline: judged again when it passes without a report. */
-	tv = fl_ms_tv(fo_down_after_ms(&c->fo, n->shard) + 1);
-	evtimer_add(c->node_timer[n->idx], &tv);
+	evtimer_add(c->node_timer[n->idx], common_timeout(c, &c->deadline_ms, &c->deadline_tv,
+							   fo_down_after_ms(&c->fo, n->shard) + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");
@@ -213,9 +235,11 @@ void ctl_agent_closed(struct ctl_conn *k)
 	struct fo_node *n = &c->fo.nodes[k->node];
 	struct evrec r;
 
-	for (struct ctl_conn *o = c->conns; o; o = o->next)
-		if (o != k && (o->flags & CTL_C_AGENT) && o->node == k->node)
-			return;
+	/* Counted per node, not searched for among every connection: a reconnect storm
+	 * of thousands of agents stays linear (issue 19). */
+	if (--c->deadline[k->node].agents > 0)
+		return;
+	c->deadline[k->node].agents = 0;
 	evrec_begin(&r, NULL, "controller", "agent_disconnected");
 	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "peer", k->peer);

@@ -39,6 +39,8 @@ void ctl_conn_free(struct ctl_conn *k)
 
 	if (k->flags & CTL_C_AGENT)
 		ctl_agent_closed(k);
+	if (k->flags & CTL_C_PUBSUB)
+		c->npubsub--;
 	for (int i = 0; i < c->cfg->nshards; i++)
 		if (c->waiter[i] == k)
 			c->waiter[i] = NULL;
@@ -228,12 +230,55 @@ static void on_conn_write(struct bufferevent *bev, void *arg)
 		ctl_conn_free(k);
 }
 
+/* An agent's answers, written at once (issue 19). The bufferevent would add its
+ * write event (an epoll change), wake on it, write, and remove it (another): two
+ * syscalls per REPORT. A plain agent connection with nothing pending instead reads
+ * with EV_WRITE off, and what its commands answered is written to the socket here;
+ * EV_WRITE goes back on (the bufferevent's path) when anything is left, or the
+ * connection is closing, deferred, or subscribed. Nothing else writes to an agent
+ * connection outside its read callback (CLIENT KILL triggers the write callback
+ * directly). */
+static bool direct_begin(struct ctl_conn *k)
+{
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+
+	if ((k->flags & (CTL_C_PLAIN | CTL_C_AGENT)) != (CTL_C_PLAIN | CTL_C_AGENT) ||
+	    (k->flags & (CTL_C_PUBSUB | CTL_C_CLOSING | CTL_C_WAITING)) || evbuffer_get_length(out))
+		return false;
+	if (!(k->flags & CTL_C_WDIRECT)) {
+		bufferevent_disable(k->bev, EV_WRITE);
+		k->flags |= CTL_C_WDIRECT;
+	}
+	return true;
+}
+
+static void direct_end(struct ctl_conn *k)
+{
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+
+	if (!(k->flags & CTL_C_WDIRECT))
+		return;
+	if (evbuffer_get_length(out) && !(k->flags & CTL_C_CLOSING)) {
+		/* A socket bufferevent keeps its output's start frozen; its own write
+		 * callback unfreezes it around the write, as here. An error leaves the
+		 * bytes for the bufferevent, which reports it. */
+		evbuffer_unfreeze(out, 1);
+		evbuffer_write(out, bufferevent_getfd(k->bev));
+		evbuffer_freeze(out, 1);
+	}
+	if (evbuffer_get_length(out) || (k->flags & (CTL_C_PUBSUB | CTL_C_CLOSING | CTL_C_WAITING))) {
+		k->flags &= ~CTL_C_WDIRECT;
+		bufferevent_enable(k->bev, EV_WRITE);
+	}
+}
+
 static void on_conn_read(struct bufferevent *bev, void *arg)
 {
 	struct ctl_conn *k = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct resp_cmd cmd;
 	bool ran = false; /* a command finished: a partial frame now is a new one */
+	bool direct = direct_begin(k);
 	char e[200];
 	int rc;
 
@@ -261,6 +306,8 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 			ran = true;
 		}
 		if (k->flags & CTL_C_WAITING) {
+			if (direct)
+				direct_end(k);
 			bufferevent_disable(bev, EV_READ); /* ctl_failover_done() reads on */
 			return;
 		}
@@ -274,6 +321,8 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 		}
 		evbuffer_drain(in, v.iov_len);
 	}
+	if (direct)
+		direct_end(k);
 	if (!(k->flags & CTL_C_CLOSING) && ctl_conn_over_limit(k)) {
 		ctl_conn_free(k);
 		return;
@@ -471,6 +520,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		k->tls_handshake = true;
 	} else {
 		k->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		k->flags |= CTL_C_PLAIN; /* a TLS bufferevent must not have it */
 	}
 	k->deadline = evtimer_new(c->base, on_conn_deadline, k);
 	if (!k->rd || !k->bev || !k->deadline) {

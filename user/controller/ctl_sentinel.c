@@ -38,7 +38,8 @@ void ctl_publish(struct ctl *c, const char *channel, const char *msg)
 {
 	if (strncmp(channel, "flatline.", 9))
 		ctl_hooks_event(c, channel, msg);
-	for (struct ctl_conn *k = c->conns, *next; k; k = next) {
+	/* No subscriber: no walk over thousands of agent connections (issue 19). */
+	for (struct ctl_conn *k = c->npubsub ? c->conns : NULL, *next; k; k = next) {
 		next = k->next;
 		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))
 			continue;
@@ -703,6 +704,8 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 		resp_str(out, cmd->argv[a]);
 		resp_int(out, k->nsubs + k->npsubs);
 	}
+	if (!(k->flags & CTL_C_PUBSUB) != !(k->nsubs + k->npsubs))
+		k->ctl->npubsub += k->nsubs + k->npsubs ? 1 : -1;
 	if (k->nsubs + k->npsubs)
 		k->flags |= CTL_C_PUBSUB;
 	else
