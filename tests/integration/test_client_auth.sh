@@ -188,7 +188,10 @@ test_guessing_is_slowed_per_address() {
 	)
 	echo "    login from 127.0.0.2 meanwhile: $r ms" >&2
 	[ "${r%% *}" = "+OK" ] || fail "login from another address: $r"
-	[ "${r##* }" -le 500 ] || fail "login from another address delayed: $r ms"
+	# The guesser's address waits 30 s by now; another's is answered at once. The
+	# bound is generous: with the guesser's connections filling the accept
+	# backlog, a SYN can be dropped and resent after 1 s on a loaded machine.
+	[ "${r##* }" -le 5000 ] || fail "login from another address delayed: $r ms"
 	kill -0 "$CTL_PID" || fail "controller died"
 }
 
