@@ -8,6 +8,8 @@
 # refused with a clear line and the controller stays up and small.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
+# shellcheck source=tests/lib/tls.sh
+. tests/lib/tls.sh
 PY=/usr/bin/python3
 NODE_DIR=$PWD/tests/node
 # Peak resident memory allowed to the controller (VmHWM) under the attacks below;
@@ -15,71 +17,6 @@ NODE_DIR=$PWD/tests/node
 # shadow memory and the quarantine).
 if [ "${BUILD:-build}" = build-asan ]; then RSS_MAX_KB=${RSS_MAX_KB:-196608}; fi
 RSS_MAX_KB=${RSS_MAX_KB:-65536}
-
-need_tls() {
-	need_root
-	need_cmd openssl redis-server redis-cli jq # a redis-server without TLS: SKIP in tls_redis
-}
-
-# mkcert DIR NAME CA SAN: NAME.key/NAME.crt signed by CA (CA.key/CA.crt), for
-# servers and clients both.
-mkcert() {
-	local d=$1 n=$2 ca=$3 san=$4
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$d/$n.key" \
-		-out "$d/$n.csr" -subj "/CN=$n" 2>/dev/null || fail "openssl req $n failed"
-	printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n' \
-		"$san" >"$d/$n.ext"
-	openssl x509 -req -in "$d/$n.csr" -CA "$d/$ca.crt" -CAkey "$d/$ca.key" -CAcreateserial \
-		-out "$d/$n.crt" -days 2 -extfile "$d/$n.ext" 2>/dev/null || fail "openssl x509 $n failed"
-	chmod 600 "$d/$n.key"
-}
-
-mkca() { # DIR NAME
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-		-keyout "$1/$2.key" -out "$1/$2.crt" -subj "/CN=$2" \
-		-addext basicConstraints=critical,CA:TRUE -addext keyUsage=keyCertSign,cRLSign \
-		2>/dev/null || fail "openssl req -x509 $2 failed"
-}
-
-# certs: $C/ca (the cluster's CA), server (redis, 127.0.0.1), ctl (the controller,
-# 127.0.0.1 and localhost), agent and client (client certificates), and from another
-# CA: evil (a client certificate) and evilca.crt.
-certs() {
-	C=$T/pki
-	mkdir -p "$C"
-	mkca "$C" ca
-	mkca "$C" evilca
-	mkcert "$C" server ca "IP:127.0.0.1"
-	mkcert "$C" ctl ca "IP:127.0.0.1,DNS:localhost"
-	mkcert "$C" agent ca "DNS:agent"
-	mkcert "$C" client ca "DNS:client"
-	mkcert "$C" evil evilca "IP:127.0.0.1"
-	mkcert "$C" other ca "DNS:other.example"
-}
-
-# tls_redis PORT [ARGS...]: redis-server on its TLS port only; REDIS_PID.
-tls_redis() {
-	local port=$1; shift
-	redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-		--tls-cert-file "$C/server.crt" --tls-key-file "$C/server.key" \
-		--tls-ca-cert-file "$C/ca.crt" --tls-auth-clients yes --tls-replication yes \
-		--repl-diskless-sync-delay 0 --dir "$T" --dbfilename "dump-$port.rdb" \
-		--logfile "$T/redis-$port.log" "$@" &
-	REDIS_PID=$!
-	on_exit "kill -KILL $REDIS_PID"
-	local end=$((SECONDS + FL_WAIT_S))
-	until rcli "$port" ping 2>/dev/null | grep -q PONG; do
-		kill -0 "$REDIS_PID" 2>/dev/null || { tail -n 5 "$T/redis-$port.log" >&2; skip "redis-server has no TLS (tls-port)"; }
-		[ $SECONDS -le $end ] || fail "redis-server on TLS port $port did not start"
-		sleep 0.05
-	done
-}
-
-rcli() { # PORT ARGS...: redis-cli over TLS with the client certificate
-	local port=$1; shift
-	redis-cli --tls --cacert "$C/ca.crt" --cert "$C/client.crt" --key "$C/client.key" \
-		-h 127.0.0.1 -p "$port" "$@"
-}
 
 # conf FILE [EXTRA-AGENT-LINES]: the cluster file, TLS everywhere.
 conf() {
@@ -120,23 +57,25 @@ conf() {
 	chmod 600 "$1"
 }
 
-start_ctl() { spawn_controller; }
+# start_ctl: the controller (testlib.sh's spawn_controller), under TLS_IN when set.
+start_ctl() { spawn_controller "${TLS_IN[@]}"; }
 
 # agent NAME [CONF]: an agent for node NAME-$$ with its stderr in $T/agent-NAME.err.
 agent() {
-	"$FL" agent -c "${2:-$CONF}" --node "$1-$$" --event-log "$T/events-$1.jsonl" 2>"$T/agent-$1.err" &
+	"${TLS_IN[@]}" "$FL" agent -c "${2:-$CONF}" --node "$1-$$" --event-log "$T/events-$1.jsonl" 2>"$T/agent-$1.err" &
 	on_exit "kill -TERM $!; wait $!"
 	LAST_AGENT=$!
 }
 
-# setup: certificates, t1 primary and t2 replica on their TLS ports, the controller
-# on its TLS port only, an agent per server.
+# setup [SED]: certificates, t1 primary and t2 replica on their TLS ports, the
+# controller on its TLS port only, an agent per server (SED: edits the cluster file).
 setup() {
 	need_tls
 	certs
 	P1=$(free_port) P2=$(free_port) CTL_PORT=$(free_port)
 	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
 	conf "$CONF"
+	[ -z "${1:-}" ] || sed -i "$1" "$CONF"
 	tls_redis "$P1"; PID_1=$REDIS_PID
 	tls_redis "$P2" --replicaof 127.0.0.1 "$P1"; PID_2=$REDIS_PID
 	start_ctl
@@ -158,13 +97,6 @@ ctl_rss() {
 	hwm=$(hwm_kb "$CTL_PID")
 	echo "    $1: controller peak RSS ${hwm} kB" >&2
 	[ "$hwm" -le "$RSS_MAX_KB" ] || fail "$1: controller peak RSS ${hwm} kB > ${RSS_MAX_KB} kB"
-}
-
-role() { rcli "$1" role 2>/dev/null | head -n 1; }
-link_up() { rcli "$1" info replication 2>/dev/null | tr -d '\r' | grep -q '^master_link_status:up'; }
-until_s() { # SECONDS CMD...
-	local end=$((SECONDS + $1)); shift
-	until "$@"; do [ $SECONDS -le $end ] || return 1; sleep 0.05; done
 }
 
 # The whole cluster over TLS: status over TLS, a planned switchover (REPLICAOF over
@@ -414,6 +346,121 @@ test_tls_hostname_checked() {
 	ctl_alive "host name mismatch"
 }
 
+# The write lease with the servers on their tls-port: everything in a network
+# namespace of its own (the lease's pins outlive the agent; never in the root
+# namespace), lease_ms = 500. The primary's agent takes the lease; a TLS client's
+# write is acknowledged; kill -9 of that agent: once the lease has run out the same
+# TLS connection's write is not acknowledged (the kernel drops the reply on the
+# tls-port); a new agent gets the lease back and a new TLS connection writes again.
+# node_down_after_ms is 30 s so that no failover interferes.
+test_tls_lease() {
+	need_tls
+	need_cmd ip nsenter
+	local ns=fltls$BASHPID
+	ip netns add "$ns" || fail "ip netns add failed"
+	on_exit "ip netns del $ns"
+	on_exit "rm -rf /sys/fs/bpf/flatline/t1-$$ /sys/fs/bpf/flatline/t2-$$ /run/flatline/agent-t1-$$.lock /run/flatline/agent-t2-$$.lock"
+	ip -n "$ns" link set lo up
+	TLS_IN=(nsenter --net="/run/netns/$ns")
+	setup 's/^lease_ms = 0/lease_ms = 500/; s/^node_down_after_ms = 1000/node_down_after_ms = 30000/'
+	wait_event "$T/events-t1.jsonl" '.kind == "lease_regained"' >/dev/null ||
+		{ tail -n 5 "$T/agent-t1.err" >&2; fail "t1's agent never took the lease"; }
+	"${TLS_IN[@]}" "$PY" - "$P1" "$C" "$T/go" >"$T/lease-client.out" 2>&1 <<-'EOF' &
+	import os, sys, time
+	import redis
+	port, c, go = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+	r = redis.Redis(host="127.0.0.1", port=port, ssl=True, ssl_ca_certs=c + "/ca.crt",
+	                ssl_certfile=c + "/client.crt", ssl_keyfile=c + "/client.key",
+	                socket_timeout=2)
+	print("first", r.set("a", "1"), flush=True)
+	while not os.path.exists(go):
+	    time.sleep(0.02)
+	t = time.time()
+	try:
+	    print("second acked", r.set("b", "2"), flush=True)
+	except Exception as e:
+	    print("second unacked %s after %.1f s" % (type(e).__name__, time.time() - t), flush=True)
+	EOF
+	local cpid=$!
+	on_exit "kill -KILL $cpid"
+	until_s "$FL_WAIT_S" grep -q '^first True' "$T/lease-client.out" ||
+		fail "no TLS write acknowledged under the lease: $(cat "$T/lease-client.out")"
+	kill -KILL "$A1"
+	sleep 1.5 # the lease (500 ms from the last REPORT sent) has run out
+	touch "$T/go"
+	wait "$cpid" || fail "the TLS client failed: $(cat "$T/lease-client.out")"
+	echo "    $(tail -n 1 "$T/lease-client.out")" >&2
+	grep -q '^second unacked' "$T/lease-client.out" ||
+		fail "a write on the tls-port was acknowledged after the lease ran out: $(cat "$T/lease-client.out")"
+	[ -z "$(rcli_t 3 "$P1" ping 2>/dev/null)" ] || fail "a new TLS connection got an answer without the lease"
+	mv "$T/events-t1.jsonl" "$T/events-t1-first.jsonl"
+	agent t1
+	wait_event "$T/events-t1.jsonl" '.kind == "lease_regained"' >/dev/null ||
+		{ tail -n 5 "$T/agent-t1.err" >&2; fail "the new agent did not get the lease back"; }
+	until_s "$FL_WAIT_S" eval '[ "$(rcli_t 3 "$P1" set c 3 2>/dev/null)" = OK ]' ||
+		fail "no TLS write acknowledged once the lease was back"
+}
+
+# A client over TLS follows a failover: redis-py's Sentinel (ssl=True) writes every
+# 10 ms through master_for, before and after kill -9 of the primary; every error is
+# counted, the writes resume on the new primary, and the outage is bounded.
+test_tls_client_follows_failover() {
+	setup
+	"$PY" -c 'import redis.sentinel' 2>/dev/null || skip "no python3-redis"
+	until_s "$FL_WAIT_S" link_up "$P2" || fail "t2 never replicated from t1 over TLS"
+	"$PY" - "$CTL_PORT" "$C" "$T/killed" >"$T/writer.out" 2>&1 <<-'EOF' &
+	import os, sys, time
+	from redis.sentinel import Sentinel
+	port, c, killed = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+	tls = dict(ssl=True, ssl_ca_certs=c + "/ca.crt", ssl_certfile=c + "/client.crt",
+	           ssl_keyfile=c + "/client.key", ssl_cert_reqs="required")
+	s = Sentinel([("127.0.0.1", port)], sentinel_kwargs=tls, socket_timeout=1, **tls)
+	m = s.master_for("s", socket_timeout=1)
+	before = after = errors = 0
+	last_ok = time.time()
+	gap = 0.0
+	end = time.time() + 30
+	while time.time() < end:
+	    try:
+	        m.set("w", str(before + after))
+	        now = time.time()
+	        gap = max(gap, now - last_ok)
+	        last_ok = now
+	        if os.path.exists(killed):
+	            after += 1
+	        else:
+	            before += 1
+	        if after >= 100:
+	            break
+	    except Exception as e:
+	        errors += 1
+	        if errors <= 3:
+	            print("error", type(e).__name__, str(e)[:100], flush=True)
+	        time.sleep(0.05)
+	    time.sleep(0.01)
+	addr = "%s:%d" % s.discover_master("s")
+	print("before %d after %d errors %d gap_ms %d master %s" % (before, after, errors, gap * 1000, addr))
+	EOF
+	local wpid=$!
+	on_exit "kill -KILL $wpid"
+	sleep 1
+	touch "$T/killed"
+	kill -KILL "$PID_1"
+	wait "$wpid" || fail "the TLS writer failed: $(cat "$T/writer.out")"
+	local line b a e g
+	line=$(grep '^before ' "$T/writer.out") || fail "the TLS writer said nothing: $(cat "$T/writer.out")"
+	echo "    redis-py over TLS across kill -9: $line" >&2
+	read -r _ b _ a _ e _ g _ <<<"$line"
+	[ "$b" -gt 10 ] || fail "too few writes before the kill: $line"
+	[ "$a" -ge 100 ] || fail "the writer did not follow the failover: $line"
+	grep -q "master 127.0.0.1:$P2$" <<<"$line" || fail "the writer is not on the new primary: $line"
+	# The failover takes node_down_after_ms (1 s) and some; 10 s bounds it generously.
+	[ "$g" -le 10000 ] || fail "writes stopped for $g ms across the failover: $line"
+	# Errors while no primary answers: at most one per 60 ms (1 s timeout or 50 ms pause).
+	[ "$e" -le $((g / 50 + 5)) ] || fail "$e errors for a $g ms outage: $line"
+	[ "$(rcli "$P2" get w)" -ge $((b + a - 1)) ] || fail "the last write is not on t2: $(rcli "$P2" get w)"
+}
+
 TESTS=(test_tls_cluster_failover test_tls_sentinel_clients test_tls_refusals test_tls_config_errors
-	test_tls_hostname_checked)
+	test_tls_hostname_checked test_tls_client_follows_failover test_tls_lease)
 run_tests

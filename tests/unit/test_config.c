@@ -310,6 +310,63 @@ static void test_tls_keys(void **state)
 	}
 }
 
+/* TLS in HA mode: tls_listen/tls_address per [controller "ID"], all or none, the
+ * files shared in [controller]; each refusal with its file:line. */
+static void test_ha_tls_keys(void **state)
+{
+	static const char base[] = "[cluster]\nsecret = 0123456789abcdef\n"
+				   "[etcd]\nendpoints = http://10.0.0.1:2379\n"
+				   "[controller]\ntls_cert = /c\ntls_key = /k\ntls_ca = /ca\n";
+	static const struct {
+		const char *text, *msg; /* msg NULL: valid */
+	} cases[] = {
+		{ "[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n"
+		  "[controller \"c2\"]\nlisten = 10.0.0.2:26379\ntls_listen = 0.0.0.0:26380\n"
+		  "tls_address = ctl2.example:26380\n", NULL },
+		{ "[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n"
+		  "[controller \"c2\"]\nlisten = 10.0.0.2:26379\n",
+		  "t.conf:11: [controller \"c2\"] tls_listen: missing: controller c1 has tls_listen" },
+		{ "[controller \"c1\"]\ntls_listen = 0.0.0.0:26380\n",
+		  "t.conf:10: [controller \"c1\"] tls_address: missing: tls_listen = 0.0.0.0" },
+		{ "[controller \"c1\"]\nlisten = 10.0.0.1:26379\ntls_address = 10.0.0.1:26380\n",
+		  "t.conf:11: [controller \"c1\"] tls_listen: missing (tls_address is where" },
+		{ "[controller \"c1\"]\ntls_listen = unix:/run/x\n",
+		  "t.conf:10: [controller \"c1\"] tls_listen: host:port or [v6]:port, not a unix socket" },
+		{ "[controller \"c1\"]\n", "t.conf:9: [controller \"c1\"] listen: missing" },
+		{ "tls_listen = 10.0.0.1:26380\n[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n",
+		  "t.conf:9: [controller] tls_listen: in HA mode ([etcd]) each controller's goes in" },
+		{ "[controller \"c1\"]\nlisten = 10.0.0.1:26379\n",
+		  "t.conf:6: [controller] tls_listen: missing (the TLS keys of [controller]" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[1024], err[512] = "";
+		struct cfg *c = NULL;
+		int rc;
+
+		snprintf(text, sizeof(text), "%s%s", base, cases[i].text);
+		rc = cfg_load_string("t.conf", text, &c, err, sizeof(err));
+		if (cases[i].msg ? (rc == 0 || strncmp(err, cases[i].msg, strlen(cases[i].msg))) : rc) {
+			print_error("case %zu: rc %d, message\n  '%s'\nwant %s\n  '%s'\n", i, rc, err,
+				    cases[i].msg ? "a prefix of" : "success", cases[i].msg ? cases[i].msg : "");
+			fail();
+		}
+		if (i == 0) {
+			const struct cfg_ctl *c1 = cfg_find_ctl(c, "c1"), *c2 = cfg_find_ctl(c, "c2");
+
+			assert_true(c->controller.tls);
+			assert_true(c1->tls && c2->tls);
+			assert_string_equal(c1->listen_str, ""); /* TLS only */
+			assert_string_equal(c1->tls_address.host, "10.0.0.1");
+			assert_int_equal(c1->tls_address.port, 26380);
+			assert_string_equal(c2->tls_address.host, "ctl2.example");
+			assert_string_equal(c2->listen.host, "10.0.0.2");
+		}
+		cfg_free(c);
+	}
+}
+
 static void test_bad_files(void **state)
 {
 	(void)state;
@@ -532,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_endpoints),
 		cmocka_unit_test(test_etcd),
 		cmocka_unit_test(test_tls_keys),
+		cmocka_unit_test(test_ha_tls_keys),
 		cmocka_unit_test(test_file_mode_and_nul),
 		cmocka_unit_test(test_include),
 	};

@@ -184,8 +184,7 @@ static int start_cluster(struct agent *a)
 	so.tls_host = c->redis.tls_server_name;
 	a->srv = srvmon_new(a->base, &so, &sops, a);
 	for (a->nrep = 0; a->nrep < nctl; a->nrep++) {
-		if (c->etcd.enabled)
-			ro.ep = c->ctls[a->nrep].listen;
+		ro.ep = *tls_ctl_ep(c, a->nrep);
 		a->rep[a->nrep] = reporter_new(a->base, &ro, &rops, a);
 		if (!a->rep[a->nrep])
 			break;

@@ -583,6 +583,15 @@ static void reset_silence(struct srvmon *m)
 	m->busy_over = false;
 }
 
+/* TLS: the connection is let through the write lease before the handshake. */
+static void on_tcp_up(void *ctx, int fd)
+{
+	struct srvmon *m = ctx;
+
+	if (m->ops.connected)
+		m->ops.connected(m->ctx, fd);
+}
+
 static void on_up(void *ctx)
 {
 	struct srvmon *m = ctx;
@@ -667,7 +676,9 @@ static pid_t read_pidfile(const char *path)
 struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 			  const struct srvmon_ops *ops, void *ctx)
 {
-	static const struct redis_link_ops lops = { .on_up = on_up, .on_down = on_down };
+	static const struct redis_link_ops lops = { .on_up = on_up,
+						    .on_down = on_down,
+						    .on_tcp_up = on_tcp_up };
 	struct srvmon *m = calloc(1, sizeof(*m));
 
 	if (!m)

@@ -105,7 +105,8 @@ struct srvmon_ops {
 	/* prev is the state before the change. */
 	void (*changed)(void *ctx, const struct srv_state *prev, const struct srv_state *cur,
 			unsigned what);
-	/* Optional: connected, before the first command goes out; fd is the socket. */
+	/* Optional: connected, before the first command goes out; fd is the socket. With
+	 * TLS also when TCP is up, before the handshake (the write lease lets it through). */
 	void (*connected)(void *ctx, int fd);
 	/* Something done to the server worth a log line (kind, detail). */
 	void (*note)(void *ctx, const char *kind, const char *detail);

@@ -44,8 +44,11 @@ static void print_node(FILE *f, const struct cfg *c, const struct cfg_node *n)
 	fprintf(f, "  watches %s every %d ms, hung after %d missed PINGs%s%s\n", n->redis_str,
 		c->agent.ping_interval_ms, c->agent.hung_after, n->pidfile[0] ? ", pid from " : "",
 		n->pidfile);
-	fprintf(f, "  reports to the controller at ");
-	print_ep(f, tls_controller_ep(c));
+	fprintf(f, "  reports to the controller%s at ", c->etcd.enabled ? "s" : "");
+	for (int i = 0; i < (c->etcd.enabled ? c->nctls : 1); i++) {
+		fprintf(f, "%s", i ? ", " : "");
+		print_ep(f, tls_ctl_ep(c, i));
+	}
 	fprintf(f, "%s every %d ms\n", c->controller.tls ? " over TLS" : "", c->agent.heartbeat_ms);
 	if (c->redis.tls)
 		fprintf(f, "  speaks TLS to its server\n");
@@ -90,12 +93,32 @@ static void print_controller(FILE *f, const struct cfg *c)
 	const typeof(c->controller) *k = &c->controller;
 
 	fprintf(f, "controller:\n");
-	if (!k->tls || k->have_listen) {
+	for (int i = 0; c->etcd.enabled && i < c->nctls; i++) {
+		const struct cfg_ctl *t = &c->ctls[i];
+
+		fprintf(f, "  controller %s (HA, etcd)", t->id);
+		if (t->listen_str[0]) {
+			fprintf(f, " listens on ");
+			print_ep(f, &t->listen);
+		}
+		if (t->tls) {
+			fprintf(f, "%s with TLS on ", t->listen_str[0] ? "," : " listens");
+			print_ep(f, &t->tls_listen);
+			fprintf(f, ", reached at ");
+			print_ep(f, &t->tls_address);
+		}
+		fprintf(f, "\n");
+	}
+	if (c->etcd.enabled && k->tls)
+		fprintf(f, "  TLS client certificates: %s\n",
+			k->tls_auth_clients == CFG_TLS_AUTH_YES ? "required" :
+			k->tls_auth_clients == CFG_TLS_AUTH_NO ? "not asked for" : "verified if sent");
+	if (!c->etcd.enabled && (!k->tls || k->have_listen)) {
 		fprintf(f, "  listens on ");
 		print_ep(f, &k->listen);
 		fprintf(f, " (agents, Sentinel clients, flatline status)\n");
 	}
-	if (k->tls) {
+	if (k->tls && !c->etcd.enabled) {
 		fprintf(f, "  listens with TLS on ");
 		print_ep(f, &k->tls_listen);
 		fprintf(f, ", reached at ");

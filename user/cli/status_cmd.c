@@ -16,8 +16,8 @@
 
 #define STATUS_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
 
-/* The controllers to ask, in order: [controller] listen, or in HA mode each
- * [controller "id"]. */
+/* The controllers to ask, in order: [controller] listen (tls_address with TLS), or
+ * in HA mode each [controller "id"]'s listen (its tls_address with TLS). */
 static int n_controllers(const struct cfg *cfg)
 {
 	return cfg->etcd.enabled ? cfg->nctls : 1;
@@ -25,7 +25,7 @@ static int n_controllers(const struct cfg *cfg)
 
 static const struct cfg_endpoint *controller_ep(const struct cfg *cfg, int i)
 {
-	return cfg->etcd.enabled ? &cfg->ctls[i].listen : tls_controller_ep(cfg);
+	return tls_ctl_ep(cfg, i);
 }
 
 /* The first controller from *next on that accepts a connection; *next moves past it.

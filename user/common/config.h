@@ -46,8 +46,17 @@ enum cfg_tls_auth { CFG_TLS_AUTH_YES, CFG_TLS_AUTH_NO, CFG_TLS_AUTH_OPTIONAL };
 /* [controller "c1"]: one of several controllers (HA mode, with [etcd]). */
 struct cfg_ctl {
 	char id[CFG_ID_MAX + 1];
-	struct cfg_endpoint listen; /* its client and agent address */
-	char listen_str[300];       /* as written */
+	struct cfg_endpoint listen; /* its client and agent address (plain) */
+	char listen_str[300];       /* as written; "" = no plain socket (tls_listen only) */
+	/* TLS in HA mode: every controller has tls_listen or none has; the certificate
+	 * files and tls_auth_clients are [controller]'s, shared (each host reads its own
+	 * copy of the files at those paths). */
+	bool tls;                        /* tls_listen was given */
+	struct cfg_endpoint tls_listen;
+	struct cfg_endpoint tls_address; /* where agents and clients reach it; default
+					  * tls_listen */
+	bool have_tls_address;
+	int tls_line, tls_address_line;
 	int line;
 };
 

@@ -117,6 +117,73 @@ static void validate_tls_pair(struct parser *p, const char *sect, const struct c
 		     "missing (a private key needs its certificate: tls_cert = /path)");
 }
 
+static bool wildcard_host(const char *host)
+{
+	static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+
+	for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+		if (!strcmp(host, any[i]))
+			return true;
+	return false;
+}
+
+/* HA mode ([etcd]): tls_listen and tls_address are per [controller "ID"], and
+ * every controller has them or none has (an agent reports to all of them, a client
+ * may be sent to any: one without TLS would be a hole or unreachable). [controller]
+ * keeps the shared files and tls_auth_clients; its own tls_listen is refused.
+ * Sets [controller] tls when the controllers have TLS. */
+static void validate_ha_tls(struct parser *p)
+{
+	struct cfg *c = p->c;
+	typeof(c->controller) *k = &c->controller;
+	const struct cfg_ctl *with = NULL, *without = NULL;
+
+	if (!c->etcd.enabled)
+		return;
+	snprintf(p->sect_text, sizeof(p->sect_text), "controller");
+	if (k->tls || k->have_tls_address) {
+		perr(p, k->tls ? k->tls_line : k->tls_address_line,
+		     k->tls ? "tls_listen" : "tls_address",
+		     "in HA mode ([etcd]) each controller's goes in its [controller \"ID\"] "
+		     "section (the certificate keys stay here, shared)");
+		return;
+	}
+	for (int i = 0; i < c->nctls; i++) {
+		struct cfg_ctl *t = &c->ctls[i];
+
+		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", t->id);
+		if (!t->tls && t->have_tls_address) {
+			perr(p, t->tls_address_line, "tls_listen",
+			     "missing (tls_address is where its tls_listen is reached)");
+			return;
+		}
+		if (t->tls && !t->have_tls_address) {
+			if (wildcard_host(t->tls_listen.host)) {
+				perr(p, t->tls_line, "tls_address",
+				     "missing: tls_listen = %s is every address of the controller's "
+				     "host, so agents and clients need the one to connect to "
+				     "(tls_address = host:port, the name or IP its certificate "
+				     "carries)", t->tls_listen.host);
+				return;
+			}
+			t->tls_address = t->tls_listen;
+		}
+		if (t->tls && !with)
+			with = t;
+		if (!t->tls && !without)
+			without = t;
+	}
+	if (with && without) {
+		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", without->id);
+		perr(p, without->line, "tls_listen",
+		     "missing: controller %s has tls_listen, and agents and clients speak TLS "
+		     "to every controller of an HA cluster or to none", with->id);
+		return;
+	}
+	k->tls = with != NULL;
+	k->tls_line = with ? with->tls_line : 0;
+}
+
 static void validate_tls(struct parser *p)
 {
 	typeof(p->c->controller) *k = &p->c->controller;
@@ -125,6 +192,7 @@ static void validate_tls(struct parser *p)
 	validate_tls_pair(p, "agent", &p->c->agent.tls);
 	validate_tls_pair(p, "controller", &k->tls_files);
 	validate_tls_pair(p, "redis", &p->c->redis.tls_files);
+	validate_ha_tls(p);
 	if (p->failed)
 		return;
 	snprintf(p->sect_text, sizeof(p->sect_text), "controller");
@@ -135,10 +203,6 @@ static void validate_tls(struct parser *p)
 				k->tls_files.ca[0] ? k->tls_files.ca_line : k->tls_address_line,
 			     "tls_listen", "missing (the TLS keys of [controller] need the address "
 			     "to listen on, e.g. tls_listen = 0.0.0.0:26380)");
-	} else if (p->c->etcd.enabled) {
-		perr(p, k->tls_line, "tls_listen",
-		     "not supported with [etcd] (HA mode) yet: run HA controllers without TLS "
-		     "or a single controller with it");
 	} else if (!k->tls_files.cert[0]) {
 		perr(p, k->tls_line, "tls_cert",
 		     "missing (the controller's certificate, PEM: tls_cert = /path)");
@@ -147,6 +211,8 @@ static void validate_tls(struct parser *p)
 		     "missing: tls_auth_clients is %s, so client certificates are verified "
 		     "against this CA (or set tls_auth_clients = no)",
 		     k->tls_auth_clients == CFG_TLS_AUTH_YES ? "yes (the default)" : "optional");
+	} else if (p->c->etcd.enabled) {
+		/* HA mode: the addresses are each controller's (validate_ha_tls). */
 	} else if (!k->have_tls_address) {
 		bool wild = false;
 
@@ -261,8 +327,9 @@ void validate(struct parser *p)
 	}
 	for (int i = 0; i < c->nctls && !p->failed; i++) {
 		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", c->ctls[i].id);
-		if (!c->ctls[i].listen_str[0])
-			perr(p, c->ctls[i].line, "listen", "missing (host:port of this controller)");
+		if (!c->ctls[i].listen_str[0] && !c->ctls[i].tls)
+			perr(p, c->ctls[i].line, "listen",
+			     "missing (host:port of this controller; or tls_listen for TLS only)");
 		else if (!c->etcd.enabled)
 			perr(p, c->ctls[i].line, NULL,
 			     "[%s]: several controllers need an [etcd] section (one leader, the state in "
@@ -458,6 +525,13 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 		DIFF(strcmp(a->ctls[i].id, b->ctls[i].id) ||
 			     strcmp(a->ctls[i].listen_str, b->ctls[i].listen_str),
 		     sect, "listen");
+		if (i < b->nctls && !strcmp(a->ctls[i].id, b->ctls[i].id)) {
+			DIFF(a->ctls[i].tls != b->ctls[i].tls ||
+				     !ep_eq(&a->ctls[i].tls_listen, &b->ctls[i].tls_listen),
+			     sect, "tls_listen");
+			DIFF(!ep_eq(&a->ctls[i].tls_address, &b->ctls[i].tls_address), sect,
+			     "tls_address");
+		}
 	}
 #undef DINT
 #undef DSTR

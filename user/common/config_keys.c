@@ -453,6 +453,25 @@ bool key_ctl(struct parser *p, const char *name, const char *v)
 	if (KEY("listen"))
 		return set_endpoint(p, name, v, &k->listen, 26379) &&
 		       set_str(p, name, v, k->listen_str, sizeof(k->listen_str));
+	if (KEY("tls_listen") || KEY("tls_address")) {
+		bool l = KEY("tls_listen");
+		struct cfg_endpoint *ep = l ? &k->tls_listen : &k->tls_address;
+
+		if (!set_endpoint(p, name, v, ep, 26379))
+			return false;
+		if (ep->unix_path[0]) {
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			return false;
+		}
+		if (l) {
+			k->tls = true;
+			k->tls_line = p->line;
+		} else {
+			k->have_tls_address = true;
+			k->tls_address_line = p->line;
+		}
+		return true;
+	}
 	perr(p, p->line, name, "unknown key");
 	return false;
 }

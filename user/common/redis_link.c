@@ -351,6 +351,15 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	char why[240], tw[200];
 
 	if ((what & BEV_EVENT_CONNECTED) && l->tls && !l->tls_up) {
+		if (l->ops.on_tcp_up) {
+			unsigned gen = l->gen;
+
+			l->in_callback++;
+			l->ops.on_tcp_up(l->ctx, (int)bufferevent_getfd(bev));
+			l->in_callback--;
+			if (gen != l->gen)
+				return; /* dropped or freed by on_tcp_up */
+		}
 		start_tls(l);
 		return;
 	}

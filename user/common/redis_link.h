@@ -29,6 +29,10 @@ struct redis_link_ops {
 	/* Lost or failed to connect; why is readable. err is the errno when known
 	 * (ECONNREFUSED, ENOENT for a missing unix socket, ETIMEDOUT …), else 0. */
 	void (*on_down)(void *ctx, const char *why, int err);
+	/* Optional, with TLS: TCP is connected (fd), the handshake not begun. The
+	 * agent allows its own connection through the write lease here: the server's
+	 * half of the handshake is data the lease would otherwise drop. */
+	void (*on_tcp_up)(void *ctx, int fd);
 };
 
 /* reply is NULL when the connection went away; it is freed when fn returns. */

@@ -264,3 +264,10 @@ const struct cfg_endpoint *tls_controller_ep(const struct cfg *c)
 {
 	return c->controller.tls ? &c->controller.tls_address : &c->controller.address;
 }
+
+const struct cfg_endpoint *tls_ctl_ep(const struct cfg *c, int i)
+{
+	if (!c->etcd.enabled)
+		return tls_controller_ep(c);
+	return c->ctls[i].tls ? &c->ctls[i].tls_address : &c->ctls[i].listen;
+}

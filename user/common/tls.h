@@ -34,5 +34,8 @@ const char *tls_bev_error(struct bufferevent *bev, int sock_err, char *buf, size
 const char *tls_ssl_error(SSL *ssl, int ret, char *buf, size_t len);
 /* The endpoint agents and clients connect to: tls_address with TLS, else address. */
 const struct cfg_endpoint *tls_controller_ep(const struct cfg *c);
+/* In HA mode ([etcd]) controller i ([controller "ID"] sections, in file order): its
+ * tls_address with TLS, else its listen; without [etcd], tls_controller_ep (i = 0). */
+const struct cfg_endpoint *tls_ctl_ep(const struct cfg *c, int i);
 
 #endif

@@ -339,7 +339,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 			goto fail;
 		}
 		snprintf(c->id, sizeof(c->id), "%s", k->id);
-		c->listen_ep = &k->listen;
+		c->listen_ep = k->listen_str[0] ? &k->listen : NULL; /* tls_listen only */
+		c->tls_listen_ep = k->tls ? &k->tls_listen : NULL;
 		c->state_file[0] = '\0'; /* the state lives in etcd */
 	} else if (opts && opts->id) {
 		pr_warn("failed to start: --id names a controller of an HA cluster, and %s has no "
@@ -348,6 +349,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		goto fail;
 	} else {
 		c->listen_ep = &cfg->controller.listen;
+		c->tls_listen_ep = cfg->controller.tls ? &cfg->controller.tls_listen : NULL;
 	}
 	make_myid(c);
 	ctl_myid_persist(c);

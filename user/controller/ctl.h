@@ -72,6 +72,7 @@ struct ctl_conn {
 #define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
 #define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
 #define CTL_C_LOGIN (1u << 8)      /* logged in as user (client authentication on) */
+#define CTL_C_TLS (1u << 9)        /* came to tls_listen */
 /* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */
 #define CTL_C_PLAIN (1u << 12)
 /* An agent's answers are written at the end of the read callback, with the
@@ -158,6 +159,9 @@ struct ctl {
 	int discover_pending;
 	bool discover_pending_round; /* an INFO round is out (start, or a new leader) */
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
+	/* [controller] tls_listen, or [controller "id"]'s in HA mode; NULL = no TLS */
+	const struct cfg_endpoint *tls_listen_ep;
+	char ha_addr[300]; /* HA mode: the address published in etcd (plain, else TLS) */
 	struct event *discover_timer;
 	char (*reject_last)[160]; /* last rejection logged per node (+ one for unknown ids) */
 	/* libevent common timeouts (a queue, not the heap: every node's deadline has the

@@ -248,7 +248,7 @@ int ctl_ha_start(struct ctl *c)
 	o.etcd.timeout_ms = cfg->etcd.timeout_ms;
 	o.prefix = cfg->etcd.prefix;
 	o.id = c->id;
-	o.listen = c->listen_str;
+	o.listen = c->ha_addr;
 	o.lease_ms = cfg->etcd.lease_ms;
 	c->ha = ha_new(c->base, &o, &ha_ops, c);
 	c->members_timer = event_new(c->base, -1, EV_PERSIST, on_members_timer, c);

@@ -518,6 +518,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		if (k->bev)
 			bufferevent_openssl_set_allow_dirty_shutdown(k->bev, 1);
 		k->tls_handshake = true;
+		k->flags |= CTL_C_TLS;
 	} else {
 		k->bev = bufferevent_socket_new(c->base, fd, BEV_OPT_CLOSE_ON_FREE);
 		k->flags |= CTL_C_PLAIN; /* a TLS bufferevent must not have it */
@@ -700,7 +701,7 @@ static int listen_tls(struct ctl *c)
 		pr_warn("failed to set up TLS: %s\n", err);
 		return -EINVAL;
 	}
-	c->tls_lis = bind_ep(c, &c->cfg->controller.tls_listen, on_accept_tls, c->tls_listen_str,
+	c->tls_lis = bind_ep(c, c->tls_listen_ep, on_accept_tls, c->tls_listen_str,
 			     sizeof(c->tls_listen_str));
 	return c->tls_lis ? 0 : -errno;
 }
@@ -708,8 +709,10 @@ static int listen_tls(struct ctl *c)
 int ctl_listen(struct ctl *c)
 {
 	const struct cfg *cfg = c->cfg;
-	/* With tls_listen, the plain socket only when listen is also given. */
-	bool plain = !cfg->controller.tls || cfg->controller.have_listen || cfg->etcd.enabled;
+	/* With tls_listen, the plain socket only when listen is also given (in HA mode,
+	 * in this controller's [controller "id"] section). */
+	bool plain = cfg->etcd.enabled ? c->listen_ep != NULL :
+					 !cfg->controller.tls || cfg->controller.have_listen;
 	char plain_str[300] = "";
 
 	c->accept_resume = evtimer_new(c->base, on_accept_resume, c);
@@ -720,7 +723,7 @@ int ctl_listen(struct ctl *c)
 		if (!c->lis)
 			return -errno;
 	}
-	if (cfg->controller.tls && !cfg->etcd.enabled) {
+	if (c->tls_listen_ep) {
 		int rc = listen_tls(c);
 
 		if (rc)
@@ -729,6 +732,14 @@ int ctl_listen(struct ctl *c)
 			 plain ? ", " : "", c->tls_listen_str);
 	} else {
 		snprintf(c->listen_str, sizeof(c->listen_str), "%s", plain_str);
+	}
+	if (plain) {
+		snprintf(c->ha_addr, sizeof(c->ha_addr), "%s", plain_str);
+	} else if (cfg->etcd.enabled) {
+		const struct cfg_ctl *k = cfg_find_ctl(cfg, c->id);
+
+		cfg_hostport(c->ha_addr, sizeof(c->ha_addr), k->tls_address.host,
+			     k->tls_address.port);
 	}
 	return 0;
 }

@@ -237,6 +237,20 @@ static int other_controllers(const struct ctl *c, const char **ids, const char *
 	return m;
 }
 
+/* Where a client on connection k reaches controller id, registered in etcd at addr:
+ * over TLS (k came to tls_listen), that controller's tls_address from the cluster
+ * file; else the address it registered. */
+static void ctl_addr_for(const struct ctl_conn *k, const char *id, const char *addr,
+			 struct cfg_endpoint *ep)
+{
+	const struct cfg_ctl *t = cfg_find_ctl(k->ctl->cfg, id);
+
+	if ((k->flags & CTL_C_TLS) && t && t->tls)
+		*ep = t->tls_address;
+	else if (cfg_parse_endpoint(addr, ep, 26379) < 0)
+		memset(ep, 0, sizeof(*ep));
+}
+
 /* SENTINEL sentinels: each other controller as Sentinel describes a peer. */
 static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 {
@@ -249,13 +263,12 @@ static void reply_sentinels(const struct ctl_conn *k, struct evbuffer *o)
 	resp_array(o, n);
 	for (int i = 0; i < n; i++) {
 		struct cfg_endpoint ep;
-		char port[16], runid[41];
+		char port[16], name[300], runid[41];
 
-		if (cfg_parse_endpoint(addrs[i], &ep, 26379) < 0)
-			memset(&ep, 0, sizeof(ep));
+		ctl_addr_for(k, ids[i], addrs[i], &ep);
 		snprintf(port, sizeof(port), "%d", ep.port);
 		ctl_reply_map(k, o, 5);
-		kv_str(o, "name", addrs[i]);
+		kv_str(o, "name", cfg_hostport(name, sizeof(name), ep.host, ep.port));
 		kv_str(o, "ip", ep.host);
 		kv_str(o, "port", port);
 		ha_runid(c, ids[i], runid);
@@ -373,10 +386,20 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	}
 	if (c->ha && !ctl_may_act(c)) {
 		struct ctl_ha_view v;
+		struct cfg_endpoint ep = { 0 };
+		char at[300] = "";
 
 		ctl_ha_status(c, &v);
-		snprintf(e, sizeof(e), "NOTLEADER this controller follows; the leader is %s",
-			 v.leader[0] ? v.leader : "not known (no quorum in etcd?)");
+		for (int i = 0; v.leader[0] && i < v.nctls && !at[0]; i++) {
+			if (strcmp(v.ctl_ids[i], v.leader))
+				continue;
+			ctl_addr_for(k, v.ctl_ids[i], v.ctl_addrs[i], &ep);
+			if (ep.host[0])
+				cfg_hostport(at, sizeof(at), ep.host, ep.port);
+		}
+		snprintf(e, sizeof(e), "NOTLEADER this controller follows; the leader is %s%s%s",
+			 v.leader[0] ? v.leader : "not known (no quorum in etcd?)", at[0] ? " at " : "",
+			 at);
 		resp_error_reply(out, e);
 		return -EAGAIN;
 	}
@@ -506,7 +529,7 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	struct evbuffer *out = bufferevent_get_output(k->bev);
 	struct fo_shard *s;
 	const char *sub = cmd->argc > 1 ? cmd->argv[1] : "";
-	char e[200];
+	char e[400];
 
 	if (cmd->argc < 2) {
 		resp_error_reply(out, "ERR wrong number of arguments for 'sentinel' command");
