@@ -185,8 +185,13 @@ static void test_self_demoted_said_once(void **state)
 		n += !strcmp(R.events[i], "old_primary_demoted");
 	assert_int_equal(n, 1);
 	clear_rec();
+	/* A report sent before our REPLICAOF still says master, then the next a replica. */
+	R.mono += 1;
+	report("n3", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_false(called("replicaof n3 n1"));
 	report("n3", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 1000);
 	assert_false(evented("old_primary_demoted"));
+	assert_false(published("+convert-to-slave"));
 }
 
 static void test_promote_refused_next_candidate(void **state)

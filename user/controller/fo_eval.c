@@ -103,16 +103,16 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 			if (fo_follows(r, p))
 				fo_say_self_demoted(c, s, n, p);
 		}
-		if (r->role == INFO_ROLE_MASTER) {
+		if (r->role == INFO_ROLE_MASTER)
 			kind = FO_FIX_DEMOTE; /* before anything else: it may have restarted empty */
-			n->flags |= FO_N_ROGUE;
-		} else if (r->role == INFO_ROLE_SLAVE && !fo_follows(r, p)) {
+		else if (r->role == INFO_ROLE_SLAVE && !fo_follows(r, p))
 			kind = FO_FIX_REPOINT;
-		} else {
+		else
 			continue;
-		}
 		if (n->fix_ms && now - n->fix_ms < FO_FIX_COOLDOWN_MS)
-			continue;
+			continue; /* (a report sent before our REPLICAOF still says master) */
+		if (kind == FO_FIX_DEMOTE)
+			n->flags |= FO_N_ROGUE;
 		n->flags |= FO_N_FIXING;
 		n->fix_kind = kind;
 		n->fix_ms = now;
