@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # DNS benchmark (issue 6): round trip of one TSIG-signed UPDATE (delete RRset + add)
-# through user/dns.c against a local BIND9 named, as the event loop sees it (dns_update()
+# through user/controller/dns.c against a local BIND9 named, as the event loop sees it (dns_update()
 # call -> callback), N updates in a row alternating between two addresses so each one
 # changes the zone (journal write, serial bump). TCP (the default) and UDP.
 # usage: bench/dns.sh [-n UPDATES]     (named, tsig-keygen, dig; loopback only)

@@ -3,7 +3,7 @@
  * (extension headers walked up to FL_IPV6_MAX_EXT). At tc egress: the time each echo request of
  * this agent leaves toward a peer. At tc ingress: the matching echo reply, its RTT,
  * and the time any packet at all last came from the peer (passive liveness). An
- * agent that is itself stalled still gets true times. Loaded by user/icmp_watch.c.
+ * agent that is itself stalled still gets true times. Loaded by user/kern/icmp_watch.c.
  *
  * Both programs only observe: they return TC_ACT_UNSPEC (TCX_NEXT), so every other
  * tcx program and clsact filter on the device still runs and decides the packet's

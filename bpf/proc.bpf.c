@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Whole-process exit, OOM victim and exec of watched processes, filtered in the
- * kernel, written to one ring buffer. Loaded by user/proc_watch.c. */
+ * kernel, written to one ring buffer. Loaded by user/kern/proc_watch.c. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -61,6 +61,20 @@ static __always_inline void count_drop(void)
 
 	if (n)
 		*n += 1;
+}
+
+/* A zeroed event of this kind in the ring buffer, or NULL (a drop, counted). */
+static __always_inline struct fl_proc_event *new_event(__u32 kind)
+{
+	struct fl_proc_event *e = bpf_ringbuf_reserve(&fl_events, sizeof(*e), 0);
+
+	if (!e) {
+		count_drop();
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	return e;
 }
 
 /* Is the current task in a watched cgroup, or below one? Returns its cgroup id.
@@ -189,13 +203,9 @@ int fl_oom_victim(struct trace_event_raw_mark_victim *ctx)
 	how = bpf_map_lookup_elem(&fl_watch_pids, &pid);
 	if (!how)
 		return 0;
-	e = bpf_ringbuf_reserve(&fl_events, sizeof(*e), 0);
-	if (!e) {
-		count_drop();
+	e = new_event(FL_EV_OOM_VICTIM);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = FL_EV_OOM_VICTIM;
 	e->pid = pid;
 	e->ts_ns = info.ts_ns;
 	e->oom = 1;
@@ -215,13 +225,9 @@ int BPF_PROG(fl_proc_exec, struct task_struct *task, pid_t old_pid)
 
 	if (!in_watched_cgroup(task, &cgid))
 		return 0;
-	e = bpf_ringbuf_reserve(&fl_events, sizeof(*e), 0);
-	if (!e) {
-		count_drop();
+	e = new_event(FL_EV_PROC_START);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->kind = FL_EV_PROC_START;
 	e->pid = tgid;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->cgroup_id = cgid;

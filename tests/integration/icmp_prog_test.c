@@ -19,6 +19,8 @@
 #include <cmocka.h>
 #include "icmp_event.h"
 #include "icmp.skel.h"
+#include "agent/prober.h"
+#include "kern/icmp_watch.h"
 
 #define ECHO_ID 0x1234
 #define PEER "198.18.0.2"
@@ -39,20 +41,6 @@ struct frame_spec {
 };
 
 static struct fl_icmp *skel;
-
-static uint16_t csum(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint32_t s = 0;
-
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += (b[i] << 8) | b[i + 1];
-	if (n & 1)
-		s += b[n - 1] << 8;
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return htons(~s & 0xffff);
-}
 
 /* Ethernet + IPv4 (+ NOP options) + ICMP echo header + 16 bytes of payload. */
 static size_t build(uint8_t *buf, const struct frame_spec *f)
@@ -79,14 +67,14 @@ static size_t build(uint8_t *buf, const struct frame_spec *f)
 	memcpy(ip + 16, &a, 4);
 	for (int i = 20; i < hlen; i++)
 		ip[i] = 1; /* IPOPT_NOOP */
-	*(uint16_t *)(ip + 10) = csum(ip, hlen < 20 ? 20 : hlen);
+	*(uint16_t *)(ip + 10) = probe_csum16(ip, hlen < 20 ? 20 : hlen);
 	if (ihl < 5)
 		icmp = ip + 20;
 	icmp[0] = f->type;
 	icmp[1] = f->code;
 	*(uint16_t *)(icmp + 4) = htons(f->id);
 	*(uint16_t *)(icmp + 6) = htons(f->seq);
-	*(uint16_t *)(icmp + 2) = csum(icmp, icmp_len);
+	*(uint16_t *)(icmp + 2) = probe_csum16(icmp, icmp_len);
 	len = (icmp - buf) + icmp_len;
 	if (f->ip_cut)
 		len = 14 + f->ip_cut;
@@ -95,16 +83,15 @@ static size_t build(uint8_t *buf, const struct frame_spec *f)
 	return len;
 }
 
-/* Runs prog on the frame; the kernel's own refusal (-EINVAL) is returned when
- * may_refuse, any other failure fails the test. */
-static int run_frame(struct bpf_program *prog, const struct frame_spec *f, bool may_refuse)
+/* Runs prog on the len bytes of a frame at buf (IPv4 or IPv6); the kernel's own
+ * refusal (-EINVAL) is returned when may_refuse, any other failure fails the test. */
+static int run_buf(struct bpf_program *prog, uint8_t *buf, size_t len, bool may_refuse)
 {
-	uint8_t buf[256];
 	LIBBPF_OPTS(bpf_test_run_opts, o);
 	int err;
 
 	o.data_in = buf;
-	o.data_size_in = build(buf, f);
+	o.data_size_in = len;
 	o.repeat = 1;
 	err = bpf_prog_test_run_opts(bpf_program__fd(prog), &o);
 	if (may_refuse && err == -EINVAL)
@@ -113,6 +100,13 @@ static int run_frame(struct bpf_program *prog, const struct frame_spec *f, bool 
 	/* Monitoring only: never decide a packet's fate. */
 	assert_int_equal((int)o.retval, TC_ACT_UNSPEC);
 	return 0;
+}
+
+static int run_frame(struct bpf_program *prog, const struct frame_spec *f, bool may_refuse)
+{
+	uint8_t buf[256];
+
+	return run_buf(prog, buf, build(buf, f), may_refuse);
 }
 
 static int run(struct bpf_program *prog, const struct frame_spec *f)
@@ -130,21 +124,37 @@ static void ingress(const struct frame_spec *f)
 	run(skel->progs.fl_icmp_ingress, f);
 }
 
+/* An IPv4 or IPv6 address as a fl_peers key, as the agent makes it. */
 static struct fl_peer_key peer_key(const char *addr)
 {
-	struct fl_peer_key k = { .family = AF_INET };
+	struct fl_peer_key k;
 
-	inet_pton(AF_INET, addr, k.addr);
+	assert_int_equal(icmp_watch_key_parse(addr, &k), 0);
 	return k;
 }
 
-static struct fl_peer_stats stats(void)
+/* The peer's row in fl_peers (it must have one). */
+static struct fl_peer_stats stats_of(const char *addr)
 {
-	struct fl_peer_key k = peer_key(PEER);
+	struct fl_peer_key k = peer_key(addr);
 	struct fl_peer_stats st;
 
 	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.fl_peers), &k, &st), 0);
 	return st;
+}
+
+static struct fl_peer_stats stats(void)
+{
+	return stats_of(PEER);
+}
+
+/* A row for the peer at addr, zeroed, as icmp_watch_add_peer() makes it. */
+static int add_peer(const char *addr)
+{
+	struct fl_peer_key k = peer_key(addr);
+	struct fl_peer_stats zero = {};
+
+	return bpf_map_update_elem(bpf_map__fd(skel->maps.fl_peers), &k, &zero, BPF_NOEXIST);
 }
 
 static uint64_t counter(enum fl_icmp_counter c)
@@ -161,9 +171,6 @@ static uint64_t counter(enum fl_icmp_counter c)
 
 static int setup(void **state)
 {
-	struct fl_peer_key k = peer_key(PEER);
-	struct fl_peer_stats zero = {};
-
 	(void)state;
 	skel = fl_icmp__open();
 	if (!skel)
@@ -171,7 +178,7 @@ static int setup(void **state)
 	skel->rodata->targ_echo_id = ECHO_ID;
 	if (fl_icmp__load(skel))
 		return -1;
-	return bpf_map_update_elem(bpf_map__fd(skel->maps.fl_peers), &k, &zero, BPF_NOEXIST);
+	return add_peer(PEER);
 }
 
 static int teardown(void **state)
@@ -461,18 +468,8 @@ static size_t build6(uint8_t *buf, const struct frame6_spec *f, size_t cap)
 static int run6_frame(struct bpf_program *prog, const struct frame6_spec *f, bool may_refuse)
 {
 	uint8_t buf[4096];
-	LIBBPF_OPTS(bpf_test_run_opts, o);
-	int err;
 
-	o.data_in = buf;
-	o.data_size_in = build6(buf, f, sizeof(buf));
-	o.repeat = 1;
-	err = bpf_prog_test_run_opts(bpf_program__fd(prog), &o);
-	if (may_refuse && err == -EINVAL)
-		return err;
-	assert_int_equal(err, 0);
-	assert_int_equal((int)o.retval, TC_ACT_UNSPEC);
-	return 0;
+	return run_buf(prog, buf, build6(buf, f, sizeof(buf)), may_refuse);
 }
 
 static void egress6(const struct frame6_spec *f)
@@ -485,32 +482,17 @@ static void ingress6(const struct frame6_spec *f)
 	run6_frame(skel->progs.fl_icmp_ingress, f, false);
 }
 
-static struct fl_peer_key peer_key6(const char *addr)
-{
-	struct fl_peer_key k = { .family = AF_INET6 };
-
-	inet_pton(AF_INET6, addr, k.addr6);
-	return k;
-}
-
 static struct fl_peer_stats stats6(void)
 {
-	struct fl_peer_key k = peer_key6(PEER6);
-	struct fl_peer_stats st;
-
-	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.fl_peers), &k, &st), 0);
-	return st;
+	return stats_of(PEER6);
 }
 
 /* Both an IPv4 and an IPv6 peer in the one table. */
 static int setup6(void **state)
 {
-	struct fl_peer_key k = peer_key6(PEER6);
-	struct fl_peer_stats zero = {};
-
 	if (setup(state))
 		return -1;
-	return bpf_map_update_elem(bpf_map__fd(skel->maps.fl_peers), &k, &zero, BPF_NOEXIST);
+	return add_peer(PEER6);
 }
 
 #define REQ6(...) ((struct frame6_spec){ .src = SELF6, .dst = PEER6, .type = 128, .id = ECHO_ID, __VA_ARGS__ })

@@ -14,7 +14,7 @@ test_reports_replication() {
 	need_cmd redis-server redis-cli
 	p1=$(free_port); start_redis "$p1"
 	p2=$(free_port); start_redis "$p2" --replicaof 127.0.0.1 "$p1"
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1" "$N2=$p2"
 	start_agent "$N1" -c "$T/c.conf"
 	LOG1=$LOG
@@ -43,7 +43,7 @@ test_reports_replication() {
 test_sigstop_hung_and_back() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.proc == "up"' >/dev/null || fail "no proc up report"
@@ -66,7 +66,7 @@ test_sigstop_hung_and_back() {
 test_short_sleep_and_busy_script_not_hung() {
 	need_root
 	p1=$(free_port); start_redis "$p1" --enable-debug-command yes --lua-time-limit 100
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.proc == "up"' >/dev/null || fail "no proc up report"
@@ -88,7 +88,7 @@ test_sigkill_reported_at_once_and_restart_followed() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
 	first=$REDIS_PID
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_report ".args.proc == \"up\" and .args.pid == \"$first\"" >/dev/null || fail "no report with pid $first"
@@ -113,7 +113,7 @@ test_sigkill_reported_at_once_and_restart_followed() {
 test_server_unreachable_at_start() {
 	need_root
 	p1=$(free_port)
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.proc == "down"' >/dev/null || fail "no report of a server that is not running"
@@ -125,7 +125,7 @@ test_server_unreachable_at_start() {
 test_wrong_password_once() {
 	need_root
 	p1=$(free_port); start_redis "$p1" --requirepass right
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	PASSWORD=wrong cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_report '.args.auth_error != null' >/dev/null || fail "no auth_error in the report"
@@ -138,7 +138,7 @@ test_wrong_password_once() {
 test_controller_rejects_or_misbehaves() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
-	ctl=$(free_port); start_peer "$ctl" --reject
+	ctl=$(free_port); start_recpeer "$ctl" --reject
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_event "$LOG" '.kind == "controller_rejected"' >/dev/null || fail "no controller_rejected"
@@ -154,7 +154,7 @@ test_controller_rejects_or_misbehaves() {
 
 test_garbage_from_controller_and_server() {
 	need_root
-	p1=$(free_port); start_peer "$p1" --garbage # a "server" that answers garbage
+	p1=$(free_port); start_recpeer "$p1" --garbage # a "server" that answers garbage
 	ctl=$(free_port)
 	$PY tests/lib/recpeer.py "$ctl" "$T/ctl.jsonl" --garbage &
 	on_exit "kill $!"
@@ -170,7 +170,7 @@ test_garbage_from_controller_and_server() {
 test_silent_controller_dropped() {
 	need_root
 	p1=$(free_port); start_redis "$p1"
-	ctl=$(free_port); start_peer "$ctl" --silent
+	ctl=$(free_port); start_recpeer "$ctl" --silent
 	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
 	start_agent "$N1" -c "$T/c.conf"
 	ev=$(wait_event "$LOG" '.kind == "controller_lost"') || fail "silent controller not dropped"

@@ -64,14 +64,8 @@ setup() {
 	chmod 600 "$CONF" "$T/users.conf"
 	start_redis "$P1"; PID_1=$REDIS_PID
 	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
-	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
-	CTL_PID=$!
-	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
-	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }
-	for n in ca1 ca2; do
-		"$FL" agent -c "$CONF" --node "$n-$$" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
-		on_exit "kill -TERM $!; wait $!"
-	done
+	spawn_controller
+	spawn_agents ca1 ca2
 }
 
 cli() { redis-cli --no-auth-warning -p "$CTL_PORT" "$@" 2>&1; }

@@ -86,16 +86,6 @@ keys_eq() {
 port_of() { case $1 in ct1) echo "$P1" ;; ct2) echo "$P2" ;; ct3) echo "$P3" ;; esac; }
 info_field() { timeout 2 redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 
-# wait_linked REPLICA_PORT MASTER_PORT: replicating from it with the link up.
-wait_linked() {
-	local end=$((SECONDS + FL_WAIT_S))
-	while [ $SECONDS -le $end ]; do
-		[ "$(info_field "$1" master_port)" = "$2" ] &&
-			[ "$(info_field "$1" master_link_status)" = up ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 start_controller() {
 	"$FL" controller --allow-root -c "$CONF" -v >>"$T/controller.err" 2>&1 &
@@ -119,11 +109,7 @@ start_agents() {
 			fail "agent $n did not connect: $(cat "$T/agent-$n.err")"
 	done
 	# Every agent has reported its server up.
-	local end=$((SECONDS + FL_WAIT_S))
-	until [ "$(status_json | jq '[.shards[0].nodes[] | select(.health == "ok")] | length')" = 3 ]; do
-		[ $SECONDS -le $end ] || fail "nodes not healthy: $(status_json)"
-		sleep 0.05
-	done
+	wait_nodes_healthy "$CONF" 3
 }
 
 # has_event JQ-FILTER: the controller logged a matching event (jq 1.6's -e looks at the

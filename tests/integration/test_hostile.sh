@@ -40,24 +40,9 @@ start_hostile() {
 	: >"$HREC"
 	$PY tests/lib/hostile.py "$1" "$HREC" "$2" &
 	on_exit "kill $!"
-	local end=$((SECONDS + FL_WAIT_S))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-		[ $SECONDS -le $end ] || fail "hostile peer did not start"
-		sleep 0.05
-	done
+	wait_listening "$1" "hostile peer"
 }
 
-start_recpeer() {
-	REC=$T/rec-$1.jsonl
-	: >"$REC"
-	$PY tests/lib/recpeer.py "$1" "$REC" &
-	on_exit "kill $!"
-	local end=$((SECONDS + FL_WAIT_S))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-		[ $SECONDS -le $end ] || fail "recording peer did not start"
-		sleep 0.05
-	done
-}
 
 hwm_kb() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
 
@@ -176,14 +161,8 @@ setup_ctl() {
 	chmod 600 "$CONF"
 	start_redis "$P1"; PID_1=$REDIS_PID
 	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
-	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
-	CTL_PID=$!
-	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
-	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }
-	for n in hc1 hc2; do
-		"$FL" agent -c "$CONF" --node "$n-$$" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
-		on_exit "kill -TERM $!; wait $!"
-	done
+	spawn_controller
+	spawn_agents hc1 hc2
 	wait_event "$CLOG" '.kind == "agent_connected"' >/dev/null || fail "no agent connected"
 }
 
@@ -353,10 +332,7 @@ test_controller_survives_fake_redis() {
 		printf '\n'
 	} >"$CONF"
 	chmod 600 "$CONF"
-	"$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
-	CTL_PID=$!
-	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
-	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null || { cat "$T/controller.err" >&2; fail "controller did not start"; }
+	spawn_controller
 	# Every fake server was dialled again after its link was closed.
 	for j in $(seq 1 $i); do
 		HREC=$T/hostile-${ports[$j]}.jsonl

@@ -19,7 +19,7 @@ up() {
 	need_root
 	need_cmd redis-server redis-cli jq
 	start_redis "$port" "$@"
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "$N1=$port"
 	start_agent "$N1" -c "$T/c.conf"
 	wait_report ".args.proc == \"up\" and .args.pid == \"$REDIS_PID\"" >/dev/null ||

@@ -130,34 +130,49 @@ expect_within() {
 	[ "$dt" -le "$limit" ] || fail "took $dt ms, more than $limit ms: $ev"
 }
 
-test_link_down_and_back() {
+# probe_up FAMILY NAME: the topology, and a prober of the peer's IPv4 (4) or IPv6
+# (6) address every 100 ms, down after 1 s, once the peer is up.
+probe_up() {
+	local addr=$B_IP
+	[ "$1" = 4 ] || addr=$B6_IP
 	make_topo
-	start_probe pt2 --probe-interval-ms 100 --peer-down-after-ms 1000
+	PEER_ADDR=$addr start_probe "p$1$2" --probe-interval-ms 100 --peer-down-after-ms 1000
 	wait_up >/dev/null
 	sleep 0.3
+}
+
+# Host failure: the peer's link cut (peer_down within 1.2 s), then back (peer_up
+# within 1 s). FAMILY 4, or 6: the same over ICMPv6 to the peer's IPv6 address.
+link_down_and_back() {
+	local fam=$1
+	probe_up "$fam" t2
 	t0=$(now_ns)
 	ip -n "$P-b" link set eth0 down
 	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down after the link went down"
 	expect_within "$ev" "$t0" 1200
-	expect_eq prev "$(jq -r .prev <<<"$ev")" up
 	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" false
-	expect_eq liveness "$(jq -r .liveness <<<"$ev")" none
-	[ "$(jq -r .probes_in_window <<<"$ev")" -ge 3 ] || fail "fewer than 3 probes: $ev"
 	[ "$(jq -r .left_in_window <<<"$ev")" -ge 3 ] || fail "the probes did not leave: $ev"
-	[ "$(jq -r .reply_age_ms <<<"$ev")" -ge 1000 ] || fail "reply_age_ms < 1000: $ev"
 	expect_eq loss_ratio "$(jq -r .loss_ratio <<<"$ev")" 1
+	if [ "$fam" = 4 ]; then
+		expect_eq prev "$(jq -r .prev <<<"$ev")" up
+		expect_eq liveness "$(jq -r .liveness <<<"$ev")" none
+		[ "$(jq -r .probes_in_window <<<"$ev")" -ge 3 ] || fail "fewer than 3 probes: $ev"
+		[ "$(jq -r .reply_age_ms <<<"$ev")" -ge 1000 ] || fail "reply_age_ms < 1000: $ev"
+	fi
 	t0=$(now_ns)
 	ip -n "$P-b" link set eth0 up
+	[ "$fam" = 4 ] || ip -n "$P-b" addr replace $B6_IP/64 dev eth0 nodad
 	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the link came back"
 	expect_within "$ev" "$t0" 1000
-	expect_eq "peer_down events" "$(count_events "$LOG" '.kind == "peer_down"')" 1
+	[ "$fam" = 6 ] || expect_eq "peer_down events" "$(count_events "$LOG" '.kind == "peer_down"')" 1
 }
+test_link_down_and_back() { link_down_and_back 4; }
 
-test_nft_drop_and_heal() {
-	make_topo
-	start_probe pt3 --probe-interval-ms 100 --peer-down-after-ms 1000
-	wait_up >/dev/null
-	sleep 0.3
+# Isolation: every packet of the peer dropped (nftables, inet: both families), then
+# let through again. FAMILY 4 or 6 as above.
+nft_drop_and_heal() {
+	local fam=$1
+	probe_up "$fam" t3
 	t0=$(now_ns)
 	isolate_b
 	on_exit "$NB nft delete table inet fltest"
@@ -168,8 +183,9 @@ test_nft_drop_and_heal() {
 	heal_b
 	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the drop was lifted"
 	expect_within "$ev" "$t0" 1000
-	expect_eq liveness "$(jq -r .liveness <<<"$ev")" reply
+	[ "$fam" = 6 ] || expect_eq liveness "$(jq -r .liveness <<<"$ev")" reply
 }
+test_nft_drop_and_heal() { nft_drop_and_heal 4; }
 
 # Our own link down: the route is gone and the probes cannot leave. That says
 # nothing about the peer: peer_local_fault, never peer_down.
@@ -217,79 +233,34 @@ test6_up_table_and_pins() {
 	[ ! -e /sys/fs/bpf/flatline/$NODE ] || fail "pins left after SIGTERM"
 }
 
-# Host failure: the peer's link cut, then back.
-test6_link_down_and_back() {
-	make_topo
-	PEER_ADDR=$B6_IP start_probe p6t2 --probe-interval-ms 100 --peer-down-after-ms 1000
-	wait_up >/dev/null
-	sleep 0.3
-	t0=$(now_ns)
-	ip -n "$P-b" link set eth0 down
-	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down after the link went down"
-	expect_within "$ev" "$t0" 1200
-	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" false
-	[ "$(jq -r .left_in_window <<<"$ev")" -ge 3 ] || fail "the probes did not leave: $ev"
-	expect_eq loss_ratio "$(jq -r .loss_ratio <<<"$ev")" 1
-	t0=$(now_ns)
-	ip -n "$P-b" link set eth0 up
-	ip -n "$P-b" addr replace $B6_IP/64 dev eth0 nodad
-	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the link came back"
-	expect_within "$ev" "$t0" 1000
-}
+test6_link_down_and_back() { link_down_and_back 6; }
+test6_nft_drop_and_heal() { nft_drop_and_heal 6; }
 
-# Isolation: every packet of the peer dropped (nftables, inet: both families).
-test6_nft_drop_and_heal() {
-	make_topo
-	PEER_ADDR=$B6_IP start_probe p6t3 --probe-interval-ms 100 --peer-down-after-ms 1000
-	wait_up >/dev/null
-	sleep 0.3
-	t0=$(now_ns)
-	isolate_b
-	on_exit "$NB nft delete table inet fltest"
-	ev=$(wait_event "$LOG" '.kind == "peer_down"' 5) || fail "no peer_down with the peer's traffic dropped"
-	expect_within "$ev" "$t0" 1200
-	expect_eq local_fault "$(jq -r .local_fault <<<"$ev")" false
-	t0=$(now_ns)
-	heal_b
-	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "down"' 5) || fail "no peer_up after the drop was lifted"
-	expect_within "$ev" "$t0" 1000
-}
-
-# Lossy link: 30 % of the echo requests reaching the peer dropped (neighbour
-# discovery left alone); no peer_down, and the loss is really there.
+# Lossy link over ICMPv6: 30 % of the echo requests reaching the peer dropped
+# (neighbour discovery left alone); no peer_down, and the loss is really there.
 test6_random_loss_no_down() {
 	make_topo
-	PEER_ADDR=$B6_IP start_probe p6l --probe-interval-ms 100 --peer-down-after-ms 1000
-	wait_up >/dev/null
-	$NB nft -f - <<-EOF
-		table inet fltest {
-			chain in { type filter hook input priority 0; icmpv6 type echo-request numgen random mod 100 < 30 drop; }
-		}
-	EOF
-	on_exit "$NB nft delete table inet fltest"
-	sleep "$PEER_LOSS_S"
-	expect_eq "peer_down events under 30 % loss" "$(count_events "$LOG" '.kind == "peer_down"')" 0
-	row=$("$FL" peers --node "$NODE" --json)
-	lost=$(jq -r .lost <<<"$row")
-	sent=$(jq -r .sent <<<"$row")
-	echo "    IPv6 100 ms: $lost of $sent lost over ${PEER_LOSS_S} s"
-	[ $((lost * 100 / sent)) -ge 12 ] && [ $((lost * 100 / sent)) -le 50 ] || fail "loss not as set up: $row"
-	stop_probe
+	loss_run 100 1000 "$PEER_LOSS_S" 6
 }
 
 # ---- networks that change ----
 
-# A second link between a and b (eth1, 198.18.1.0/24, fd00:f1:1::/64) and the
-# peer's service address on its loopback (198.18.9.2, fd00:f1:9::2), routed from a
-# through eth0 first.
-make_two_paths() {
-	make_topo
+# add_eth1: the second link between a and b, eth1, with its addresses.
+add_eth1() {
 	ip link add eth1 netns "$P-a" type veth peer name eth1 netns "$P-b"
 	for h in a b; do ip -n "$P-$h" link set eth1 up; done
 	ip -n "$P-a" addr add 198.18.1.1/24 dev eth1
 	ip -n "$P-b" addr add 198.18.1.2/24 dev eth1
 	ip -n "$P-a" addr add fd00:f1:1::1/64 dev eth1 nodad
 	ip -n "$P-b" addr add fd00:f1:1::2/64 dev eth1 nodad
+}
+
+# A second link between a and b (eth1, 198.18.1.0/24, fd00:f1:1::/64) and the
+# peer's service address on its loopback (198.18.9.2, fd00:f1:9::2), routed from a
+# through eth0 first.
+make_two_paths() {
+	make_topo
+	add_eth1
 	ip -n "$P-b" addr add 198.18.9.2/32 dev lo
 	ip -n "$P-b" addr add fd00:f1:9::2/128 dev lo
 	ip -n "$P-a" route add 198.18.9.2/32 via $B_IP dev eth0
@@ -336,12 +307,7 @@ route_move() {
 	expect_eq "peer_down events without a route" "$(count_events "$LOG" '.kind == "peer_down"')" 1
 	# eth1 re-created (a new ifindex) and the route through it again.
 	ip -n "$P-a" link del eth1
-	ip link add eth1 netns "$P-a" type veth peer name eth1 netns "$P-b"
-	for h in a b; do ip -n "$P-$h" link set eth1 up; done
-	ip -n "$P-a" addr add 198.18.1.1/24 dev eth1
-	ip -n "$P-b" addr add 198.18.1.2/24 dev eth1
-	ip -n "$P-a" addr add fd00:f1:1::1/64 dev eth1 nodad
-	ip -n "$P-b" addr add fd00:f1:1::2/64 dev eth1 nodad
+	add_eth1
 	t0=$(now_ns)
 	ip -n "$P-a" $ip6 route add "$svc" via $via1 dev eth1
 	ev=$(wait_event "$LOG" '.kind == "peer_up" and .prev == "local_fault"' 5) || fail "no peer_up through the new eth1"
@@ -356,15 +322,18 @@ test_route_move_ipv4() { # clsact filters this time: where they are can be liste
 }
 test6_route_move() { route_move 6; }
 
-# loss_run INTERVAL_MS DOWN_AFTER_MS SECONDS: 30 % of the peer's incoming and
+# loss_run INTERVAL_MS DOWN_AFTER_MS SECONDS [6]: 30 % of the peer's incoming and
 # outgoing ICMP dropped at random; no peer_down, and the loss is really there.
+# With 6: the peer's IPv6 address, and only its incoming echo requests dropped.
 loss_run() {
-	local interval=$1 down=$2 secs=$3 row lost sent
-	start_probe "pl$interval" --probe-interval-ms "$interval" --peer-down-after-ms "$down"
+	local interval=$1 down=$2 secs=$3 fam=${4:-4} row lost sent addr=$B_IP match='meta l4proto icmp'
+	[ "$fam" = 4 ] || addr=$B6_IP match='icmpv6 type echo-request'
+	PEER_ADDR=$addr start_probe "p${fam}l$interval" --probe-interval-ms "$interval" \
+		--peer-down-after-ms "$down"
 	wait_up >/dev/null
 	$NB nft -f - <<-EOF
 		table inet fltest {
-			chain in { type filter hook input priority 0; meta l4proto icmp numgen random mod 100 < 30 drop; }
+			chain in { type filter hook input priority 0; $match numgen random mod 100 < 30 drop; }
 		}
 	EOF
 	on_exit "$NB nft delete table inet fltest"
@@ -373,7 +342,7 @@ loss_run() {
 	row=$("$FL" peers --node "$NODE" --json)
 	lost=$(jq -r .lost <<<"$row")
 	sent=$(jq -r .sent <<<"$row")
-	echo "    ${interval} ms: $lost of $sent lost over ${secs} s"
+	echo "    IPv$fam ${interval} ms: $lost of $sent lost over ${secs} s"
 	# A 30 % lossy link, as netem would make it on one interface: 30 % of the probes
 	# never arrive (wide bounds: 60 samples at 1000 ms). Dropping 30 % each way
 	# would lose 51 % of round trips, where ten losses in a row within a 1 s

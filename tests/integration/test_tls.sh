@@ -57,13 +57,8 @@ conf() {
 	chmod 600 "$1"
 }
 
-start_ctl() {
-	"${TLS_IN[@]}" "$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
-	CTL_PID=$!
-	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
-	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
-		{ cat "$T/controller.err" >&2; fail "controller did not start"; }
-}
+# start_ctl: the controller (testlib.sh's spawn_controller), under TLS_IN when set.
+start_ctl() { spawn_controller "${TLS_IN[@]}"; }
 
 # agent NAME [CONF]: an agent for node NAME-$$ with its stderr in $T/agent-NAME.err.
 agent() {

@@ -42,16 +42,6 @@ vstart() {
 vcli() { local p=$1; shift; timeout 5 "$VCLI" -p "$p" "$@"; }
 info_field() { vcli "$1" info "${3:-replication}" 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 
-# wait_linked REPLICA_PORT MASTER_PORT
-wait_linked() {
-	local end=$((SECONDS + FL_WAIT_S))
-	while [ $SECONDS -le $end ]; do
-		[ "$(info_field "$1" master_port)" = "$2" ] &&
-			[ "$(info_field "$1" master_link_status)" = up ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # cluster_file OUT CTL_PORT NODE=PORT[=PRIORITY]...: one shard, the ACL user.
 cluster_file() {
@@ -77,19 +67,6 @@ cluster_file() {
 	chmod 600 "$out" # it holds the secrets
 }
 
-# start_peer PORT: the recording controller (tests/lib/recpeer.py); REC is its record.
-start_peer() {
-	REC=$T/rec-$1.jsonl
-	: >"$REC"
-	$PY tests/lib/recpeer.py "$1" "$REC" &
-	on_exit "kill $!"
-	local end=$((SECONDS + FL_WAIT_S))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-		[ $SECONDS -le $end ] || fail "recording peer did not start"
-		sleep 0.05
-	done
-}
-wait_report() { wait_event "$REC" ".cmd == \"REPORT\" and ($1)" "${2:-$FL_WAIT_S}"; }
 
 # ---------------------------------------------------------------------------
 
@@ -103,7 +80,7 @@ test_info_parsed_from_valkey() {
 	expect_eq server_name "$(info_field "$p1" server_name server)" valkey
 	expect_eq valkey_version "$(info_field "$p1" valkey_version server)" 8.0.1
 	expect_eq "redis_version Valkey claims" "$(info_field "$p1" redis_version server)" 7.2.4
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "vi1=$p1" "vi2=$p2"
 	start_agent vi1 -c "$T/c.conf"
 	start_agent vi2 -c "$T/c.conf"
@@ -134,7 +111,7 @@ test_busy_script_alive() {
 	need_valkey
 	local p1 ctl reply
 	p1=$(free_port); vstart "$p1" --busy-reply-threshold 100
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	cluster_file "$T/c.conf" "$ctl" "vb1=$p1"
 	start_agent vb1 -c "$T/c.conf"
 	wait_report '.args.proc == "up"' >/dev/null || fail "no proc up report"
@@ -157,7 +134,7 @@ test_wrong_password_reported_once() {
 	# The default user needs a password too: otherwise a failed AUTH leaves the link
 	# logged in as "default", which answers everything, and nothing is wrong to report.
 	p1=$(free_port); vstart "$p1" --requirepass not-ours
-	ctl=$(free_port); start_peer "$ctl"
+	ctl=$(free_port); start_recpeer "$ctl"
 	PASSWORD=wrong cluster_file "$T/c.conf" "$ctl" "vw1=$p1"
 	start_agent vw1 -c "$T/c.conf"
 	r=$(wait_report '.args.auth_error != null') || fail "no auth_error in the report"
@@ -192,13 +169,8 @@ setup_cluster() {
 		"$FL" agent -c "$CONF" --node "$n" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
 		on_exit "kill -TERM $!; wait $!"
 	done
-	local end=$((SECONDS + FL_WAIT_S))
-	until [ "$(status_json | jq '[.shards[0].nodes[] | select(.health == "ok")] | length')" = 3 ]; do
-		[ $SECONDS -le $end ] || fail "nodes not healthy: $(status_json)"
-		sleep 0.05
-	done
+	wait_nodes_healthy "$CONF" 3
 }
-status_json() { "$FL" status -c "$CONF" --json 2>/dev/null; }
 primary() { vcli "$CTL" sentinel get-master-addr-by-name s | tail -n 1; }
 has_event() { [ -n "$(jq -c "select($1)" "$CLOG" 2>/dev/null)" ]; }
 victims() { vcli "$1" client list | grep -c 'name=victim-'; }

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Helpers for tests of one agent against a recording controller peer
-# (tests/lib/recpeer.py). Sourced after testlib.sh; PY is /usr/bin/python3.
+# (testlib.sh's start_recpeer and wait_report). Sourced after testlib.sh.
 
 # cluster_file OUT CTL_PORT NODE=PORT...: a cluster file with one shard;
 # AGENT_EXTRA is added to its [agent] section ("key = value\\n"...).
@@ -23,20 +23,3 @@ cluster_file() {
 	} >"$out"
 	chmod 600 "$out" # it holds the secret
 }
-
-# start_peer PORT [ARGS]: the recording controller; REC is its record.
-start_peer() {
-	local port=$1; shift
-	REC=$T/rec-$port.jsonl
-	: >"$REC"
-	$PY tests/lib/recpeer.py "$port" "$REC" "$@" &
-	on_exit "kill $!"
-	local end=$((SECONDS + FL_WAIT_S))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-		[ $SECONDS -le $end ] || fail "recording peer did not start"
-		sleep 0.05
-	done
-}
-
-# wait_report NODE-FILTER [SECONDS]: the first REPORT matching a jq filter on .args.
-wait_report() { wait_event "$REC" ".cmd == \"REPORT\" and ($1)" "${2:-$FL_WAIT_S}"; }

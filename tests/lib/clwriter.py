@@ -25,16 +25,16 @@ On any error the connection is dropped, the primary looked up again, and the val
 never reused. On SIGTERM prints a JSON summary (acked, errors, max_gap_ms) on stdout.
 """
 import argparse
-import json
 import random
 import signal
 import socket
 import struct
-import sys
 import time
 
 import redis
 from redis.sentinel import Sentinel, MasterNotFoundError
+
+from pacer import Pacer
 
 stop = False
 
@@ -152,13 +152,10 @@ def main():
                 return None
 
     out = open(a.out, "w", buffering=1)
-    period = 1.0 / a.rate if a.rate > 0 else 0
-    i = acked = errors = 0
+    pace = Pacer(a.rate)
+    i = 0
     conn = addr = None
     last_addr = None
-    last_ack = time.monotonic()
-    max_gap = 0.0
-    nxt = time.monotonic()
     while not stop:
         if conn is None:
             where = lookup()
@@ -175,13 +172,10 @@ def main():
                                    socket_connect_timeout=tmo, single_connection_client=True)
             conn.rpush(a.key, i)
             out.write("A %d %d %s\n" % (i, time.time_ns(), addr))
-            now = time.monotonic()
-            max_gap = max(max_gap, now - last_ack)
-            last_ack = now
-            acked += 1
+            pace.ack()
         except (redis.exceptions.RedisError, OSError) as e:
             out.write("E %d %d %s %s\n" % (i, time.time_ns(), addr, type(e).__name__))
-            errors += 1
+            pace.errors += 1
             if conn is not None:
                 try:
                     conn.close()
@@ -192,16 +186,8 @@ def main():
             time.sleep(0.001)
             continue
         i += 1
-        if period:
-            nxt += period
-            d = nxt - time.monotonic()
-            if d > 0:
-                time.sleep(d)
-            else:
-                nxt = time.monotonic()
-    max_gap = max(max_gap, time.monotonic() - last_ack)
-    print(json.dumps({"acked": acked, "errors": errors, "max_gap_ms": round(max_gap * 1000, 1)}))
-    sys.stdout.flush()
+        pace.wait()
+    pace.summary()
 
 
 if __name__ == "__main__":

@@ -9,13 +9,13 @@ on the primary afterwards. Errors (no primary, READONLY, connection lost) are
 retried after a short sleep. On SIGTERM prints a JSON summary on stdout:
 acked, errors, max_gap_ms (longest time without an acknowledged write)."""
 import argparse
-import json
 import signal
-import sys
 import time
 
 import redis
 from redis.sentinel import Sentinel
+
+from pacer import Pacer
 
 stop = False
 
@@ -41,37 +41,23 @@ def main():
     master = sentinel.master_for(a.service, socket_timeout=0.5, socket_connect_timeout=0.5,
                                  password=a.password)
     out = open(a.out, "w", buffering=1)
-    period = 1.0 / a.rate if a.rate > 0 else 0
-    i = acked = errors = 0
-    last_ack = time.monotonic()
-    max_gap = 0.0
-    nxt = time.monotonic()
+    pace = Pacer(a.rate)
+    i = 0
     while not stop:
         try:
             master.rpush(a.key, i)
-            now = time.monotonic()
-            max_gap = max(max_gap, now - last_ack)
-            last_ack = now
+            pace.ack()
             out.write("%d\n" % i)
-            acked += 1
             i += 1
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
                 redis.exceptions.ReadOnlyError, redis.exceptions.ResponseError,
                 redis.sentinel.MasterNotFoundError) as e:
-            errors += 1
+            pace.errors += 1
             i += 1  # the value may or may not have been written: never reused
             time.sleep(0.002)
             continue
-        if period:
-            nxt += period
-            d = nxt - time.monotonic()
-            if d > 0:
-                time.sleep(d)
-            else:
-                nxt = time.monotonic()
-    max_gap = max(max_gap, time.monotonic() - last_ack)
-    print(json.dumps({"acked": acked, "errors": errors, "max_gap_ms": round(max_gap * 1000, 1)}))
-    sys.stdout.flush()
+        pace.wait()
+    pace.summary()
 
 
 if __name__ == "__main__":

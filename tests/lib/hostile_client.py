@@ -17,16 +17,11 @@ issue 14). Each mode prints one line of JSON with what it saw.
 """
 import json, os, select, socket, sys, time
 
+from flauth import enc  # RESP: a command as an array of bulk strings
+
 def conn(port):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     return s
-
-def enc(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 def closed_by_peer(s, wait):
     """True when the server closed s (EOF or reset) within wait seconds."""

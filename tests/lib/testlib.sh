@@ -58,6 +58,76 @@ wait_event() {
 	return 1
 }
 
+# start_recpeer PORT [ARGS]: the recording controller peer (tests/lib/recpeer.py;
+# ARGS: --reject, --garbage, --silent ...), accepting once this returns; REC is its
+# record, a JSON line per command it received.
+start_recpeer() {
+	local port=$1
+	shift
+	REC=$T/rec-$port.jsonl
+	: >"$REC"
+	"${PY:-/usr/bin/python3}" tests/lib/recpeer.py "$port" "$REC" "$@" &
+	on_exit "kill $!"
+	wait_listening "$port" "recording peer"
+}
+
+# spawn_controller [CMD ARGS...]: `flatline controller -c $CONF` (run under CMD when given,
+# e.g. prlimit), stderr in $T/controller.err, CTL_PID, stopped at exit; returns once
+# its event log ($CLOG, the file's event_log) says controller_ready.
+spawn_controller() {
+	"$@" "$FL" controller --allow-root -c "$CONF" >"$T/controller.err" 2>&1 &
+	CTL_PID=$!
+	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
+	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
+		{ cat "$T/controller.err" >&2; fail "controller did not start"; }
+}
+
+# spawn_agents NAME...: an agent (-c $CONF) for each node NAME-$$, events in
+# $T/events-NAME.jsonl, stderr in $T/agent-NAME.err, stopped at exit.
+spawn_agents() {
+	local n
+	for n in "$@"; do
+		"$FL" agent -c "$CONF" --node "$n-$$" --event-log "$T/events-$n.jsonl" 2>"$T/agent-$n.err" &
+		on_exit "kill -TERM $!; wait $!"
+	done
+}
+
+# wait_listening PORT WHAT: until 127.0.0.1:PORT accepts a connection, else fails
+# saying WHAT did not start.
+wait_listening() {
+	local end=$((SECONDS + FL_WAIT_S))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+		[ $SECONDS -le $end ] || fail "$2 did not start"
+		sleep 0.05
+	done
+}
+
+# wait_nodes_healthy CONF N: until `flatline status` shows N nodes of the first shard
+# with health ok, else fails with the status.
+wait_nodes_healthy() {
+	local end=$((SECONDS + FL_WAIT_S)) st
+	until st=$("$FL" status -c "$1" --json 2>/dev/null) &&
+		[ "$(jq '[.shards[0].nodes[] | select(.health == "ok")] | length' <<<"$st")" = "$2" ]; do
+		[ $SECONDS -le $end ] || fail "nodes not healthy: $st"
+		sleep 0.05
+	done
+}
+
+# wait_report JQ-FILTER [SECONDS]: the first REPORT in REC whose .args match; prints it.
+wait_report() { wait_event "$REC" ".cmd == \"REPORT\" and ($1)" "${2:-$FL_WAIT_S}"; }
+
+# wait_linked REPLICA_PORT MASTER_PORT: the replica replicates from that port with the
+# link up. INFO is read by the test's own info_field PORT FIELD (its server's client).
+wait_linked() {
+	local end=$((SECONDS + FL_WAIT_S))
+	while [ $SECONDS -le $end ]; do
+		[ "$(info_field "$1" master_port)" = "$2" ] &&
+			[ "$(info_field "$1" master_link_status)" = up ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 count_events() { local n; n=$(jq -c "select($2)" "$1" 2>/dev/null | wc -l); echo "$n"; }
 
 # expect_eq WHAT GOT WANT

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* What the failover unit tests share: a four-node shard, an injected clock and
- * ops that record what they were asked to do. Included by test_failover.c and
- * test_fo_state.c (one program each). */
+ * ops that record what they were asked to do. Included by test_failover.c,
+ * test_fo_rank.c and test_fo_state.c (one program each). */
 #ifndef FL_TEST_FO_HARNESS_H
 #define FL_TEST_FO_HARNESS_H
 
@@ -162,6 +162,13 @@ static __attribute__((unused)) struct fo_node *N(const char *id)
 
 	assert_non_null(n);
 	return n;
+}
+
+/* As if node id had just answered INFO replication with i. */
+static __attribute__((unused)) void set_info(const char *id, struct info_repl i)
+{
+	N(id)->info = i;
+	N(id)->info_ok = 1;
 }
 
 static __attribute__((unused)) bool called(const char *what)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The peer verdict (user/peer_verdict.c) on an injected clock: a simulated peer
+/* The peer verdict (user/agent/peer_verdict.c) on an injected clock: a simulated peer
  * answers, falls silent, talks without answering; the agent probes on schedule,
  * stalls, or probes too rarely. */
 #include <errno.h>

@@ -66,7 +66,7 @@ struct agent {
 	struct reporter *rep[CFG_MAX_CTLS]; /* with a cluster file: one link per controller */
 	int nrep;
 	pid_t srv_pid;           /* the server's pid as watched in the kernel */
-	/* Self-fencing (user/fence.h): what the controller last said, and the pause. */
+	/* Self-fencing (user/agent/fence.h): what the controller last said, and the pause. */
 	struct fence_sm fence;
 	struct event *fence_ev;
 	int64_t ctl_answer_ms;   /* last answer (agent start until the first) */

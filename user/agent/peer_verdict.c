@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/clock.h"
 #include "agent/peer_verdict.h"
 
-#define NS_PER_MS 1000000ull
 
 /* Late by a whole interval, and by at least 50 ms so that scheduling jitter at
  * short intervals is not taken for a stall. */

@@ -19,7 +19,6 @@
 #include "common/log.h"
 #include "agent/prober.h"
 
-#define NS_PER_MS 1000000ull
 #define PROBE_ROUTE_RETRY_NS (1000 * NS_PER_MS)
 #define PROBE_PAYLOAD 16 /* "flatline" + the send time, as ping carries its own */
 #define PROBE_SENT_RING 64 /* send times of the last probes, by seq: late replies count */
@@ -66,7 +65,7 @@ struct prober {
 	struct probe_peer **sendq; /* the peer of each sendmmsg slot */
 };
 
-static uint16_t csum16(const void *p, size_t n)
+uint16_t probe_csum16(const void *p, size_t n)
 {
 	const uint8_t *b = p;
 	uint32_t s = 0;
@@ -323,7 +322,7 @@ static void build_probe(struct prober *p, struct probe_peer *pp, int i, uint64_t
 	memcpy(payload, "flatline", 8); // NOLINT(bugprone-not-null-terminated-result): magic bytes
 	memcpy(payload + 8, &now, 8);
 	if (!v6)
-		h->checksum = csum16(p->pkt[i], sizeof(p->pkt[i]));
+		h->checksum = probe_csum16(p->pkt[i], sizeof(p->pkt[i]));
 	memset(&p->dst[i], 0, sizeof(p->dst[i]));
 	if (v6) {
 		p->dst[i].sin6_family = AF_INET6;
@@ -771,47 +770,6 @@ void probe_close(struct prober *p)
 		close(p->nl_fd);
 	free(p);
 }
-
-/* ---- events ---- */
-
-/* A local fault says nothing about the peer: "unknown" to the controller. */
-const char *probe_report_state(enum verdict_state s)
-{
-	return s == VERDICT_UP || s == VERDICT_PASSIVE ? "up" : s == VERDICT_DOWN ? "down" : "unknown";
-}
-
-const char *probe_event_kind(enum verdict_state s)
-{
-	switch (s) {
-	case VERDICT_UP:
-		return "peer_up";
-	case VERDICT_PASSIVE:
-		return "peer_passive";
-	case VERDICT_DOWN:
-		return "peer_down";
-	case VERDICT_LOCAL_FAULT:
-		return "peer_local_fault";
-	default:
-		return "peer_unknown";
-	}
-}
-
-static void add_age(struct evrec *r, const char *key, uint64_t ns)
-{
-	if (ns == VERDICT_NEVER)
-		evrec_str(r, key, NULL);
-	else
-		evrec_uint(r, key, ns / NS_PER_MS);
-}
-
-static void add_us(struct evrec *r, const char *key, uint64_t ns)
-{
-	if (!ns)
-		evrec_str(r, key, NULL);
-	else
-		evrec_double(r, key, ns / 1000.0, 1);
-}
-
 void probe_route_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer,
 		       int prev_ifindex)
 {
@@ -822,27 +780,4 @@ void probe_route_evrec(struct evrec *r, const char *node, const struct probe_pee
 	evrec_str(r, "addr", peer->addr);
 	evrec_str(r, "ifname", ifname_of(peer->ifindex, a));
 	evrec_str(r, "prev_ifname", ifname_of(prev_ifindex, b));
-}
-
-void probe_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer)
-{
-	const struct verdict_evidence *ev = &peer->ev;
-
-	evrec_begin(r, NULL, node, probe_event_kind(ev->state));
-	evrec_str(r, "peer", peer->id);
-	evrec_str(r, "addr", peer->addr);
-	evrec_str(r, "state", verdict_state_name(ev->state));
-	evrec_str(r, "prev", verdict_state_name(ev->prev));
-	evrec_str(r, "liveness", verdict_liveness(ev->state));
-	add_age(r, "reply_age_ms", ev->reply_age_ns);
-	add_age(r, "packet_age_ms", ev->packet_age_ns);
-	evrec_uint(r, "window_ms", ev->window_ns / NS_PER_MS);
-	evrec_uint(r, "probes_in_window", ev->probes_in_window);
-	evrec_uint(r, "left_in_window", ev->left_in_window);
-	evrec_uint(r, "replied_in_window", ev->replied_in_window);
-	evrec_bool(r, "local_fault", ev->local_fault);
-	evrec_double(r, "loss_ratio", ev->loss_ratio, 3);
-	add_us(r, "rtt_us", ev->rtt_ns);
-	add_us(r, "srtt_us", ev->srtt_ns);
-	evrec_bool(r, "stalled", ev->stalled);
 }

@@ -2,8 +2,8 @@
 /* The peer prober: one ICMP (IPv4) or ICMPv6 (IPv6) echo per peer every
  * probe_interval_ms from a raw socket,
  * on a libevent timer of the caller's event_base; the kernel (bpf/icmp.bpf.c through
- * user/icmp_watch.c) times requests and replies; each round feeds the verdict
- * (user/peer_verdict.c) and calls back on every change of a peer's state.
+ * user/kern/icmp_watch.c) times requests and replies; each round feeds the verdict
+ * (user/agent/peer_verdict.c) and calls back on every change of a peer's state.
  *
  * Use from the agent:
  *	probe_open(&p, &opts)                once, after the node lock is taken
@@ -94,6 +94,9 @@ void probe_close(struct prober *p);
 /* REPORT's peer.<node-id> value (docs/protocol.md): "up" (replies, or passive
  * liveness), "down" or "unknown" (also for a local fault). */
 const char *probe_report_state(enum verdict_state s);
+/* The Internet checksum (RFC 1071) of n bytes, in network byte order: what the
+ * prober puts in its echo requests (and tests in the frames they build). */
+uint16_t probe_csum16(const void *p, size_t n);
 /* "peer_up", "peer_passive", "peer_down" or "peer_local_fault" for the state. */
 const char *probe_event_kind(enum verdict_state s);
 /* Begins r as a "peer_route" event: peer, addr, ifname, prev_ifname (null: none). */

@@ -21,7 +21,6 @@
 #include "kern/icmp_watch.h"
 #include "kern/loader.h"
 
-#define NS_PER_MS 1000000ull
 /* A probe younger than this without a reply is in flight, not lost. */
 #define PEERS_IN_FLIGHT_NS (1000 * NS_PER_MS)
 

@@ -214,7 +214,7 @@ int cmd_status(int argc, char **argv)
 	struct ctl_cmd_opts o;
 	struct cfg *cfg;
 	struct cli_conn *rc;
-	int ret = 1, next = 0;
+	int ret, next = 0;
 
 	ret = parse_opts(argc, argv, status_usage, "json", no_argument, 0, &o);
 	if (ret)
@@ -228,9 +228,11 @@ int cmd_status(int argc, char **argv)
 		cli_free(rc);
 		rc = NULL;
 	}
-	if (rc)
-		ret = print_answer(rc, cli_command(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT"),
-				   "read the controller's status");
+	if (rc) {
+		redisReply *rep = cli_command(rc, "FLATLINE STATUS %s", o.extra ? "JSON" : "TEXT");
+
+		ret = print_answer(rc, rep, "read the controller's status");
+	}
 	cfg_free(cfg);
 	return ret;
 }

@@ -7,6 +7,8 @@
 #include <sys/time.h>
 #include <time.h>
 
+#define NS_PER_MS 1000000ull /* nanoseconds in a millisecond */
+
 static inline int64_t fl_clock_ns(clockid_t clk)
 {
 	struct timespec ts;

@@ -26,7 +26,7 @@ struct reply_reader *reply_reader_new(void)
 
 	if (!r)
 		return NULL;
-	if (resp_frame_init(&r->f)) {
+	if (resp_frame_init(&r->f, true)) {
 		free(r);
 		return NULL;
 	}

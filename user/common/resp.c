@@ -10,7 +10,7 @@
 #include "common/resp_frame.h"
 
 struct resp_reader {
-	struct resp_frame f; /* the bytes, hiredis's reader, the error */
+	struct resp_frame f; /* the bytes and the error (frames are read by parse_frame) */
 	/* The guard's progress through the frame at f.buf[0]. */
 	int in_frame;
 	size_t pos;       /* next header to check */
@@ -25,7 +25,7 @@ struct resp_reader *resp_reader_new(void)
 
 	if (!r)
 		return NULL;
-	if (resp_frame_init(&r->f)) {
+	if (resp_frame_init(&r->f, false)) {
 		free(r);
 		return NULL;
 	}

@@ -8,9 +8,11 @@
 #include <string.h>
 #include "common/resp_frame.h"
 
-int resp_frame_init(struct resp_frame *f)
+int resp_frame_init(struct resp_frame *f, bool with_parser)
 {
 	memset(f, 0, sizeof(*f));
+	if (!with_parser)
+		return 0;
 	f->hr = redisReaderCreate();
 	return f->hr ? 0 : -ENOMEM;
 }

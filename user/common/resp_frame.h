@@ -3,12 +3,14 @@
  * server side) and the reply reader (reply_reader.c, replies from servers and the
  * controller). Bytes collect in a growing buffer; each reader walks the frame at
  * buf[0] with resp_frame_header() and resp_frame_bulk(), checking every header
- * against its own limits as soon as it is complete; hiredis's reader then parses
- * only a frame already known to be whole and within them (resp_frame_parse()).
+ * against its own limits as soon as it is complete. The reply reader then hands a
+ * frame known to be whole and within them to hiredis's reader (resp_frame_parse());
+ * the command reader copies it out itself (resp.c, parse_frame).
  * Nothing here blocks or knows about sockets. */
 #ifndef FL_RESP_FRAME_H
 #define FL_RESP_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <hiredis/hiredis.h>
 
@@ -17,12 +19,13 @@
 struct resp_frame {
 	char *buf;
 	size_t len, cap;
-	redisReader *hr;
+	redisReader *hr; /* NULL unless with_parser */
 	char err[160]; /* why the reader failed, as the reader words it */
 };
 
-/* 0, or -ENOMEM. */
-int resp_frame_init(struct resp_frame *f);
+/* 0, or -ENOMEM. with_parser: the reader hands whole frames to hiredis
+ * (resp_frame_parse); without it, hr stays NULL and nothing is allocated for it. */
+int resp_frame_init(struct resp_frame *f, bool with_parser);
 void resp_frame_fini(struct resp_frame *f);
 /* Appends bytes read from the connection. -ENOMEM. */
 int resp_frame_feed(struct resp_frame *f, const char *buf, size_t len);
