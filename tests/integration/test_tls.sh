@@ -492,6 +492,18 @@ test_tls_lease_old_primary_rejoins() {
 	until_s "$FL_WAIT_S" eval 'st=$("${TLS_IN[@]}" timeout 10 "$FL" status -c "$CONF" --json) &&
 		jq -e --arg id "t1-$$" "[.. | objects | select(.id? == \$id and .role? == \"replica\" and .server_role? == \"slave\")] | length > 0" <<<"$st" >/dev/null' ||
 		fail "the controller's status does not show t1 as a replica: $st"
+	# No config file: the REPLICAOF did not outlive the server. Killed and restarted
+	# as a master again (same epoch): demoted again.
+	local down='.kind == "proc_exit" or .kind == "proc_down"' n
+	n=$(count_events "$T/events-t1.jsonl" "$down")
+	kill -KILL "$REDIS_PID"
+	until_s "$FL_WAIT_S" eval '[ "$(count_events "$T/events-t1.jsonl" "$down")" -gt "$n" ]' ||
+		fail "t1's agent did not see its server's second exit"
+	tls_redis_bg "$P1"
+	until_s 10 eval '[ "$(jq -c "select(.kind == \"self_demoted\")" "$T/events-t1.jsonl" | wc -l)" -ge 2 ]' ||
+		{ tail -n 5 "$T/agent-t1.err" >&2; fail "the old primary restarted as a master again was not demoted again"; }
+	until_s 10 eval '[ "$(rcli_t 2 "$P1" role 2>/dev/null | head -n 1)" = slave ]' ||
+		fail "t1 is not a replica after its second restart"
 }
 
 # A client over TLS follows a failover: redis-py's Sentinel (ssl=True) writes every

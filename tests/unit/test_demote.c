@@ -28,6 +28,10 @@ static void test_demotes_once_per_epoch(void **state)
 	demote_done(&sm, 1200, true);
 	in.now_ms = 20000;
 	assert_false(demote_on_answer(&sm, &in)); /* done at this epoch */
+	in.episode = 1; /* restarted as a master again (its config not rewritten) */
+	assert_true(demote_on_answer(&sm, &in));
+	demote_done(&sm, 20100, true);
+	assert_false(demote_on_answer(&sm, &in));
 	in.epoch = 5;
 	assert_true(demote_on_answer(&sm, &in)); /* a new failover: again */
 }

@@ -55,8 +55,7 @@ static void on_demote_exec(void *ctx, redisReply *r, void *priv)
 		return;
 	}
 	/* CONFIG REWRITE fails without a config file: the demotion holds until the
-	 * server restarts, and then the agent demotes it again (a new epoch) or the
-	 * controller does. */
+	 * server restarts; restarted as a master, it is demoted again (demote.h). */
 	if (r->element[1]->type == REDIS_REPLY_ERROR) {
 		rewrite = log_esc(r->element[1]->str, esc, sizeof(esc));
 		pr_warn("self-demotion: CONFIG REWRITE failed: %s\n", rewrite);
@@ -119,6 +118,7 @@ void demote_answer(struct agent *a, long long epoch, const char *primary, uint64
 		.master_before = a->master_since_ns && a->master_since_ns < sent_ns &&
 				 st->proc == SRV_UP && st->have_info &&
 				 st->info.role == INFO_ROLE_MASTER,
+		.episode = a->master_episode,
 	};
 
 	/* [redis] tls = yes only: over plain TCP the controller's connection names
@@ -136,13 +136,18 @@ void demote_answer(struct agent *a, long long epoch, const char *primary, uint64
 	demote_send(a, p);
 }
 
-/* Every change of the server: since when it says master (0: it does not). */
+/* Every change of the server: since when it says master (0: it does not; a server
+ * that exited is a new one when it is back). */
 void demote_on_srv(struct agent *a, const struct srv_state *cur)
 {
+	if (cur->proc == SRV_DOWN)
+		a->master_since_ns = 0;
 	if (!cur->have_info || cur->proc != SRV_UP)
 		return; /* keeps what it knew */
 	if (cur->info.role != INFO_ROLE_MASTER)
 		a->master_since_ns = 0;
-	else if (!a->master_since_ns)
+	else if (!a->master_since_ns) {
 		a->master_since_ns = fl_clock_ns(CLOCK_MONOTONIC);
+		a->master_episode++;
+	}
 }

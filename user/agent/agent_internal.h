@@ -90,6 +90,7 @@ struct agent {
 	/* Self-demotion (agent/demote.h, [redis] tls = yes with the lease). */
 	struct demote_sm demote;
 	uint64_t master_since_ns; /* the server says master since (0: it does not) */
+	uint64_t master_episode;  /* times it turned master (seen by this agent) */
 	uint64_t sched_drops_seen;
 	uint64_t caps;       /* the effective set once running */
 

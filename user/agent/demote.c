@@ -21,13 +21,14 @@ bool demote_on_answer(struct demote_sm *sm, const struct demote_in *in)
 		return false;
 	if (in->lease_held || !in->master_before || sm->in_flight)
 		return false;
-	if (sm->done_epoch == in->epoch)
+	if (sm->done_epoch == in->epoch && sm->done_episode == in->episode)
 		return false;
 	if (sm->try_epoch == in->epoch && in->now_ms < sm->next_try_ms)
 		return false;
 	if (sm->try_epoch != in->epoch)
 		sm->backoff_ms = DEMOTE_BACKOFF_MIN_MS;
 	sm->try_epoch = in->epoch;
+	sm->try_episode = in->episode;
 	sm->in_flight = true;
 	return true;
 }
@@ -39,6 +40,7 @@ void demote_done(struct demote_sm *sm, int64_t now_ms, bool ok)
 	sm->in_flight = false;
 	if (ok) {
 		sm->done_epoch = sm->try_epoch;
+		sm->done_episode = sm->try_episode;
 		sm->backoff_ms = DEMOTE_BACKOFF_MIN_MS;
 		return;
 	}

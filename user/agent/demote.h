@@ -14,8 +14,9 @@
  * role:master already before that REPORT was sent (so the answer is not an old
  * one crossing a promotion of ours); the lease is not held (a primary the
  * controller still counts on, or a replica just promoted, holds it). At most once
- * per epoch once it succeeded; after a failure, again after a backoff (1 s,
- * doubling, at most 10 s). */
+ * per epoch and per time the server turned master (a server restarted as a master
+ * again, its config not rewritten, is demoted again); after a failure, again after
+ * a backoff (1 s, doubling, at most 10 s). */
 #ifndef FL_AGENT_DEMOTE_H
 #define FL_AGENT_DEMOTE_H
 
@@ -28,7 +29,9 @@
 struct demote_sm {
 	long long max_epoch;  /* highest epoch of any answer seen (-1: none) */
 	long long done_epoch; /* demoted at this epoch (-1: never) */
+	uint64_t done_episode;
 	long long try_epoch;  /* the attempt in flight or last made */
+	uint64_t try_episode;
 	bool in_flight;
 	int64_t next_try_ms;  /* after a failure: not before */
 	int backoff_ms;
@@ -43,6 +46,7 @@ struct demote_in {
 	bool lease_held;       /* before this answer was applied */
 	bool master_before;    /* the server said role:master (and answered) before the
 				* REPORT was sent, and still does */
+	uint64_t episode;      /* counts the times the server turned master */
 };
 
 void demote_init(struct demote_sm *sm);
