@@ -701,9 +701,8 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "config") && cmd->argc >= 5 && ARG_IS(2, "SET")) {
 		rt_set(k, cmd, RT_CONFIG);
 	} else if (!strcasecmp(sub, "flushconfig") && cmd->argc == 2) {
-		if (c->ha) {
-			resp_status(out, "OK"); /* every value is in etcd once set */
-		} else if (flush(c, why, sizeof(why))) {
+		/* In HA mode every value is in etcd once set: nothing to flush. */
+		if (!c->ha && flush(c, why, sizeof(why))) {
 			char e[260];
 
 			snprintf(e, sizeof(e), "ERR %s", why);
