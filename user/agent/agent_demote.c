@@ -127,6 +127,10 @@ void demote_answer(struct agent *a, long long epoch, const char *primary, uint64
 		return;
 	if (!demote_on_answer(&a->demote, &in))
 		return;
+	if (!p) { /* never: same_shard says it is a node of the file */
+		demote_done(&a->demote, in.now_ms, false);
+		return;
+	}
 	job.a = a;
 	job.epoch = epoch;
 	snprintf(job.primary, sizeof(job.primary), "%s", primary);
