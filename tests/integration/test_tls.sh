@@ -87,6 +87,19 @@ setup() {
 		{ tail -n 5 "$T/agent-t2.err" "$T/controller.err" >&2; fail "agent t2 did not connect over TLS"; }
 }
 
+# tls_redis_bg PORT: as tls_redis, without waiting for an answer (a server holding no
+# write lease answers nobody new over TLS).
+tls_redis_bg() {
+	local port=$1; shift
+	"${TLS_IN[@]}" redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--tls-cert-file "$C/server.crt" --tls-key-file "$C/server.key" \
+		--tls-ca-cert-file "$C/ca.crt" --tls-auth-clients yes --tls-replication yes \
+		--repl-diskless-sync-delay 0 --dir "$T" --dbfilename "dump-$port.rdb" \
+		--logfile "$T/redis-$port.log" "$@" &
+	REDIS_PID=$!
+	on_exit "kill -KILL $REDIS_PID"
+}
+
 hwm_kb() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
 
 ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null || { tail -n 5 "$T/controller.err" >&2; fail "controller died: $1"; }; }
@@ -401,6 +414,98 @@ test_tls_lease() {
 		fail "no TLS write acknowledged once the lease was back"
 }
 
+# The write lease over TLS across kill -9 of the primary (in a network namespace: the
+# lease's pins outlive the agent): failed over to t2, t1 restarted as a master by
+# hand (its supervisor) while holding no lease. The controller cannot open a TLS
+# connection to it (the server's handshake flight is dropped before the controller
+# can name itself), so t1's agent demotes it (self_demoted) over its own connection;
+# a client writing to t1 directly all along gets no write acknowledged, and the
+# controller's status shows t1 as a replica.
+test_tls_lease_old_primary_rejoins() {
+	need_tls
+	need_cmd ip nsenter
+	"$PY" -c 'import redis' 2>/dev/null || skip "no python3-redis"
+	local ns=fltlr$BASHPID
+	ip netns add "$ns" || fail "ip netns add failed"
+	on_exit "ip netns del $ns"
+	on_exit "rm -rf /sys/fs/bpf/flatline/t1-$$ /sys/fs/bpf/flatline/t2-$$ /run/flatline/agent-t1-$$.lock /run/flatline/agent-t2-$$.lock"
+	ip -n "$ns" link set lo up
+	TLS_IN=(nsenter --net="/run/netns/$ns")
+	setup 's/^lease_ms = 0/lease_ms = 500/'
+	wait_event "$T/events-t1.jsonl" '.kind == "lease_regained"' >/dev/null ||
+		{ tail -n 5 "$T/agent-t1.err" >&2; fail "t1's agent never took the lease"; }
+	until_s "$FL_WAIT_S" link_up "$P2" || fail "t2 never replicated from t1 over TLS"
+	kill -KILL "$PID_1"
+	wait_event "$CLOG" '.kind == "failover_end"' >/dev/null ||
+		{ tail -n 20 "$CLOG" >&2; fail "kill -9 of the primary not failed over"; }
+	[ "$(role "$P2")" = master ] || fail "t2 not promoted"
+	# Restarted as a master (no replicaof): no lease, the controller names t2.
+	tls_redis_bg "$P1"
+	"${TLS_IN[@]}" "$PY" - "$P1" "$C" "$T/stop" >"$T/writer.out" 2>&1 <<-'EOF' &
+	import os, sys, time
+	import redis
+	port, c, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+	acked = tries = 0
+	readonly = None
+	t0 = time.time()
+	while not os.path.exists(stop):
+	    try:
+	        r = redis.Redis(host="127.0.0.1", port=port, ssl=True, ssl_ca_certs=c + "/ca.crt",
+	                        ssl_certfile=c + "/client.crt", ssl_keyfile=c + "/client.key",
+	                        socket_timeout=0.3, socket_connect_timeout=0.3)
+	        while not os.path.exists(stop):
+	            tries += 1
+	            if r.set("x", str(tries)):
+	                acked += 1
+	    except redis.exceptions.ReadOnlyError:
+	        if readonly is None:
+	            readonly = time.time() - t0
+	        time.sleep(0.05)
+	    except Exception:
+	        time.sleep(0.01)
+	print("acked %d tries %d readonly_after_s %s" % (acked, tries, readonly), flush=True)
+	EOF
+	local wpid=$!
+	on_exit "kill -KILL $wpid"
+	# A replica of t2 within 10 s (the agent's next answers; the lease then holds).
+	until_s 10 eval '[ "$(rcli_t 2 "$P1" role 2>/dev/null | head -n 1)" = slave ]' ||
+		{ tail -n 5 "$T/agent-t1.err" >&2; fail "the old primary was not demoted within 10 s"; }
+	local ev
+	ev=$(wait_event "$T/events-t1.jsonl" '.kind == "self_demoted"') ||
+		{ tail -n 5 "$T/agent-t1.err" >&2; fail "no self_demoted event"; }
+	echo "    $ev" >&2
+	jq -e --arg p "t2-$$" '.primary == $p and .epoch >= 1' <<<"$ev" >/dev/null ||
+		fail "self_demoted does not name t2 at an epoch: $ev"
+	until_s "$FL_WAIT_S" link_up "$P1" || fail "t1 does not replicate from t2 over TLS"
+	# The controller says it as its own demotion (and publishes +convert-to-slave).
+	wait_event "$CLOG" ".kind == \"old_primary_demoted\" and .instance == \"t1-$$\" and (.reason | test(\"self_demoted\"))" >/dev/null ||
+		{ tail -n 10 "$CLOG" >&2; fail "the controller did not log t1's demotion by its agent"; }
+	sleep 1
+	touch "$T/stop"
+	wait "$wpid" || fail "the writer failed: $(cat "$T/writer.out")"
+	echo "    writer on the old primary: $(cat "$T/writer.out")" >&2
+	grep -q '^acked 0 ' "$T/writer.out" ||
+		fail "the old primary acknowledged writes after the failover: $(cat "$T/writer.out")"
+	grep -q 'readonly_after_s [0-9]' "$T/writer.out" ||
+		fail "the writer never met the demoted server: $(cat "$T/writer.out")"
+	local st
+	until_s "$FL_WAIT_S" eval 'st=$("${TLS_IN[@]}" timeout 10 "$FL" status -c "$CONF" --json) &&
+		jq -e --arg id "t1-$$" "[.. | objects | select(.id? == \$id and .role? == \"replica\" and .server_role? == \"slave\")] | length > 0" <<<"$st" >/dev/null' ||
+		fail "the controller's status does not show t1 as a replica: $st"
+	# No config file: the REPLICAOF did not outlive the server. Killed and restarted
+	# as a master again (same epoch): demoted again.
+	local down='.kind == "proc_exit" or .kind == "proc_down"' n
+	n=$(count_events "$T/events-t1.jsonl" "$down")
+	kill -KILL "$REDIS_PID"
+	until_s "$FL_WAIT_S" eval '[ "$(count_events "$T/events-t1.jsonl" "$down")" -gt "$n" ]' ||
+		fail "t1's agent did not see its server's second exit"
+	tls_redis_bg "$P1"
+	until_s 10 eval '[ "$(jq -c "select(.kind == \"self_demoted\")" "$T/events-t1.jsonl" | wc -l)" -ge 2 ]' ||
+		{ tail -n 5 "$T/agent-t1.err" >&2; fail "the old primary restarted as a master again was not demoted again"; }
+	until_s 10 eval '[ "$(rcli_t 2 "$P1" role 2>/dev/null | head -n 1)" = slave ]' ||
+		fail "t1 is not a replica after its second restart"
+}
+
 # A client over TLS follows a failover: redis-py's Sentinel (ssl=True) writes every
 # 10 ms through master_for, before and after kill -9 of the primary; every error is
 # counted, the writes resume on the new primary, and the outage is bounded.
@@ -462,5 +567,6 @@ test_tls_client_follows_failover() {
 }
 
 TESTS=(test_tls_cluster_failover test_tls_sentinel_clients test_tls_refusals test_tls_config_errors
-	test_tls_hostname_checked test_tls_client_follows_failover test_tls_lease)
+	test_tls_hostname_checked test_tls_client_follows_failover test_tls_lease
+	test_tls_lease_old_primary_rejoins)
 run_tests

@@ -152,6 +152,48 @@ static void test_process_path_failover(void **state)
 	assert_false(called("replicaof n1 n3"));
 }
 
+/* A master that is not the primary and that we fail to demote (over TLS the lease
+ * drops our handshake) becomes a replica of the primary by its agent: said as our
+ * own demotion (old_primary_demoted, -role-change, +convert-to-slave), once; a
+ * demotion of ours is said once too, not again when its report follows. */
+static void test_self_demoted_said_once(void **state)
+{
+	int n = 0;
+
+	(void)state;
+	healthy();
+	report("n2", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 990);
+	assert_true(called("replicaof n2 n1"));
+	fo_on_replicaof(&C, N("n2"), false, "TLS handshake failed");
+	assert_true(evented("repair_failed"));
+	assert_false(evented("old_primary_demoted"));
+	clear_rec();
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
+	assert_true(evented("old_primary_demoted"));
+	assert_true(published("-role-change slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379"));
+	assert_true(published("+convert-to-slave slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379"));
+	assert_false(called("replicaof n2 n1"));
+	clear_rec();
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 995);
+	assert_false(evented("old_primary_demoted"));
+	/* Demoted by us: said on our REPLICAOF's answer, not again. */
+	R.mono += 10000;
+	report("n3", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_true(called("replicaof n3 n1"));
+	fo_on_replicaof(&C, N("n3"), true, NULL);
+	for (int i = 0; i < R.nevents; i++)
+		n += !strcmp(R.events[i], "old_primary_demoted");
+	assert_int_equal(n, 1);
+	clear_rec();
+	/* A report sent before our REPLICAOF still says master, then the next a replica. */
+	R.mono += 1;
+	report("n3", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_false(called("replicaof n3 n1"));
+	report("n3", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 1000);
+	assert_false(evented("old_primary_demoted"));
+	assert_false(published("+convert-to-slave"));
+}
+
 static void test_promote_refused_next_candidate(void **state)
 {
 	struct fo_shard *s = fo_find_shard(&C, "s");
@@ -801,6 +843,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_discover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set_primary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_self_demoted_said_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failover_path_through_table, setup, teardown),
 	};
 

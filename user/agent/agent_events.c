@@ -282,6 +282,7 @@ void on_srv_changed(void *ctx, const struct srv_state *prev, const struct srv_st
 	if (cur->pid != a->srv_pid && cur->proc != SRV_DOWN)
 		follow_pid(a, cur->pid);
 	log_srv_change(a, prev, cur, what);
+	demote_on_srv(a, cur);
 	/* Offsets alone ride on the next heartbeat; everything else goes now. */
 	if (what & ~SRV_CH_INFO)
 		kick_reports(a);
@@ -385,12 +386,14 @@ void on_rep_event(void *ctx, const char *kind, const char *detail)
 void on_rep_answer(void *ctx, long long epoch, const char *primary, uint64_t sent_ns)
 {
 	struct agent *a = ctx;
+	bool held = kernel_held(a, fl_clock_ns(CLOCK_MONOTONIC));
 
 	a->ctl_answer_ms = fl_mono_ms();
 	a->ctl_answer_ns = fl_clock_ns(CLOCK_MONOTONIC);
 	a->ctl_epoch = epoch;
 	snprintf(a->ctl_primary, sizeof(a->ctl_primary), "%s", primary);
 	lease_answer(a, epoch, primary, sent_ns);
+	demote_answer(a, epoch, primary, sent_ns, held);
 	if (a->fence.fenced)
 		fence_eval_now(a);
 }

@@ -13,6 +13,7 @@
 #include "common/config.h"
 #include "common/event_log.h"
 #include "common/metrics.h"
+#include "agent/demote.h"
 #include "agent/fence.h"
 #include "agent/lease.h"
 #include "agent/prober.h"
@@ -86,6 +87,10 @@ struct agent {
 	int nallow;
 	struct fl_lease_conn own; /* the monitor connection's far end as the server sees it */
 	bool have_own;
+	/* Self-demotion (agent/demote.h, [redis] tls = yes with the lease). */
+	struct demote_sm demote;
+	uint64_t master_since_ns; /* the server says master since (0: it does not) */
+	uint64_t master_episode;  /* times it turned master (seen by this agent) */
 	uint64_t sched_drops_seen;
 	uint64_t caps;       /* the effective set once running */
 
@@ -124,6 +129,11 @@ void lease_poll_clients(struct agent *a, bool now);
 void on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns);
 int start_lease(struct agent *a);
 void lease_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns);
+
+/* agent_demote.c */
+void demote_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns,
+		   bool lease_was_held);
+void demote_on_srv(struct agent *a, const struct srv_state *cur);
 
 /* agent_fence.c */
 void fence_eval_now(struct agent *a);

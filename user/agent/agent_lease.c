@@ -303,6 +303,7 @@ int start_lease(struct agent *a)
 	struct fl_lease_state st;
 	int err;
 
+	demote_init(&a->demote);
 	if (!a->cfg->agent.lease_ms)
 		return 0;
 	if (!a->me->redis.port || a->me->redis.unix_path[0]) {

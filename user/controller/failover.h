@@ -101,6 +101,8 @@ enum fo_verdict {
 #define FO_N_SDOWN (1u << 6)      /* any of PROC_DOWN, PROC_HUNG, HOST_DOWN: sdown_since_ms */
 #define FO_N_UNREACH (1u << 7)    /* the controller's own PING/INFO fails: unreach_since_ms */
 #define FO_N_FIXING (1u << 8)     /* a REPLICAOF to repair this node is in flight */
+#define FO_N_ROGUE (1u << 9)      /* reported master, not the primary, and not demoted
+				   * by us yet: its agent may do it (agent/demote.h) */
 
 /* A repair outside a failover (REPLICAOF <primary> of a node). */
 enum fo_fix {

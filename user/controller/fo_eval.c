@@ -96,6 +96,13 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 			continue;
 		if (report && (!fo_fresh(c, n, now) || n->rep.proc != FO_PROC_UP))
 			continue;
+		if (r->role == INFO_ROLE_SLAVE && (n->flags & FO_N_ROGUE)) {
+			/* A master we did not demote is a replica now: its agent did it
+			 * (README "Deploying with TLS"). Said as our own demotion is. */
+			n->flags &= ~FO_N_ROGUE;
+			if (fo_follows(r, p))
+				fo_say_self_demoted(c, s, n, p);
+		}
 		if (r->role == INFO_ROLE_MASTER)
 			kind = FO_FIX_DEMOTE; /* before anything else: it may have restarted empty */
 		else if (r->role == INFO_ROLE_SLAVE && !fo_follows(r, p))
@@ -103,7 +110,9 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 		else
 			continue;
 		if (n->fix_ms && now - n->fix_ms < FO_FIX_COOLDOWN_MS)
-			continue;
+			continue; /* (a report sent before our REPLICAOF still says master) */
+		if (kind == FO_FIX_DEMOTE)
+			n->flags |= FO_N_ROGUE;
 		n->flags |= FO_N_FIXING;
 		n->fix_kind = kind;
 		n->fix_ms = now;
@@ -121,6 +130,8 @@ void fo_repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const cha
 		return;
 	n->flags &= ~FO_N_FIXING;
 	n->fix_ms = fo_now(c);
+	if (ok)
+		n->flags &= ~FO_N_ROGUE; /* demoted (or repointed) by us: said so here */
 	fo_say_repair(c, s, n, p, ok, err);
 	/* Until its next report says otherwise, it follows p. */
 	if (!ok || !p || (!n->info_ok && !(n->flags & FO_N_REPORTED)))

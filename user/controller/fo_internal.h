@@ -92,6 +92,8 @@ void fo_say_failover_blocked(struct fo_cluster *c, struct fo_shard *s, const cha
 void fo_say_lease_wait(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *blocker,
 		       long long wait_ms);
 void fo_say_restarted_empty(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *b);
+void fo_say_self_demoted(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
+			 const struct fo_node *p);
 void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 		   const struct fo_node *p, bool ok, const char *err);
 void fo_say_primary_unknown(struct fo_cluster *c, struct fo_shard *s, int nmasters);

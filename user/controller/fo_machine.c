@@ -385,6 +385,7 @@ static void repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	n->fix_ms = fo_now(c);
 	if (ok) {
 		n->fix_ok = 1;
+		n->flags &= ~FO_N_ROGUE; /* repointed by the failover: said there */
 		f->repointed++;
 	} else {
 		f->repoint_failed++;

@@ -410,6 +410,24 @@ void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 	}
 }
 
+/* A master that its agent made a replica of p (agent/demote.h): the agent logs
+ * self_demoted; here it is old_primary_demoted and Sentinel's -role-change and
+ * +convert-to-slave, as when we demote it. */
+void fo_say_self_demoted(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
+			 const struct fo_node *p)
+{
+	struct fo_event e;
+	char inst[400];
+
+	fo_ev_begin(&e, "old_primary_demoted", s);
+	evrec_str(&e.r, "instance", n->id);
+	evrec_str(&e.r, "primary", p->id);
+	evrec_str(&e.r, "reason", "made a replica by its agent (self_demoted) or by hand");
+	fo_emit(c, &e);
+	fo_instance_str(c, n, inst, sizeof(inst));
+	say_converted(c, inst);
+}
+
 void fo_say_primary_unknown(struct fo_cluster *c, struct fo_shard *s, int nmasters)
 {
 	struct fo_event e;

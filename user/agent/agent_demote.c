@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Self-demotion glue (agent/demote.h decides): with [redis] tls = yes and the write
+ * lease on, an old primary turns its own server into a replica of the primary the
+ * controller names, over the agent's own (always allowed) connection, as the
+ * controller would (ctl_op_replicaof): MULTI, REPLICAOF, CONFIG REWRITE, CLIENT KILL
+ * TYPE normal and pubsub (ours is spared: CLIENT KILL skips the caller), EXEC. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "common/clock.h"
+#include "common/log.h"
+#include "agent/agent_internal.h"
+
+/* What the transaction is about, for its EXEC's answer. */
+static struct demote_job {
+	struct agent *a;
+	long long epoch;
+	char primary[CFG_ID_MAX + 1];
+	char addr[300];
+} job;
+
+static void demote_failed(struct agent *a, const char *why)
+{
+	pr_warn("failed to demote the server to a replica of %s (epoch %lld): %s; again in "
+		"%d ms\n", job.primary, job.epoch, why, a->demote.backoff_ms);
+	demote_done(&a->demote, fl_mono_ms(), false);
+}
+
+static void on_demote_exec(void *ctx, redisReply *r, void *priv)
+{
+	struct agent *a = priv; /* ctx is the monitor's (srvmon_send) */
+	char esc[LOG_ESC_MAX], why[300];
+	const char *rewrite = "ok";
+	struct evrec ev;
+
+	(void)ctx;
+	if (!r) {
+		demote_failed(a, "connection lost");
+		return;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		demote_failed(a, log_esc(r->str, esc, sizeof(esc)));
+		return;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+		snprintf(why, sizeof(why), "EXEC answered with type %d", r->type);
+		demote_failed(a, why);
+		return;
+	}
+	if (r->element[0]->type == REDIS_REPLY_ERROR) {
+		snprintf(why, sizeof(why), "REPLICAOF: %s",
+			 log_esc(r->element[0]->str, esc, sizeof(esc)));
+		demote_failed(a, why);
+		return;
+	}
+	/* CONFIG REWRITE fails without a config file: the demotion holds until the
+	 * server restarts; restarted as a master, it is demoted again (demote.h). */
+	if (r->element[1]->type == REDIS_REPLY_ERROR) {
+		rewrite = log_esc(r->element[1]->str, esc, sizeof(esc));
+		pr_warn("self-demotion: CONFIG REWRITE failed: %s\n", rewrite);
+	}
+	demote_done(&a->demote, fl_mono_ms(), true);
+	evrec_begin(&ev, NULL, a->node, "self_demoted");
+	evrec_int(&ev, "epoch", job.epoch);
+	evrec_str(&ev, "primary", job.primary);
+	evrec_str(&ev, "primary_addr", job.addr);
+	evrec_str(&ev, "reason", "the controller names another primary; the server said "
+				 "master without the write lease");
+	evrec_str(&ev, "config_rewrite", rewrite);
+	agent_log(a, &ev);
+	pr_warn("demoted the server: now a replica of %s (%s), epoch %lld\n", job.primary,
+		job.addr, job.epoch);
+	kick_reports(a);
+}
+
+static void demote_send(struct agent *a, const struct cfg_node *p)
+{
+	char port[16];
+	const char *multi[] = { "MULTI" }, *discard[] = { "DISCARD" }, *exec[] = { "EXEC" };
+	const char *replicaof[] = { "REPLICAOF", p->redis.host, port };
+	const char *rewrite[] = { "CONFIG", "REWRITE" };
+	const char *kill_normal[] = { "CLIENT", "KILL", "TYPE", "normal" };
+	const char *kill_pubsub[] = { "CLIENT", "KILL", "TYPE", "pubsub" };
+	int err;
+
+	snprintf(port, sizeof(port), "%d", p->redis.port);
+	err = srvmon_send(a->srv, 1, multi, NULL, NULL);
+	if (err) {
+		demote_failed(a, strerror(-err));
+		return;
+	}
+	if ((err = srvmon_send(a->srv, 3, replicaof, NULL, NULL)) ||
+	    (err = srvmon_send(a->srv, 2, rewrite, NULL, NULL)) ||
+	    (err = srvmon_send(a->srv, 4, kill_normal, NULL, NULL)) ||
+	    (err = srvmon_send(a->srv, 4, kill_pubsub, NULL, NULL)) ||
+	    (err = srvmon_send(a->srv, 1, exec, on_demote_exec, a))) {
+		/* Not a transaction left open for the monitor's next PING. */
+		srvmon_send(a->srv, 1, discard, NULL, NULL);
+		demote_failed(a, strerror(-err));
+	}
+}
+
+/* A controller answer (the leader's), after lease_answer; lease_was_held: before it. */
+void demote_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns,
+		   bool lease_was_held)
+{
+	const struct srv_state *st = srvmon_state(a->srv);
+	const struct cfg_node *p = primary && primary[0] ? cfg_find_node(a->cfg, primary) : NULL;
+	struct demote_in in = {
+		.now_ms = fl_mono_ms(),
+		.epoch = epoch,
+		.primary = primary,
+		.me = a->node,
+		.same_shard = p && p->shard == a->me->shard && p->shard >= 0 && p->redis.port &&
+			      !p->redis.unix_path[0],
+		.lease_held = lease_was_held,
+		.master_before = a->master_since_ns && a->master_since_ns < sent_ns &&
+				 st->proc == SRV_UP && st->have_info &&
+				 st->info.role == INFO_ROLE_MASTER,
+		.episode = a->master_episode,
+	};
+
+	/* [redis] tls = yes only: over plain TCP the controller's connection names
+	 * itself before the server says a byte, and the controller demotes (README). */
+	if (!a->lw || !a->srv || !a->cfg->redis.tls)
+		return;
+	if (!demote_on_answer(&a->demote, &in))
+		return;
+	if (!p) { /* never: same_shard says it is a node of the file */
+		demote_done(&a->demote, in.now_ms, false);
+		return;
+	}
+	job.a = a;
+	job.epoch = epoch;
+	snprintf(job.primary, sizeof(job.primary), "%s", primary);
+	snprintf(job.addr, sizeof(job.addr), "%s:%d", p->redis.host, p->redis.port);
+	pr_info("the controller names %s primary (epoch %lld) and the server, without the "
+		"write lease, says master: demoting it\n", primary, epoch);
+	demote_send(a, p);
+}
+
+/* Every change of the server: since when it says master (0: it does not; a server
+ * that exited is a new one when it is back). */
+void demote_on_srv(struct agent *a, const struct srv_state *cur)
+{
+	if (cur->proc == SRV_DOWN)
+		a->master_since_ns = 0;
+	if (!cur->have_info || cur->proc != SRV_UP)
+		return; /* keeps what it knew */
+	if (cur->info.role != INFO_ROLE_MASTER)
+		a->master_since_ns = 0;
+	else if (!a->master_since_ns) {
+		a->master_since_ns = fl_clock_ns(CLOCK_MONOTONIC);
+		a->master_episode++;
+	}
+}
