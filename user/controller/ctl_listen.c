@@ -278,6 +278,12 @@ static void direct_end(struct ctl_conn *k)
 
 	if (!(k->flags & CTL_C_WDIRECT))
 		return;
+	if (k->flags & CTL_C_PENALTY) {
+		/* A failed AUTH: its answer is held until its turn; the resume
+		 * (ctl_conn_on_resume) turns writing back on. */
+		k->flags &= ~CTL_C_WDIRECT;
+		return;
+	}
 	len = evbuffer_get_length(out);
 	if (len && !(k->flags & CTL_C_CLOSING)) {
 		/* A socket bufferevent keeps its output's start frozen; its own write
