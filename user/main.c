@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* flatline: one binary, subcommands like bpftool or ip. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "cmds.h"
@@ -39,6 +40,12 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* A peer that resets a connection while we write to it (a server, a
+	 * controller, a TLS peer) is an error on that link, not the end of the
+	 * process. `events` keeps the default: `flatline events -f | head` ends
+	 * when head does. */
+	if (strcmp(argv[1], "events"))
+		signal(SIGPIPE, SIG_IGN);
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(argc - 1, argv + 1);

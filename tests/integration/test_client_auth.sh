@@ -138,6 +138,27 @@ test_every_command_needs_a_login() {
 	read -r -t 5 line <&"$logged" || fail "the logged-in connection was closed too"
 	expect_eq "PING on the logged-in connection" "${line%$'\r'}" "+PONG"
 	exec {idle}>&- {logged}>&-
+	# Not logged in and not reading its NOAUTH answers: closed past 64 KiB unread
+	# (class "unauthenticated"), not at the 16 MiB of logged-in clients.
+	r=$($PY - "$CTL_PORT" <<-'EOP'
+	import socket, sys, time
+	s = socket.socket()
+	s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+	s.connect(("127.0.0.1", int(sys.argv[1])))
+	sent = 0
+	try:
+	    for _ in range(400):
+	        s.sendall(b"PING\r\n" * 10000)
+	        sent += 60000
+	    print("open", sent)
+	except OSError as e:
+	    print("closed", sent)
+	EOP
+	)
+	echo "    a client not logged in that does not read: $r bytes sent" >&2
+	[ "${r%% *}" = closed ] || fail "a client not logged in that does not read was not closed: $r"
+	grep -q "output buffer limit of class unauthenticated" "$T/controller.err" ||
+		fail "no log line for the unauthenticated output limit"
 	kill -0 "$CTL_PID" || fail "controller died"
 }
 

@@ -324,9 +324,11 @@ static void start_tls(struct redis_link *l)
 	SSL *ssl = tls_client_ssl(l->tls, l->tls_host);
 	struct bufferevent *bev = NULL;
 
-	if (fd >= 0 && ssl)
+	if (fd >= 0 && ssl) {
 		bev = bufferevent_openssl_socket_new(l->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
 						     BEV_OPT_CLOSE_ON_FREE);
+		ssl = NULL; /* on failure libevent 2.1 has freed it (BEV_OPT_CLOSE_ON_FREE) */
+	}
 	if (!bev) {
 		if (ssl)
 			SSL_free(ssl);

@@ -163,7 +163,10 @@ void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 		return;
 	}
 	c->reject_last[n->idx][0] = '\0';
-	k->flags |= CTL_C_AGENT | CTL_C_AUTH;
+	/* A node's key proves the node, for its own reports: it changes no state of
+	 * the controller's (FAILOVER, SENTINEL SET … need a client login, or the
+	 * cluster secret's AUTH without client authentication). */
+	k->flags |= CTL_C_AGENT;
 	resp_reader_set_max_frame(k->rd, 0);
 	k->seq = 0;
 	/* Silent for 10 heartbeats: closed (protocol.md, Limits). */

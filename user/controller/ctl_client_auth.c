@@ -92,9 +92,11 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	for (const char *s = src; *s; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
 	a = &c->auth_src[h % CTL_LOG_SLOTS];
-	/* Its record: failures in the last minute (a slot is taken over only by
-	 * another address's failure). */
-	mine = a->hash == h && now - a->last_ms <= 60000;
+	/* Its record: failures in the last minute from the addresses of this slot.
+	 * Addresses whose hashes share a slot share its turn: were another address's
+	 * failure to reset the count, a guesser alternating two colliding addresses
+	 * would never be slowed. */
+	mine = a->last_ms && now - a->last_ms <= 60000;
 	before = mine ? a->fails : 0;
 	at_ms = (mine && a->next_ms > now ? a->next_ms : now) + (50LL << (before < 5 ? before : 5));
 	if (before && at_ms - now > CTL_AUTH_QUEUE_MS) {
@@ -225,11 +227,13 @@ bool ctl_client_may(struct ctl_conn *k, struct resp_cmd *cmd)
 	char name[96], e[200];
 	unsigned need;
 
-	if (!ctl_client_auth_on(k->ctl) || (k->flags & CTL_C_AGENT))
+	if (!ctl_client_auth_on(k->ctl))
 		return true;
 	need = acl_command_needs(cmd->argc, (const char *const *)cmd->argv, name, sizeof(name));
 	if (!need)
 		return true;
+	if ((k->flags & (CTL_C_AGENT | CTL_C_LOGIN)) == CTL_C_AGENT && !(need & ~ACL_READ))
+		return true; /* an agent reads as any reader; anything more needs a login */
 	if (!(k->flags & CTL_C_LOGIN)) {
 		resp_error_reply(out, "NOAUTH Authentication required.");
 		return false;

@@ -31,6 +31,9 @@ struct ctl_out_limit {
 };
 static const struct ctl_out_limit ctl_out_normal = { "normal", 16u << 20, 4u << 20, 10 };
 static const struct ctl_out_limit ctl_out_pubsub = { "pubsub", CTL_PUBSUB_MAX_OUT, 2u << 20, 60 };
+/* Client authentication on, not logged in (nor an agent): its answers are NOAUTH
+ * errors and handshake replies; one that does not read them is closed early. */
+static const struct ctl_out_limit ctl_out_prelogin = { "unauthenticated", 64u << 10, 64u << 10, 0 };
 
 
 void ctl_conn_free(struct ctl_conn *k)
@@ -132,6 +135,10 @@ bool ctl_conn_over_limit(struct ctl_conn *k)
 	const struct ctl_out_limit *lim = (k->flags & CTL_C_PUBSUB) ? &ctl_out_pubsub : &ctl_out_normal;
 	size_t len = evbuffer_get_length(bufferevent_get_output(k->bev));
 	long long now;
+
+	if (len > ctl_out_prelogin.hard && !(k->flags & (CTL_C_LOGIN | CTL_C_AGENT)) &&
+	    ctl_client_auth_on(k->ctl))
+		lim = &ctl_out_prelogin;
 	unsigned supp = 0;
 
 	if (len <= lim->soft) {
@@ -604,8 +611,8 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		k->bev = ssl ? bufferevent_openssl_socket_new(c->base, fd, ssl,
 							      BUFFEREVENT_SSL_ACCEPTING,
 							      BEV_OPT_CLOSE_ON_FREE) : NULL;
-		if (!k->bev && ssl)
-			SSL_free(ssl);
+		/* On failure libevent 2.1 has freed ssl itself (BEV_OPT_CLOSE_ON_FREE);
+		 * the descriptor is closed below. */
 		if (k->bev)
 			bufferevent_openssl_set_allow_dirty_shutdown(k->bev, 1);
 		k->tls_handshake = true;

@@ -516,9 +516,16 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope
 
 		current(c, shard, i, was[i], sizeof(was[i]));
 		if (apply(c, shard, i, cmd->argv[a + 1], why, sizeof(why))) {
+			if (p) {
+				/* Puts of earlier pairs may be in flight with p: the
+				 * answer (this error) waits for them; p is freed by
+				 * the last on_rt_put, never here. */
+				k->flags |= CTL_C_WAITING;
+				on_rt_put(p, -EINVAL, why);
+				return;
+			}
 			snprintf(e, sizeof(e), "ERR %s", why);
 			resp_error_reply(out, e);
-			free(p);
 			return;
 		}
 		if (p) {

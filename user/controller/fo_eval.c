@@ -197,7 +197,8 @@ static bool lease_run_out(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		fo_say_lease_wait(c, s, blocker, blocker ? -1 : end - now);
 	}
 	if (blocker)
-		snprintf(why, sizeof(why), "%s's write lease: peer %s is silent and may still renew it",
+		snprintf(why, sizeof(why), "%s's write lease: peer %s is silent and may still renew it "
+			 "(no report from it since the lease could last run through it)",
 			 p->id, blocker->id);
 	else
 		snprintf(why, sizeof(why), "waiting for %s's write lease to run out", p->id);

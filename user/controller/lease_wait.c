@@ -38,6 +38,13 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 		if (fo_report_peer_age(&q->rep, p->idx) < 0)
 			continue; /* nothing ever came from p: no echo of p was answered */
 		t = q->last_report_ms - fo_report_peer_age(&q->rep, p->idx) + span;
+		if (t > q->last_report_ms) {
+			/* The lease could still run through q when q last reported (and
+			 * q may answer p's echoes since): no bound until q reports again
+			 * after t, however long down-after lets q stay "fresh". */
+			*blocker = q;
+			return FO_LEASE_NEVER;
+		}
 		if (t > end)
 			end = t;
 	}
