@@ -21,6 +21,7 @@ void ctl_log(struct ctl *c, struct evrec *r)
 {
 	int err;
 
+	ctl_hold_wake(c);
 	if (!c->log)
 		return;
 	err = evlog_write(c->log, r);

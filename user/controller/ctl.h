@@ -172,6 +172,7 @@ struct ctl {
 	int deadline_ms, silent_ms;
 	const struct timeval *deadline_tv, *silent_tv;
 	int nconns, maxclients;
+	int nheld; /* connections with a SENTINEL question held (ctl_sentinel.c) */
 	int npubsub; /* connections with CTL_C_PUBSUB */
 	struct event *accept_resume; /* the listener paused on EMFILE */
 	long long accept_err_ms;     /* last accept error logged */
@@ -296,6 +297,8 @@ void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd);
 /* ctl_sentinel.c */
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_hold_free(struct ctl_conn *k);
+/* An event was logged: held SENTINEL questions look again on the next loop turn. */
+void ctl_hold_wake(struct ctl *c);
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
 /* ctl_clients.c: the connection's identity and the commands about commands */
 void ctl_client_opened(struct ctl_conn *k);

@@ -439,9 +439,11 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
  * flagged s_down/o_down: redis-py's default raises MasterNotFoundError on the latter
  * and ioredis connects to a dead server. The failover lasts milliseconds; the
  * question waits that long and gets the new primary. Only GET-MASTER-ADDR-BY-NAME,
- * MASTER and MASTERS are held; the connection reads nothing behind the held one. */
+ * MASTER and MASTERS are held; the connection reads nothing behind the held one.
+ * Nothing polls: every event the controller logs (a failover's steps, node_up …)
+ * wakes the held questions (ctl_hold_wake) on the next loop turn, when the change is
+ * whole; each also has one timer for CTL_HOLD_MAX_MS. */
 #define CTL_HOLD_MAX_MS 1000
-#define CTL_HOLD_POLL_MS 2
 
 static bool shard_unsettled(const struct ctl *c, const struct fo_shard *s)
 {
@@ -478,14 +480,17 @@ static void on_hold(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (fl_mono_ms() < k->hold_until_ms && hold_wanted(k->ctl, &k->held)) {
-		struct timeval tv = fl_ms_tv(CTL_HOLD_POLL_MS);
+	long long now = fl_mono_ms();
+
+	if (now < k->hold_until_ms && hold_wanted(k->ctl, &k->held)) {
+		struct timeval tv = fl_ms_tv(k->hold_until_ms - now);
 
 		evtimer_add(k->hold_ev, &tv);
 		return;
 	}
 	cmd = k->held;
 	memset(&k->held, 0, sizeof(k->held));
+	k->ctl->nheld--;
 	answer_sentinel(k, &cmd);
 	resp_cmd_free(&cmd);
 	ctl_conn_resume(k);
@@ -495,7 +500,7 @@ static void on_hold(evutil_socket_t fd, short what, void *arg)
  * it cannot wait (no memory): answered now. */
 static bool hold(struct ctl_conn *k, struct resp_cmd *cmd)
 {
-	struct timeval tv = fl_ms_tv(CTL_HOLD_POLL_MS);
+	struct timeval tv = fl_ms_tv(CTL_HOLD_MAX_MS);
 
 	if (!k->hold_ev)
 		k->hold_ev = evtimer_new(k->ctl->base, on_hold, k);
@@ -503,9 +508,19 @@ static bool hold(struct ctl_conn *k, struct resp_cmd *cmd)
 		return false;
 	k->held = *cmd;
 	memset(cmd, 0, sizeof(*cmd));
+	k->ctl->nheld++;
 	k->hold_until_ms = fl_mono_ms() + CTL_HOLD_MAX_MS;
 	k->flags |= CTL_C_WAITING;
 	return true;
+}
+
+void ctl_hold_wake(struct ctl *c)
+{
+	if (!c->nheld)
+		return;
+	for (struct ctl_conn *k = c->conns; k; k = k->next)
+		if (k->held.argc && k->hold_ev)
+			event_active(k->hold_ev, EV_TIMEOUT, 0);
 }
 
 void ctl_hold_free(struct ctl_conn *k)
@@ -513,6 +528,8 @@ void ctl_hold_free(struct ctl_conn *k)
 	if (k->hold_ev)
 		event_free(k->hold_ev);
 	k->hold_ev = NULL;
+	if (k->held.argc)
+		k->ctl->nheld--;
 	resp_cmd_free(&k->held);
 }
 
