@@ -4,6 +4,7 @@
  *   controller.c    start-up, discovery, TILT tick, signals, `flatline controller`;
  *                   the struct fo_ops table that wires failover.c to the modules below
  *   ctl_listen.c    the listen socket: accept, read, dispatch to ctl_on_<command>
+ *   ctl_limits.c    output-buffer limits per client class, maxclients, rejection log rate
  *   ctl_agents.c    agent sessions: HELLO flatline, PROVE, REPORT, heartbeat deadlines
  *   ctl_client_auth.c  client logins: AUTH, HELLO [AUTH], what each user may run
  *   ctl_sentinel.c  the Sentinel API (SENTINEL, INFO, ROLE), FLATLINE, pub/sub, events
@@ -268,6 +269,8 @@ void ctl_conn_resume(struct ctl_conn *k);
 void ctl_conn_reading(struct ctl_conn *k, bool on);
 /* The event behind k->resume: reads on (after a deferred answer or a penalty). */
 void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg);
+
+/* ctl_limits.c */
 /* RLIMIT_NOFILE raised, maxclients fitted under it */
 void ctl_fit_clients(struct ctl *c);
 /* May a rejection from peer be logged now? Once per CTL_LOG_SRC_MS per source
