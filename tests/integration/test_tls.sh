@@ -87,19 +87,6 @@ setup() {
 		{ tail -n 5 "$T/agent-t2.err" "$T/controller.err" >&2; fail "agent t2 did not connect over TLS"; }
 }
 
-# tls_redis_bg PORT: as tls_redis, without waiting for an answer (a server holding no
-# write lease answers nobody new over TLS).
-tls_redis_bg() {
-	local port=$1; shift
-	"${TLS_IN[@]}" redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-		--tls-cert-file "$C/server.crt" --tls-key-file "$C/server.key" \
-		--tls-ca-cert-file "$C/ca.crt" --tls-auth-clients yes --tls-replication yes \
-		--repl-diskless-sync-delay 0 --dir "$T" --dbfilename "dump-$port.rdb" \
-		--logfile "$T/redis-$port.log" "$@" &
-	REDIS_PID=$!
-	on_exit "kill -KILL $REDIS_PID"
-}
-
 hwm_kb() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status"; }
 
 ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null || { tail -n 5 "$T/controller.err" >&2; fail "controller died: $1"; }; }

@@ -45,8 +45,9 @@ certs() {
 	mkcert "$C" other ca "DNS:other.example"
 }
 
-# tls_redis PORT [ARGS...]: redis-server on its TLS port only; REDIS_PID.
-tls_redis() {
+# tls_redis_bg PORT: as tls_redis, without waiting for an answer (a server holding no
+# write lease answers nobody new over TLS).
+tls_redis_bg() {
 	local port=$1; shift
 	"${TLS_IN[@]}" redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 		--tls-cert-file "$C/server.crt" --tls-key-file "$C/server.key" \
@@ -55,6 +56,12 @@ tls_redis() {
 		--logfile "$T/redis-$port.log" "$@" &
 	REDIS_PID=$!
 	on_exit "kill -KILL $REDIS_PID"
+}
+
+# tls_redis PORT [ARGS...]: redis-server on its TLS port only; REDIS_PID.
+tls_redis() {
+	local port=$1
+	tls_redis_bg "$@"
 	local end=$((SECONDS + FL_WAIT_S))
 	until rcli "$port" ping 2>/dev/null | grep -q PONG; do
 		kill -0 "$REDIS_PID" 2>/dev/null || { tail -n 5 "$T/redis-$port.log" >&2; skip "redis-server has no TLS (tls-port)"; }
