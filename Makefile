@@ -44,7 +44,7 @@ LIB_OBJS  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all test unit integration tools check fuzz demo demo-ha install clean format vmlinux man deb
+.PHONY: all test unit integration tools check fuzz demo demo-ha install clean format check-format vmlinux man deb
 all: $(BUILD)/flatline
 
 # vmlinux.h is committed; only an explicit `make vmlinux` regenerates it.
@@ -160,8 +160,15 @@ install: $(BUILD)/flatline $(MANS)
 deb: $(BUILD)/flatline $(MANS)
 	$(Q)BUILD=$(BUILD) VERSION=$(VERSION) MAKE="$(MAKE)" packaging/mkdeb.sh
 
+# Every hand-written C file; `make check-format` (part of `make check`) fails on any drift.
+FORMAT_SRCS = $(wildcard user/*.c user/*.h user/*/*.c user/*/*.h include/*.h bpf/*.c bpf/*.h \
+		tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/integration/*.c tests/lib/*.c bench/*.c)
 format:
-	$(Q)clang-format -i $(wildcard user/*.c user/*.h user/*/*.c user/*/*.h include/*.h bpf/*.c tests/unit/*.c)
+	$(Q)clang-format -i $(FORMAT_SRCS)
+
+check-format:
+	$(call msg,FORMAT,check)
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 clean:
 	$(call msg,CLEAN,build build-asan build-fuzz)

@@ -88,9 +88,11 @@ static pid_t start_victim(const char *procs)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "cgroup", required_argument, NULL, 'c' }, { "n", required_argument, NULL, 'n' },
-		{ "gap-us", required_argument, NULL, 'g' }, { "storm", no_argument, NULL, 's' },
-		{},
+	    {"cgroup", required_argument, NULL, 'c'},
+	    {"n", required_argument, NULL, 'n'},
+	    {"gap-us", required_argument, NULL, 'g'},
+	    {"storm", no_argument, NULL, 's'},
+	    {},
 	};
 	const char *cgroup = NULL;
 	long n = 1000, gap_us = 3000;
@@ -100,12 +102,21 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "n:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': cgroup = optarg; break;
-		case 'n': n = atol(optarg); break;
-		case 'g': gap_us = atol(optarg); break;
-		case 's': storm = 1; break;
+		case 'c':
+			cgroup = optarg;
+			break;
+		case 'n':
+			n = atol(optarg);
+			break;
+		case 'g':
+			gap_us = atol(optarg);
+			break;
+		case 's':
+			storm = 1;
+			break;
 		default:
-			fprintf(stderr, "usage: killbench --cgroup PATH [-n N] [--gap-us US] [--storm]\n");
+			fprintf(stderr,
+				"usage: killbench --cgroup PATH [-n N] [--gap-us US] [--storm]\n");
 			return 2;
 		}
 	}
@@ -118,7 +129,7 @@ int main(int argc, char **argv)
 		storm_pid = start_storm();
 	for (long i = 0; i < n; i++) {
 		pid_t v = start_victim(procs);
-		struct timespec gap = { gap_us / 1000000, (gap_us % 1000000) * 1000 };
+		struct timespec gap = {gap_us / 1000000, (gap_us % 1000000) * 1000};
 		long long t;
 
 		if (v < 0) {

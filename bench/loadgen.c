@@ -61,9 +61,9 @@ struct node {
 	int idx;
 	/* The server. */
 	redisAsyncContext *srv;
-	bool srv_up;           /* connected */
-	bool info_out;         /* an INFO is unanswered */
-	bool need_full;        /* INFO in full next (a new connection) */
+	bool srv_up;	/* connected */
+	bool info_out;	/* an INFO is unanswered */
+	bool need_full; /* INFO in full next (a new connection) */
 	long long info_sent_ms;
 	int srv_backoff_ms;
 	struct event *srv_retry;
@@ -74,16 +74,16 @@ struct node {
 	struct info_repl info;
 	/* The controller. */
 	redisAsyncContext *ctl;
-	int ctl_state; /* 0 none or connecting, 1 HELLO or PROVE sent, 2 reporting */
+	int ctl_state;		    /* 0 none or connecting, 1 HELLO or PROVE sent, 2 reporting */
 	uint8_t key[AUTH_KEY_LEN];  /* the node's key (docs/protocol.md, version 2) */
 	uint8_t na[AUTH_NONCE_LEN]; /* this connection's nonce */
 	long long ctl_since_ms; /* connect or HELLO sent: dropped if no answer in 2 heartbeats */
 	int ctl_backoff_ms;
 	struct event *ctl_retry;
 	unsigned long long seq;
-	int out;                  /* reports unanswered */
-	long long oldest_out_ms;  /* when the oldest unanswered one was sent */
-	long long sent_ms[8];     /* ring of send times of unanswered reports */
+	int out;		 /* reports unanswered */
+	long long oldest_out_ms; /* when the oldest unanswered one was sent */
+	long long sent_ms[8];	 /* ring of send times of unanswered reports */
 	int ring_head;
 	/* The schedule. */
 	struct event *tick;
@@ -95,16 +95,17 @@ static struct {
 	int ctl_port;
 	const char *secret;
 	int hb_ms;
-	int ramp_ms; /* sessions open spread over this long */
+	int ramp_ms;	 /* sessions open spread over this long */
 	int part, parts; /* this process takes the nodes whose line number % parts == part */
-	int total;       /* nodes in the file (phases spread over all of them) */
+	int total;	 /* nodes in the file (phases spread over all of them) */
 	struct event_base *base;
 	struct node *nodes;
 	int nnodes;
 	long long t0_ms;
 	/* Health counters. */
 	unsigned long long slots, on_time, late, missed, sent, change_sent, answered, slow,
-		refused_reports, ctl_reconnects, ctl_lost, drop_unanswered, drop_ring, srv_reconnects, probe_timeouts, proc_down_said;
+	    refused_reports, ctl_reconnects, ctl_lost, drop_unanswered, drop_ring, srv_reconnects,
+	    probe_timeouts, proc_down_said;
 	long long max_lag_ms, max_answer_ms;
 } g;
 
@@ -126,7 +127,7 @@ static long long wall_ms(void)
 
 static void arm(struct event *ev, int ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 
 	event_add(ev, &tv);
 }
@@ -143,7 +144,7 @@ struct msg {
 };
 
 static void add(struct msg *m, enum report_key k, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void add(struct msg *m, enum report_key k, const char *fmt, ...)
 {
 	char key[64];
@@ -329,7 +330,7 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 	redisReply *rep = r;
 	uint8_t nc[AUTH_NONCE_LEN], proof[AUTH_MAC_LEN];
 	char hex[AUTH_HEX_LEN + 1];
-	const char *argv[] = { "PROVE", hex };
+	const char *argv[] = {"PROVE", hex};
 
 	(void)ac;
 	if (!rep)
@@ -359,7 +360,7 @@ static void on_ctl_connect(const redisAsyncContext *ac, int status)
 {
 	struct node *n = ac->data;
 	char nonce[AUTH_HEX_LEN + 1];
-	const char *argv[] = { "HELLO", "flatline", AUTH_PROTO_VERSION, n ? n->id : "", nonce };
+	const char *argv[] = {"HELLO", "flatline", AUTH_PROTO_VERSION, n ? n->id : "", nonce};
 
 	if (!n || n->ctl != ac)
 		return;
@@ -541,8 +542,8 @@ static void on_info(redisAsyncContext *ac, void *r, void *priv)
 
 static void probe(struct node *n, long long now)
 {
-	static const char *repl[] = { "INFO", "replication" };
-	static const char *all[] = { "INFO" };
+	static const char *repl[] = {"INFO", "replication"};
+	static const char *all[] = {"INFO"};
 
 	if (!n->srv_up)
 		return;
@@ -630,15 +631,16 @@ static void print_stats(void)
 	printf("{\"nodes\":%d,\"heartbeat_ms\":%d,\"seconds\":%.3f,\"slots\":%llu,\"on_time\":%llu,"
 	       "\"late\":%llu,\"missed\":%llu,\"sent\":%llu,\"sent_on_change\":%llu,"
 	       "\"answered\":%llu,\"slow_answers\":%llu,\"refused\":%llu,"
-	       "\"ctl_reconnects\":%llu,\"ctl_lost\":%llu,\"drop_unanswered\":%llu,\"drop_ring\":%llu,\"srv_reconnects\":%llu,\"probe_timeouts\":%llu,"
+	       "\"ctl_reconnects\":%llu,\"ctl_lost\":%llu,\"drop_unanswered\":%llu,\"drop_ring\":%"
+	       "llu,\"srv_reconnects\":%llu,\"probe_timeouts\":%llu,"
 	       "\"proc_down_said\":%llu,\"max_lag_ms\":%lld,\"max_answer_ms\":%lld,"
 	       "\"cpu_s\":%.3f}\n",
 	       g.nnodes, g.hb_ms, (mono_ms() - g.t0_ms) / 1000.0, g.slots, g.on_time, g.late,
 	       g.missed, g.sent, g.change_sent, g.answered, g.slow, g.refused_reports,
-	       g.ctl_reconnects, g.ctl_lost, g.drop_unanswered, g.drop_ring, g.srv_reconnects, g.probe_timeouts, g.proc_down_said, g.max_lag_ms,
-	       g.max_answer_ms,
+	       g.ctl_reconnects, g.ctl_lost, g.drop_unanswered, g.drop_ring, g.srv_reconnects,
+	       g.probe_timeouts, g.proc_down_said, g.max_lag_ms, g.max_answer_ms,
 	       ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-		       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+		   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	fflush(stdout);
 	/* The maxima are per window: the harness judges each trial on its own. */
 	g.max_lag_ms = g.max_answer_ms = 0;
@@ -701,13 +703,13 @@ static int load_nodes(const char *path)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "controller", required_argument, NULL, 'c' },
-		{ "secret", required_argument, NULL, 's' },
-		{ "nodes-file", required_argument, NULL, 'f' },
-		{ "heartbeat-ms", required_argument, NULL, 'h' },
-		{ "ramp-ms", required_argument, NULL, 'r' },
-		{ "part", required_argument, NULL, 'p' },
-		{ 0 },
+	    {"controller", required_argument, NULL, 'c'},
+	    {"secret", required_argument, NULL, 's'},
+	    {"nodes-file", required_argument, NULL, 'f'},
+	    {"heartbeat-ms", required_argument, NULL, 'h'},
+	    {"ramp-ms", required_argument, NULL, 'r'},
+	    {"part", required_argument, NULL, 'p'},
+	    {0},
 	};
 	const char *nodes_file = NULL;
 	char *ctl = NULL, *colon;
@@ -759,7 +761,8 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 		if (rl.rlim_cur < (rlim_t)g.nnodes * 2 + 64) {
-			fprintf(stderr, "loadgen: %d nodes need %d descriptors, the limit is %llu\n",
+			fprintf(stderr,
+				"loadgen: %d nodes need %d descriptors, the limit is %llu\n",
 				g.nnodes, g.nnodes * 2 + 64, (unsigned long long)rl.rlim_cur);
 			return 1;
 		}

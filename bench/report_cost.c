@@ -54,9 +54,12 @@ static void op_replicaof(void *ctx, int n, int m, int t)
 	(void)ctx, (void)n, (void)m, (void)t;
 }
 
-static const struct fo_ops ops = { .event = op_event, .info = op_noop_node, .ping = op_noop_node,
-				   .timer = op_timer, .publish = op_publish,
-				   .replicaof = op_replicaof };
+static const struct fo_ops ops = {.event = op_event,
+				  .info = op_noop_node,
+				  .ping = op_noop_node,
+				  .timer = op_timer,
+				  .publish = op_publish,
+				  .replicaof = op_replicaof};
 
 struct args {
 	int argc;
@@ -135,14 +138,16 @@ int main(int argc, char **argv)
 
 	if (!text || shards < 1 || shards > 20000 || reports < 1)
 		return 2;
-	off += snprintf(text + off, cap - off, "[cluster]\nname = c\nsecret = s3cret-s3cret-s3cret\n");
+	off +=
+	    snprintf(text + off, cap - off, "[cluster]\nname = c\nsecret = s3cret-s3cret-s3cret\n");
 	for (int s = 1; s <= shards; s++) {
 		for (int k = 1; k <= 3; k++)
-			off += snprintf(text + off, cap - off,
-					"[node \"s%05dn%d\"]\naddress = ::1\nredis = 127.0.0.1:%d\n", s, k,
-					10000 + (s * 3 + k) % 50000);
-		off += snprintf(text + off, cap - off, "[shard \"s%05d\"]\nnodes = s%05dn1 s%05dn2 s%05dn3\n",
-				s, s, s, s);
+			off +=
+			    snprintf(text + off, cap - off,
+				     "[node \"s%05dn%d\"]\naddress = ::1\nredis = 127.0.0.1:%d\n",
+				     s, k, 10000 + (s * 3 + k) % 50000);
+		off += snprintf(text + off, cap - off,
+				"[shard \"s%05d\"]\nnodes = s%05dn1 s%05dn2 s%05dn3\n", s, s, s, s);
 	}
 	if (cfg_load_string("report_cost.conf", text, &cfg, err, sizeof(err))) {
 		fprintf(stderr, "report_cost: %s\n", err);

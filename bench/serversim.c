@@ -41,7 +41,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#define MAX_ARGS 4096 /* SIMKILL of a third of 3,000 ports in one command */
+#define MAX_ARGS     4096 /* SIMKILL of a third of 3,000 ports in one command */
 #define BYTES_PER_MS 10
 
 struct client;
@@ -50,12 +50,12 @@ struct server {
 	int port;
 	bool alive;
 	bool master;
-	int master_port;         /* replica: whom it follows */
-	int layout_master;       /* as the layout file says */
+	int master_port;   /* replica: whom it follows */
+	int layout_master; /* as the layout file says */
 	char replid[41], replid2[41];
-	long long second_off;    /* master_replid2's end, -1 none */
+	long long second_off;		  /* master_replid2's end, -1 none */
 	long long off_base, off_since_ms; /* master: offset = base + (now - since) * rate */
-	long long frozen_off;    /* replica whose link is down: where it stopped */
+	long long frozen_off;		  /* replica whose link is down: where it stopped */
 	char run_id[41];
 	struct evconnlistener *lis;
 	struct client *clients;
@@ -194,9 +194,10 @@ static int connected_slaves(const struct server *m, char *lines, size_t len)
 		if (!r->alive || r->master)
 			continue;
 		if (lines && off < len)
-			off += snprintf(lines + off, len - off,
-					"slave%d:ip=127.0.0.1,port=%d,state=online,offset=%lld,lag=0\r\n", n,
-					r->port, offset_of(m));
+			off += snprintf(
+			    lines + off, len - off,
+			    "slave%d:ip=127.0.0.1,port=%d,state=online,offset=%lld,lag=0\r\n", n,
+			    r->port, offset_of(m));
 		n++;
 	}
 	return n;
@@ -211,12 +212,13 @@ static void info(struct client *c, struct evbuffer *o, const char *section)
 	size_t off = 0;
 
 	if (all || !strcasecmp(section, "server"))
-		off += snprintf(text + off, sizeof(text) - off,
-				"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n"
-				"process_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
-				"hz:1\r\n%s",
-				(int)getpid(), s->run_id, s->port, (mono_ms() - t0_ms) / 1000,
-				all ? "\r\n" : "");
+		off += snprintf(
+		    text + off, sizeof(text) - off,
+		    "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n"
+		    "process_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
+		    "hz:1\r\n%s",
+		    (int)getpid(), s->run_id, s->port, (mono_ms() - t0_ms) / 1000,
+		    all ? "\r\n" : "");
 	if (all || !strcasecmp(section, "replication")) {
 		long long o_now = offset_of(s);
 		struct server *m = upstream(s);
@@ -224,13 +226,14 @@ static void info(struct client *c, struct evbuffer *o, const char *section)
 		off += snprintf(text + off, sizeof(text) - off, "# Replication\r\nrole:%s\r\n",
 				s->master ? "master" : "slave");
 		if (!s->master)
-			off += snprintf(text + off, sizeof(text) - off,
-					"master_host:127.0.0.1\r\nmaster_port:%d\r\n"
-					"master_link_status:%s\r\nmaster_last_io_seconds_ago:%d\r\n"
-					"master_sync_in_progress:0\r\nslave_read_repl_offset:%lld\r\n"
-					"slave_repl_offset:%lld\r\nslave_priority:100\r\n"
-					"slave_read_only:1\r\nreplica_announced:1\r\n",
-					s->master_port, m ? "up" : "down", m ? 0 : -1, o_now, o_now);
+			off +=
+			    snprintf(text + off, sizeof(text) - off,
+				     "master_host:127.0.0.1\r\nmaster_port:%d\r\n"
+				     "master_link_status:%s\r\nmaster_last_io_seconds_ago:%d\r\n"
+				     "master_sync_in_progress:0\r\nslave_read_repl_offset:%lld\r\n"
+				     "slave_repl_offset:%lld\r\nslave_priority:100\r\n"
+				     "slave_read_only:1\r\nreplica_announced:1\r\n",
+				     s->master_port, m ? "up" : "down", m ? 0 : -1, o_now, o_now);
 		off += snprintf(text + off, sizeof(text) - off, "connected_slaves:%d\r\n",
 				s->master ? connected_slaves(s, slaves, sizeof(slaves)) : 0);
 		if (s->master)
@@ -626,12 +629,12 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 
 static int listen_on(struct server *s)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(s->port) };
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(s->port)};
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	s->lis = evconnlistener_new_bind(base, on_accept, s,
-					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 511,
-					 (struct sockaddr *)&sin, sizeof(sin));
+	s->lis =
+	    evconnlistener_new_bind(base, on_accept, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE,
+				    511, (struct sockaddr *)&sin, sizeof(sin));
 	if (!s->lis) {
 		fprintf(stderr, "serversim: failed to listen on 127.0.0.1:%d: %s\n", s->port,
 			strerror(errno));
@@ -688,8 +691,10 @@ static int load_layout(const char *path)
 		n = sscanf(line, "%d %31s %d", &port, kind, &mport);
 		if (n < 2 || port <= 0 || port > 65535 ||
 		    !(!strcmp(kind, "master") || (!strcmp(kind, "replica-of") && n == 3))) {
-			fprintf(stderr, "serversim: %s:%d: expected \"PORT master\" or "
-					"\"PORT replica-of PORT\"\n", path, lineno);
+			fprintf(stderr,
+				"serversim: %s:%d: expected \"PORT master\" or "
+				"\"PORT replica-of PORT\"\n",
+				path, lineno);
 			fclose(f);
 			return -1;
 		}
@@ -738,7 +743,8 @@ static int load_layout(const char *path)
 	/* Replicas start in sync with their primary. */
 	for (int i = 0; i < nsrvs; i++)
 		if (upstream(&srvs[i]))
-			snprintf(srvs[i].replid, sizeof(srvs[i].replid), "%s", upstream(&srvs[i])->replid);
+			snprintf(srvs[i].replid, sizeof(srvs[i].replid), "%s",
+				 upstream(&srvs[i])->replid);
 	return 0;
 }
 
@@ -752,7 +758,7 @@ static void on_term(evutil_socket_t sig, short what, void *arg)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = { { "layout", required_argument, NULL, 'l' }, { 0 } };
+	static const struct option opts[] = {{"layout", required_argument, NULL, 'l'}, {0}};
 	const char *layout = NULL;
 	struct rlimit rl;
 	struct event *term;

@@ -51,7 +51,7 @@ struct cursor {
 
 enum ip_parse {
 	IP_OK = 0,
-	IP_NONE = 1,      /* neither IPv4 nor IPv6 */
+	IP_NONE = 1,	  /* neither IPv4 nor IPv6 */
 	IP_MALFORMED = 2, /* truncated IP header, IHL < 5, total length < IHL, bad version */
 	IP_FRAGMENT = 3,  /* a fragment: addresses valid, no transport header to read */
 	IP_TRUNCATED = 4, /* IPv6: addresses valid, extension header chain cut short */
@@ -63,7 +63,7 @@ struct ip_pkt {
 	__u32 family; /* FL_AF_INET or FL_AF_INET6 */
 	void *saddr;  /* 4 or 16 bytes */
 	void *daddr;
-	__u8 proto;   /* IPPROTO_ICMP, IPPROTO_ICMPV6, ... after extension headers */
+	__u8 proto; /* IPPROTO_ICMP, IPPROTO_ICMPV6, ... after extension headers */
 };
 
 /* ICMP and ICMPv6 echo share this layout (RFC 792, RFC 4443 4.1). */

@@ -16,14 +16,14 @@
 #include "sched_state.h"
 
 /* Task state bits (include/linux/sched.h); macros, so not in BTF. */
-#define FL_TASK_INTERRUPTIBLE 0x0001
+#define FL_TASK_INTERRUPTIBLE	0x0001
 #define FL_TASK_UNINTERRUPTIBLE 0x0002
-#define FL_TASK_STOPPED 0x0004 /* __TASK_STOPPED */
-#define FL_TASK_TRACED 0x0008  /* __TASK_TRACED */
-#define FL_EXIT_DEAD 0x0010
-#define FL_EXIT_ZOMBIE 0x0020
-#define FL_TASK_DEAD 0x0080
-#define FL_TASK_NOLOAD 0x0400 /* with UNINTERRUPTIBLE: TASK_IDLE, not a blocked task */
+#define FL_TASK_STOPPED		0x0004 /* __TASK_STOPPED */
+#define FL_TASK_TRACED		0x0008 /* __TASK_TRACED */
+#define FL_EXIT_DEAD		0x0010
+#define FL_EXIT_ZOMBIE		0x0020
+#define FL_TASK_DEAD		0x0080
+#define FL_TASK_NOLOAD		0x0400 /* with UNINTERRUPTIBLE: TASK_IDLE, not a blocked task */
 /* Linux 6.1 ("freezer,sched: Rewrite core freezer logic") freezes tasks in
  * TASK_FROZEN; the bit was unused before (TASK_STATE_MAX was 0x2000 in 5.15). */
 #define FL_TASK_FROZEN 0x8000

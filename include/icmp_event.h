@@ -7,12 +7,12 @@
 #define FL_ICMP_EVENT_H
 
 #define FL_MAX_PEERS 1024  /* entries of fl_peers */
-#define FL_MAX_ECHO 16384  /* requests in flight remembered (LRU): peers x window */
+#define FL_MAX_ECHO  16384 /* requests in flight remembered (LRU): peers x window */
 /* IPv6 extension headers walked before the upper-layer header; a longer chain is
  * counted (FL_IC_EXT_LIMIT) and gives liveness only. Hosts send one or two. */
 #define FL_IPV6_MAX_EXT 8
 /* fl_peer_key.family: the socket API's values (BTF does not carry them). */
-#define FL_AF_INET 2
+#define FL_AF_INET  2
 #define FL_AF_INET6 10
 
 /* Key of fl_peers: the peer's address, bytes in network order, so that
@@ -20,7 +20,7 @@
  * as "addr6": [253,0,...]. Bytes past an IPv4 address are zero. */
 struct fl_peer_key {
 	union {
-		__u8 addr[4];   /* family FL_AF_INET */
+		__u8 addr[4];	/* family FL_AF_INET */
 		__u8 addr6[16]; /* family FL_AF_INET6 */
 	};
 	__u32 family; /* FL_AF_INET or FL_AF_INET6 */
@@ -45,15 +45,15 @@ struct fl_peer_stats {
 	__u64 last_reply_ns; /* last echo reply matched to a request of ours */
 	__u64 last_rx_ns;    /* last IP packet of any kind from the peer (passive liveness) */
 	__u64 last_tx_ns;    /* last echo request to the peer seen at tc egress */
-	__u64 sent;          /* echo requests that reached tc egress: left this host */
-	__u64 replied;       /* echo replies matched to a request */
+	__u64 sent;	     /* echo requests that reached tc egress: left this host */
+	__u64 replied;	     /* echo replies matched to a request */
 	__u64 rx_packets;    /* IP packets of any kind from the peer */
 	__u64 unmatched;     /* replies with our id that matched no request (late, duplicate) */
 	__u64 rtt_last_ns;   /* RTT of the last matched reply, egress to ingress */
 	__u64 rtt_min_ns;
 	__u64 rtt_max_ns;
-	__u64 rtt_srtt_ns;   /* smoothed: srtt += (rtt - srtt) / 8, as TCP's (RFC 6298) */
-	__u32 last_seq;      /* sequence number (host order) of the last matched reply */
+	__u64 rtt_srtt_ns; /* smoothed: srtt += (rtt - srtt) / 8, as TCP's (RFC 6298) */
+	__u32 last_seq;	   /* sequence number (host order) of the last matched reply */
 	__u32 pad;
 };
 

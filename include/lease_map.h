@@ -15,19 +15,19 @@
 /* Value of fl_lease (an array of one, key 0). Times are bpf_ktime_get_ns()
  * (CLOCK_MONOTONIC). port 0: the program lets everything through (not armed). */
 struct fl_lease_state {
-	__u64 deadline_ns; /* the server's replies reach clients while now < deadline_ns */
-	__u64 renewed_ns;  /* when the evidence that set deadline_ns was sent (lease start) */
-	__s64 epoch;       /* the highest epoch the controller named this node primary at */
+	__u64 deadline_ns;  /* the server's replies reach clients while now < deadline_ns */
+	__u64 renewed_ns;   /* when the evidence that set deadline_ns was sent (lease start) */
+	__s64 epoch;	    /* the highest epoch the controller named this node primary at */
 	__u64 dropped_mark; /* fl_lease_cnt[FL_LC_DROPPED] when the lease was last taken: a
 			     * lease taken back after drops first closes the connections */
-	__u32 source;      /* enum fl_lease_source of the last renewal */
-	__u32 port;        /* the server's TCP port, host order; 0 = not armed */
+	__u32 source;	    /* enum fl_lease_source of the last renewal */
+	__u32 port;	    /* the server's TCP port, host order; 0 = not armed */
 };
 
 enum fl_lease_source {
-	FL_LEASE_SRC_NONE = 0,       /* never held, or given up */
+	FL_LEASE_SRC_NONE = 0,	     /* never held, or given up */
 	FL_LEASE_SRC_CONTROLLER = 1, /* the controller's answer to a REPORT */
-	FL_LEASE_SRC_PEER = 2,       /* an echo reply of a peer, delivered to the agent */
+	FL_LEASE_SRC_PEER = 2,	     /* an echo reply of a peer, delivered to the agent */
 };
 
 /* Key of fl_lease_allow: a connection of the server that keeps flowing without the
@@ -50,7 +50,7 @@ enum fl_lease_allow_kind {
 enum fl_lease_counter {
 	FL_LC_DROPPED = 0, /* segments of the server dropped: lease run out */
 	FL_LC_ALLOWED = 1, /* segments let through without the lease: allowed connection */
-	FL_LC_HELD = 2,    /* segments of the server that left under the lease */
+	FL_LC_HELD = 2,	   /* segments of the server that left under the lease */
 	FL_LC_MAX = 3,
 };
 

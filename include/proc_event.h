@@ -4,7 +4,7 @@
 #ifndef FL_PROC_EVENT_H
 #define FL_PROC_EVENT_H
 
-#define FL_COMM_LEN 16
+#define FL_COMM_LEN	    16
 #define FL_MAX_CGROUP_DEPTH 16 /* watched cgroups deeper than this are refused */
 
 enum fl_event_kind {
@@ -33,15 +33,15 @@ struct fl_oom_info {
 };
 
 struct fl_proc_event {
-	__u32 kind; /* enum fl_event_kind */
-	__u32 pid;  /* tgid of the process */
-	__u64 ts_ns;     /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
-	__u64 cgroup_id; /* cgroup v2 id of the process */
+	__u32 kind;		     /* enum fl_event_kind */
+	__u32 pid;		     /* tgid of the process */
+	__u64 ts_ns;		     /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 cgroup_id;	     /* cgroup v2 id of the process */
 	struct fl_oom_info oom_info; /* set when oom != 0 */
 	__u32 ppid;
 	__u32 exit_code; /* task->exit_code: wait(2) status (signal | 0x80 core | status << 8) */
-	__u32 oom;       /* 1 when oom/mark_victim chose this process before it exited */
-	__u32 watch;     /* enum fl_watch_flags that matched */
+	__u32 oom;	 /* 1 when oom/mark_victim chose this process before it exited */
+	__u32 watch;	 /* enum fl_watch_flags that matched */
 	char comm[FL_COMM_LEN];
 };
 

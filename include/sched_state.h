@@ -6,8 +6,8 @@
 #define FL_SCHED_STATE_H
 
 #define FL_SCHED_MAX_THREADS 4096 /* threads of watched servers, all servers together */
-#define FL_SCHED_MAX_SRV 64       /* watched server processes */
-#define FL_SCHED_BITS 4096        /* size of the tgid pre-filter bitmap, a power of two */
+#define FL_SCHED_MAX_SRV     64	  /* watched server processes */
+#define FL_SCHED_BITS	     4096 /* size of the tgid pre-filter bitmap, a power of two */
 
 /* What a thread is doing, as its last scheduler event said. */
 enum fl_sched_state {
@@ -18,7 +18,7 @@ enum fl_sched_state {
 	FL_TS_BLOCKED = 4,  /* uninterruptible (D): disk, NFS, memory reclaim */
 	FL_TS_STOPPED = 5,  /* SIGSTOP/SIGTSTP, or stopped by a tracer (T, t) */
 	FL_TS_FROZEN = 6,   /* the cgroup freezer */
-	FL_TS_DEAD = 7,     /* exiting */
+	FL_TS_DEAD = 7,	    /* exiting */
 };
 
 /* Events on the sched ring buffer: only for the thread the agent judges. */
@@ -31,15 +31,15 @@ enum fl_sched_event_kind {
  * counters run up to since_ns: a thread RUNNING now has also run since then,
  * a RUNNABLE one has also waited since then. */
 struct fl_sched_thread {
-	__u64 since_ns;   /* when the current state began */
-	__u64 run_ns;     /* time on a CPU, up to since_ns */
-	__u64 wait_ns;    /* time runnable but not running (run queue, CPU throttling) */
-	__u64 nr_switch;  /* times switched onto a CPU */
-	__u64 raw_state;  /* the task's __state when it last left a CPU */
+	__u64 since_ns;	 /* when the current state began */
+	__u64 run_ns;	 /* time on a CPU, up to since_ns */
+	__u64 wait_ns;	 /* time runnable but not running (run queue, CPU throttling) */
+	__u64 nr_switch; /* times switched onto a CPU */
+	__u64 raw_state; /* the task's __state when it last left a CPU */
 	__u32 tgid;
-	__u32 state;      /* enum fl_sched_state */
-	__u32 judged;     /* 1: the thread that serves commands; its stops are events */
-	__u32 nr_stop;    /* times it went off CPU stopped or frozen */
+	__u32 state;   /* enum fl_sched_state */
+	__u32 judged;  /* 1: the thread that serves commands; its stops are events */
+	__u32 nr_stop; /* times it went off CPU stopped or frozen */
 };
 
 struct fl_sched_event {

@@ -20,7 +20,7 @@
 .PHONY: check check-asan check-static check-bpf check-cppcheck check-tidy \
 	check-integration-asan fuzz fuzz-build
 
-check: check-asan check-static
+check: check-format check-asan check-static
 
 # ---------------------------------------------------------------------------
 # Sanitizers

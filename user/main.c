@@ -10,16 +10,16 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } cmds[] = {
-	{ "agent", cmd_agent, "watch the local server in the kernel and log its events (root)" },
-	{ "events", cmd_events, "print or follow the event log" },
-	{ "controller", cmd_controller, "decide and execute failovers, serve the Sentinel API" },
-	{ "status", cmd_status, "shards, primaries, epochs, node health, last failover" },
-	{ "failover", cmd_failover, "planned switchover of a shard, no acknowledged write lost" },
-	{ "peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)" },
-	{ "probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)" },
-	{ "node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret" },
-	{ "check", cmd_check, "validate a cluster file and print what each process will do" },
-	{ "version", cmd_version, "print the version" },
+    {"agent", cmd_agent, "watch the local server in the kernel and log its events (root)"},
+    {"events", cmd_events, "print or follow the event log"},
+    {"controller", cmd_controller, "decide and execute failovers, serve the Sentinel API"},
+    {"status", cmd_status, "shards, primaries, epochs, node health, last failover"},
+    {"failover", cmd_failover, "planned switchover of a shard, no acknowledged write lost"},
+    {"peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)"},
+    {"probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)"},
+    {"node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret"},
+    {"check", cmd_check, "validate a cluster file and print what each process will do"},
+    {"version", cmd_version, "print the version"},
 };
 
 static void usage(FILE *f)

@@ -76,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	case 2:
-		need = acl_command_needs(argc - 1, (const char *const *)argv + 1, name, sizeof(name));
+		need =
+		    acl_command_needs(argc - 1, (const char *const *)argv + 1, name, sizeof(name));
 		if (need != 0 && need != ACL_READ && need != ACL_FAILOVER && need != ACL_ADMIN)
 			abort();
 		if (strlen(name) >= sizeof(name))

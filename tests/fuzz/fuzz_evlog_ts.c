@@ -14,7 +14,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s = malloc(size + 1);
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	int64_t us;
 
 	if (!s)

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct evrec r;
 	static struct evline ev;
-	struct timespec ts = { 1796032800, 123456000 };
+	struct timespec ts = {1796032800, 123456000};
 	char *buf = malloc(size + 1), *vals[MAX_VALS], key[8];
 	size_t len;
 	int n = 0;
@@ -85,7 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		got = evline_get(&ev, key);
 		if (!got) {
 			if (!r.overflow)
-				abort(); /* a field may only be missing when the record overflowed */
+				abort(); /* a field may only be missing when the record overflowed
+					  */
 			break;
 		}
 		if (valid_utf8((const unsigned char *)vals[i], strlen(vals[i])) &&

@@ -22,11 +22,12 @@ static struct fo_cluster *cluster(void)
 	char err[256];
 
 	if (!cfg) {
-		if (cfg_load_string("fuzz", "[cluster]\nname = f\nsecret = 0123456789abcdef\n"
-					    "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
-					    "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
-					    "[node \"n3\"]\naddress = 10.0.0.3\nredis = 10.0.0.3:6379\n"
-					    "[shard \"s\"]\nnodes = n1 n2 n3\n",
+		if (cfg_load_string("fuzz",
+				    "[cluster]\nname = f\nsecret = 0123456789abcdef\n"
+				    "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
+				    "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
+				    "[node \"n3\"]\naddress = 10.0.0.3\nredis = 10.0.0.3:6379\n"
+				    "[shard \"s\"]\nnodes = n1 n2 n3\n",
 				    &cfg, err, sizeof(err)) ||
 		    fo_cluster_init(&c, cfg, NULL, NULL))
 			abort();

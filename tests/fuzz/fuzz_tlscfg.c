@@ -19,7 +19,7 @@ static const char base[] = "[cluster]\nname = f\nsecret = fuzz-fuzz-fuzz-fuzz\n"
 			   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
 			   "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
 			   "[shard \"s\"]\nnodes = n1 n2\n";
-static const char *const sects[] = { "[controller]\n", "[agent]\n", "[redis]\n" };
+static const char *const sects[] = {"[controller]\n", "[agent]\n", "[redis]\n"};
 
 static void check_paths(const struct cfg_tls *t)
 {
@@ -42,7 +42,8 @@ static void check(const struct cfg *c)
 		    !strcmp(ep->host, "0.0.0.0") || !strcmp(ep->host, "::") ||
 		    c->controller.tls_listen.unix_path[0])
 			abort();
-		if (c->controller.tls_auth_clients != CFG_TLS_AUTH_NO && !c->controller.tls_files.ca[0])
+		if (c->controller.tls_auth_clients != CFG_TLS_AUTH_NO &&
+		    !c->controller.tls_files.ca[0])
 			abort();
 		if ((unsigned)c->controller.tls_auth_clients > CFG_TLS_AUTH_OPTIONAL)
 			abort();

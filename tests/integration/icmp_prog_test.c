@@ -22,20 +22,20 @@
 #include "agent/prober.h"
 #include "kern/icmp_watch.h"
 
-#define ECHO_ID 0x1234
-#define PEER "198.18.0.2"
-#define SELF "198.18.0.1"
+#define ECHO_ID	      0x1234
+#define PEER	      "198.18.0.2"
+#define SELF	      "198.18.0.1"
 #define TC_ACT_UNSPEC (-1)
 
 struct frame_spec {
 	const char *src, *dst;
-	int ihl;          /* 5 without options */
-	uint16_t frag;    /* frag_off, host order */
-	uint8_t proto;    /* default ICMP */
+	int ihl;       /* 5 without options */
+	uint16_t frag; /* frag_off, host order */
+	uint8_t proto; /* default ICMP */
 	uint8_t type, code;
 	uint16_t id, seq;
-	int ip_cut;       /* if > 0: only this many bytes of the IP header */
-	int icmp_cut;     /* if > 0: only this many bytes of the ICMP header */
+	int ip_cut;   /* if > 0: only this many bytes of the IP header */
+	int icmp_cut; /* if > 0: only this many bytes of the ICMP header */
 	uint16_t ethertype;
 	uint16_t tot_len; /* if > 0: the IPv4 total length field */
 };
@@ -191,8 +191,10 @@ static int teardown(void **state)
 
 /* Defaults first, then the case's own fields override them. */
 #pragma GCC diagnostic ignored "-Woverride-init"
-#define REQ(...) ((struct frame_spec){ .src = SELF, .dst = PEER, .type = 8, .id = ECHO_ID, __VA_ARGS__ })
-#define REPLY(...) ((struct frame_spec){ .src = PEER, .dst = SELF, .type = 0, .id = ECHO_ID, __VA_ARGS__ })
+#define REQ(...)                                                                                   \
+	((struct frame_spec){.src = SELF, .dst = PEER, .type = 8, .id = ECHO_ID, __VA_ARGS__})
+#define REPLY(...)                                                                                 \
+	((struct frame_spec){.src = PEER, .dst = SELF, .type = 0, .id = ECHO_ID, __VA_ARGS__})
 
 static void test_request_reply(void **state)
 {
@@ -318,10 +320,10 @@ static void test_other_icmp_types(void **state)
 	(void)state;
 	egress(&REQ(.seq = 12));
 	ingress(&REPLY(.seq = 12, .type = 3, .code = 1)); /* host unreachable */
-	ingress(&REPLY(.seq = 12, .type = 8));            /* the peer pinging us */
+	ingress(&REPLY(.seq = 12, .type = 8));		  /* the peer pinging us */
 	ingress(&REPLY(.seq = 12, .type = 0, .code = 1)); /* a reply with a bogus code */
-	egress(&REQ(.seq = 13, .type = 0));               /* we answering the peer */
-	egress(&REQ(.seq = 14, .type = 13));              /* timestamp request */
+	egress(&REQ(.seq = 13, .type = 0));		  /* we answering the peer */
+	egress(&REQ(.seq = 14, .type = 13));		  /* timestamp request */
 	st = stats();
 	assert_int_equal(st.sent, 1);
 	assert_int_equal(st.replied, 0);
@@ -404,8 +406,8 @@ static void test_not_ip(void **state)
 
 /* ---- IPv6 ---- */
 
-#define PEER6 "fd00:f1::2"
-#define SELF6 "fd00:f1::1"
+#define PEER6	"fd00:f1::2"
+#define SELF6	"fd00:f1::1"
 #define MAX_EXT 12
 
 struct ext_spec {
@@ -417,12 +419,12 @@ struct ext_spec {
 struct frame6_spec {
 	const char *src, *dst;
 	struct ext_spec ext[MAX_EXT];
-	int next;         /* if > 0 the upper protocol; default ICMPv6 (58) */
+	int next; /* if > 0 the upper protocol; default ICMPv6 (58) */
 	uint8_t type, code;
 	uint16_t id, seq;
-	int cut;          /* if > 0: the frame is cut to this many bytes */
-	int version;      /* if > 0: the IP version field */
-	uint16_t frag;    /* a fragment header's offset/flags field, host order */
+	int cut;       /* if > 0: the frame is cut to this many bytes */
+	int version;   /* if > 0: the IP version field */
+	uint16_t frag; /* a fragment header's offset/flags field, host order */
 };
 
 /* Ethernet + IPv6 + the extension headers (each its length's worth of PadN-like
@@ -441,7 +443,9 @@ static size_t build6(uint8_t *buf, const struct frame6_spec *f, size_t cap)
 	inet_pton(AF_INET6, f->dst ? f->dst : SELF6, ip + 24);
 	for (int i = 0; i < MAX_EXT && f->ext[i].set; i++) {
 		const struct ext_spec *e = &f->ext[i];
-		size_t elen = e->type == 51 ? (e->len + 2) * 4u : e->type == 44 ? 8u : (e->len + 1) * 8u;
+		size_t elen = e->type == 51   ? (e->len + 2) * 4u
+			      : e->type == 44 ? 8u
+					      : (e->len + 1) * 8u;
 
 		assert_true(pos + elen + 8 + 16 <= buf + cap);
 		*nextp = e->type;
@@ -495,13 +499,30 @@ static int setup6(void **state)
 	return add_peer(PEER6);
 }
 
-#define REQ6(...) ((struct frame6_spec){ .src = SELF6, .dst = PEER6, .type = 128, .id = ECHO_ID, __VA_ARGS__ })
-#define REPLY6(...) ((struct frame6_spec){ .src = PEER6, .dst = SELF6, .type = 129, .id = ECHO_ID, __VA_ARGS__ })
-#define HOP(l) { 1, 0, (l) }
-#define DOPT(l) { 1, 60, (l) }
-#define RTG(l) { 1, 43, (l) }
-#define AUTH(l) { 1, 51, (l) }
-#define FRAG { 1, 44, 0 }
+#define REQ6(...)                                                                                  \
+	((struct frame6_spec){.src = SELF6, .dst = PEER6, .type = 128, .id = ECHO_ID, __VA_ARGS__})
+#define REPLY6(...)                                                                                \
+	((struct frame6_spec){.src = PEER6, .dst = SELF6, .type = 129, .id = ECHO_ID, __VA_ARGS__})
+#define HOP(l)                                                                                     \
+	{                                                                                          \
+		1, 0, (l)                                                                          \
+	}
+#define DOPT(l)                                                                                    \
+	{                                                                                          \
+		1, 60, (l)                                                                         \
+	}
+#define RTG(l)                                                                                     \
+	{                                                                                          \
+		1, 43, (l)                                                                         \
+	}
+#define AUTH(l)                                                                                    \
+	{                                                                                          \
+		1, 51, (l)                                                                         \
+	}
+#define FRAG                                                                                       \
+	{                                                                                          \
+		1, 44, 0                                                                           \
+	}
 
 static void test6_request_reply(void **state)
 {
@@ -553,15 +574,17 @@ static void test6_ext_headers(void **state)
 	struct fl_peer_stats st;
 
 	(void)state;
-	egress6(&REQ6(.seq = 5, .ext = { HOP(0), DOPT(2) }));
-	ingress6(&REPLY6(.seq = 5, .ext = { HOP(1), RTG(2), AUTH(4), DOPT(0) }));
+	egress6(&REQ6(.seq = 5, .ext = {HOP(0), DOPT(2)}));
+	ingress6(&REPLY6(.seq = 5, .ext = {HOP(1), RTG(2), AUTH(4), DOPT(0)}));
 	st = stats6();
 	assert_int_equal(st.sent, 1);
 	assert_int_equal(st.replied, 1);
 	assert_int_equal(st.last_seq, 5);
 	/* Exactly FL_IPV6_MAX_EXT of them: still parsed. */
-	egress6(&REQ6(.seq = 6, .ext = { DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0) }));
-	ingress6(&REPLY6(.seq = 6, .ext = { HOP(0), DOPT(0), RTG(0), DOPT(0), AUTH(1), DOPT(0), DOPT(0), DOPT(0) }));
+	egress6(&REQ6(.seq = 6, .ext = {DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0),
+					DOPT(0), DOPT(0)}));
+	ingress6(&REPLY6(.seq = 6, .ext = {HOP(0), DOPT(0), RTG(0), DOPT(0), AUTH(1), DOPT(0),
+					   DOPT(0), DOPT(0)}));
 	st = stats6();
 	assert_int_equal(st.sent, 2);
 	assert_int_equal(st.replied, 2);
@@ -576,10 +599,13 @@ static void test6_ext_limit(void **state)
 
 	(void)state;
 	egress6(&REQ6(.seq = 7));
-	egress6(&REQ6(.seq = 8, .ext = { DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0) }));
+	egress6(&REQ6(.seq = 8, .ext = {DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0),
+					DOPT(0), DOPT(0), DOPT(0)}));
 	assert_int_equal(stats6().sent, 1);
-	ingress6(&REPLY6(.seq = 7, .ext = { DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0) }));
-	ingress6(&REPLY6(.seq = 7, .ext = { HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0) }));
+	ingress6(&REPLY6(.seq = 7, .ext = {DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0), DOPT(0),
+					   DOPT(0), DOPT(0), DOPT(0)}));
+	ingress6(&REPLY6(.seq = 7, .ext = {HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0), HOP(0),
+					   HOP(0), HOP(0), HOP(0), HOP(0), HOP(0)}));
 	st = stats6();
 	assert_int_equal(st.replied, 0);
 	assert_int_equal(st.rx_packets, 2);
@@ -597,15 +623,15 @@ static void test6_ext_truncated(void **state)
 	(void)state;
 	egress6(&REQ6(.seq = 9));
 	/* Hop-by-hop claiming 2048 bytes in a short frame: the echo is past the end. */
-	ingress6(&REPLY6(.seq = 9, .ext = { HOP(255) }, .cut = 14 + 40 + 64));
+	ingress6(&REPLY6(.seq = 9, .ext = {HOP(255)}, .cut = 14 + 40 + 64));
 	/* Two extension headers, the frame ends inside the first. */
-	ingress6(&REPLY6(.seq = 9, .ext = { DOPT(1), RTG(0) }, .cut = 14 + 40 + 9));
+	ingress6(&REPLY6(.seq = 9, .ext = {DOPT(1), RTG(0)}, .cut = 14 + 40 + 9));
 	/* The frame ends right after the fixed header, which names an extension. */
-	ingress6(&REPLY6(.seq = 9, .ext = { HOP(0) }, .cut = 14 + 40));
+	ingress6(&REPLY6(.seq = 9, .ext = {HOP(0)}, .cut = 14 + 40));
 	/* The ICMPv6 header cut to 7 bytes after two extension headers. */
-	ingress6(&REPLY6(.seq = 9, .ext = { HOP(0), DOPT(0) }, .cut = 14 + 40 + 16 + 7));
-	egress6(&REQ6(.seq = 10, .ext = { HOP(0), DOPT(0) }, .cut = 14 + 40 + 16 + 7));
-	egress6(&REQ6(.seq = 10, .ext = { HOP(200) }, .cut = 14 + 40 + 8));
+	ingress6(&REPLY6(.seq = 9, .ext = {HOP(0), DOPT(0)}, .cut = 14 + 40 + 16 + 7));
+	egress6(&REQ6(.seq = 10, .ext = {HOP(0), DOPT(0)}, .cut = 14 + 40 + 16 + 7));
+	egress6(&REQ6(.seq = 10, .ext = {HOP(200)}, .cut = 14 + 40 + 8));
 	st = stats6();
 	assert_int_equal(st.sent, 1);
 	assert_int_equal(st.replied, 0);
@@ -641,11 +667,11 @@ static void test6_fragments(void **state)
 	struct fl_peer_stats st;
 
 	(void)state;
-	egress6(&REQ6(.seq = 12, .ext = { FRAG }, .frag = 0x0001)); /* first, M */
+	egress6(&REQ6(.seq = 12, .ext = {FRAG}, .frag = 0x0001)); /* first, M */
 	assert_int_equal(stats6().sent, 0);
 	egress6(&REQ6(.seq = 12));
-	ingress6(&REPLY6(.seq = 12, .ext = { FRAG }, .frag = 0x0001));
-	ingress6(&REPLY6(.seq = 12, .ext = { HOP(0), FRAG }, .frag = 0x0080));
+	ingress6(&REPLY6(.seq = 12, .ext = {FRAG}, .frag = 0x0001));
+	ingress6(&REPLY6(.seq = 12, .ext = {HOP(0), FRAG}, .frag = 0x0080));
 	st = stats6();
 	assert_int_equal(st.replied, 0);
 	assert_int_equal(st.rx_packets, 2);
@@ -666,10 +692,10 @@ static void test6_other(void **state)
 	ingress6(&REPLY6(.seq = 13, .type = 128));
 	ingress6(&REPLY6(.seq = 13, .code = 1));
 	ingress6(&REPLY6(.seq = 13, .id = 0x9999));
-	ingress6(&REPLY6(.seq = 13, .next = 17));  /* UDP */
-	ingress6(&REPLY6(.seq = 13, .next = 59));  /* no next header */
-	egress6(&REQ6(.seq = 14, .type = 129));    /* we answering the peer */
-	egress6(&REQ6(.seq = 14, .id = 0x9999));   /* someone's ping to the peer */
+	ingress6(&REPLY6(.seq = 13, .next = 17)); /* UDP */
+	ingress6(&REPLY6(.seq = 13, .next = 59)); /* no next header */
+	egress6(&REQ6(.seq = 14, .type = 129));	  /* we answering the peer */
+	egress6(&REQ6(.seq = 14, .id = 0x9999));  /* someone's ping to the peer */
 	egress6(&REQ6(.seq = 14, .dst = "fd00:f1::99"));
 	ingress6(&REPLY6(.seq = 13, .src = "fd00:f1::99"));
 	st = stats6();
@@ -685,24 +711,24 @@ static void test6_other(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_request_reply, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncated_ip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ihl_below_5, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ip_options, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_other_icmp_types, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_host, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_foreign_id, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_truncated_icmp, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_not_ip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test6_request_reply, setup6, teardown),
-		cmocka_unit_test_setup_teardown(test6_families_apart, setup6, teardown),
-		cmocka_unit_test_setup_teardown(test6_ext_headers, setup6, teardown),
-		cmocka_unit_test_setup_teardown(test6_ext_limit, setup6, teardown),
-		cmocka_unit_test_setup_teardown(test6_ext_truncated, setup6, teardown),
-		cmocka_unit_test_setup_teardown(test6_malformed, setup6, teardown),
-		cmocka_unit_test_setup_teardown(test6_fragments, setup6, teardown),
-		cmocka_unit_test_setup_teardown(test6_other, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_reply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_truncated_ip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ihl_below_5, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ip_options, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fragments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_other_icmp_types, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unknown_host, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_foreign_id, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_truncated_icmp, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_ip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test6_request_reply, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_families_apart, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_ext_headers, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_ext_limit, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_ext_truncated, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_malformed, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_fragments, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_other, setup6, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

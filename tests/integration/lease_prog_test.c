@@ -22,21 +22,21 @@
 #include "lease_map.h"
 #include "lease.skel.h"
 
-#define PORT 6379
-#define CLIENT "198.18.0.9"
-#define SERVER "198.18.0.1"
+#define PORT	      6379
+#define CLIENT	      "198.18.0.9"
+#define SERVER	      "198.18.0.1"
 #define TC_ACT_UNSPEC (-1)
-#define TC_ACT_SHOT 2
+#define TC_ACT_SHOT   2
 
 struct seg {
 	bool v6;
 	uint16_t sport, dport; /* host order; sport default PORT */
-	int payload;           /* bytes of data after the TCP header */
-	uint16_t frag;         /* IPv4 frag_off, host order */
+	int payload;	       /* bytes of data after the TCP header */
+	uint16_t frag;	       /* IPv4 frag_off, host order */
 	uint16_t ethertype;    /* default by v6 */
-	uint8_t proto;         /* default TCP */
-	int cut;               /* if > 0: the frame is cut to this many bytes */
-	int doff;              /* TCP data offset in words, default 5 */
+	uint8_t proto;	       /* default TCP */
+	int cut;	       /* if > 0: the frame is cut to this many bytes */
+	int doff;	       /* TCP data offset in words, default 5 */
 };
 
 static struct fl_lease *skel;
@@ -107,12 +107,13 @@ static int run(const struct seg *s)
 
 static void set_lease(uint32_t port, int64_t deadline_from_now_ns)
 {
-	struct fl_lease_state l = { .port = port };
+	struct fl_lease_state l = {.port = port};
 	__u32 zero = 0;
 
 	if (deadline_from_now_ns)
 		l.deadline_ns = mono_ns() + deadline_from_now_ns;
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.fl_lease), &zero, &l, BPF_ANY), 0);
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.fl_lease), &zero, &l, BPF_ANY),
+			 0);
 }
 
 static uint64_t counter(enum fl_lease_counter c)
@@ -144,7 +145,7 @@ static int teardown(void **state)
 
 /* Defaults first, then the case's own fields override them. */
 #pragma GCC diagnostic ignored "-Woverride-init"
-#define DATA(...) (&(struct seg){ .payload = 32, __VA_ARGS__ })
+#define DATA(...) (&(struct seg){.payload = 32, __VA_ARGS__})
 
 /* Port 0: not armed, everything passes, even past any deadline. */
 static void test_unarmed_passes(void **state)
@@ -223,36 +224,36 @@ static void test_truncated(void **state)
 /* An allowed connection (agent, replica, controller) flows without the lease. */
 static void test_allowed_flows(void **state)
 {
-	struct fl_lease_conn k = { .port = htons(40000) };
+	struct fl_lease_conn k = {.port = htons(40000)};
 	uint64_t allowed = counter(FL_LC_ALLOWED);
 	__u32 kind = FL_LEASE_ALLOW_REPLICA;
 
 	(void)state;
 	k.addr[10] = k.addr[11] = 0xff;
 	inet_pton(AF_INET, CLIENT, &k.addr[12]);
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.fl_lease_allow), &k, &kind,
-					     BPF_ANY), 0);
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.fl_lease_allow), &k, &kind, BPF_ANY), 0);
 	set_lease(PORT, 0);
 	assert_int_equal(run(DATA()), TC_ACT_UNSPEC);
 	assert_int_equal(counter(FL_LC_ALLOWED), allowed + 1);
 	/* Same host, another port: a client, dropped. */
 	assert_int_equal(run(DATA(.dport = 40001)), TC_ACT_SHOT);
 	inet_pton(AF_INET6, "2001:db8::9", k.addr);
-	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.fl_lease_allow), &k, &kind,
-					     BPF_ANY), 0);
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.fl_lease_allow), &k, &kind, BPF_ANY), 0);
 	assert_int_equal(run(DATA(.v6 = true)), TC_ACT_UNSPEC);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_unarmed_passes),
-		cmocka_unit_test(test_held_passes),
-		cmocka_unit_test(test_lapsed_drops_data),
-		cmocka_unit_test(test_lapsed_passes_no_data),
-		cmocka_unit_test(test_lapsed_ignores_others),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_allowed_flows),
+	    cmocka_unit_test(test_unarmed_passes),
+	    cmocka_unit_test(test_held_passes),
+	    cmocka_unit_test(test_lapsed_drops_data),
+	    cmocka_unit_test(test_lapsed_passes_no_data),
+	    cmocka_unit_test(test_lapsed_ignores_others),
+	    cmocka_unit_test(test_truncated),
+	    cmocka_unit_test(test_allowed_flows),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

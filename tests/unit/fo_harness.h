@@ -128,9 +128,17 @@ static long long clk_wall(void *ctx)
 }
 
 static const struct fo_ops ops = {
-	.ping = op_ping, .info = op_info, .pause = op_pause, .unpause = op_unpause,
-	.promote = op_promote, .replicaof = op_replicaof, .timer = op_timer,
-	.event = op_event, .publish = op_publish, .promoted = op_promoted, .done = op_done,
+    .ping = op_ping,
+    .info = op_info,
+    .pause = op_pause,
+    .unpause = op_unpause,
+    .promote = op_promote,
+    .replicaof = op_replicaof,
+    .timer = op_timer,
+    .event = op_event,
+    .publish = op_publish,
+    .promoted = op_promoted,
+    .done = op_done,
 };
 
 static int setup(void **state)
@@ -211,8 +219,9 @@ static __attribute__((unused)) void clear_rec(void)
 }
 
 /* A report: proc, role, and "following n1 with link up at offset off". */
-static __attribute__((unused)) void mkrep(struct fo_report *r, enum fo_proc proc, enum info_role role, const char *master,
-		  int link, long long off)
+static __attribute__((unused)) void mkrep(struct fo_report *r, enum fo_proc proc,
+					  enum info_role role, const char *master, int link,
+					  long long off)
 {
 	memset(r, 0, sizeof(*r));
 	r->proc = proc;
@@ -230,8 +239,8 @@ static __attribute__((unused)) void mkrep(struct fo_report *r, enum fo_proc proc
 	}
 }
 
-static __attribute__((unused)) void report(const char *id, enum fo_proc proc, enum info_role role, const char *master,
-		   int link, long long off)
+static __attribute__((unused)) void report(const char *id, enum fo_proc proc, enum info_role role,
+					   const char *master, int link, long long off)
 {
 	struct fo_report r;
 
@@ -250,7 +259,8 @@ static __attribute__((unused)) void healthy(void)
 	clear_rec();
 }
 
-static __attribute__((unused)) struct info_repl slave_info(const char *master, int link, long long off)
+static __attribute__((unused)) struct info_repl slave_info(const char *master, int link,
+							   long long off)
 {
 	struct fo_report r;
 
@@ -267,7 +277,7 @@ static __attribute__((unused)) void do_failover_to(const char *from, const char 
 		struct fo_node *n = &C.nodes[s->nodes[i]];
 
 		if (strcmp(n->id, from))
-			fo_on_info(&C, n, true, &(struct info_repl){ 0 }, NULL);
+			fo_on_info(&C, n, true, &(struct info_repl){0}, NULL);
 	}
 	(void)to;
 }

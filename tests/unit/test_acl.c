@@ -172,12 +172,13 @@ static void test_config_users(void **s)
 	char err[256];
 
 	(void)s;
-	assert_int_equal(load("[controller]\nrequirepass = 0123456789abcdefXY\n"
-			      "agent_address_check = yes\n"
-			      "[user \"app\"]\npassword = app-password-123456\ncommands = read\n"
-			      "[user \"ops\"]\npassword = ops-password-123456\ncommands = read failover\n",
-			      &c, err),
-			 0);
+	assert_int_equal(
+	    load("[controller]\nrequirepass = 0123456789abcdefXY\n"
+		 "agent_address_check = yes\n"
+		 "[user \"app\"]\npassword = app-password-123456\ncommands = read\n"
+		 "[user \"ops\"]\npassword = ops-password-123456\ncommands = read failover\n",
+		 &c, err),
+	    0);
 	assert_string_equal(c->controller.requirepass, "0123456789abcdefXY");
 	assert_true(c->controller.agent_address_check);
 	assert_int_equal(c->nusers, 2);
@@ -188,19 +189,20 @@ static void test_config_users(void **s)
 	static const struct {
 		const char *extra, *want;
 	} bad[] = {
-		{ "[controller]\nrequirepass = short\n", "t.conf:10: [controller] requirepass: too short" },
-		{ "[controller]\nrequirepass =\n", "requirepass: empty" },
-		{ "[controller]\nrequirepass = 0123456789abcdef ;x\n", "would cut the secret" },
-		{ "[user \"a\"]\ncommands = read\n", "[user \"a\"] password: missing" },
-		{ "[user \"a\"]\npassword = app-password-123456\n", "[user \"a\"] commands: missing" },
-		{ "[user \"a\"]\npassword = app-password-123456\ncommands = write\n",
-		  "unknown command category 'write'" },
-		{ "[user \"a\"]\npassword = x\ncommands = read\n", "password: too short" },
-		{ "[user \"default\"]\npassword = app-password-123456\n", "requirepass" },
-		{ "[user \"a\"]\npassword = app-password-123456\ncommands = read\n[user \"a\"]\n",
-		  "user defined twice" },
-		{ "[user \"a\"]\nkey = x\n", "[user \"a\"] key: unknown key" },
-		{ "[controller]\nagent_address_check = maybe\n", "not a boolean" },
+	    {"[controller]\nrequirepass = short\n",
+	     "t.conf:10: [controller] requirepass: too short"},
+	    {"[controller]\nrequirepass =\n", "requirepass: empty"},
+	    {"[controller]\nrequirepass = 0123456789abcdef ;x\n", "would cut the secret"},
+	    {"[user \"a\"]\ncommands = read\n", "[user \"a\"] password: missing"},
+	    {"[user \"a\"]\npassword = app-password-123456\n", "[user \"a\"] commands: missing"},
+	    {"[user \"a\"]\npassword = app-password-123456\ncommands = write\n",
+	     "unknown command category 'write'"},
+	    {"[user \"a\"]\npassword = x\ncommands = read\n", "password: too short"},
+	    {"[user \"default\"]\npassword = app-password-123456\n", "requirepass"},
+	    {"[user \"a\"]\npassword = app-password-123456\ncommands = read\n[user \"a\"]\n",
+	     "user defined twice"},
+	    {"[user \"a\"]\nkey = x\n", "[user \"a\"] key: unknown key"},
+	    {"[controller]\nagent_address_check = maybe\n", "not a boolean"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		c = NULL;
@@ -214,12 +216,9 @@ static void test_config_users(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_command_needs),
-		cmocka_unit_test(test_perms_parse),
-		cmocka_unit_test(test_hello_parse),
-		cmocka_unit_test(test_secret_eq_and_peer),
-		cmocka_unit_test(test_peer_source),
-		cmocka_unit_test(test_config_users),
+	    cmocka_unit_test(test_command_needs), cmocka_unit_test(test_perms_parse),
+	    cmocka_unit_test(test_hello_parse),	  cmocka_unit_test(test_secret_eq_and_peer),
+	    cmocka_unit_test(test_peer_source),	  cmocka_unit_test(test_config_users),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,7 @@
 /* Ticks every 100 ms; PING never answered from t=0: hung after 5 intervals. */
 static void test_hung_after_n_intervals(void **state)
 {
-	struct hung_sm sm = { .interval_ms = 100, .hung_after = 5 };
+	struct hung_sm sm = {.interval_ms = 100, .hung_after = 5};
 	int64_t t = 1000;
 
 	(void)state;
@@ -32,7 +32,7 @@ static void test_hung_after_n_intervals(void **state)
 /* A slow answer (DEBUG SLEEP 0.3 with a 500 ms threshold) is not hung. */
 static void test_slow_answer_not_hung(void **state)
 {
-	struct hung_sm sm = { .interval_ms = 100, .hung_after = 5 };
+	struct hung_sm sm = {.interval_ms = 100, .hung_after = 5};
 
 	(void)state;
 	assert_int_equal(hung_tick(&sm, 0), HUNG_SEND);
@@ -46,7 +46,7 @@ static void test_slow_answer_not_hung(void **state)
 /* The agent itself stopped for 3 s: the gap is not the server's fault. */
 static void test_own_stall_restarts_window(void **state)
 {
-	struct hung_sm sm = { .interval_ms = 100, .hung_after = 5 };
+	struct hung_sm sm = {.interval_ms = 100, .hung_after = 5};
 
 	(void)state;
 	hung_tick(&sm, 0);
@@ -61,7 +61,7 @@ static void test_own_stall_restarts_window(void **state)
 
 static void test_hung_reset(void **state)
 {
-	struct hung_sm sm = { .interval_ms = 10, .hung_after = 1 };
+	struct hung_sm sm = {.interval_ms = 10, .hung_after = 1};
 
 	(void)state;
 	hung_tick(&sm, 0);
@@ -73,7 +73,7 @@ static void test_hung_reset(void **state)
 
 static void test_backoff(void **state)
 {
-	struct backoff b = { .base_ms = 100, .max_ms = 5000, .seed = 1 };
+	struct backoff b = {.base_ms = 100, .max_ms = 5000, .seed = 1};
 	int prev_cap = 100;
 
 	(void)state;
@@ -100,8 +100,11 @@ static void test_backoff(void **state)
 static struct sched_sample at(uint64_t t, uint32_t state, uint64_t since, uint64_t run,
 			      uint64_t wait)
 {
-	return (struct sched_sample){ .now_ns = t * MS, .since_ns = since * MS, .run_ns = run * MS,
-				      .wait_ns = wait * MS, .state = state };
+	return (struct sched_sample){.now_ns = t * MS,
+				     .since_ns = since * MS,
+				     .run_ns = run * MS,
+				     .wait_ns = wait * MS,
+				     .state = state};
 }
 
 /* On a CPU for the whole 500 ms window (a Lua loop, KEYS *): busy. */
@@ -195,16 +198,16 @@ static void test_judge_edges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hung_after_n_intervals),
-		cmocka_unit_test(test_slow_answer_not_hung),
-		cmocka_unit_test(test_own_stall_restarts_window),
-		cmocka_unit_test(test_hung_reset),
-		cmocka_unit_test(test_backoff),
-		cmocka_unit_test(test_judge_busy),
-		cmocka_unit_test(test_judge_stopped),
-		cmocka_unit_test(test_judge_throttled),
-		cmocka_unit_test(test_judge_asleep_and_blocked),
-		cmocka_unit_test(test_judge_edges),
+	    cmocka_unit_test(test_hung_after_n_intervals),
+	    cmocka_unit_test(test_slow_answer_not_hung),
+	    cmocka_unit_test(test_own_stall_restarts_window),
+	    cmocka_unit_test(test_hung_reset),
+	    cmocka_unit_test(test_backoff),
+	    cmocka_unit_test(test_judge_busy),
+	    cmocka_unit_test(test_judge_stopped),
+	    cmocka_unit_test(test_judge_throttled),
+	    cmocka_unit_test(test_judge_asleep_and_blocked),
+	    cmocka_unit_test(test_judge_edges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

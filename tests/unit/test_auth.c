@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include "common/auth.h"
 
-#define NODE_KEY_N1 "0be4544273e00aa7baae2753709a10ac22393c8eb02eaf48f209554f31c6bc61"
+#define NODE_KEY_N1    "0be4544273e00aa7baae2753709a10ac22393c8eb02eaf48f209554f31c6bc61"
 #define PROOF_AGENT_N1 "f46b5835c0c1a80bed9f2d46c0860dfc5967204e5290f51c636e96e7c0fac0ff"
 
 static const char secret[] = "0123456789abcdef0123";
@@ -35,7 +35,7 @@ static void test_node_key_vector(void **s)
 
 static void test_hex_round_trip_and_strictness(void **s)
 {
-	uint8_t b[4] = { 0x00, 0x7f, 0x80, 0xff }, back[4];
+	uint8_t b[4] = {0x00, 0x7f, 0x80, 0xff}, back[4];
 	char hex[9];
 
 	(void)s;
@@ -99,7 +99,7 @@ static void test_proof_vector(void **s)
 static int hello(const char *a1, const char *a2, const char *a3, const char *a4, int argc,
 		 const char **node, char *why)
 {
-	const char *argv[5] = { "HELLO", a1, a2, a3, a4 };
+	const char *argv[5] = {"HELLO", a1, a2, a3, a4};
 	size_t lens[5];
 	uint8_t na[AUTH_NONCE_LEN];
 
@@ -132,11 +132,11 @@ static void test_hello_parse(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_node_key_vector),
-		cmocka_unit_test(test_hex_round_trip_and_strictness),
-		cmocka_unit_test(test_proofs_bound_to_role_node_nonces),
-		cmocka_unit_test(test_proof_vector),
-		cmocka_unit_test(test_hello_parse),
+	    cmocka_unit_test(test_node_key_vector),
+	    cmocka_unit_test(test_hex_round_trip_and_strictness),
+	    cmocka_unit_test(test_proofs_bound_to_role_node_nonces),
+	    cmocka_unit_test(test_proof_vector),
+	    cmocka_unit_test(test_hello_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

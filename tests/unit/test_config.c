@@ -102,133 +102,135 @@ static void test_good_file(void **state)
 static const struct {
 	const char *text, *msg;
 } bad[] = {
-	{ "[cluster]\nname = x\n[node \"n2\"]\naddress = 1.2.3.4\nredis = h:1\npriority = high\n",
-	  "t.conf:6: [node \"n2\"] priority: not a number: 'high'" },
-	{ "[agent]\nping_interval_ms = 0\n",
-	  "t.conf:2: [agent] ping_interval_ms: 0 is out of range (1 to 86400000)" },
-	{ "[agent]\nhung_after = 5x\n", "t.conf:2: [agent] hung_after: not a number: '5x'" },
-	{ "[agent]\nbogus = 1\n", "t.conf:2: [agent] bogus: unknown key" },
-	{ "[agent]\nstop_grace_ms = -1\n",
-	  "t.conf:2: [agent] stop_grace_ms: -1 is out of range (0 to 86400000)" },
-	{ "[agent]\nbusy_max_ms = 0\n",
-	  "t.conf:2: [agent] busy_max_ms: 0 is out of range (1 to 86400000)" },
-	{ "[agent]\nbusy_max_ms = 5s\n", "t.conf:2: [agent] busy_max_ms: not a number: '5s'" },
-	{ "[agent]\nself_fence = maybe\n",
-	  "t.conf:2: [agent] self_fence: not a boolean (yes/no): 'maybe'" },
-	{ "[agent]\nevent_log = relative.log\n",
-	  "t.conf:2: [agent] event_log: not an absolute path: 'relative.log'" },
-	{ "[nope]\n", "t.conf:1: unknown section [nope]" },
-	{ "[cluster\n", "t.conf:1: section header without ']'" },
-	{ "name = x\n", "t.conf:1: key 'name' outside any section" },
-	{ "[cluster]\njust words\n", "t.conf:2: not a 'key = value' line or a [section] header" },
-	{ "[node \"a b\"]\n", "t.conf:1: [node \"a b\"]: a name is 1-64 letters" },
-	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[node \"n1\"]\n",
-	  "t.conf:4: [node \"n1\"]: node defined twice" },
-	{ "[node \"n1\"]\naddress = 300.1.1.1\n",
-	  "t.conf:2: [node \"n1\"] address: not an IPv4 or IPv6 address: '300.1.1.1'" },
-	/* Addresses no peer can ever probe: refused, with the reason. */
-	{ "[node \"n1\"]\naddress = fe80::1\n",
-	  "t.conf:2: [node \"n1\"] address: fe80::1 cannot be probed by the node's peers: an IPv6 "
-	  "link-local address needs an interface" },
-	{ "[node \"n1\"]\naddress = ::ffff:10.0.0.1\n",
-	  "t.conf:2: [node \"n1\"] address: ::ffff:10.0.0.1 cannot be probed by the node's peers: "
-	  "an IPv4-mapped IPv6 address is probed as neither; write the IPv4 address" },
-	{ "[node \"n1\"]\naddress = ::\n", "t.conf:2: [node \"n1\"] address: :: cannot be probed" },
-	{ "[node \"n1\"]\naddress = 0.0.0.0\n", "t.conf:2: [node \"n1\"] address: 0.0.0.0 cannot be probed" },
-	{ "[node \"n1\"]\naddress = ff02::1\n",
-	  "t.conf:2: [node \"n1\"] address: ff02::1 cannot be probed by the node's peers: a multicast" },
-	{ "[node \"n1\"]\naddress = 224.0.0.1\n",
-	  "t.conf:2: [node \"n1\"] address: 224.0.0.1 cannot be probed by the node's peers: a multicast" },
-	{ "[node \"n1\"]\naddress = 255.255.255.255\n",
-	  "t.conf:2: [node \"n1\"] address: 255.255.255.255 cannot be probed by the node's peers: the "
-	  "broadcast address" },
-	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = host:99999\n",
-	  "t.conf:3: [node \"n1\"] redis: not host:port, [v6]:port or unix:/path: 'host:99999'" },
-	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = unix:relative\n",
-	  "t.conf:3: [node \"n1\"] redis: not host:port" },
-	{ "[node \"n1\"]\naddress = 1.2.3.4\n",
-	  "t.conf:1: [node \"n1\"] redis: missing (host:port or unix:/path of its server)" },
-	{ "[node \"n1\"]\nredis = 1.2.3.4:6379\n",
-	  "t.conf:1: [node \"n1\"] address: missing (the host's IP address)" },
-	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[shard \"s\"]\nnodes = n1 n9\n",
-	  "t.conf:5: [shard \"s\"] nodes: no [node \"n9\"] in this file" },
-	{ "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[shard \"s\"]\nnodes = n1\n"
-	  "[shard \"t\"]\nnodes = n1\n",
-	  "t.conf:7: [shard \"t\"] nodes: node n1 is already in shard s" },
-	{ "[shard \"s\"]\ndns_name = cache.example\n",
-	  "t.conf:2: [shard \"s\"] dns_name: not an absolute domain name ending in '.'" },
-	{ "[shard \"s\"]\n", "t.conf:1: [shard \"s\"] nodes: missing" },
-	{ "[dns]\ntsig_algorithm = hmac-sha384\n",
-	  "t.conf:2: [dns] tsig_algorithm: hmac-sha384 is not supported: ldns 1.8.3 cannot sign" },
-	{ "[dns]\ntsig_algorithm = md5\n", "t.conf:2: [dns] tsig_algorithm: unknown algorithm 'md5'" },
-	{ "[dns]\ntsig_secret = not base64!\n", "t.conf:2: [dns] tsig_secret: not base64" },
-	{ "[dns]\nzone = ha.example.\ntsig_name = k\n",
-	  "t.conf:1: [dns] tsig_secret: missing" },
-	{ "[dns]\nzone = ha.example.\ntsig_name = k\ntsig_secret = c2VjcmV0c2VjcmV0c2VjcmV0\n"
-	  "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n"
-	  "[shard \"s\"]\nnodes = n1\ndns_name = cache.other.\n",
-	  "t.conf:8: [shard \"s\"] dns_name: cache.other. is not inside zone ha.example." },
-	{ "[controller]\nlisten = 1.2.3.4:x\n", "t.conf:2: [controller] listen: not host:port" },
-	{ "[controller]\nlisten = [::]:26379\n",
-	  "t.conf:2: [controller] address: missing: listen = :: is every address of the controller's "
-	  "host, so agents and clients need the one to connect to (address = host:port)" },
-	{ "[controller]\nlisten = 0.0.0.0\n", "t.conf:2: [controller] address: missing: listen = 0.0.0.0" },
-	{ "[controller]\naddress = unix:/run/x.sock\n",
-	  "t.conf:2: [controller] address: a host:port or [v6]:port agents and clients connect to" },
-	{ "[agent]\nmetrics_listen = 127.0.0.1\n",
-	  "t.conf:2: [agent] metrics_listen: not host:port or [v6]:port: '127.0.0.1'" },
-	{ "[controller]\nmetrics_listen = unix:/run/m.sock\n",
-	  "t.conf:2: [controller] metrics_listen: not host:port" },
-	{ "[agent]\nping_interval_ms = 100\n  continued\n",
-	  "t.conf:3: not a 'key = value' line or a [section] header" },
-	{ "[etcd]\nendpoints = 127.0.0.1:2379\n",
-	  "t.conf:2: [etcd] endpoints: '127.0.0.1:2379' is not an http:// or https:// URL" },
-	{ "[etcd]\nendpoints = ,\n", "t.conf:2: [etcd] endpoints: empty" },
-	{ "[etcd]\nlease_ms = 500\n", "t.conf:2: [etcd] lease_ms: " },
-	{ "[etcd]\nprefix = flatline\n", "t.conf:2: [etcd] prefix: a key prefix starts and ends" },
-	{ "[etcd]\nendpoints = http://a:1\n", "t.conf:1: [etcd]: no [controller \"ID\"] section" },
-	{ "[etcd]\n", "t.conf:1: [etcd] endpoints: missing" },
-	{ "[etcd]\nendpoints = http://a:1\ncert = /c.pem\n[controller \"c1\"]\nlisten = 1.2.3.4:1\n",
-	  "t.conf:1: [etcd] key: missing" },
-	{ "[controller \"c1\"]\nlisten = 1.2.3.4:1\n",
-	  "t.conf:1: [controller \"c1\"]: several controllers need an [etcd] section" },
-	{ "[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\n",
-	  "t.conf:3: [controller \"c1\"] listen: missing" },
-	{ "[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nlisten = a:1\n[controller \"c1\"]\n",
-	  "t.conf:5: [controller \"c1\"]: controller defined twice" },
-	{ "[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nport = 1\n",
-	  "t.conf:4: [controller \"c1\"] port: unknown key" },
-	/* Secrets, as ssh handles keys (issue 14). */
-	{ "[cluster]\nname = x\n", "t.conf:1: [cluster] secret: missing: agents and clients" },
-	{ "[agent]\nheartbeat_ms = 100\n", "t.conf:1: [cluster] secret: missing" },
-	{ "[cluster]\nsecret =\n", "t.conf:2: [cluster] secret: empty: a secret of at least 16 bytes" },
-	{ "[cluster]\nsecret = abcdefghijklmno\n",
-	  "t.conf:2: [cluster] secret: too short (15 bytes): at least 16 are required" },
-	{ "[cluster]\nsecret = abcdefghijklmnopq ;def\n",
-	  "t.conf:2: [cluster] secret: a ';' after a space starts a comment and would cut the secret" },
-	{ "[redis]\npassword = pw\t;comment\n", "t.conf:2: [redis] password: a ';' after a space" },
-	{ "[dns]\ntsig_secret = c2VjcmV0 ;x\n", "t.conf:2: [dns] tsig_secret: a ';' after a space" },
-	{ "[dns]\ntsig_secret = YWJjZA==\n", "t.conf:2: [dns] tsig_secret: too short: at least 16" },
-	{ "[redis]\npassword =\n", "t.conf:2: [redis] password: empty" },
-	{ "[cluster]\nname = a\n[agent]\n[cluster]\n", "t.conf:4: [cluster] defined twice" },
-	{ "[cluster]\nname = a\nname = b\n", "t.conf:3: [cluster] name: set twice in this section" },
-	{ "[node \"n1\"]\naddress = 1.2.3.4\naddress = 1.2.3.5\n",
-	  "t.conf:3: [node \"n1\"] address: set twice" },
-	{ "[shard \"s\"]\nnodes = a\nnodes = b\n", "t.conf:3: [shard \"s\"] nodes: set twice" },
-	{ "[include]\npath = relative.conf\n", "t.conf:2: [include] path: not an absolute path" },
-	{ "[include]\npath = /nonexistent/x.conf\n",
-	  "t.conf:2: [include] path: failed to include /nonexistent/x.conf: No such file" },
-	{ "[include]\npath = /dev/zero\n", "t.conf:2: [include] path: failed to include /dev/zero" },
-	{ "[include]\nfile = /etc/x\n", "t.conf:2: [include] file: unknown key" },
+    {"[cluster]\nname = x\n[node \"n2\"]\naddress = 1.2.3.4\nredis = h:1\npriority = high\n",
+     "t.conf:6: [node \"n2\"] priority: not a number: 'high'"},
+    {"[agent]\nping_interval_ms = 0\n",
+     "t.conf:2: [agent] ping_interval_ms: 0 is out of range (1 to 86400000)"},
+    {"[agent]\nhung_after = 5x\n", "t.conf:2: [agent] hung_after: not a number: '5x'"},
+    {"[agent]\nbogus = 1\n", "t.conf:2: [agent] bogus: unknown key"},
+    {"[agent]\nstop_grace_ms = -1\n",
+     "t.conf:2: [agent] stop_grace_ms: -1 is out of range (0 to 86400000)"},
+    {"[agent]\nbusy_max_ms = 0\n",
+     "t.conf:2: [agent] busy_max_ms: 0 is out of range (1 to 86400000)"},
+    {"[agent]\nbusy_max_ms = 5s\n", "t.conf:2: [agent] busy_max_ms: not a number: '5s'"},
+    {"[agent]\nself_fence = maybe\n",
+     "t.conf:2: [agent] self_fence: not a boolean (yes/no): 'maybe'"},
+    {"[agent]\nevent_log = relative.log\n",
+     "t.conf:2: [agent] event_log: not an absolute path: 'relative.log'"},
+    {"[nope]\n", "t.conf:1: unknown section [nope]"},
+    {"[cluster\n", "t.conf:1: section header without ']'"},
+    {"name = x\n", "t.conf:1: key 'name' outside any section"},
+    {"[cluster]\njust words\n", "t.conf:2: not a 'key = value' line or a [section] header"},
+    {"[node \"a b\"]\n", "t.conf:1: [node \"a b\"]: a name is 1-64 letters"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[node \"n1\"]\n",
+     "t.conf:4: [node \"n1\"]: node defined twice"},
+    {"[node \"n1\"]\naddress = 300.1.1.1\n",
+     "t.conf:2: [node \"n1\"] address: not an IPv4 or IPv6 address: '300.1.1.1'"},
+    /* Addresses no peer can ever probe: refused, with the reason. */
+    {"[node \"n1\"]\naddress = fe80::1\n",
+     "t.conf:2: [node \"n1\"] address: fe80::1 cannot be probed by the node's peers: an IPv6 "
+     "link-local address needs an interface"},
+    {"[node \"n1\"]\naddress = ::ffff:10.0.0.1\n",
+     "t.conf:2: [node \"n1\"] address: ::ffff:10.0.0.1 cannot be probed by the node's peers: "
+     "an IPv4-mapped IPv6 address is probed as neither; write the IPv4 address"},
+    {"[node \"n1\"]\naddress = ::\n", "t.conf:2: [node \"n1\"] address: :: cannot be probed"},
+    {"[node \"n1\"]\naddress = 0.0.0.0\n",
+     "t.conf:2: [node \"n1\"] address: 0.0.0.0 cannot be probed"},
+    {"[node \"n1\"]\naddress = ff02::1\n",
+     "t.conf:2: [node \"n1\"] address: ff02::1 cannot be probed by the node's peers: a multicast"},
+    {"[node \"n1\"]\naddress = 224.0.0.1\n", "t.conf:2: [node \"n1\"] address: 224.0.0.1 cannot be "
+					     "probed by the node's peers: a multicast"},
+    {"[node \"n1\"]\naddress = 255.255.255.255\n",
+     "t.conf:2: [node \"n1\"] address: 255.255.255.255 cannot be probed by the node's peers: the "
+     "broadcast address"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\nredis = host:99999\n",
+     "t.conf:3: [node \"n1\"] redis: not host:port, [v6]:port or unix:/path: 'host:99999'"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\nredis = unix:relative\n",
+     "t.conf:3: [node \"n1\"] redis: not host:port"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\n",
+     "t.conf:1: [node \"n1\"] redis: missing (host:port or unix:/path of its server)"},
+    {"[node \"n1\"]\nredis = 1.2.3.4:6379\n",
+     "t.conf:1: [node \"n1\"] address: missing (the host's IP address)"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[shard \"s\"]\nnodes = n1 n9\n",
+     "t.conf:5: [shard \"s\"] nodes: no [node \"n9\"] in this file"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[shard \"s\"]\nnodes = n1\n"
+     "[shard \"t\"]\nnodes = n1\n",
+     "t.conf:7: [shard \"t\"] nodes: node n1 is already in shard s"},
+    {"[shard \"s\"]\ndns_name = cache.example\n",
+     "t.conf:2: [shard \"s\"] dns_name: not an absolute domain name ending in '.'"},
+    {"[shard \"s\"]\n", "t.conf:1: [shard \"s\"] nodes: missing"},
+    {"[dns]\ntsig_algorithm = hmac-sha384\n",
+     "t.conf:2: [dns] tsig_algorithm: hmac-sha384 is not supported: ldns 1.8.3 cannot sign"},
+    {"[dns]\ntsig_algorithm = md5\n", "t.conf:2: [dns] tsig_algorithm: unknown algorithm 'md5'"},
+    {"[dns]\ntsig_secret = not base64!\n", "t.conf:2: [dns] tsig_secret: not base64"},
+    {"[dns]\nzone = ha.example.\ntsig_name = k\n", "t.conf:1: [dns] tsig_secret: missing"},
+    {"[dns]\nzone = ha.example.\ntsig_name = k\ntsig_secret = c2VjcmV0c2VjcmV0c2VjcmV0\n"
+     "[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n"
+     "[shard \"s\"]\nnodes = n1\ndns_name = cache.other.\n",
+     "t.conf:8: [shard \"s\"] dns_name: cache.other. is not inside zone ha.example."},
+    {"[controller]\nlisten = 1.2.3.4:x\n", "t.conf:2: [controller] listen: not host:port"},
+    {"[controller]\nlisten = [::]:26379\n",
+     "t.conf:2: [controller] address: missing: listen = :: is every address of the controller's "
+     "host, so agents and clients need the one to connect to (address = host:port)"},
+    {"[controller]\nlisten = 0.0.0.0\n",
+     "t.conf:2: [controller] address: missing: listen = 0.0.0.0"},
+    {"[controller]\naddress = unix:/run/x.sock\n",
+     "t.conf:2: [controller] address: a host:port or [v6]:port agents and clients connect to"},
+    {"[agent]\nmetrics_listen = 127.0.0.1\n",
+     "t.conf:2: [agent] metrics_listen: not host:port or [v6]:port: '127.0.0.1'"},
+    {"[controller]\nmetrics_listen = unix:/run/m.sock\n",
+     "t.conf:2: [controller] metrics_listen: not host:port"},
+    {"[agent]\nping_interval_ms = 100\n  continued\n",
+     "t.conf:3: not a 'key = value' line or a [section] header"},
+    {"[etcd]\nendpoints = 127.0.0.1:2379\n",
+     "t.conf:2: [etcd] endpoints: '127.0.0.1:2379' is not an http:// or https:// URL"},
+    {"[etcd]\nendpoints = ,\n", "t.conf:2: [etcd] endpoints: empty"},
+    {"[etcd]\nlease_ms = 500\n", "t.conf:2: [etcd] lease_ms: "},
+    {"[etcd]\nprefix = flatline\n", "t.conf:2: [etcd] prefix: a key prefix starts and ends"},
+    {"[etcd]\nendpoints = http://a:1\n", "t.conf:1: [etcd]: no [controller \"ID\"] section"},
+    {"[etcd]\n", "t.conf:1: [etcd] endpoints: missing"},
+    {"[etcd]\nendpoints = http://a:1\ncert = /c.pem\n[controller \"c1\"]\nlisten = 1.2.3.4:1\n",
+     "t.conf:1: [etcd] key: missing"},
+    {"[controller \"c1\"]\nlisten = 1.2.3.4:1\n",
+     "t.conf:1: [controller \"c1\"]: several controllers need an [etcd] section"},
+    {"[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\n",
+     "t.conf:3: [controller \"c1\"] listen: missing"},
+    {"[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nlisten = a:1\n[controller \"c1\"]\n",
+     "t.conf:5: [controller \"c1\"]: controller defined twice"},
+    {"[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nport = 1\n",
+     "t.conf:4: [controller \"c1\"] port: unknown key"},
+    /* Secrets, as ssh handles keys (issue 14). */
+    {"[cluster]\nname = x\n", "t.conf:1: [cluster] secret: missing: agents and clients"},
+    {"[agent]\nheartbeat_ms = 100\n", "t.conf:1: [cluster] secret: missing"},
+    {"[cluster]\nsecret =\n", "t.conf:2: [cluster] secret: empty: a secret of at least 16 bytes"},
+    {"[cluster]\nsecret = abcdefghijklmno\n",
+     "t.conf:2: [cluster] secret: too short (15 bytes): at least 16 are required"},
+    {"[cluster]\nsecret = abcdefghijklmnopq ;def\n",
+     "t.conf:2: [cluster] secret: a ';' after a space starts a comment and would cut the secret"},
+    {"[redis]\npassword = pw\t;comment\n", "t.conf:2: [redis] password: a ';' after a space"},
+    {"[dns]\ntsig_secret = c2VjcmV0 ;x\n", "t.conf:2: [dns] tsig_secret: a ';' after a space"},
+    {"[dns]\ntsig_secret = YWJjZA==\n", "t.conf:2: [dns] tsig_secret: too short: at least 16"},
+    {"[redis]\npassword =\n", "t.conf:2: [redis] password: empty"},
+    {"[cluster]\nname = a\n[agent]\n[cluster]\n", "t.conf:4: [cluster] defined twice"},
+    {"[cluster]\nname = a\nname = b\n", "t.conf:3: [cluster] name: set twice in this section"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\naddress = 1.2.3.5\n",
+     "t.conf:3: [node \"n1\"] address: set twice"},
+    {"[shard \"s\"]\nnodes = a\nnodes = b\n", "t.conf:3: [shard \"s\"] nodes: set twice"},
+    {"[include]\npath = relative.conf\n", "t.conf:2: [include] path: not an absolute path"},
+    {"[include]\npath = /nonexistent/x.conf\n",
+     "t.conf:2: [include] path: failed to include /nonexistent/x.conf: No such file"},
+    {"[include]\npath = /dev/zero\n", "t.conf:2: [include] path: failed to include /dev/zero"},
+    {"[include]\nfile = /etc/x\n", "t.conf:2: [include] file: unknown key"},
 };
 
 static void test_etcd(void **state)
 {
-	static const char text[] = "[cluster]\nname = prod\nsecret = 0123456789abcdef\n"
-				   "[etcd]\nendpoints = http://10.0.0.1:2379, http://10.0.0.2:2379\n"
-				   "lease_ms = 3000\n"
-				   "[controller \"c1\"]\nlisten = 10.0.0.1:26379\n"
-				   "[controller \"c2\"]\nlisten = [fd00::2]:26380\n";
+	static const char text[] =
+	    "[cluster]\nname = prod\nsecret = 0123456789abcdef\n"
+	    "[etcd]\nendpoints = http://10.0.0.1:2379, http://10.0.0.2:2379\n"
+	    "lease_ms = 3000\n"
+	    "[controller \"c1\"]\nlisten = 10.0.0.1:26379\n"
+	    "[controller \"c2\"]\nlisten = [fd00::2]:26380\n";
 	struct cfg *c = NULL;
 	char err[512] = "";
 
@@ -258,32 +260,35 @@ static void test_tls_keys(void **state)
 	static const struct {
 		const char *text, *msg; /* msg NULL: valid */
 	} cases[] = {
-		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n"
-		  "tls_ca = /ca\n", NULL },
-		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n",
-		  "t.conf:9: [controller] tls_ca: missing: tls_auth_clients is yes (the default)" },
-		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n"
-		  "tls_auth_clients = no\n", NULL },
-		{ "[controller]\ntls_listen = 0.0.0.0:26380\ntls_cert = /c\ntls_key = /k\n"
-		  "tls_auth_clients = no\n", "t.conf:9: [controller] tls_address: missing: tls_listen = 0.0.0.0" },
-		{ "[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\n",
-		  "t.conf:10: [controller] tls_key: missing (a certificate needs its private key" },
-		{ "[controller]\ntls_listen = 10.0.0.9:26380\n",
-		  "t.conf:9: [controller] tls_cert: missing (the controller's certificate" },
-		{ "[controller]\ntls_cert = /c\ntls_key = /k\n",
-		  "t.conf:9: [controller] tls_listen: missing" },
-		{ "[controller]\ntls_auth_clients = sometimes\n",
-		  "t.conf:9: [controller] tls_auth_clients: not yes, no or optional: 'sometimes'" },
-		{ "[controller]\ntls_listen = unix:/run/x\n",
-		  "t.conf:9: [controller] tls_listen: host:port or [v6]:port, not a unix socket" },
-		{ "[agent]\ntls_ca = relative.pem\n",
-		  "t.conf:9: [agent] tls_ca: not an absolute path: 'relative.pem'" },
-		{ "[agent]\ntls_key = /k\n", "t.conf:9: [agent] tls_cert: missing" },
-		{ "[redis]\ntls = yes\n", "t.conf:9: [redis] tls_ca: missing" },
-		{ "[redis]\ntls = maybe\n", "t.conf:9: [redis] tls: not a boolean" },
-		{ "[redis]\ntls_ca = /ca\n", "t.conf:9: [redis] tls: not yes" },
-		{ "[redis]\ntls = yes\ntls_ca = /ca\ntls_server_name = r.example\n", NULL },
-		{ "[redis]\ntls_sni = x\n", "t.conf:9: [redis] tls_sni: unknown key" },
+	    {"[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n"
+	     "tls_ca = /ca\n",
+	     NULL},
+	    {"[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n",
+	     "t.conf:9: [controller] tls_ca: missing: tls_auth_clients is yes (the default)"},
+	    {"[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\ntls_key = /k\n"
+	     "tls_auth_clients = no\n",
+	     NULL},
+	    {"[controller]\ntls_listen = 0.0.0.0:26380\ntls_cert = /c\ntls_key = /k\n"
+	     "tls_auth_clients = no\n",
+	     "t.conf:9: [controller] tls_address: missing: tls_listen = 0.0.0.0"},
+	    {"[controller]\ntls_listen = 10.0.0.9:26380\ntls_cert = /c\n",
+	     "t.conf:10: [controller] tls_key: missing (a certificate needs its private key"},
+	    {"[controller]\ntls_listen = 10.0.0.9:26380\n",
+	     "t.conf:9: [controller] tls_cert: missing (the controller's certificate"},
+	    {"[controller]\ntls_cert = /c\ntls_key = /k\n",
+	     "t.conf:9: [controller] tls_listen: missing"},
+	    {"[controller]\ntls_auth_clients = sometimes\n",
+	     "t.conf:9: [controller] tls_auth_clients: not yes, no or optional: 'sometimes'"},
+	    {"[controller]\ntls_listen = unix:/run/x\n",
+	     "t.conf:9: [controller] tls_listen: host:port or [v6]:port, not a unix socket"},
+	    {"[agent]\ntls_ca = relative.pem\n",
+	     "t.conf:9: [agent] tls_ca: not an absolute path: 'relative.pem'"},
+	    {"[agent]\ntls_key = /k\n", "t.conf:9: [agent] tls_cert: missing"},
+	    {"[redis]\ntls = yes\n", "t.conf:9: [redis] tls_ca: missing"},
+	    {"[redis]\ntls = maybe\n", "t.conf:9: [redis] tls: not a boolean"},
+	    {"[redis]\ntls_ca = /ca\n", "t.conf:9: [redis] tls: not yes"},
+	    {"[redis]\ntls = yes\ntls_ca = /ca\ntls_server_name = r.example\n", NULL},
+	    {"[redis]\ntls_sni = x\n", "t.conf:9: [redis] tls_sni: unknown key"},
 	};
 
 	(void)state;
@@ -294,9 +299,11 @@ static void test_tls_keys(void **state)
 
 		snprintf(text, sizeof(text), "%s%s", base, cases[i].text);
 		rc = cfg_load_string("t.conf", text, &c, err, sizeof(err));
-		if (cases[i].msg ? (rc == 0 || strncmp(err, cases[i].msg, strlen(cases[i].msg))) : rc) {
-			print_error("case %zu: rc %d, message\n  '%s'\nwant %s\n  '%s'\n", i, rc, err,
-				    cases[i].msg ? "a prefix of" : "success", cases[i].msg ? cases[i].msg : "");
+		if (cases[i].msg ? (rc == 0 || strncmp(err, cases[i].msg, strlen(cases[i].msg)))
+				 : rc) {
+			print_error("case %zu: rc %d, message\n  '%s'\nwant %s\n  '%s'\n", i, rc,
+				    err, cases[i].msg ? "a prefix of" : "success",
+				    cases[i].msg ? cases[i].msg : "");
 			fail();
 		}
 		if (i == 0) {
@@ -320,23 +327,25 @@ static void test_ha_tls_keys(void **state)
 	static const struct {
 		const char *text, *msg; /* msg NULL: valid */
 	} cases[] = {
-		{ "[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n"
-		  "[controller \"c2\"]\nlisten = 10.0.0.2:26379\ntls_listen = 0.0.0.0:26380\n"
-		  "tls_address = ctl2.example:26380\n", NULL },
-		{ "[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n"
-		  "[controller \"c2\"]\nlisten = 10.0.0.2:26379\n",
-		  "t.conf:11: [controller \"c2\"] tls_listen: missing: controller c1 has tls_listen" },
-		{ "[controller \"c1\"]\ntls_listen = 0.0.0.0:26380\n",
-		  "t.conf:10: [controller \"c1\"] tls_address: missing: tls_listen = 0.0.0.0" },
-		{ "[controller \"c1\"]\nlisten = 10.0.0.1:26379\ntls_address = 10.0.0.1:26380\n",
-		  "t.conf:11: [controller \"c1\"] tls_listen: missing (tls_address is where" },
-		{ "[controller \"c1\"]\ntls_listen = unix:/run/x\n",
-		  "t.conf:10: [controller \"c1\"] tls_listen: host:port or [v6]:port, not a unix socket" },
-		{ "[controller \"c1\"]\n", "t.conf:9: [controller \"c1\"] listen: missing" },
-		{ "tls_listen = 10.0.0.1:26380\n[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n",
-		  "t.conf:9: [controller] tls_listen: in HA mode ([etcd]) each controller's goes in" },
-		{ "[controller \"c1\"]\nlisten = 10.0.0.1:26379\n",
-		  "t.conf:6: [controller] tls_listen: missing (the TLS keys of [controller]" },
+	    {"[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n"
+	     "[controller \"c2\"]\nlisten = 10.0.0.2:26379\ntls_listen = 0.0.0.0:26380\n"
+	     "tls_address = ctl2.example:26380\n",
+	     NULL},
+	    {"[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n"
+	     "[controller \"c2\"]\nlisten = 10.0.0.2:26379\n",
+	     "t.conf:11: [controller \"c2\"] tls_listen: missing: controller c1 has tls_listen"},
+	    {"[controller \"c1\"]\ntls_listen = 0.0.0.0:26380\n",
+	     "t.conf:10: [controller \"c1\"] tls_address: missing: tls_listen = 0.0.0.0"},
+	    {"[controller \"c1\"]\nlisten = 10.0.0.1:26379\ntls_address = 10.0.0.1:26380\n",
+	     "t.conf:11: [controller \"c1\"] tls_listen: missing (tls_address is where"},
+	    {"[controller \"c1\"]\ntls_listen = unix:/run/x\n",
+	     "t.conf:10: [controller \"c1\"] tls_listen: host:port or [v6]:port, not a unix "
+	     "socket"},
+	    {"[controller \"c1\"]\n", "t.conf:9: [controller \"c1\"] listen: missing"},
+	    {"tls_listen = 10.0.0.1:26380\n[controller \"c1\"]\ntls_listen = 10.0.0.1:26380\n",
+	     "t.conf:9: [controller] tls_listen: in HA mode ([etcd]) each controller's goes in"},
+	    {"[controller \"c1\"]\nlisten = 10.0.0.1:26379\n",
+	     "t.conf:6: [controller] tls_listen: missing (the TLS keys of [controller]"},
 	};
 
 	(void)state;
@@ -347,13 +356,16 @@ static void test_ha_tls_keys(void **state)
 
 		snprintf(text, sizeof(text), "%s%s", base, cases[i].text);
 		rc = cfg_load_string("t.conf", text, &c, err, sizeof(err));
-		if (cases[i].msg ? (rc == 0 || strncmp(err, cases[i].msg, strlen(cases[i].msg))) : rc) {
-			print_error("case %zu: rc %d, message\n  '%s'\nwant %s\n  '%s'\n", i, rc, err,
-				    cases[i].msg ? "a prefix of" : "success", cases[i].msg ? cases[i].msg : "");
+		if (cases[i].msg ? (rc == 0 || strncmp(err, cases[i].msg, strlen(cases[i].msg)))
+				 : rc) {
+			print_error("case %zu: rc %d, message\n  '%s'\nwant %s\n  '%s'\n", i, rc,
+				    err, cases[i].msg ? "a prefix of" : "success",
+				    cases[i].msg ? cases[i].msg : "");
 			fail();
 		}
 		if (i == 0) {
-			const struct cfg_ctl *c1 = cfg_find_ctl(c, "c1"), *c2 = cfg_find_ctl(c, "c2");
+			const struct cfg_ctl *c1 = cfg_find_ctl(c, "c1"),
+					     *c2 = cfg_find_ctl(c, "c2");
 
 			assert_true(c->controller.tls);
 			assert_true(c1->tls && c2->tls);
@@ -376,8 +388,8 @@ static void test_bad_files(void **state)
 		int rc = cfg_load_string("t.conf", bad[i].text, &c, err, sizeof(err));
 
 		if (rc == 0 || strncmp(err, bad[i].msg, strlen(bad[i].msg))) {
-			print_error("case %zu: rc %d, message\n  '%s'\nwant a prefix of\n  '%s'\n", i,
-				    rc, err, bad[i].msg);
+			print_error("case %zu: rc %d, message\n  '%s'\nwant a prefix of\n  '%s'\n",
+				    i, rc, err, bad[i].msg);
 			fail();
 		}
 		assert_null(c);
@@ -463,9 +475,11 @@ static void test_hung_cause_defaults(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(cfg_load_string("t.conf",
-					 "[cluster]\nsecret = 0123456789abcdef\n[agent]\nhung_after = 5\n",
-					 &c, err, sizeof(err)), 0);
+	assert_int_equal(
+	    cfg_load_string("t.conf",
+			    "[cluster]\nsecret = 0123456789abcdef\n[agent]\nhung_after = 5\n", &c,
+			    err, sizeof(err)),
+	    0);
 	assert_int_equal(c->agent.stop_grace_ms, 50);
 	assert_true(c->agent.stop_grace_ms < c->agent.hung_after * c->agent.ping_interval_ms);
 	assert_int_equal(c->agent.busy_max_ms, 5000);
@@ -498,8 +512,9 @@ static void test_file_mode_and_nul(void **state)
 	/* 0644 with a secret: refused, with the reason and the fix. */
 	write_file(path, 0644, base, strlen(base));
 	assert_int_equal(cfg_load(path, &c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, ":3: holds a secret and group or others have access to the file "
-				    "(mode 0644): chmod 600"));
+	assert_non_null(strstr(err,
+			       ":3: holds a secret and group or others have access to the file "
+			       "(mode 0644): chmod 600"));
 	assert_null(c);
 	write_file(path, 0640, base, strlen(base));
 	assert_int_equal(cfg_load(path, &c, err, sizeof(err)), -EINVAL);
@@ -580,18 +595,18 @@ static void test_endpoints(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good_file),
-		cmocka_unit_test(test_bad_files),
-		cmocka_unit_test(test_long_line_and_missing_file),
-		cmocka_unit_test(test_probe_warnings),
-		cmocka_unit_test(test_controller_any),
-		cmocka_unit_test(test_hung_cause_defaults),
-		cmocka_unit_test(test_endpoints),
-		cmocka_unit_test(test_etcd),
-		cmocka_unit_test(test_tls_keys),
-		cmocka_unit_test(test_ha_tls_keys),
-		cmocka_unit_test(test_file_mode_and_nul),
-		cmocka_unit_test(test_include),
+	    cmocka_unit_test(test_good_file),
+	    cmocka_unit_test(test_bad_files),
+	    cmocka_unit_test(test_long_line_and_missing_file),
+	    cmocka_unit_test(test_probe_warnings),
+	    cmocka_unit_test(test_controller_any),
+	    cmocka_unit_test(test_hung_cause_defaults),
+	    cmocka_unit_test(test_endpoints),
+	    cmocka_unit_test(test_etcd),
+	    cmocka_unit_test(test_tls_keys),
+	    cmocka_unit_test(test_ha_tls_keys),
+	    cmocka_unit_test(test_file_mode_and_nul),
+	    cmocka_unit_test(test_include),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

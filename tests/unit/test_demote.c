@@ -9,9 +9,13 @@
 /* n1's agent: its server says master, no lease, the controller names n2 at epoch 4. */
 static struct demote_in base(int64_t now)
 {
-	struct demote_in in = { .now_ms = now, .epoch = 4, .primary = "n2", .me = "n1",
-				.same_shard = true, .lease_held = false,
-				.master_before = true };
+	struct demote_in in = {.now_ms = now,
+			       .epoch = 4,
+			       .primary = "n2",
+			       .me = "n1",
+			       .same_shard = true,
+			       .lease_held = false,
+			       .master_before = true};
 	return in;
 }
 
@@ -109,10 +113,10 @@ static void test_failure_backs_off(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_demotes_once_per_epoch),
-		cmocka_unit_test(test_never_without_every_condition),
-		cmocka_unit_test(test_older_epoch_never),
-		cmocka_unit_test(test_failure_backs_off),
+	    cmocka_unit_test(test_demotes_once_per_epoch),
+	    cmocka_unit_test(test_never_without_every_condition),
+	    cmocka_unit_test(test_older_epoch_never),
+	    cmocka_unit_test(test_failure_backs_off),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -489,13 +489,13 @@ static void test_parse_answer(void **state)
 			 0);
 	assert_false(r.match);
 	read_seed("query-two", buf, &len);
-	dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1,
-			 true, &r);
+	dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1, true,
+			 &r);
 	assert_int_equal(r.naddrs, 2);
 	assert_false(r.match); /* the RRset must be exactly the primary */
 	read_seed("query-nxdomain", buf, &len);
-	dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1,
-			 true, &r);
+	dns_parse_answer(&c, DNS_OP_QUERY, "cache.ha.example.", "10.77.0.2", buf + 1, len - 1, true,
+			 &r);
 	assert_int_equal(r.status, DNS_OK);
 	assert_int_equal(r.naddrs, 0);
 	read_seed("update-refused", buf, &len);

@@ -18,9 +18,9 @@
 #include "common/event_log.h"
 
 /* 2026-11-30T10:00:00.123456Z */
-static const struct timespec ts0 = { 1796032800, 123456789 };
+static const struct timespec ts0 = {1796032800, 123456789};
 #define TS0_US 1796032800123456LL
-#define HEAD "{\"ts\":\"2026-11-30T10:00:00.123456Z\",\"node\":\"n1\",\"kind\":\"k\""
+#define HEAD   "{\"ts\":\"2026-11-30T10:00:00.123456Z\",\"node\":\"n1\",\"kind\":\"k\""
 
 /* Parses a copy of exactly len bytes, so ASan sees any read past the end. */
 static int parse_exact(struct evline *ev, const char *line, size_t len)
@@ -40,18 +40,19 @@ static void test_escaping(void **state)
 	static const struct {
 		const char *in, *json;
 	} cases[] = {
-		{ "plain", "\"plain\"" },
-		{ "a\"b\\c/d", "\"a\\\"b\\\\c/d\"" },
-		{ "\x01\b\t\n\f\r\x1f\x7f", "\"\\u0001\\b\\t\\n\\f\\r\\u001f\x7f\"" },
-		{ "\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e",
-		  "\"\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e\"" },
-		{ "a\xff" "b", "\"a\\ufffdb\"" },                   /* never valid */
-		{ "\xc3(", "\"\\ufffd(\"" },                        /* truncated sequence */
-		{ "\xc0\xaf", "\"\\ufffd\\ufffd\"" },               /* overlong '/' */
-		{ "\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"" },    /* overlong, 3 bytes */
-		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },    /* UTF-16 surrogate */
-		{ "\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"" }, /* > U+10FFFF */
-		{ "x\xe2\x82", "\"x\\ufffd\\ufffd\"" },             /* cut at the end */
+	    {"plain", "\"plain\""},
+	    {"a\"b\\c/d", "\"a\\\"b\\\\c/d\""},
+	    {"\x01\b\t\n\f\r\x1f\x7f", "\"\\u0001\\b\\t\\n\\f\\r\\u001f\x7f\""},
+	    {"\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e", "\"\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e\""},
+	    {"a\xff"
+	     "b",
+	     "\"a\\ufffdb\""},					      /* never valid */
+	    {"\xc3(", "\"\\ufffd(\""},				      /* truncated sequence */
+	    {"\xc0\xaf", "\"\\ufffd\\ufffd\""},			      /* overlong '/' */
+	    {"\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\""},	      /* overlong, 3 bytes */
+	    {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""},	      /* UTF-16 surrogate */
+	    {"\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""}, /* > U+10FFFF */
+	    {"x\xe2\x82", "\"x\\ufffd\\ufffd\""},		      /* cut at the end */
 	};
 	struct evrec r;
 	char want[256];
@@ -70,8 +71,8 @@ static void test_escaping(void **state)
 static void test_value_types(void **state)
 {
 	static const char want[] =
-		HEAD ",\"i\":-9223372036854775808,\"u\":18446744073709551615,\"t\":true,"
-		     "\"f\":false,\"d\":1.500,\"nan\":null,\"null\":null,\"k\\\"ey\":\"\"}\n";
+	    HEAD ",\"i\":-9223372036854775808,\"u\":18446744073709551615,\"t\":true,"
+		 "\"f\":false,\"d\":1.500,\"nan\":null,\"null\":null,\"k\\\"ey\":\"\"}\n";
 	struct evrec r;
 
 	(void)state;
@@ -152,8 +153,12 @@ static void test_overflow(void **state)
 static void test_round_trip(void **state)
 {
 	static const char *const vals[] = {
-		"", "a b", "quote\" back\\slash", "\x01\x1f\n\t",
-		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "/slash/",
+	    "",
+	    "a b",
+	    "quote\" back\\slash",
+	    "\x01\x1f\n\t",
+	    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	    "/slash/",
 	};
 	struct evline ev;
 	struct evrec r;
@@ -201,17 +206,17 @@ static void test_parse_valid(void **state)
 		int n;
 		const char *key, *val;
 	} cases[] = {
-		{ "{}", 0, NULL, NULL },
-		{ " \t{ \"a\" : 1 , \"b\":\"x\" }\r\n", 2, "b", "x" },
-		{ "{\"a\":\"\\u00e9\\u20AC\\ud83d\\ude00\"}", 1, "a",
-		  "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80" },
-		{ "{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}", 1, "a", "\"\\/\b\f\n\r\t" },
-		{ "{\"\\u0041\":true}", 1, "A", "true" },
-		{ "{\"a\":-0.5e+10}", 1, "a", "-0.5e+10" },
-		{ "{\"a\":0}", 1, "a", "0" },
-		{ "{\"a\":12E-3}", 1, "a", "12E-3" },
-		{ "{\"a\":null,\"a\":false}", 2, "a", "null" },
-		{ "{\"a\":\"\x7f\"}", 1, "a", "\x7f" },
+	    {"{}", 0, NULL, NULL},
+	    {" \t{ \"a\" : 1 , \"b\":\"x\" }\r\n", 2, "b", "x"},
+	    {"{\"a\":\"\\u00e9\\u20AC\\ud83d\\ude00\"}", 1, "a",
+	     "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
+	    {"{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}", 1, "a", "\"\\/\b\f\n\r\t"},
+	    {"{\"\\u0041\":true}", 1, "A", "true"},
+	    {"{\"a\":-0.5e+10}", 1, "a", "-0.5e+10"},
+	    {"{\"a\":0}", 1, "a", "0"},
+	    {"{\"a\":12E-3}", 1, "a", "12E-3"},
+	    {"{\"a\":null,\"a\":false}", 2, "a", "null"},
+	    {"{\"a\":\"\x7f\"}", 1, "a", "\x7f"},
 	};
 	struct evline ev;
 
@@ -227,21 +232,67 @@ static void test_parse_valid(void **state)
 static void test_parse_reject(void **state)
 {
 	static const char *const cases[] = {
-		"", " ", "\n", "{", "}", "[]", "\"a\"", "1", "{\"a\"", "{\"a\":", "{\"a\":1",
-		"{\"a\":1,", "{\"a\":\"x", "{\"a\":\"x\\", "{\"a\":\"x\\u12", /* truncated */
-		"{\"a\":{}}", "{\"a\":[]}", "{\"a\":[1,2]}", "{\"a\":{\"b\":1}}", /* nested */
-		"{\"a\":1}x", "{\"a\":1}{}", "{\"a\":1}}", "{\"a\":1} ,", /* trailing garbage */
-		"{\"a\":\"\\x\"}", "{\"a\":\"\\U0041\"}", "{\"a\":\"\\u12g4\"}", "{\"a\":\"\\'\"}",
-		"{\"a\":\"\\u0000\"}",                                            /* bad escapes */
-		"{\"a\":\"\\ud800\"}", "{\"a\":\"\\udc00\"}", "{\"a\":\"\\ud800\\u0041\"}",
-		"{\"a\":\"\\ud800x\"}", "{\"a\":\"\\ude00\\ud83d\"}", /* lone surrogates */
-		"{\"a\":\"\x01\"}", "{\"a\":\"x\ny\"}", "{\"a\":\"\xff\"}", "{\"a\":\"\xc3\"}",
-		"{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xc0\xaf\"}", /* raw control, bad UTF-8 */
-		"{a:1}", "{'a':1}", "{\"a\" 1}", "{\"a\":1,}", "{,}", "{\"a\":1 \"b\":2}",
-		"{\"a\":}", "{1:2}", /* structure */
-		"{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":-}", "{\"a\":+1}", "{\"a\":1e}",
-		"{\"a\":1e+}", "{\"a\":0x1}", "{\"a\":NaN}", "{\"a\":Infinity}", /* numbers */
-		"{\"a\":tru}", "{\"a\":True}", "{\"a\":nul}", "{\"a\":truex}", /* literals */
+	    "",
+	    " ",
+	    "\n",
+	    "{",
+	    "}",
+	    "[]",
+	    "\"a\"",
+	    "1",
+	    "{\"a\"",
+	    "{\"a\":",
+	    "{\"a\":1",
+	    "{\"a\":1,",
+	    "{\"a\":\"x",
+	    "{\"a\":\"x\\",
+	    "{\"a\":\"x\\u12", /* truncated */
+	    "{\"a\":{}}",
+	    "{\"a\":[]}",
+	    "{\"a\":[1,2]}",
+	    "{\"a\":{\"b\":1}}", /* nested */
+	    "{\"a\":1}x",
+	    "{\"a\":1}{}",
+	    "{\"a\":1}}",
+	    "{\"a\":1} ,", /* trailing garbage */
+	    "{\"a\":\"\\x\"}",
+	    "{\"a\":\"\\U0041\"}",
+	    "{\"a\":\"\\u12g4\"}",
+	    "{\"a\":\"\\'\"}",
+	    "{\"a\":\"\\u0000\"}", /* bad escapes */
+	    "{\"a\":\"\\ud800\"}",
+	    "{\"a\":\"\\udc00\"}",
+	    "{\"a\":\"\\ud800\\u0041\"}",
+	    "{\"a\":\"\\ud800x\"}",
+	    "{\"a\":\"\\ude00\\ud83d\"}", /* lone surrogates */
+	    "{\"a\":\"\x01\"}",
+	    "{\"a\":\"x\ny\"}",
+	    "{\"a\":\"\xff\"}",
+	    "{\"a\":\"\xc3\"}",
+	    "{\"a\":\"\xed\xa0\x80\"}",
+	    "{\"a\":\"\xc0\xaf\"}", /* raw control, bad UTF-8 */
+	    "{a:1}",
+	    "{'a':1}",
+	    "{\"a\" 1}",
+	    "{\"a\":1,}",
+	    "{,}",
+	    "{\"a\":1 \"b\":2}",
+	    "{\"a\":}",
+	    "{1:2}", /* structure */
+	    "{\"a\":01}",
+	    "{\"a\":1.}",
+	    "{\"a\":.5}",
+	    "{\"a\":-}",
+	    "{\"a\":+1}",
+	    "{\"a\":1e}",
+	    "{\"a\":1e+}",
+	    "{\"a\":0x1}",
+	    "{\"a\":NaN}",
+	    "{\"a\":Infinity}", /* numbers */
+	    "{\"a\":tru}",
+	    "{\"a\":True}",
+	    "{\"a\":nul}",
+	    "{\"a\":truex}", /* literals */
 	};
 	char line[EVREC_MAX + 16];
 	struct evline ev;
@@ -283,27 +334,42 @@ static void test_parse_ts(void **state)
 		const char *s;
 		int64_t us;
 	} good[] = {
-		{ "2026-11-30T10:00:00.123456Z", TS0_US },
-		{ "1970-01-01T00:00:00.000000Z", 0 },
-		{ "1970-01-01T00:00:00Z", 0 },
-		{ "1970-01-01T00:00:01.5Z", 1500000 },
-		{ "1970-01-01T00:00:00.123456789Z", 123456 },
-		{ "1969-12-31T23:59:59.999999Z", -1 },
-		{ "2024-02-29T12:00:00.000000Z", 1709208000000000LL },
-		{ "2000-02-29T00:00:00.000000Z", 951782400000000LL },
-		{ "2016-12-31T23:59:60.000000Z", 1483228800000000LL }, /* leap second */
+	    {"2026-11-30T10:00:00.123456Z", TS0_US},
+	    {"1970-01-01T00:00:00.000000Z", 0},
+	    {"1970-01-01T00:00:00Z", 0},
+	    {"1970-01-01T00:00:01.5Z", 1500000},
+	    {"1970-01-01T00:00:00.123456789Z", 123456},
+	    {"1969-12-31T23:59:59.999999Z", -1},
+	    {"2024-02-29T12:00:00.000000Z", 1709208000000000LL},
+	    {"2000-02-29T00:00:00.000000Z", 951782400000000LL},
+	    {"2016-12-31T23:59:60.000000Z", 1483228800000000LL}, /* leap second */
 	};
 	static const char *const bad[] = {
-		"", "2026-11-30", "2026-11-30T10:00:00", "2026-11-30T10:00:00.123456",
-		"2026-11-30 10:00:00.123456Z", "2026-11-30T10:00:00.Z",
-		"2026-11-30T10:00:00.1234567890Z", "2026-11-30T10:00:00.123456Zx",
-		"2026-11-30T10:00:00.123456z", "2026-11-30T10:00:00+00:00",
-		"2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-04-31T00:00:00Z",
-		"2025-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-11-00T00:00:00Z",
-		"2026-11-30T24:00:00Z", "2026-11-30T10:60:00Z", "2026-11-30T10:00:61Z",
-		"226-11-30T10:00:00Z", "2026-1-30T10:00:00Z", "2026-11-30T1:00:00Z",
-		"+026-11-30T10:00:00Z",
-		"2026-11-30T10:00:0aZ", "2026-11-30T10:00:00.12a456Z",
+	    "",
+	    "2026-11-30",
+	    "2026-11-30T10:00:00",
+	    "2026-11-30T10:00:00.123456",
+	    "2026-11-30 10:00:00.123456Z",
+	    "2026-11-30T10:00:00.Z",
+	    "2026-11-30T10:00:00.1234567890Z",
+	    "2026-11-30T10:00:00.123456Zx",
+	    "2026-11-30T10:00:00.123456z",
+	    "2026-11-30T10:00:00+00:00",
+	    "2026-13-01T00:00:00Z",
+	    "2026-00-01T00:00:00Z",
+	    "2026-04-31T00:00:00Z",
+	    "2025-02-29T00:00:00Z",
+	    "1900-02-29T00:00:00Z",
+	    "2026-11-00T00:00:00Z",
+	    "2026-11-30T24:00:00Z",
+	    "2026-11-30T10:60:00Z",
+	    "2026-11-30T10:00:61Z",
+	    "226-11-30T10:00:00Z",
+	    "2026-1-30T10:00:00Z",
+	    "2026-11-30T1:00:00Z",
+	    "+026-11-30T10:00:00Z",
+	    "2026-11-30T10:00:0aZ",
+	    "2026-11-30T10:00:00.12a456Z",
 	};
 	int64_t us;
 
@@ -388,7 +454,7 @@ static int read_back(const char *path, uint64_t max_bytes, int *ids, int max, in
 	*rotated = n - 1;
 	for (i = 0; i < n; i++) {
 		gzFile z = gzopen(segs[i], "r");
-		unsigned char magic[2] = { 0 };
+		unsigned char magic[2] = {0};
 		FILE *f = fopen(segs[i], "r");
 
 		assert_non_null(z);
@@ -425,7 +491,7 @@ static int read_back(const char *path, uint64_t max_bytes, int *ids, int max, in
 static void test_rotation(void **state)
 {
 	struct tmpdir *t = *state;
-	struct evlog_opts o = { .path = t->path, .max_bytes = 1000, .max_segments = 100 };
+	struct evlog_opts o = {.path = t->path, .max_bytes = 1000, .max_segments = 100};
 	enum { N = 300 };
 	int ids[N + 10], n, rotated, i;
 	struct evlog *l;
@@ -461,7 +527,7 @@ static void test_rotation(void **state)
 static void test_max_segments(void **state)
 {
 	struct tmpdir *t = *state;
-	struct evlog_opts o = { .path = t->path, .max_bytes = 1000, .max_segments = 3 };
+	struct evlog_opts o = {.path = t->path, .max_bytes = 1000, .max_segments = 3};
 	enum { N = 300 };
 	int ids[N], n, rotated, i;
 	struct evlog *l;
@@ -481,7 +547,7 @@ static void test_max_segments(void **state)
 static void test_pinned_start(void **state)
 {
 	struct tmpdir *t = *state;
-	struct evlog_opts o = { .path = t->path, .max_bytes = 1000, .max_segments = 3 };
+	struct evlog_opts o = {.path = t->path, .max_bytes = 1000, .max_segments = 3};
 	char **segs, line[EVREC_MAX + 1];
 	struct evline ev;
 	struct evlog *l;
@@ -536,9 +602,9 @@ static void touch(const char *path, const char *suffix, const char *content)
 static void test_segments(void **state)
 {
 	struct tmpdir *t = *state;
-	static const char *const order[] = { ".1.gz", ".2.gz", ".3.gz", ".9", ".10.gz", "" };
-	static const char *const after[] = { ".1.gz", ".2.gz", ".3.gz", ".9.gz", ".10.gz", "" };
-	struct evlog_opts o = { .path = t->path };
+	static const char *const order[] = {".1.gz", ".2.gz", ".3.gz", ".9", ".10.gz", ""};
+	static const char *const after[] = {".1.gz", ".2.gz", ".3.gz", ".9.gz", ".10.gz", ""};
+	struct evlog_opts o = {.path = t->path};
 	char **segs, want[PATH_MAX], line[EVREC_MAX];
 	struct evlog *l;
 	int n, i;
@@ -553,12 +619,12 @@ static void test_segments(void **state)
 	t->path[strlen(t->path)] = '/';
 	touch(t->path, ".2.gz", "");
 	touch(t->path, ".10.gz", "");
-	touch(t->path, ".9", "{\"i\":9}\n");       /* left plain by a crash */
-	touch(t->path, ".9.gz.tmp", "partial");    /* its interrupted compression */
-	touch(t->path, ".3", "");                  /* crash after its .gz was made */
+	touch(t->path, ".9", "{\"i\":9}\n");	/* left plain by a crash */
+	touch(t->path, ".9.gz.tmp", "partial"); /* its interrupted compression */
+	touch(t->path, ".3", "");		/* crash after its .gz was made */
 	touch(t->path, ".3.gz", "");
 	touch(t->path, ".1.gz", "");
-	touch(t->path, ".7.gz.tmp", "");           /* orphan */
+	touch(t->path, ".7.gz.tmp", ""); /* orphan */
 	touch(t->path, ".x", "");
 	touch(t->path, ".05.gz", "");
 	touch(t->path, ".4.gz.bak", "");
@@ -587,7 +653,7 @@ static void test_segments(void **state)
 	gzclose(z);
 	evlog_free_list(segs, n);
 	for (i = 0; i < 3; i++) {
-		static const char *const gone[] = { ".3", ".9", ".7.gz.tmp" };
+		static const char *const gone[] = {".3", ".9", ".7.gz.tmp"};
 
 		snprintf(want, sizeof(want), "%s%s", t->path, gone[i]);
 		assert_int_equal(access(want, F_OK), -1);
@@ -597,7 +663,7 @@ static void test_segments(void **state)
 static void test_write_ends_record(void **state)
 {
 	struct tmpdir *t = *state;
-	struct evlog_opts o = { .path = t->path };
+	struct evlog_opts o = {.path = t->path};
 	char line[EVREC_MAX];
 	struct evlog *l;
 	struct evrec r;
@@ -625,18 +691,18 @@ static void test_write_ends_record(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_escaping),
-		cmocka_unit_test(test_value_types),
-		cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_parse_valid),
-		cmocka_unit_test(test_parse_reject),
-		cmocka_unit_test(test_parse_ts),
-		cmocka_unit_test_setup_teardown(test_rotation, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(test_max_segments, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(test_pinned_start, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(test_segments, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(test_write_ends_record, setup_dir, teardown_dir),
+	    cmocka_unit_test(test_escaping),
+	    cmocka_unit_test(test_value_types),
+	    cmocka_unit_test(test_overflow),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_parse_valid),
+	    cmocka_unit_test(test_parse_reject),
+	    cmocka_unit_test(test_parse_ts),
+	    cmocka_unit_test_setup_teardown(test_rotation, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_max_segments, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_pinned_start, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_segments, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_write_ends_record, setup_dir, teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

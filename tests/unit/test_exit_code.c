@@ -13,15 +13,15 @@ static void test_decode_table(void **state)
 		uint32_t code;
 		int signal, core, status;
 	} cases[] = {
-		{ 0x0000, 0, 0, 0 },   /* exit(0) */
-		{ 0x0300, 0, 0, 3 },   /* exit(3) */
-		{ 0xff00, 0, 0, 255 }, /* exit(-1) */
-		{ 0x0009, 9, 0, 0 },   /* SIGKILL */
-		{ 0x008b, 11, 1, 0 },  /* SIGSEGV, core dumped */
-		{ 0x000b, 11, 0, 0 },  /* SIGSEGV, no core (ulimit -c 0) */
-		{ 0x0086, 6, 1, 0 },   /* SIGABRT, core dumped */
-		{ 0x000f, 15, 0, 0 },  /* SIGTERM */
-		{ 0x0040, 64, 0, 0 },  /* SIGRTMAX */
+	    {0x0000, 0, 0, 0},	 /* exit(0) */
+	    {0x0300, 0, 0, 3},	 /* exit(3) */
+	    {0xff00, 0, 0, 255}, /* exit(-1) */
+	    {0x0009, 9, 0, 0},	 /* SIGKILL */
+	    {0x008b, 11, 1, 0},	 /* SIGSEGV, core dumped */
+	    {0x000b, 11, 0, 0},	 /* SIGSEGV, no core (ulimit -c 0) */
+	    {0x0086, 6, 1, 0},	 /* SIGABRT, core dumped */
+	    {0x000f, 15, 0, 0},	 /* SIGTERM */
+	    {0x0040, 64, 0, 0},	 /* SIGRTMAX */
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -54,8 +54,8 @@ static void test_signal_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_decode_table),
-		cmocka_unit_test(test_signal_names),
+	    cmocka_unit_test(test_decode_table),
+	    cmocka_unit_test(test_signal_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

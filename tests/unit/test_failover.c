@@ -14,37 +14,34 @@
 
 struct rule_case {
 	const char *name;
-	int reported;          /* n1 has reported */
-	enum fo_proc proc;     /* n1's process */
-	int stale;             /* n1's heartbeat is older than node_down_after_ms */
-	enum fo_peer p2, p3;   /* what n2 and n3 say of n1 */
-	int stale2, stale3;    /* n2 / n3 themselves stale */
+	int reported;	     /* n1 has reported */
+	enum fo_proc proc;   /* n1's process */
+	int stale;	     /* n1's heartbeat is older than node_down_after_ms */
+	enum fo_peer p2, p3; /* what n2 and n3 say of n1 */
+	int stale2, stale3;  /* n2 / n3 themselves stale */
 	enum fo_verdict want;
 };
 
 static const struct rule_case rules[] = {
-	{ "no report yet", 0, FO_PROC_UP, 0, 0, 0, 0, 0, FO_V_UNKNOWN },
-	{ "fresh, up", 1, FO_PROC_UP, 0, 0, 0, 0, 0, FO_V_OK },
-	{ "fresh, busy", 1, FO_PROC_BUSY, 0, 0, 0, 0, 0, FO_V_OK },
-	{ "fresh, loading", 1, FO_PROC_LOADING, 0, 0, 0, 0, 0, FO_V_OK },
-	{ "process path: exit", 1, FO_PROC_DOWN, 0, 0, 0, 0, 0, FO_V_PROC_DOWN },
-	{ "process path: exit, then silence", 1, FO_PROC_DOWN, 1, FO_PEER_UP, 0, 0, 0,
-	  FO_V_PROC_DOWN },
-	{ "process path: hung", 1, FO_PROC_HUNG, 0, 0, 0, 0, 0, FO_V_PROC_HUNG },
-	{ "host path: one peer down", 1, FO_PROC_UP, 1, FO_PEER_DOWN, 0, 0, 0, FO_V_HOST_DOWN },
-	{ "host path: two peers down", 1, FO_PROC_UP, 1, FO_PEER_DOWN, FO_PEER_DOWN, 0, 0,
-	  FO_V_HOST_DOWN },
-	{ "contradiction: one down, one up", 1, FO_PROC_UP, 1, FO_PEER_DOWN, FO_PEER_UP, 0, 0,
-	  FO_V_AGENT_LOST },
-	{ "agent lost: peers reach it", 1, FO_PROC_UP, 1, FO_PEER_UP, FO_PEER_UP, 0, 0,
-	  FO_V_AGENT_LOST },
-	{ "agent lost: no peer has a view", 1, FO_PROC_UP, 1, 0, 0, 0, 0, FO_V_AGENT_LOST },
-	{ "a stale peer's down does not count", 1, FO_PROC_UP, 1, FO_PEER_DOWN, 0, 1, 0,
-	  FO_V_AGENT_LOST },
-	{ "a stale peer's up does not contradict", 1, FO_PROC_UP, 1, FO_PEER_DOWN, FO_PEER_UP, 0,
-	  1, FO_V_HOST_DOWN },
-	{ "hung but stale: host rules", 1, FO_PROC_HUNG, 1, FO_PEER_DOWN, 0, 0, 0,
-	  FO_V_HOST_DOWN },
+    {"no report yet", 0, FO_PROC_UP, 0, 0, 0, 0, 0, FO_V_UNKNOWN},
+    {"fresh, up", 1, FO_PROC_UP, 0, 0, 0, 0, 0, FO_V_OK},
+    {"fresh, busy", 1, FO_PROC_BUSY, 0, 0, 0, 0, 0, FO_V_OK},
+    {"fresh, loading", 1, FO_PROC_LOADING, 0, 0, 0, 0, 0, FO_V_OK},
+    {"process path: exit", 1, FO_PROC_DOWN, 0, 0, 0, 0, 0, FO_V_PROC_DOWN},
+    {"process path: exit, then silence", 1, FO_PROC_DOWN, 1, FO_PEER_UP, 0, 0, 0, FO_V_PROC_DOWN},
+    {"process path: hung", 1, FO_PROC_HUNG, 0, 0, 0, 0, 0, FO_V_PROC_HUNG},
+    {"host path: one peer down", 1, FO_PROC_UP, 1, FO_PEER_DOWN, 0, 0, 0, FO_V_HOST_DOWN},
+    {"host path: two peers down", 1, FO_PROC_UP, 1, FO_PEER_DOWN, FO_PEER_DOWN, 0, 0,
+     FO_V_HOST_DOWN},
+    {"contradiction: one down, one up", 1, FO_PROC_UP, 1, FO_PEER_DOWN, FO_PEER_UP, 0, 0,
+     FO_V_AGENT_LOST},
+    {"agent lost: peers reach it", 1, FO_PROC_UP, 1, FO_PEER_UP, FO_PEER_UP, 0, 0, FO_V_AGENT_LOST},
+    {"agent lost: no peer has a view", 1, FO_PROC_UP, 1, 0, 0, 0, 0, FO_V_AGENT_LOST},
+    {"a stale peer's down does not count", 1, FO_PROC_UP, 1, FO_PEER_DOWN, 0, 1, 0,
+     FO_V_AGENT_LOST},
+    {"a stale peer's up does not contradict", 1, FO_PROC_UP, 1, FO_PEER_DOWN, FO_PEER_UP, 0, 1,
+     FO_V_HOST_DOWN},
+    {"hung but stale: host rules", 1, FO_PROC_HUNG, 1, FO_PEER_DOWN, 0, 0, 0, FO_V_HOST_DOWN},
 };
 
 static void test_rules_table(void **state)
@@ -111,7 +108,8 @@ static void test_process_path_failover(void **state)
 	assert_int_equal(s->primary, N("n3")->idx);
 	assert_int_equal(s->epoch, 1);
 	assert_int_equal(R.promoted, 1);
-	assert_true(published("+promoted-slave slave 10.0.0.3:6379 10.0.0.3 6379 @ s 10.0.0.1 6379"));
+	assert_true(
+	    published("+promoted-slave slave 10.0.0.3:6379 10.0.0.3 6379 @ s 10.0.0.1 6379"));
 	/* Sentinel's order: +switch-master only after +failover-end. */
 	assert_false(published("+switch-master"));
 	assert_true(called("replicaof n2 n3") && called("replicaof n4 n3"));
@@ -126,14 +124,16 @@ static void test_process_path_failover(void **state)
 	assert_true(published("+switch-master s 10.0.0.1 6379 10.0.0.3 6379"));
 	assert_true(pub_index("-odown master s 10.0.0.1 6379") < pub_index("+failover-end") &&
 		    pub_index("+failover-end") < pub_index("+switch-master") &&
-		    pub_index("+switch-master") < pub_index("+slave slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.3 6379"));
-	assert_true(pub_index("+new-epoch 1") < pub_index("+try-failover") &&
-		    pub_index("+try-failover") < pub_index("+elected-leader") &&
-		    pub_index("+elected-leader") < pub_index("+failover-state-select-slave") &&
-		    pub_index("+selected-slave") < pub_index("+failover-state-send-slaveof-noone") &&
-		    pub_index("+failover-state-wait-promotion") < pub_index("+promoted-slave") &&
-		    pub_index("+slave-reconf-sent slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379") <
-			    pub_index("+slave-reconf-done slave 10.0.0.2:6379"));
+		    pub_index("+switch-master") <
+			pub_index("+slave slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.3 6379"));
+	assert_true(
+	    pub_index("+new-epoch 1") < pub_index("+try-failover") &&
+	    pub_index("+try-failover") < pub_index("+elected-leader") &&
+	    pub_index("+elected-leader") < pub_index("+failover-state-select-slave") &&
+	    pub_index("+selected-slave") < pub_index("+failover-state-send-slaveof-noone") &&
+	    pub_index("+failover-state-wait-promotion") < pub_index("+promoted-slave") &&
+	    pub_index("+slave-reconf-sent slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379") <
+		pub_index("+slave-reconf-done slave 10.0.0.2:6379"));
 	assert_int_equal(s->fo.state, FO_ST_NONE);
 	assert_true(s->have_last);
 	assert_true(s->last.nsteps >= 5);
@@ -172,7 +172,8 @@ static void test_self_demoted_said_once(void **state)
 	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
 	assert_true(evented("old_primary_demoted"));
 	assert_true(published("-role-change slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379"));
-	assert_true(published("+convert-to-slave slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379"));
+	assert_true(
+	    published("+convert-to-slave slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.1 6379"));
 	assert_false(called("replicaof n2 n1"));
 	clear_rec();
 	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 995);
@@ -435,8 +436,8 @@ static void test_planned_offset_timeout_unpauses(void **state)
 	fo_on_pause(&C, N("n1"), true, NULL);
 	fo_on_info(&C, N("n1"), true, &m, NULL);
 	R.mono += C.offset_wait_ms + 1;
-	fo_on_info(&C, s->fo.cand[0] == N("n2")->idx ? N("n2") : &C.nodes[s->fo.cand[0]], true,
-		   &t, NULL);
+	fo_on_info(&C, s->fo.cand[0] == N("n2")->idx ? N("n2") : &C.nodes[s->fo.cand[0]], true, &t,
+		   NULL);
 	assert_true(evented("failover_abort"));
 	assert_true(called("unpause n1"));
 	assert_int_equal(s->primary, N("n1")->idx);
@@ -537,12 +538,12 @@ static void test_discover(void **state)
 static bool expect_allowed(enum fo_state from, enum fo_state to)
 {
 	static const enum fo_state allowed[][2] = {
-		{ FO_ST_NONE, FO_ST_SELECT },	      { FO_ST_SELECT, FO_ST_NONE },
-		{ FO_ST_SELECT, FO_ST_PAUSE },	      { FO_ST_SELECT, FO_ST_PROMOTE },
-		{ FO_ST_PAUSE, FO_ST_NONE },	      { FO_ST_PAUSE, FO_ST_WAIT_OFFSET },
-		{ FO_ST_WAIT_OFFSET, FO_ST_NONE },    { FO_ST_WAIT_OFFSET, FO_ST_PROMOTE },
-		{ FO_ST_PROMOTE, FO_ST_NONE },	      { FO_ST_PROMOTE, FO_ST_PROMOTE },
-		{ FO_ST_PROMOTE, FO_ST_REPOINT },     { FO_ST_REPOINT, FO_ST_NONE },
+	    {FO_ST_NONE, FO_ST_SELECT},	     {FO_ST_SELECT, FO_ST_NONE},
+	    {FO_ST_SELECT, FO_ST_PAUSE},     {FO_ST_SELECT, FO_ST_PROMOTE},
+	    {FO_ST_PAUSE, FO_ST_NONE},	     {FO_ST_PAUSE, FO_ST_WAIT_OFFSET},
+	    {FO_ST_WAIT_OFFSET, FO_ST_NONE}, {FO_ST_WAIT_OFFSET, FO_ST_PROMOTE},
+	    {FO_ST_PROMOTE, FO_ST_NONE},     {FO_ST_PROMOTE, FO_ST_PROMOTE},
+	    {FO_ST_PROMOTE, FO_ST_REPOINT},  {FO_ST_REPOINT, FO_ST_NONE},
 	};
 
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
@@ -596,17 +597,17 @@ static void test_transition_table(void **state)
 			assert_int_equal(R.done, 0);
 			/* Each state's own timeout; WAIT_OFFSET polls on its own timer. */
 			assert_int_equal(R.timer_ms,
-					 to == FO_ST_SELECT	 ? C.info_timeout_ms + 50 :
-					 to == FO_ST_REPOINT	 ? C.repoint_timeout_ms + 50 :
-					 to == FO_ST_WAIT_OFFSET ? -1 :
-								   C.promote_timeout_ms + 50);
+					 to == FO_ST_SELECT	   ? C.info_timeout_ms + 50
+					 : to == FO_ST_REPOINT	   ? C.repoint_timeout_ms + 50
+					 : to == FO_ST_WAIT_OFFSET ? -1
+								   : C.promote_timeout_ms + 50);
 		}
 	}
 	assert_int_equal(nallowed, 12);
 	/* Out of range either way. */
 	assert_false(fo_transition_allowed(FO_ST_COUNT, FO_ST_NONE));
 	assert_false(fo_transition_allowed(FO_ST_NONE, FO_ST_COUNT));
-	assert_false(fo_transition_allowed((enum fo_state)-1, FO_ST_SELECT));
+	assert_false(fo_transition_allowed((enum fo_state) - 1, FO_ST_SELECT));
 }
 
 /* A shard's primary and epoch change only in NONE (discovery, the state file) and
@@ -705,26 +706,25 @@ static void test_busy_alive_hung_with_cause(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rules_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_process_path_failover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_busy_alive_hung_with_cause, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_promote_refused_next_candidate, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_good_replica_retry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_agent_lost_no_failover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_host_path_failover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tilt, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_tilt_clock_jump, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_block_window, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_planned_switchover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_planned_offset_timeout_unpauses, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_restarted_empty_primary, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restarted_with_its_data, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_discover, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_set_primary, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_self_demoted_said_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_failover_path_through_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rules_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_process_path_failover, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_busy_alive_hung_with_cause, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_promote_refused_next_candidate, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_good_replica_retry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_agent_lost_no_failover, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_host_path_failover, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tilt, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_tilt_clock_jump, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_block_window, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_planned_switchover, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_planned_offset_timeout_unpauses, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restarted_empty_primary, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restarted_with_its_data, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_discover, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_set_primary, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_self_demoted_said_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_failover_path_through_table, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,17 +8,22 @@
 
 static struct fence_in base(int64_t now)
 {
-	struct fence_in in = { .now_ms = now, .after_ms = 2000, .is_primary = true,
-			       .have_peers = true, .any_peer_reachable = true,
-			       .ctl_answer_ms = now, .ctl_epoch = 3, .ctl_primary = "n1",
-			       .me = "n1" };
+	struct fence_in in = {.now_ms = now,
+			      .after_ms = 2000,
+			      .is_primary = true,
+			      .have_peers = true,
+			      .any_peer_reachable = true,
+			      .ctl_answer_ms = now,
+			      .ctl_epoch = 3,
+			      .ctl_primary = "n1",
+			      .me = "n1"};
 	return in;
 }
 
 /* Controller and peers lost at t=1000: fenced at t=3000, not before. */
 static void test_fences_after_isolation(void **state)
 {
-	struct fence_sm sm = { 0 };
+	struct fence_sm sm = {0};
 	struct fence_in in = base(1000);
 
 	(void)state;
@@ -37,7 +42,7 @@ static void test_fences_after_isolation(void **state)
 /* Either link alone keeps the primary writable. */
 static void test_one_link_is_enough(void **state)
 {
-	struct fence_sm sm = { 0 };
+	struct fence_sm sm = {0};
 	struct fence_in in = base(0);
 
 	(void)state;
@@ -47,7 +52,7 @@ static void test_one_link_is_enough(void **state)
 		in.now_ms = in.ctl_answer_ms = t; /* the controller still answers */
 		assert_int_equal(fence_eval(&sm, &in), FENCE_NONE);
 	}
-	sm = (struct fence_sm){ 0 };
+	sm = (struct fence_sm){0};
 	in = base(0);
 	fence_eval(&sm, &in);
 	for (int64_t t = 100; t < 10000; t += 100) {
@@ -58,7 +63,7 @@ static void test_one_link_is_enough(void **state)
 
 static void test_replica_or_no_peers_never_fence(void **state)
 {
-	struct fence_sm sm = { 0 };
+	struct fence_sm sm = {0};
 	struct fence_in in = base(0);
 
 	(void)state;
@@ -76,7 +81,7 @@ static void test_replica_or_no_peers_never_fence(void **state)
 /* Lifted only on the controller's word after the fence: primary = me, epoch not older. */
 static void test_lift_only_on_controllers_word(void **state)
 {
-	struct fence_sm sm = { 0 };
+	struct fence_sm sm = {0};
 	struct fence_in in = base(0);
 
 	(void)state;
@@ -98,7 +103,7 @@ static void test_lift_only_on_controllers_word(void **state)
 	in.is_replica = true;
 	assert_int_equal(fence_eval(&sm, &in), FENCE_LIFT_DEMOTED);
 	/* Another round: confirmed as primary at the same epoch. */
-	sm = (struct fence_sm){ 0 };
+	sm = (struct fence_sm){0};
 	in = base(0);
 	fence_eval(&sm, &in);
 	in.any_peer_reachable = false;
@@ -117,10 +122,10 @@ static void test_lift_only_on_controllers_word(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fences_after_isolation),
-		cmocka_unit_test(test_one_link_is_enough),
-		cmocka_unit_test(test_replica_or_no_peers_never_fence),
-		cmocka_unit_test(test_lift_only_on_controllers_word),
+	    cmocka_unit_test(test_fences_after_isolation),
+	    cmocka_unit_test(test_one_link_is_enough),
+	    cmocka_unit_test(test_replica_or_no_peers_never_fence),
+	    cmocka_unit_test(test_lift_only_on_controllers_word),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,10 +118,10 @@ static void test_lease_proc_down_no_wait(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lease_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lease_silent_peer_blocks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lease_given_up_and_proc_down, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lease_proc_down_no_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_silent_peer_blocks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_given_up_and_proc_down, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_proc_down_no_wait, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

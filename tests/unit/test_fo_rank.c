@@ -38,8 +38,8 @@ static void test_rank_priority_zero(void **state)
 	healthy();
 	set_info("n2", slave_info("n1", 1, 500));
 	set_info("n3", slave_info("n1", 1, 700));
-	N("n3")->priority = 0;       /* cluster file: never */
-	i4.slave_priority = 0;       /* the server's replica-priority 0: never */
+	N("n3")->priority = 0; /* cluster file: never */
+	i4.slave_priority = 0; /* the server's replica-priority 0: never */
 	set_info("n4", i4);
 	assert_int_equal(rank(out), 1);
 	assert_string_equal(C.nodes[out[0]].id, "n2");
@@ -124,12 +124,12 @@ static void test_rank_skips_down_and_masters(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rank_offset_then_priority, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rank_priority_zero, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rank_replid_mismatch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rank_disconnected_fallback, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rank_dragonfly, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rank_skips_down_and_masters, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_offset_then_priority, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_priority_zero, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_replid_mismatch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_disconnected_fallback, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_dragonfly, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_skips_down_and_masters, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -54,8 +54,8 @@ static long long clk_wall(void *ctx)
 	(void)ctx;
 	return wall;
 }
-static const struct fo_ops ops = { .event = op_event, .info = op_info, .ping = op_ping,
-				   .timer = op_timer, .publish = op_publish };
+static const struct fo_ops ops = {
+    .event = op_event, .info = op_info, .ping = op_ping, .timer = op_timer, .publish = op_publish};
 
 /* A cluster file of `shards` shards of `per` nodes each. */
 static char *cluster_text(int shards, int per)
@@ -64,12 +64,14 @@ static char *cluster_text(int shards, int per)
 	char *t = malloc(cap);
 
 	assert_non_null(t);
-	off += snprintf(t + off, cap - off, "[cluster]\nname = big\nsecret = s3cret-s3cret-s3cret\n"
-					    "[controller]\nnode_down_after_ms = 1000\n");
+	off += snprintf(t + off, cap - off,
+			"[cluster]\nname = big\nsecret = s3cret-s3cret-s3cret\n"
+			"[controller]\nnode_down_after_ms = 1000\n");
 	for (int s = 1; s <= shards; s++) {
 		for (int k = 1; k <= per; k++)
 			off += snprintf(t + off, cap - off,
-					"[node \"s%04dn%d\"]\naddress = 10.%d.%d.%d\nredis = 10.%d.%d.%d:6379\n",
+					"[node \"s%04dn%d\"]\naddress = 10.%d.%d.%d\nredis = "
+					"10.%d.%d.%d:6379\n",
 					s, k, s / 250, s % 250, k, s / 250, s % 250, k);
 		off += snprintf(t + off, cap - off, "[shard \"s%04d\"]\nnodes =", s);
 		for (int k = 1; k <= per; k++)
@@ -233,11 +235,11 @@ static void test_shard_too_large(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_no_fixed_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report_judges_its_shard, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_peer_verdict_reaches_its_shard, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_peer_table_bounded, setup, teardown),
-		cmocka_unit_test(test_shard_too_large),
+	    cmocka_unit_test_setup_teardown(test_no_fixed_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_report_judges_its_shard, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_peer_verdict_reaches_its_shard, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_peer_table_bounded, setup, teardown),
+	    cmocka_unit_test(test_shard_too_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,8 +69,7 @@ static void test_state_corruption(void **state)
 
 		crc = crc32(0, (const unsigned char *)g2, strlen(g2));
 		snprintf(text, sizeof(text), "%send 1 %08lx\n", g2, crc);
-		assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)),
-				 0);
+		assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), 0);
 		assert_non_null(strstr(err, "no longer in the cluster file"));
 	}
 }
@@ -79,14 +78,42 @@ static void test_state_corruption(void **state)
 
 static void test_report_parse(void **state)
 {
-	const char *argv[] = { "proc",	      "down",	    "exit",	 "SIGKILL", "role",
-			       "slave",	      "master_host", "10.0.0.1", "master_port",
-			       "6379",	      "master_link_status", "up", "repl_offset", "123",
-			       "peer.n1",     "down",	    "peer.n9",	 "up",	    "future_key",
-			       "whatever",    "peer.n2.rtt_us", "55", "lease", "lapsed",
-			       "peer.n1.packet_age_ms", "42", "peer.zz.packet_age_ms", "7",
-			       "cause", "throttled", "thread_state", "runnable", "wait_ms", "480",
-			       "throttled_ms", "470" };
+	const char *argv[] = {"proc",
+			      "down",
+			      "exit",
+			      "SIGKILL",
+			      "role",
+			      "slave",
+			      "master_host",
+			      "10.0.0.1",
+			      "master_port",
+			      "6379",
+			      "master_link_status",
+			      "up",
+			      "repl_offset",
+			      "123",
+			      "peer.n1",
+			      "down",
+			      "peer.n9",
+			      "up",
+			      "future_key",
+			      "whatever",
+			      "peer.n2.rtt_us",
+			      "55",
+			      "lease",
+			      "lapsed",
+			      "peer.n1.packet_age_ms",
+			      "42",
+			      "peer.zz.packet_age_ms",
+			      "7",
+			      "cause",
+			      "throttled",
+			      "thread_state",
+			      "runnable",
+			      "wait_ms",
+			      "480",
+			      "throttled_ms",
+			      "470"};
 	size_t lens[sizeof(argv) / sizeof(argv[0])];
 	int argc = sizeof(argv) / sizeof(argv[0]);
 	struct fo_report r;
@@ -127,23 +154,24 @@ static void test_report_parse(void **state)
 			int rc;
 			long long n;
 		} nums[] = {
-			{ "-5", 0, -5 },
-			{ "007", 0, 7 },
-			{ "999999999999999999", 0, 999999999999999999LL },
-			{ "9223372036854775807", 0, 9223372036854775807LL },
-			{ "-9223372036854775808", 0, -9223372036854775807LL - 1 },
-			{ "9223372036854775808", -EINVAL, 0 },
-			{ " 42", 0, 42 },
-			{ "-", -EINVAL, 0 },
-			{ "", -EINVAL, 0 },
-			{ "1-", -EINVAL, 0 },
+		    {"-5", 0, -5},
+		    {"007", 0, 7},
+		    {"999999999999999999", 0, 999999999999999999LL},
+		    {"9223372036854775807", 0, 9223372036854775807LL},
+		    {"-9223372036854775808", 0, -9223372036854775807LL - 1},
+		    {"9223372036854775808", -EINVAL, 0},
+		    {" 42", 0, 42},
+		    {"-", -EINVAL, 0},
+		    {"", -EINVAL, 0},
+		    {"1-", -EINVAL, 0},
 		};
 
 		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
 			argv[13] = nums[i].v;
 			lens[13] = strlen(nums[i].v);
-			assert_int_equal(fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)),
-					 nums[i].rc);
+			assert_int_equal(
+			    fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)),
+			    nums[i].rc);
 			if (!nums[i].rc)
 				assert_true(r.repl.offset == nums[i].n);
 		}
@@ -205,10 +233,10 @@ static void test_report_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_state_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_state_corruption, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report_parse, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_report_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_round_trip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_corruption, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_report_parse, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_report_keys, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,107 +10,107 @@
 
 /* redis-server 7.0.15, as `INFO server` + `INFO replication` print them. */
 static const char redis_primary[] =
-	"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:4242\r\n"
-	"run_id:5e0c5e2b1d1a1ad4b3f2f3a6b0e0f4a4b2c1d0e9\r\ntcp_port:6379\r\n\r\n"
-	"# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
-	"slave0:ip=127.0.0.1,port=27002,state=online,offset=50,lag=0\r\n"
-	"master_failover_state:no-failover\r\n"
-	"master_replid:90ecc8090e967123d401c2bb3630dc55da918cf4\r\n"
-	"master_replid2:0000000000000000000000000000000000000000\r\n"
-	"master_repl_offset:50\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\n";
+    "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:4242\r\n"
+    "run_id:5e0c5e2b1d1a1ad4b3f2f3a6b0e0f4a4b2c1d0e9\r\ntcp_port:6379\r\n\r\n"
+    "# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
+    "slave0:ip=127.0.0.1,port=27002,state=online,offset=50,lag=0\r\n"
+    "master_failover_state:no-failover\r\n"
+    "master_replid:90ecc8090e967123d401c2bb3630dc55da918cf4\r\n"
+    "master_replid2:0000000000000000000000000000000000000000\r\n"
+    "master_repl_offset:50\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\n";
 
 static const char redis_replica[] =
-	"# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:27001\r\n"
-	"master_link_status:up\r\nmaster_last_io_seconds_ago:3\r\nmaster_sync_in_progress:0\r\n"
-	"slave_read_repl_offset:1234\r\nslave_repl_offset:1234\r\nslave_priority:50\r\n"
-	"slave_read_only:1\r\nreplica_announced:1\r\nconnected_slaves:0\r\n"
-	"master_failover_state:no-failover\r\n"
-	"master_replid:90ecc8090e967123d401c2bb3630dc55da918cf4\r\n"
-	"master_replid2:0000000000000000000000000000000000000000\r\n"
-	"master_repl_offset:1234\r\nsecond_repl_offset:-1\r\n";
+    "# Replication\r\nrole:slave\r\nmaster_host:127.0.0.1\r\nmaster_port:27001\r\n"
+    "master_link_status:up\r\nmaster_last_io_seconds_ago:3\r\nmaster_sync_in_progress:0\r\n"
+    "slave_read_repl_offset:1234\r\nslave_repl_offset:1234\r\nslave_priority:50\r\n"
+    "slave_read_only:1\r\nreplica_announced:1\r\nconnected_slaves:0\r\n"
+    "master_failover_state:no-failover\r\n"
+    "master_replid:90ecc8090e967123d401c2bb3630dc55da918cf4\r\n"
+    "master_replid2:0000000000000000000000000000000000000000\r\n"
+    "master_repl_offset:1234\r\nsecond_repl_offset:-1\r\n";
 
 /* Valkey 8 names itself in server_name and valkey_version. */
 static const char valkey_replica[] =
-	"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n"
-	"process_id:77\r\nrun_id:aa\r\n# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\n"
-	"master_port:6379\r\nmaster_link_status:down\r\nmaster_last_io_seconds_ago:-1\r\n"
-	"master_sync_in_progress:1\r\nslave_repl_offset:99\r\nreplica_priority:0\r\n"
-	"master_replid:abc\r\nmaster_repl_offset:99\r\n";
+    "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n"
+    "process_id:77\r\nrun_id:aa\r\n# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\n"
+    "master_port:6379\r\nmaster_link_status:down\r\nmaster_last_io_seconds_ago:-1\r\n"
+    "master_sync_in_progress:1\r\nslave_repl_offset:99\r\nreplica_priority:0\r\n"
+    "master_replid:abc\r\nmaster_repl_offset:99\r\n";
 
 /* valkey-server 8.0.1 (built from the vendored tarball), verbatim: `INFO server` and
  * `INFO replication` of a primary whose replica is in its initial sync, then the
  * replica's `INFO replication`. redis_version:7.2.4 comes first and must not win. */
 static const char valkey801_primary[] =
-	"# Server\r\n"
-	"redis_version:7.2.4\r\n"
-	"server_name:valkey\r\n"
-	"valkey_version:8.0.1\r\n"
-	"redis_git_sha1:00000000\r\n"
-	"redis_git_dirty:1\r\n"
-	"redis_build_id:1a06d16eddbd3de2\r\n"
-	"server_mode:standalone\r\n"
-	"os:Linux 6.18.44-fc-v857 x86_64\r\n"
-	"arch_bits:64\r\n"
-	"monotonic_clock:POSIX clock_gettime\r\n"
-	"multiplexing_api:epoll\r\n"
-	"gcc_version:12.2.0\r\n"
-	"process_id:5223\r\n"
-	"process_supervised:no\r\n"
-	"run_id:7544703df85c018d39bef5ae689b69945c2d1c74\r\n"
-	"tcp_port:23461\r\n"
-	"server_time_usec:1796089521410399\r\n"
-	"uptime_in_seconds:2\r\n"
-	"uptime_in_days:0\r\n"
-	"hz:10\r\n"
-	"configured_hz:10\r\n"
-	"lru_clock:927409\r\n"
-	"executable:/var/cache/flatline/"
-	"valkey-c3cd9d307a724fbb0054e67e66a0fb4024a8666df2f2cc191d15b895fa3b3621/bin/valkey-server\r\n"
-	"config_file:\r\n"
-	"io_threads_active:0\r\n"
-	"availability_zone:\r\n"
-	"listener0:name=tcp,bind=127.0.0.1,port=23461\r\n"
-	"# Replication\r\n"
-	"role:master\r\n"
-	"connected_slaves:1\r\n"
-	"slave0:ip=127.0.0.1,port=23462,state=wait_bgsave,offset=0,lag=0,type=replica\r\n"
-	"replicas_waiting_psync:0\r\n"
-	"master_failover_state:no-failover\r\n"
-	"master_replid:60f94dfa21e89174e19145b232c709c22219a535\r\n"
-	"master_replid2:0000000000000000000000000000000000000000\r\n"
-	"master_repl_offset:50\r\n"
-	"second_repl_offset:-1\r\n"
-	"repl_backlog_active:1\r\n"
-	"repl_backlog_size:10485760\r\n"
-	"repl_backlog_first_byte_offset:1\r\n"
-	"repl_backlog_histlen:50\r\n";
+    "# Server\r\n"
+    "redis_version:7.2.4\r\n"
+    "server_name:valkey\r\n"
+    "valkey_version:8.0.1\r\n"
+    "redis_git_sha1:00000000\r\n"
+    "redis_git_dirty:1\r\n"
+    "redis_build_id:1a06d16eddbd3de2\r\n"
+    "server_mode:standalone\r\n"
+    "os:Linux 6.18.44-fc-v857 x86_64\r\n"
+    "arch_bits:64\r\n"
+    "monotonic_clock:POSIX clock_gettime\r\n"
+    "multiplexing_api:epoll\r\n"
+    "gcc_version:12.2.0\r\n"
+    "process_id:5223\r\n"
+    "process_supervised:no\r\n"
+    "run_id:7544703df85c018d39bef5ae689b69945c2d1c74\r\n"
+    "tcp_port:23461\r\n"
+    "server_time_usec:1796089521410399\r\n"
+    "uptime_in_seconds:2\r\n"
+    "uptime_in_days:0\r\n"
+    "hz:10\r\n"
+    "configured_hz:10\r\n"
+    "lru_clock:927409\r\n"
+    "executable:/var/cache/flatline/"
+    "valkey-c3cd9d307a724fbb0054e67e66a0fb4024a8666df2f2cc191d15b895fa3b3621/bin/valkey-server\r\n"
+    "config_file:\r\n"
+    "io_threads_active:0\r\n"
+    "availability_zone:\r\n"
+    "listener0:name=tcp,bind=127.0.0.1,port=23461\r\n"
+    "# Replication\r\n"
+    "role:master\r\n"
+    "connected_slaves:1\r\n"
+    "slave0:ip=127.0.0.1,port=23462,state=wait_bgsave,offset=0,lag=0,type=replica\r\n"
+    "replicas_waiting_psync:0\r\n"
+    "master_failover_state:no-failover\r\n"
+    "master_replid:60f94dfa21e89174e19145b232c709c22219a535\r\n"
+    "master_replid2:0000000000000000000000000000000000000000\r\n"
+    "master_repl_offset:50\r\n"
+    "second_repl_offset:-1\r\n"
+    "repl_backlog_active:1\r\n"
+    "repl_backlog_size:10485760\r\n"
+    "repl_backlog_first_byte_offset:1\r\n"
+    "repl_backlog_histlen:50\r\n";
 static const char valkey801_replica[] =
-	"# Replication\r\n"
-	"role:slave\r\n"
-	"master_host:127.0.0.1\r\n"
-	"master_port:23461\r\n"
-	"master_link_status:down\r\n"
-	"master_last_io_seconds_ago:-1\r\n"
-	"master_sync_in_progress:0\r\n"
-	"slave_read_repl_offset:1\r\n"
-	"slave_repl_offset:1\r\n"
-	"replicas_repl_buffer_size:0\r\n"
-	"replicas_repl_buffer_peak:0\r\n"
-	"master_link_down_since_seconds:-1\r\n"
-	"slave_priority:50\r\n"
-	"slave_read_only:1\r\n"
-	"replica_announced:1\r\n"
-	"connected_slaves:0\r\n"
-	"replicas_waiting_psync:0\r\n"
-	"master_failover_state:no-failover\r\n"
-	"master_replid:1e250bd871ee3b37258e7586beb7de635872d300\r\n"
-	"master_replid2:0000000000000000000000000000000000000000\r\n"
-	"master_repl_offset:0\r\n"
-	"second_repl_offset:-1\r\n"
-	"repl_backlog_active:0\r\n"
-	"repl_backlog_size:10485760\r\n"
-	"repl_backlog_first_byte_offset:0\r\n"
-	"repl_backlog_histlen:0\r\n";
+    "# Replication\r\n"
+    "role:slave\r\n"
+    "master_host:127.0.0.1\r\n"
+    "master_port:23461\r\n"
+    "master_link_status:down\r\n"
+    "master_last_io_seconds_ago:-1\r\n"
+    "master_sync_in_progress:0\r\n"
+    "slave_read_repl_offset:1\r\n"
+    "slave_repl_offset:1\r\n"
+    "replicas_repl_buffer_size:0\r\n"
+    "replicas_repl_buffer_peak:0\r\n"
+    "master_link_down_since_seconds:-1\r\n"
+    "slave_priority:50\r\n"
+    "slave_read_only:1\r\n"
+    "replica_announced:1\r\n"
+    "connected_slaves:0\r\n"
+    "replicas_waiting_psync:0\r\n"
+    "master_failover_state:no-failover\r\n"
+    "master_replid:1e250bd871ee3b37258e7586beb7de635872d300\r\n"
+    "master_replid2:0000000000000000000000000000000000000000\r\n"
+    "master_repl_offset:0\r\n"
+    "second_repl_offset:-1\r\n"
+    "repl_backlog_active:0\r\n"
+    "repl_backlog_size:10485760\r\n"
+    "repl_backlog_first_byte_offset:0\r\n"
+    "repl_backlog_histlen:0\r\n";
 
 /* Dragonfly (not run here: these follow the INFO code of its server_family.cc, field
  * by field): no process_id and no run_id (the agent needs the node's pidfile, from
@@ -118,20 +118,20 @@ static const char valkey801_replica[] =
  * after the full sync, role "replica" (or "slave" with
  * --info_replication_valkey_compatible, which also adds master_replid). */
 static const char dragonfly_primary[] =
-	"# Server\r\nredis_version:7.2.0\r\ndragonfly_version:df-v1.21.2\r\nredis_mode:standalone\r\n"
-	"arch_bits:64\r\nmultiplexing_api:epoll\r\ntcp_port:6379\r\nuptime_in_seconds:12\r\n"
-	"uptime_in_days:0\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
-	"slave0:ip=10.0.0.2,port=6379,state=online,lag=0\r\nmaster_replid:dfreplid\r\n";
+    "# Server\r\nredis_version:7.2.0\r\ndragonfly_version:df-v1.21.2\r\nredis_mode:standalone\r\n"
+    "arch_bits:64\r\nmultiplexing_api:epoll\r\ntcp_port:6379\r\nuptime_in_seconds:12\r\n"
+    "uptime_in_days:0\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\n"
+    "slave0:ip=10.0.0.2,port=6379,state=online,lag=0\r\nmaster_replid:dfreplid\r\n";
 static const char dragonfly_replica_synced[] =
-	"# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6379\r\n"
-	"master_link_status:up\r\nmaster_last_io_seconds_ago:0\r\nmaster_sync_in_progress:0\r\n"
-	"master_replid:dfreplid\r\nslave_repl_offset:4711\r\nslave_priority:100\r\n"
-	"slave_read_only:1\r\n";
+    "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\nmaster_port:6379\r\n"
+    "master_link_status:up\r\nmaster_last_io_seconds_ago:0\r\nmaster_sync_in_progress:0\r\n"
+    "master_replid:dfreplid\r\nslave_repl_offset:4711\r\nslave_priority:100\r\n"
+    "slave_read_only:1\r\n";
 static const char dragonfly_replica_syncing[] =
-	"# Server\r\ndragonfly_version:df-v1.21.2\r\n# Replication\r\nrole:replica\r\n"
-	"master_host:10.0.0.1\r\nmaster_port:6379\r\nmaster_link_status:up\r\n"
-	"master_last_io_seconds_ago:0\r\nmaster_sync_in_progress:1\r\nslave_priority:100\r\n"
-	"slave_read_only:1\r\n";
+    "# Server\r\ndragonfly_version:df-v1.21.2\r\n# Replication\r\nrole:replica\r\n"
+    "master_host:10.0.0.1\r\nmaster_port:6379\r\nmaster_link_status:up\r\n"
+    "master_last_io_seconds_ago:0\r\nmaster_sync_in_progress:1\r\nslave_priority:100\r\n"
+    "slave_read_only:1\r\n";
 
 static void test_redis(void **state)
 {
@@ -230,13 +230,14 @@ static void test_dragonfly(void **state)
 	assert_int_equal(r.pid, 0); /* not in its INFO: the pidfile tells */
 	assert_int_equal(r.tcp_port, 6379);
 	assert_int_equal(r.connected_slaves, 1);
-	assert_int_equal(info_parse(dragonfly_replica_syncing, strlen(dragonfly_replica_syncing), &r),
-			 0);
+	assert_int_equal(
+	    info_parse(dragonfly_replica_syncing, strlen(dragonfly_replica_syncing), &r), 0);
 	assert_int_equal(r.role, INFO_ROLE_SLAVE);
 	assert_int_equal(r.offset, -1);
 	assert_int_equal(r.link_up, 1);
 	assert_int_equal(r.sync_in_progress, 1);
-	assert_int_equal(info_parse(dragonfly_replica_synced, strlen(dragonfly_replica_synced), &r), 0);
+	assert_int_equal(info_parse(dragonfly_replica_synced, strlen(dragonfly_replica_synced), &r),
+			 0);
 	assert_int_equal(r.role, INFO_ROLE_SLAVE);
 	assert_int_equal(r.offset, 4711);
 	assert_int_equal(r.link_up, 1);
@@ -247,10 +248,10 @@ static void test_dragonfly(void **state)
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
-		"role:master\r\nno colon here\r\n",
-		"master_repl_offset:12x\r\n",
-		"master_port:\r\n",
-		"process_id:99999999999999999999999\r\n",
+	    "role:master\r\nno colon here\r\n",
+	    "master_repl_offset:12x\r\n",
+	    "master_port:\r\n",
+	    "process_id:99999999999999999999999\r\n",
 	};
 	struct info_repl r;
 
@@ -266,12 +267,12 @@ static void test_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_redis),
-		cmocka_unit_test(test_valkey),
-		cmocka_unit_test(test_valkey801_verbatim),
-		cmocka_unit_test(test_valkey_version_any_order),
-		cmocka_unit_test(test_dragonfly),
-		cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_redis),
+	    cmocka_unit_test(test_valkey),
+	    cmocka_unit_test(test_valkey801_verbatim),
+	    cmocka_unit_test(test_valkey_version_any_order),
+	    cmocka_unit_test(test_dragonfly),
+	    cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include "agent/lease.h"
 
-#define MS 1000000ull
+#define MS    1000000ull
 #define LEASE (500 * MS)
 
 static struct lease_sm fresh(void)
@@ -118,8 +118,8 @@ static void test_give_up_and_late_answer(void **state)
 /* A pinned lease left by the previous agent is taken over as it is. */
 static void test_pinned_taken_over(void **state)
 {
-	struct fl_lease_state pinned = { .deadline_ns = 800 * MS, .epoch = 5, .port = 6379,
-					 .source = FL_LEASE_SRC_PEER };
+	struct fl_lease_state pinned = {
+	    .deadline_ns = 800 * MS, .epoch = 5, .port = 6379, .source = FL_LEASE_SRC_PEER};
 	struct lease_sm sm;
 
 	(void)state;
@@ -133,12 +133,12 @@ static void test_pinned_taken_over(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_controller_grants_from_send_time),
-		cmocka_unit_test(test_peers_extend_never_revive),
-		cmocka_unit_test(test_other_primary_revokes),
-		cmocka_unit_test(test_stale_epoch_ignored),
-		cmocka_unit_test(test_give_up_and_late_answer),
-		cmocka_unit_test(test_pinned_taken_over),
+	    cmocka_unit_test(test_controller_grants_from_send_time),
+	    cmocka_unit_test(test_peers_extend_never_revive),
+	    cmocka_unit_test(test_other_primary_revokes),
+	    cmocka_unit_test(test_stale_epoch_ignored),
+	    cmocka_unit_test(test_give_up_and_late_answer),
+	    cmocka_unit_test(test_pinned_taken_over),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

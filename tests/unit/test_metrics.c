@@ -46,7 +46,7 @@ static void test_samples_and_escaping(void **state)
 
 static void test_histogram(void **state)
 {
-	static const double bounds[] = { 0.001, 0.01, 0.1 };
+	static const double bounds[] = {0.001, 0.01, 0.1};
 	struct evbuffer *b = evbuffer_new();
 	struct metrics_hist h;
 	char *s;
@@ -106,9 +106,9 @@ static void test_cfg_diff(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_samples_and_escaping),
-		cmocka_unit_test(test_histogram),
-		cmocka_unit_test(test_cfg_diff),
+	    cmocka_unit_test(test_samples_and_escaping),
+	    cmocka_unit_test(test_histogram),
+	    cmocka_unit_test(test_cfg_diff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include "agent/peer_verdict.h"
 
-#define MS(x) ((uint64_t)(x) * 1000000ull)
+#define MS(x) ((uint64_t)(x)*1000000ull)
 
 enum {
 	LEFT = 1,   /* this round's probe left the host */
@@ -28,7 +28,7 @@ struct sim {
 
 static void sim_init(struct sim *s, uint64_t interval, uint64_t down_after)
 {
-	*s = (struct sim){ .c = { .interval_ns = interval, .down_after_ns = down_after } };
+	*s = (struct sim){.c = {.interval_ns = interval, .down_after_ns = down_after}};
 	s->o.now_ns = MS(1000000); /* any clock, far from zero */
 	assert_int_equal(verdict_init(&s->p, &s->c), 0);
 }
@@ -76,7 +76,7 @@ static void sim_up(struct sim *s)
 
 static void test_config(void **state)
 {
-	struct verdict_config c = { .interval_ns = MS(100), .down_after_ns = MS(299) };
+	struct verdict_config c = {.interval_ns = MS(100), .down_after_ns = MS(299)};
 
 	(void)state;
 	assert_int_equal(verdict_check_config(&c), -EINVAL);
@@ -358,18 +358,18 @@ static void test_loss_no_down(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config),
-		cmocka_unit_test(test_up_at_first_reply),
-		cmocka_unit_test(test_down_after_threshold),
-		cmocka_unit_test(test_no_down_while_stalled),
-		cmocka_unit_test(test_no_down_while_starved),
-		cmocka_unit_test(test_no_down_with_few_probes),
-		cmocka_unit_test(test_local_fault),
-		cmocka_unit_test(test_passive_keeps_up),
-		cmocka_unit_test(test_no_passive_after_stall),
-		cmocka_unit_test(test_down_then_up_at_first_reply),
-		cmocka_unit_test(test_dead_from_start),
-		cmocka_unit_test(test_loss_no_down),
+	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_up_at_first_reply),
+	    cmocka_unit_test(test_down_after_threshold),
+	    cmocka_unit_test(test_no_down_while_stalled),
+	    cmocka_unit_test(test_no_down_while_starved),
+	    cmocka_unit_test(test_no_down_with_few_probes),
+	    cmocka_unit_test(test_local_fault),
+	    cmocka_unit_test(test_passive_keeps_up),
+	    cmocka_unit_test(test_no_passive_after_stall),
+	    cmocka_unit_test(test_down_then_up_at_first_reply),
+	    cmocka_unit_test(test_dead_from_start),
+	    cmocka_unit_test(test_loss_no_down),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -116,27 +116,28 @@ static void on_result(void *ctx, redisReply *r, const char *err, void *priv)
 }
 
 /* Runs the loop until cond or 3 s. */
-#define RUN_UNTIL(w, cond)                                                                 \
-	do {                                                                               \
-		for (int i_ = 0; i_ < 300 && !(cond); i_++) {                              \
-			struct timeval tv_ = { 0, 10000 };                                 \
-			event_base_loopexit((w)->base, &tv_);                              \
-			event_base_dispatch((w)->base);                                    \
-		}                                                                          \
-		assert_true(cond);                                                         \
+#define RUN_UNTIL(w, cond)                                                                         \
+	do {                                                                                       \
+		for (int i_ = 0; i_ < 300 && !(cond); i_++) {                                      \
+			struct timeval tv_ = {0, 10000};                                           \
+			event_base_loopexit((w)->base, &tv_);                                      \
+			event_base_dispatch((w)->base);                                            \
+		}                                                                                  \
+		assert_true(cond);                                                                 \
 	} while (0)
 
 static int setup(void **state)
 {
-	static const struct redis_link_ops ops = { .on_up = on_up, .on_down = on_down };
+	static const struct redis_link_ops ops = {.on_up = on_up, .on_down = on_down};
 	struct world *w = calloc(1, sizeof(*w));
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sin);
-	struct cfg_endpoint ep = { .host = "127.0.0.1" };
+	struct cfg_endpoint ep = {.host = "127.0.0.1"};
 
 	w->base = event_base_new();
-	w->lis = evconnlistener_new_bind(w->base, on_accept, w, LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE,
-					 16, (struct sockaddr *)&sin, sizeof(sin));
+	w->lis = evconnlistener_new_bind(w->base, on_accept, w,
+					 LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE, 16,
+					 (struct sockaddr *)&sin, sizeof(sin));
 	assert_non_null(w->lis);
 	getsockname(evconnlistener_get_fd(w->lis), (struct sockaddr *)&sin, &len);
 	ep.port = ntohs(sin.sin_port);
@@ -160,7 +161,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static const char *ping[] = { "PING" };
+static const char *ping[] = {"PING"};
 
 static void test_command_and_reply(void **state)
 {
@@ -272,13 +273,13 @@ static void test_free_from_callback(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_command_and_reply, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_request_held_then_sent, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_request_timeout_drops_link, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reply_to_no_request, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_oversized_reply, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_slow_reply, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_free_from_callback, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_command_and_reply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_held_then_sent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_timeout_drops_link, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reply_to_no_request, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_oversized_reply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_slow_reply, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_free_from_callback, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -191,8 +191,10 @@ static void test_long_line_refused_while_arriving(void **s)
 static void test_malformed(void **s)
 {
 	static const char *bad[] = {
-		"!oops\r\n", "$abc\r\n", "$-2\r\n", "*-5\r\n", "$3\r\nabcde",
-		"+OK\n", ":12a\r\n", ":\r\n", "$1234567890123456\r\n", "%2\r\n", "_\r\n",
+	    "!oops\r\n", "$abc\r\n",	"$-2\r\n",
+	    "*-5\r\n",	 "$3\r\nabcde", "+OK\n",
+	    ":12a\r\n",	 ":\r\n",	"$1234567890123456\r\n",
+	    "%2\r\n",	 "_\r\n",
 	};
 
 	(void)s;
@@ -221,18 +223,18 @@ static void test_header_without_end(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_scalars, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_nested_split_anywhere, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_huge_bulk_refused_at_header, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bulk_just_over_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bulk_at_limit_accepted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_elements_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_elements_limit_across_levels, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_depth_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_depth_at_limit_accepted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_long_line_refused_while_arriving, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_header_without_end, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_scalars, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nested_split_anywhere, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_huge_bulk_refused_at_header, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bulk_just_over_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bulk_at_limit_accepted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_elements_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_elements_limit_across_levels, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_depth_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_depth_at_limit_accepted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_long_line_refused_while_arriving, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_header_without_end, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -174,16 +174,16 @@ static void test_malformed(void **s)
 	static const struct {
 		const char *in, *words;
 	} cases[] = {
-		{ "*1\r\n:1\r\n", "expected '$'" },
-		{ "*1\r\n$-5\r\n", "invalid bulk length" },
-		{ "*1\r\n$-1\r\n", "invalid bulk length" },
-		{ "*1\r\n$3\r\nabcd\r\n", "not followed by CRLF" },
-		{ "*x\r\n", "invalid multibulk length" },
-		{ "*1\n$1\r\na\r\n", "invalid multibulk length" },
-		{ "*1\r\n$99999999999999999999\r\n", "invalid bulk length" },
-		{ "*1\r\n$\r\n", "invalid bulk length" },
-		{ "*1\r\n*1\r\n$1\r\na\r\n", "expected '$'" },
-		{ "*99999999999999999999\r\n", "invalid multibulk length" },
+	    {"*1\r\n:1\r\n", "expected '$'"},
+	    {"*1\r\n$-5\r\n", "invalid bulk length"},
+	    {"*1\r\n$-1\r\n", "invalid bulk length"},
+	    {"*1\r\n$3\r\nabcd\r\n", "not followed by CRLF"},
+	    {"*x\r\n", "invalid multibulk length"},
+	    {"*1\n$1\r\na\r\n", "invalid multibulk length"},
+	    {"*1\r\n$99999999999999999999\r\n", "invalid bulk length"},
+	    {"*1\r\n$\r\n", "invalid bulk length"},
+	    {"*1\r\n*1\r\n$1\r\na\r\n", "expected '$'"},
+	    {"*99999999999999999999\r\n", "invalid multibulk length"},
 	};
 
 	(void)s;
@@ -229,7 +229,8 @@ static void test_replies(void **s)
 	resp_null_array(b);
 	n = evbuffer_remove(b, out, sizeof(out) - 1);
 	out[n] = '\0';
-	assert_string_equal(out, "+OK\r\n-ERR bad  thing\r\n:-3\r\n$2\r\nhi\r\n$-1\r\n*2\r\n*-1\r\n");
+	assert_string_equal(out,
+			    "+OK\r\n-ERR bad  thing\r\n:-3\r\n$2\r\nhi\r\n$-1\r\n*2\r\n*-1\r\n");
 	evbuffer_free(b);
 }
 
@@ -256,7 +257,8 @@ static void test_reply_numbers(void **s)
 	out[n] = '\0';
 	snprintf(want, sizeof(want),
 		 ":0\r\n:-9223372036854775808\r\n:9223372036854775807\r\n*0\r\n*1024\r\n$0\r\n\r\n"
-		 "$%zu\r\n%s\r\n+%s\r\n", strlen(big), big, big + 500);
+		 "$%zu\r\n%s\r\n+%s\r\n",
+		 strlen(big), big, big + 500);
 	assert_string_equal(out, want);
 	evbuffer_free(b);
 }
@@ -296,20 +298,20 @@ static void test_many_args_one_block(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_array, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_byte_by_byte, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_binary_arg, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_inline, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_empty_arrays_skipped, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_max_args, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_oversized_bulk_refused_early, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_frame_total_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lower_frame_limit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_inline_too_long, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_replies, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reply_numbers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_many_args_one_block, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_array, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_byte_by_byte, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binary_arg, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_inline, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_arrays_skipped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_max_args, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_oversized_bulk_refused_early, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_frame_total_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lower_frame_limit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_inline_too_long, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reply_numbers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_args_one_block, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

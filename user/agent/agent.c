@@ -25,30 +25,34 @@
 #include "agent/agent_internal.h"
 
 static const char agent_usage[] =
-	"usage: flatline agent [-c FILE] [--node ID] [--watch-pid PID]... [--watch-cgroup PATH]...\n"
-	"                      [--event-log PATH] [-v]\n"
-	"\n"
-	"  -c, --config FILE    the cluster file: watch, ping and report this node's server\n"
-	"                       to the controller (without it: only the kernel watch)\n"
-	"  --node ID            this node's id (default: the host name); pins go under\n"
-	"                       " FL_PIN_ROOT "/ID/\n"
-	"  --watch-pid PID      watch this process (repeatable)\n"
-	"  --watch-cgroup PATH  watch every process in this cgroup v2 directory and below,\n"
-	"                       including ones started later (repeatable)\n"
-	"  --event-log PATH     event log (default " EVLOG_DEFAULT_PATH ")\n"
-	"  --peer ID=IP         probe this peer with ICMP (repeatable; with -c, the other\n"
-	"                       nodes of this node's shard are peers already)\n"
-	"  --probe-interval-ms MS, --peer-down-after-ms MS\n"
-	"                       override the cluster file's [agent] values\n"
-	"  --metrics-listen HOST:PORT\n"
-	"                       serve Prometheus metrics there (default [agent] metrics_listen)\n"
-	"  -v, --verbose        more messages; twice for libbpf's own\n";
+    "usage: flatline agent [-c FILE] [--node ID] [--watch-pid PID]... [--watch-cgroup PATH]...\n"
+    "                      [--event-log PATH] [-v]\n"
+    "\n"
+    "  -c, --config FILE    the cluster file: watch, ping and report this node's server\n"
+    "                       to the controller (without it: only the kernel watch)\n"
+    "  --node ID            this node's id (default: the host name); pins go under\n"
+    "                       " FL_PIN_ROOT "/ID/\n"
+    "  --watch-pid PID      watch this process (repeatable)\n"
+    "  --watch-cgroup PATH  watch every process in this cgroup v2 directory and below,\n"
+    "                       including ones started later (repeatable)\n"
+    "  --event-log PATH     event log (default " EVLOG_DEFAULT_PATH ")\n"
+    "  --peer ID=IP         probe this peer with ICMP (repeatable; with -c, the other\n"
+    "                       nodes of this node's shard are peers already)\n"
+    "  --probe-interval-ms MS, --peer-down-after-ms MS\n"
+    "                       override the cluster file's [agent] values\n"
+    "  --metrics-listen HOST:PORT\n"
+    "                       serve Prometheus metrics there (default [agent] metrics_listen)\n"
+    "  -v, --verbose        more messages; twice for libbpf's own\n";
 
 /* Peers: --peer flags, and with a cluster file the other nodes of our shard. */
 static int start_probe(struct agent *a)
 {
-	struct probe_opts po = { .base = a->base, .node = a->node, .on_change = on_peer_change,
-				 .on_route = on_peer_route, .on_round_trip = on_round_trip, .ctx = a };
+	struct probe_opts po = {.base = a->base,
+				.node = a->node,
+				.on_change = on_peer_change,
+				.on_route = on_peer_route,
+				.on_round_trip = on_round_trip,
+				.ctx = a};
 	char why[256];
 	struct evrec r;
 	int err;
@@ -102,8 +106,8 @@ static int start_probe(struct agent *a)
 
 static bool wants_probe(const struct agent *a)
 {
-	return a->npeers > 0 || (a->cfg && a->me->shard >= 0 &&
-				 a->cfg->shards[a->me->shard].nnodes > 1);
+	return a->npeers > 0 ||
+	       (a->cfg && a->me->shard >= 0 && a->cfg->shards[a->me->shard].nnodes > 1);
 }
 
 static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
@@ -145,32 +149,31 @@ static int agent_tls(const struct cfg *c, SSL_CTX **ctl, SSL_CTX **srv)
 /* With a cluster file: the server monitor and the controller link. */
 static int start_cluster(struct agent *a)
 {
-	static const struct srvmon_ops sops = { .changed = on_srv_changed,
-						.connected = on_srv_connected,
-						.note = on_srv_note,
-						.ping = on_ping_rtt };
-	static const struct reporter_ops rops = { .build = build_report,
-						  .event = on_rep_event,
-						  .answer = on_rep_answer };
+	static const struct srvmon_ops sops = {.changed = on_srv_changed,
+					       .connected = on_srv_connected,
+					       .note = on_srv_note,
+					       .ping = on_ping_rtt};
+	static const struct reporter_ops rops = {
+	    .build = build_report, .event = on_rep_event, .answer = on_rep_answer};
 	const struct cfg *c = a->cfg;
 	struct srvmon_opts so = {
-		.ep = a->me->redis,
-		.user = c->redis.user,
-		.password = c->redis.password,
-		.pidfile = a->me->pidfile,
-		.ping_interval_ms = c->agent.ping_interval_ms,
-		.hung_after = c->agent.hung_after,
-		.info_interval_ms = c->agent.heartbeat_ms,
-		.stop_grace_ms = c->agent.stop_grace_ms,
-		.busy_max_ms = c->agent.busy_max_ms,
-		.sched = a->sw,
+	    .ep = a->me->redis,
+	    .user = c->redis.user,
+	    .password = c->redis.password,
+	    .pidfile = a->me->pidfile,
+	    .ping_interval_ms = c->agent.ping_interval_ms,
+	    .hung_after = c->agent.hung_after,
+	    .info_interval_ms = c->agent.heartbeat_ms,
+	    .stop_grace_ms = c->agent.stop_grace_ms,
+	    .busy_max_ms = c->agent.busy_max_ms,
+	    .sched = a->sw,
 	};
 	struct reporter_opts ro = {
-		.ep = *tls_controller_ep(c),
-		.node = a->node,
-		.secret = c->secret,
-		.key_hex = a->me->key,
-		.heartbeat_ms = c->agent.heartbeat_ms,
+	    .ep = *tls_controller_ep(c),
+	    .node = a->node,
+	    .secret = c->secret,
+	    .key_hex = a->me->key,
+	    .heartbeat_ms = c->agent.heartbeat_ms,
 	};
 	/* HA mode: every controller gets the reports (followers stay warm). */
 	int nctl = c->etcd.enabled ? c->nctls : 1;
@@ -245,9 +248,9 @@ static void on_changed_key(void *ctx, const char *section, const char *key)
 	    (!strcmp(key, "self_fence") || !strcmp(key, "self_fence_after_ms")))
 		return;
 	/* Other processes' sections and other nodes do not concern this agent. */
-	if (strcmp(section, "[agent]") && strcmp(section, "[redis]") && strcmp(section, "[cluster]") &&
-	    strncmp(section, "[controller", 11) && strncmp(section, "[node", 5) &&
-	    strncmp(section, "[shard", 6))
+	if (strcmp(section, "[agent]") && strcmp(section, "[redis]") &&
+	    strcmp(section, "[cluster]") && strncmp(section, "[controller", 11) &&
+	    strncmp(section, "[node", 5) && strncmp(section, "[shard", 6))
 		return;
 	if (!strcmp(section, "[controller]") && strcmp(key, "listen") && strcmp(key, "address"))
 		return;
@@ -258,7 +261,7 @@ static void on_changed_key(void *ctx, const char *section, const char *key)
 
 static void agent_reload(struct agent *a)
 {
-	struct reload_ctx rc = { .len = 0 };
+	struct reload_ctx rc = {.len = 0};
 	struct cfg *n = NULL;
 	struct evrec r;
 	char err[512];
@@ -269,17 +272,19 @@ static void agent_reload(struct agent *a)
 		return;
 	}
 	if (cfg_load(a->config, &n, err, sizeof(err))) {
-		pr_warn("failed to reload the cluster file: %s; keeping the running configuration\n",
-			err);
+		pr_warn(
+		    "failed to reload the cluster file: %s; keeping the running configuration\n",
+		    err);
 		evrec_begin(&r, NULL, a->node, "config_rejected");
 		evrec_str(&r, "error", err);
 		agent_log(a, &r);
 		return;
 	}
 	if (!cfg_find_node(n, a->node)) {
-		pr_warn("failed to reload the cluster file: node %s is no longer in %s; keeping the "
-			"running configuration\n",
-			a->node, a->config);
+		pr_warn(
+		    "failed to reload the cluster file: node %s is no longer in %s; keeping the "
+		    "running configuration\n",
+		    a->node, a->config);
 		cfg_free(n);
 		return;
 	}
@@ -350,18 +355,18 @@ static int parse_pid(const char *s, pid_t *pid)
 static int parse_args(struct agent *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "watch-pid", required_argument, NULL, 'p' },
-		{ "watch-cgroup", required_argument, NULL, 'g' },
-		{ "event-log", required_argument, NULL, 'l' },
-		{ "peer", required_argument, NULL, 'P' },
-		{ "probe-interval-ms", required_argument, NULL, 'I' },
-		{ "peer-down-after-ms", required_argument, NULL, 'D' },
-		{ "metrics-listen", required_argument, NULL, 'M' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"config", required_argument, NULL, 'c'},
+	    {"node", required_argument, NULL, 'n'},
+	    {"watch-pid", required_argument, NULL, 'p'},
+	    {"watch-cgroup", required_argument, NULL, 'g'},
+	    {"event-log", required_argument, NULL, 'l'},
+	    {"peer", required_argument, NULL, 'P'},
+	    {"probe-interval-ms", required_argument, NULL, 'I'},
+	    {"peer-down-after-ms", required_argument, NULL, 'D'},
+	    {"metrics-listen", required_argument, NULL, 'M'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	static char host[HOST_NAME_MAX + 1];
 	int c;
@@ -411,12 +416,13 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			break;
 		}
 		case 'I':
-			if (daemon_parse_ms("--probe-interval-ms", optarg, 3600000, &a->probe_interval_ms))
+			if (daemon_parse_ms("--probe-interval-ms", optarg, 3600000,
+					    &a->probe_interval_ms))
 				return 2;
 			break;
 		case 'D':
 			if (daemon_parse_ms("--peer-down-after-ms", optarg, 3600000,
-					 &a->peer_down_after_ms))
+					    &a->peer_down_after_ms))
 				return 2;
 			break;
 		case 'M':
@@ -467,7 +473,8 @@ static int load_config(struct agent *a)
 	}
 	if (!a->me->key[0] && !a->cfg->secret[0]) {
 		pr_warn("%s: node %s has no key: set [node \"%s\"] key (flatline node-key prints "
-			"it) or [cluster] secret\n", a->config, a->node, a->node);
+			"it) or [cluster] secret\n",
+			a->config, a->node, a->node);
 		return -ENOKEY;
 	}
 	if (!a->event_log_flag)
@@ -635,8 +642,8 @@ static int agent_run(struct agent *a)
 	if (err)
 		goto cleanup;
 	log_agent_start(a);
-	pr_info("agent for node %s ready: %d pid(s), %d cgroup(s), pins in %s\n", a->node,
-		a->npids, a->ncgroups, proc_watch_pin_dir(a->pw));
+	pr_info("agent for node %s ready: %d pid(s), %d cgroup(s), pins in %s\n", a->node, a->npids,
+		a->ncgroups, proc_watch_pin_dir(a->pw));
 	{
 		char status[256];
 
@@ -675,8 +682,8 @@ cleanup:
 
 int cmd_agent(int argc, char **argv)
 {
-	struct agent a = { .event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1 };
-	struct proc_watch_opts po = { .cb = on_proc_event, .ctx = &a };
+	struct agent a = {.event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1};
+	struct proc_watch_opts po = {.cb = on_proc_event, .ctx = &a};
 	struct evrec r;
 	int err;
 
@@ -708,7 +715,7 @@ int cmd_agent(int argc, char **argv)
 	if (err)
 		goto cleanup;
 	if (a.cfg) {
-		struct sched_watch_opts so = { .node = a.node, .cb = on_sched_event, .ctx = &a };
+		struct sched_watch_opts so = {.node = a.node, .cb = on_sched_event, .ctx = &a};
 
 		/* Without it a silent server is judged by PING alone (cause unknown). */
 		err = sched_watch_open(&a.sw, &so);

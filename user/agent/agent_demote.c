@@ -23,7 +23,8 @@ static struct demote_job {
 static void demote_failed(struct agent *a, const char *why)
 {
 	pr_warn("failed to demote the server to a replica of %s (epoch %lld): %s; again in "
-		"%d ms\n", job.primary, job.epoch, why, a->demote.backoff_ms);
+		"%d ms\n",
+		job.primary, job.epoch, why, a->demote.backoff_ms);
 	demote_done(&a->demote, fl_mono_ms(), false);
 }
 
@@ -65,23 +66,24 @@ static void on_demote_exec(void *ctx, redisReply *r, void *priv)
 	evrec_int(&ev, "epoch", job.epoch);
 	evrec_str(&ev, "primary", job.primary);
 	evrec_str(&ev, "primary_addr", job.addr);
-	evrec_str(&ev, "reason", "the controller names another primary; the server said "
-				 "master without the write lease");
+	evrec_str(&ev, "reason",
+		  "the controller names another primary; the server said "
+		  "master without the write lease");
 	evrec_str(&ev, "config_rewrite", rewrite);
 	agent_log(a, &ev);
-	pr_warn("demoted the server: now a replica of %s (%s), epoch %lld\n", job.primary,
-		job.addr, job.epoch);
+	pr_warn("demoted the server: now a replica of %s (%s), epoch %lld\n", job.primary, job.addr,
+		job.epoch);
 	kick_reports(a);
 }
 
 static void demote_send(struct agent *a, const struct cfg_node *p)
 {
 	char port[16];
-	const char *multi[] = { "MULTI" }, *discard[] = { "DISCARD" }, *exec[] = { "EXEC" };
-	const char *replicaof[] = { "REPLICAOF", p->redis.host, port };
-	const char *rewrite[] = { "CONFIG", "REWRITE" };
-	const char *kill_normal[] = { "CLIENT", "KILL", "TYPE", "normal" };
-	const char *kill_pubsub[] = { "CLIENT", "KILL", "TYPE", "pubsub" };
+	const char *multi[] = {"MULTI"}, *discard[] = {"DISCARD"}, *exec[] = {"EXEC"};
+	const char *replicaof[] = {"REPLICAOF", p->redis.host, port};
+	const char *rewrite[] = {"CONFIG", "REWRITE"};
+	const char *kill_normal[] = {"CLIENT", "KILL", "TYPE", "normal"};
+	const char *kill_pubsub[] = {"CLIENT", "KILL", "TYPE", "pubsub"};
 	int err;
 
 	snprintf(port, sizeof(port), "%d", p->redis.port);
@@ -108,17 +110,17 @@ void demote_answer(struct agent *a, long long epoch, const char *primary, uint64
 	const struct srv_state *st = srvmon_state(a->srv);
 	const struct cfg_node *p = primary && primary[0] ? cfg_find_node(a->cfg, primary) : NULL;
 	struct demote_in in = {
-		.now_ms = fl_mono_ms(),
-		.epoch = epoch,
-		.primary = primary,
-		.me = a->node,
-		.same_shard = p && p->shard == a->me->shard && p->shard >= 0 && p->redis.port &&
-			      !p->redis.unix_path[0],
-		.lease_held = lease_was_held,
-		.master_before = a->master_since_ns && a->master_since_ns < sent_ns &&
-				 st->proc == SRV_UP && st->have_info &&
-				 st->info.role == INFO_ROLE_MASTER,
-		.episode = a->master_episode,
+	    .now_ms = fl_mono_ms(),
+	    .epoch = epoch,
+	    .primary = primary,
+	    .me = a->node,
+	    .same_shard = p && p->shard == a->me->shard && p->shard >= 0 && p->redis.port &&
+			  !p->redis.unix_path[0],
+	    .lease_held = lease_was_held,
+	    .master_before = a->master_since_ns && a->master_since_ns < sent_ns &&
+			     st->proc == SRV_UP && st->have_info &&
+			     st->info.role == INFO_ROLE_MASTER,
+	    .episode = a->master_episode,
 	};
 
 	/* [redis] tls = yes only: over plain TCP the controller's connection names
@@ -136,7 +138,8 @@ void demote_answer(struct agent *a, long long epoch, const char *primary, uint64
 	snprintf(job.primary, sizeof(job.primary), "%s", primary);
 	snprintf(job.addr, sizeof(job.addr), "%s:%d", p->redis.host, p->redis.port);
 	pr_info("the controller names %s primary (epoch %lld) and the server, without the "
-		"write lease, says master: demoting it\n", primary, epoch);
+		"write lease, says master: demoting it\n",
+		primary, epoch);
 	demote_send(a, p);
 }
 

@@ -241,9 +241,10 @@ static void log_srv_change(struct agent *a, const struct srv_state *prev,
 			evrec_str(&r, "server", a->me->redis_str);
 			if (cur->proc == SRV_HUNG)
 				evrec_int(&r, "silent_ms",
-					  cur->cause == SRV_CAUSE_STOPPED ? cur->ev.silent_ms :
-					  (long long)a->cfg->agent.hung_after *
-						  a->cfg->agent.ping_interval_ms);
+					  cur->cause == SRV_CAUSE_STOPPED
+					      ? cur->ev.silent_ms
+					      : (long long)a->cfg->agent.hung_after *
+						    a->cfg->agent.ping_interval_ms);
 			if (cur->proc == SRV_HUNG || cur->proc == SRV_BUSY)
 				add_srv_cause(&r, cur);
 			agent_log(a, &r);
@@ -327,13 +328,15 @@ void build_report(void *ctx, struct rep_msg *m)
 	if ((st->proc == SRV_HUNG || st->proc == SRV_BUSY) && st->cause != SRV_CAUSE_NONE) {
 		rep_add_key(m, RK_CAUSE, NULL, "%s", srv_cause_name(st->cause));
 		if (st->cause != SRV_CAUSE_UNKNOWN) {
-			rep_add_key(m, RK_THREAD_STATE, NULL, "%s", sched_state_name(st->ev.thread_state));
+			rep_add_key(m, RK_THREAD_STATE, NULL, "%s",
+				    sched_state_name(st->ev.thread_state));
 			rep_add_key(m, RK_STATE_MS, NULL, "%lld", (long long)st->ev.state_ms);
 			rep_add_key(m, RK_RUN_MS, NULL, "%lld", (long long)st->ev.run_ms);
 			rep_add_key(m, RK_WAIT_MS, NULL, "%lld", (long long)st->ev.wait_ms);
 			rep_add_key(m, RK_WINDOW_MS, NULL, "%lld", (long long)st->ev.window_ms);
 			if (st->ev.throttled_ms >= 0)
-				rep_add_key(m, RK_THROTTLED_MS, NULL, "%lld", (long long)st->ev.throttled_ms);
+				rep_add_key(m, RK_THROTTLED_MS, NULL, "%lld",
+					    (long long)st->ev.throttled_ms);
 		}
 	}
 	if (st->auth_error[0])
@@ -368,7 +371,8 @@ void build_report(void *ctx, struct rep_msg *m)
 
 		rep_add_key(m, RK_LEASE, NULL, "%s", held ? "held" : "lapsed");
 		rep_add_key(m, RK_LEASE_MS_LEFT, NULL, "%llu",
-			    held ? (unsigned long long)((a->lease.k.deadline_ns - now) / 1000000) : 0ull);
+			    held ? (unsigned long long)((a->lease.k.deadline_ns - now) / 1000000)
+				 : 0ull);
 		rep_add_key(m, RK_LEASE_SOURCE, NULL, "%s", lease_source_name(a->lease.k.source));
 	}
 }

@@ -33,7 +33,7 @@ static void on_fence_reply(void *ctx, redisReply *r, void *priv)
 static void fence_send(struct agent *a, bool pause)
 {
 	char ms[16];
-	const char *p[] = { "CLIENT", "PAUSE", ms, "WRITE" }, *u[] = { "CLIENT", "UNPAUSE" };
+	const char *p[] = {"CLIENT", "PAUSE", ms, "WRITE"}, *u[] = {"CLIENT", "UNPAUSE"};
 	int err;
 
 	snprintf(ms, sizeof(ms), "%d", fence_pause_ms(a));
@@ -48,15 +48,15 @@ void fence_eval_now(struct agent *a)
 {
 	const struct srv_state *st = srvmon_state(a->srv);
 	struct fence_in in = {
-		.now_ms = fl_mono_ms(),
-		.after_ms = a->cfg->agent.self_fence_after_ms,
-		.is_primary = st->have_info && st->info.role == INFO_ROLE_MASTER,
-		.is_replica = st->have_info && st->info.role == INFO_ROLE_SLAVE,
-		.have_peers = a->probe && probe_npeers(a->probe) > 0,
-		.ctl_answer_ms = a->ctl_answer_ms,
-		.ctl_epoch = a->ctl_epoch,
-		.ctl_primary = a->ctl_primary,
-		.me = a->node,
+	    .now_ms = fl_mono_ms(),
+	    .after_ms = a->cfg->agent.self_fence_after_ms,
+	    .is_primary = st->have_info && st->info.role == INFO_ROLE_MASTER,
+	    .is_replica = st->have_info && st->info.role == INFO_ROLE_SLAVE,
+	    .have_peers = a->probe && probe_npeers(a->probe) > 0,
+	    .ctl_answer_ms = a->ctl_answer_ms,
+	    .ctl_epoch = a->ctl_epoch,
+	    .ctl_primary = a->ctl_primary,
+	    .me = a->node,
 	};
 	struct evrec r;
 	int down = 0;
@@ -69,8 +69,9 @@ void fence_eval_now(struct agent *a)
 	for (int i = 0; in.have_peers && i < probe_npeers(a->probe); i++) {
 		const struct probe_peer_info *pi = probe_peer(a->probe, i);
 		uint64_t now = fl_clock_ns(CLOCK_MONOTONIC);
-		bool rt = pi->rt_recv_ns &&
-			  now - pi->rt_recv_ns < (uint64_t)a->cfg->agent.peer_down_after_ms * 1000000;
+		bool rt =
+		    pi->rt_recv_ns &&
+		    now - pi->rt_recv_ns < (uint64_t)a->cfg->agent.peer_down_after_ms * 1000000;
 
 		if (!rt && pi->ev.state != VERDICT_UNKNOWN)
 			down++;
@@ -96,8 +97,9 @@ void fence_eval_now(struct agent *a)
 	case FENCE_LIFT_DEMOTED:
 		fence_send(a, false);
 		evrec_begin(&r, NULL, a->node, "self_fence_lifted");
-		evrec_str(&r, "reason", in.is_replica ? "demoted: the server is a replica now"
-						      : "the controller confirmed this node as primary");
+		evrec_str(&r, "reason",
+			  in.is_replica ? "demoted: the server is a replica now"
+					: "the controller confirmed this node as primary");
 		evrec_int(&r, "epoch", a->ctl_epoch);
 		evrec_str(&r, "primary", a->ctl_primary);
 		agent_log(a, &r);

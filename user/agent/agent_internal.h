@@ -35,7 +35,7 @@
  * test_pkg.sh). With peers it keeps these two, to attach the tc programs to an
  * interface a peer's route moves to later (and, before tcx, to remove its filters): */
 #define AGENT_RUN_PROBE_CAPS (CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_BPF))
-#define AGENT_SYNC_MS 1000
+#define AGENT_SYNC_MS	     1000
 
 struct agent {
 	const char *node;
@@ -46,41 +46,41 @@ struct agent {
 	uint64_t cgroup_ids[AGENT_MAX_WATCH];
 	int ncgroups;
 
-	const char *config;      /* -c FILE */
-	bool event_log_flag;     /* --event-log given: it wins over the file */
+	const char *config;  /* -c FILE */
+	bool event_log_flag; /* --event-log given: it wins over the file */
 	struct cfg *cfg;
-	struct cfg_node *me;     /* this node in cfg */
+	struct cfg_node *me; /* this node in cfg */
 
 	struct event_base *base;
 	struct proc_watch *pw;
-	struct sched_watch *sw;  /* with a cluster file: the server's scheduler state */
+	struct sched_watch *sw; /* with a cluster file: the server's scheduler state */
 	struct evlog *log;
 	const char *peer_ids[AGENT_MAX_WATCH]; /* --peer ID=IP */
 	const char *peer_addrs[AGENT_MAX_WATCH];
 	int npeers;
-	int probe_interval_ms;   /* --probe-interval-ms, else the file's, else default */
-	int peer_down_after_ms;  /* --peer-down-after-ms, likewise */
-	struct prober *probe;    /* with peers: ICMP probing timed in the kernel */
+	int probe_interval_ms;	/* --probe-interval-ms, else the file's, else default */
+	int peer_down_after_ms; /* --peer-down-after-ms, likewise */
+	struct prober *probe;	/* with peers: ICMP probing timed in the kernel */
 
-	struct srvmon *srv;      /* with a cluster file: the local server */
+	struct srvmon *srv;		    /* with a cluster file: the local server */
 	struct reporter *rep[CFG_MAX_CTLS]; /* with a cluster file: one link per controller */
 	int nrep;
-	pid_t srv_pid;           /* the server's pid as watched in the kernel */
+	pid_t srv_pid; /* the server's pid as watched in the kernel */
 	/* Self-fencing (user/agent/fence.h): what the controller last said, and the pause. */
 	struct fence_sm fence;
 	struct event *fence_ev;
-	int64_t ctl_answer_ms;   /* last answer (agent start until the first) */
+	int64_t ctl_answer_ms; /* last answer (agent start until the first) */
 	long long ctl_epoch;
 	char ctl_primary[CFG_ID_MAX + 1];
 	int lock_fd;
 	uint64_t drops_seen; /* ring buffer drops already logged */
 	/* The write lease (agent/lease.h), enforced by bpf/lease.bpf.c. */
-	struct lease_watch *lw;  /* NULL: lease_ms = 0, or no cluster file */
+	struct lease_watch *lw; /* NULL: lease_ms = 0, or no cluster file */
 	struct lease_sm lease;
-	bool lease_held;         /* as written to the kernel and logged */
-	bool grant_pending;      /* taken back after drops: waits for a fresh CLIENT LIST */
-	uint64_t lease_lost_ns;  /* when it was last lost (0: never held by this agent) */
-	uint64_t ctl_answer_ns;  /* last controller answer, CLOCK_MONOTONIC */
+	bool lease_held;	/* as written to the kernel and logged */
+	bool grant_pending;	/* taken back after drops: waits for a fresh CLIENT LIST */
+	uint64_t lease_lost_ns; /* when it was last lost (0: never held by this agent) */
+	uint64_t ctl_answer_ns; /* last controller answer, CLOCK_MONOTONIC */
 	/* Connections that flow without the lease: ours, then CLIENT LIST's. */
 	struct fl_lease_conn allow[FL_LEASE_MAX_ALLOW];
 	__u32 allow_kind[FL_LEASE_MAX_ALLOW];
@@ -92,13 +92,13 @@ struct agent {
 	uint64_t master_since_ns; /* the server says master since (0: it does not) */
 	uint64_t master_episode;  /* times it turned master (seen by this agent) */
 	uint64_t sched_drops_seen;
-	uint64_t caps;       /* the effective set once running */
+	uint64_t caps; /* the effective set once running */
 
 	/* Prometheus metrics (metrics_listen): counters kept here, the rest read at
 	 * scrape time from the monitor, the prober and the pinned maps. */
-	const char *metrics_flag;          /* --metrics-listen */
+	const char *metrics_flag; /* --metrics-listen */
 	struct metrics *metrics;
-	struct metrics_hist ping_hist;     /* PING round trips, seconds */
+	struct metrics_hist ping_hist; /* PING round trips, seconds */
 	struct {
 		char kind[32];
 		uint64_t n;

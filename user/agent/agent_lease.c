@@ -101,7 +101,8 @@ static void lease_take(struct agent *a)
 		killed = lease_kill_conns(a->me->redis.port, a->allow, a->nallow);
 		if (killed < 0) {
 			pr_warn("failed to close the server's client connections: %s; lease not "
-				"taken\n", strerror(-killed));
+				"taken\n",
+				strerror(-killed));
 			return;
 		}
 	}
@@ -183,7 +184,7 @@ static void sync_allow(struct agent *a, const struct fl_lease_conn *c, const __u
 void on_srv_connected(void *ctx, int fd)
 {
 	struct agent *a = ctx;
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss = {0};
 	socklen_t len = sizeof(ss);
 
 	if (!a->lw)
@@ -283,7 +284,7 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 void lease_poll_clients(struct agent *a, bool now)
 {
 	static unsigned int n;
-	const char *argv[] = { "CLIENT", "LIST" };
+	const char *argv[] = {"CLIENT", "LIST"};
 
 	if (a->lw && (now || !kernel_held(a, now_ns()) || n++ % 10 == 0))
 		srvmon_send(a->srv, 2, argv, on_client_list, a);
@@ -336,10 +337,10 @@ void lease_answer(struct agent *a, long long epoch, const char *primary, uint64_
 		return;
 	/* A server that is not answering takes no lease: the controller may be failing
 	 * over because of it, and this answer may be an old one. */
-	if (st->proc != SRV_UP && st->proc != SRV_BUSY && !lease_held(&a->lease, now) &&
-	    primary && !strcmp(primary, a->node))
+	if (st->proc != SRV_UP && st->proc != SRV_BUSY && !lease_held(&a->lease, now) && primary &&
+	    !strcmp(primary, a->node))
 		return;
-	lease_apply(a, lease_on_controller(&a->lease, now, sent_ns, epoch, primary, a->node,
-					   replica),
+	lease_apply(a,
+		    lease_on_controller(&a->lease, now, sent_ns, epoch, primary, a->node, replica),
 		    "revoked: the controller names another primary");
 }

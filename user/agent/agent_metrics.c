@@ -17,8 +17,8 @@ void on_ping_rtt(void *ctx, int64_t rtt_ns)
 
 static void fill_metrics(void *ctx, struct evbuffer *b)
 {
-	static const enum srv_proc states[] = { SRV_UNKNOWN, SRV_UP,	  SRV_DOWN,
-						SRV_HUNG,    SRV_BUSY, SRV_LOADING };
+	static const enum srv_proc states[] = {SRV_UNKNOWN, SRV_UP,   SRV_DOWN,
+					       SRV_HUNG,    SRV_BUSY, SRV_LOADING};
 	struct agent *a = ctx;
 
 	metrics_head(b, "flatline_build_info", "gauge", "flatline's version, and which process.");
@@ -31,7 +31,8 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 				   a->ev_counts[i].kind, METRICS_END);
 	metrics_head(b, "flatline_agent_ringbuf_drops_total", "counter",
 		     "Kernel events lost because the ring buffer was full.");
-	metrics_sample_u64(b, "flatline_agent_ringbuf_drops_total", proc_watch_drops(a->pw), METRICS_END);
+	metrics_sample_u64(b, "flatline_agent_ringbuf_drops_total", proc_watch_drops(a->pw),
+			   METRICS_END);
 	metrics_head(b, "flatline_agent_capabilities", "gauge",
 		     "The agent's effective capability set once running, as a bit mask.");
 	metrics_sample_u64(b, "flatline_agent_capabilities", a->caps, METRICS_END);
@@ -60,7 +61,8 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 			       (fl_mono_ms() - a->ctl_answer_ms) / 1e3, METRICS_END);
 		metrics_head(b, "flatline_agent_controller_epoch", "gauge",
 			     "The epoch in the controller's last answer.");
-		metrics_sample(b, "flatline_agent_controller_epoch", (double)a->ctl_epoch, METRICS_END);
+		metrics_sample(b, "flatline_agent_controller_epoch", (double)a->ctl_epoch,
+			       METRICS_END);
 	}
 	if (!a->probe)
 		return;
@@ -73,21 +75,22 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 			       pi->ev.state == VERDICT_UP || pi->ev.state == VERDICT_PASSIVE,
 			       "peer", pi->id, METRICS_END);
 	}
-	metrics_head(b, "flatline_agent_peer_rtt_seconds", "gauge",
-		     "The last echo round trip to the peer, timed in the kernel (tc egress to ingress).");
+	metrics_head(
+	    b, "flatline_agent_peer_rtt_seconds", "gauge",
+	    "The last echo round trip to the peer, timed in the kernel (tc egress to ingress).");
 	for (int i = 0; i < probe_npeers(a->probe); i++) {
 		const struct probe_peer_info *pi = probe_peer(a->probe, i);
 
 		if (pi->st.replied)
-			metrics_sample(b, "flatline_agent_peer_rtt_seconds", pi->st.rtt_last_ns / 1e9,
-				       "peer", pi->id, METRICS_END);
+			metrics_sample(b, "flatline_agent_peer_rtt_seconds",
+				       pi->st.rtt_last_ns / 1e9, "peer", pi->id, METRICS_END);
 	}
 	metrics_head(b, "flatline_agent_peer_probes_sent_total", "counter",
 		     "Echo requests that left this host toward the peer (seen at tc egress).");
 	for (int i = 0; i < probe_npeers(a->probe); i++)
 		metrics_sample_u64(b, "flatline_agent_peer_probes_sent_total",
-				   probe_peer(a->probe, i)->st.sent, "peer", probe_peer(a->probe, i)->id,
-				   METRICS_END);
+				   probe_peer(a->probe, i)->st.sent, "peer",
+				   probe_peer(a->probe, i)->id, METRICS_END);
 	metrics_head(b, "flatline_agent_peer_probes_replied_total", "counter",
 		     "Echo replies from the peer matched to a request.");
 	for (int i = 0; i < probe_npeers(a->probe); i++)
@@ -98,7 +101,7 @@ static void fill_metrics(void *ctx, struct evbuffer *b)
 
 int start_metrics(struct agent *a)
 {
-	struct cfg_endpoint ep = { 0 };
+	struct cfg_endpoint ep = {0};
 
 	if (a->metrics_flag) {
 		if (cfg_parse_endpoint(a->metrics_flag, &ep, 0) || ep.unix_path[0] || !ep.port) {

@@ -30,23 +30,23 @@ struct demote_sm {
 	long long max_epoch;  /* highest epoch of any answer seen (-1: none) */
 	long long done_epoch; /* demoted at this epoch (-1: never) */
 	uint64_t done_episode;
-	long long try_epoch;  /* the attempt in flight or last made */
+	long long try_epoch; /* the attempt in flight or last made */
 	uint64_t try_episode;
 	bool in_flight;
-	int64_t next_try_ms;  /* after a failure: not before */
+	int64_t next_try_ms; /* after a failure: not before */
 	int backoff_ms;
 };
 
 struct demote_in {
 	int64_t now_ms;
-	long long epoch;       /* of the answer */
-	const char *primary;   /* the answer's primary ("" = none named) */
+	long long epoch;     /* of the answer */
+	const char *primary; /* the answer's primary ("" = none named) */
 	const char *me;
-	bool same_shard;       /* primary is a node of our shard, with an address */
-	bool lease_held;       /* before this answer was applied */
-	bool master_before;    /* the server said role:master (and answered) before the
-				* REPORT was sent, and still does */
-	uint64_t episode;      /* counts the times the server turned master */
+	bool same_shard;    /* primary is a node of our shard, with an address */
+	bool lease_held;    /* before this answer was applied */
+	bool master_before; /* the server said role:master (and answered) before the
+			     * REPORT was sent, and still does */
+	uint64_t episode;   /* counts the times the server turned master */
 };
 
 void demote_init(struct demote_sm *sm);

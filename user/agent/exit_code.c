@@ -4,18 +4,17 @@
 
 /* Linux's generic numbering (x86, arm64, riscv …; not alpha, mips, sparc). */
 static const char *const signames[] = {
-	[1] = "SIGHUP",	  [2] = "SIGINT",     [3] = "SIGQUIT",  [4] = "SIGILL",
-	[5] = "SIGTRAP",  [6] = "SIGABRT",    [7] = "SIGBUS",   [8] = "SIGFPE",
-	[9] = "SIGKILL",  [10] = "SIGUSR1",   [11] = "SIGSEGV", [12] = "SIGUSR2",
-	[13] = "SIGPIPE", [14] = "SIGALRM",   [15] = "SIGTERM", [16] = "SIGSTKFLT",
-	[17] = "SIGCHLD", [18] = "SIGCONT",   [19] = "SIGSTOP", [20] = "SIGTSTP",
-	[21] = "SIGTTIN", [22] = "SIGTTOU",   [23] = "SIGURG",  [24] = "SIGXCPU",
-	[25] = "SIGXFSZ", [26] = "SIGVTALRM", [27] = "SIGPROF", [28] = "SIGWINCH",
-	[29] = "SIGIO",	  [30] = "SIGPWR",    [31] = "SIGSYS",
+    [1] = "SIGHUP",	[2] = "SIGINT",	  [3] = "SIGQUIT",   [4] = "SIGILL",   [5] = "SIGTRAP",
+    [6] = "SIGABRT",	[7] = "SIGBUS",	  [8] = "SIGFPE",    [9] = "SIGKILL",  [10] = "SIGUSR1",
+    [11] = "SIGSEGV",	[12] = "SIGUSR2", [13] = "SIGPIPE",  [14] = "SIGALRM", [15] = "SIGTERM",
+    [16] = "SIGSTKFLT", [17] = "SIGCHLD", [18] = "SIGCONT",  [19] = "SIGSTOP", [20] = "SIGTSTP",
+    [21] = "SIGTTIN",	[22] = "SIGTTOU", [23] = "SIGURG",   [24] = "SIGXCPU", [25] = "SIGXFSZ",
+    [26] = "SIGVTALRM", [27] = "SIGPROF", [28] = "SIGWINCH", [29] = "SIGIO",   [30] = "SIGPWR",
+    [31] = "SIGSYS",
 };
 
 #define FL_SIGRTMIN 32
-#define FL_SIGMAX 64
+#define FL_SIGMAX   64
 
 void exit_code_decode(uint32_t exit_code, struct exit_cause *c)
 {

@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 struct exit_cause {
-	int signal;       /* terminating signal, 0 if the process exited */
+	int signal;	  /* terminating signal, 0 if the process exited */
 	bool core_dumped; /* the signal dumped core (WCOREDUMP) */
-	int status;       /* exit status when signal == 0 */
+	int status;	  /* exit status when signal == 0 */
 };
 
 void exit_code_decode(uint32_t exit_code, struct exit_cause *c);

@@ -10,27 +10,27 @@
 
 struct fence_in {
 	int64_t now_ms;
-	int after_ms;          /* self_fence_after_ms */
-	bool is_primary;       /* the local server's role is master */
-	bool is_replica;       /* ... is slave */
-	bool have_peers;       /* without peers there is no failover to fear */
+	int after_ms;		 /* self_fence_after_ms */
+	bool is_primary;	 /* the local server's role is master */
+	bool is_replica;	 /* ... is slave */
+	bool have_peers;	 /* without peers there is no failover to fear */
 	bool any_peer_reachable; /* some peer not judged down (unknown counts as reachable) */
-	int64_t ctl_answer_ms; /* last answer from the controller (or agent start) */
-	long long ctl_epoch;   /* the shard's epoch in that answer */
+	int64_t ctl_answer_ms;	 /* last answer from the controller (or agent start) */
+	long long ctl_epoch;	 /* the shard's epoch in that answer */
 	const char *ctl_primary; /* the shard's primary in that answer ("" unknown) */
-	const char *me;        /* this node's id */
+	const char *me;		 /* this node's id */
 };
 
 enum fence_act {
-	FENCE_NONE,           /* nothing to do */
-	FENCE_NOW,            /* isolated primary: pause writes */
-	FENCE_HOLD,           /* stay fenced: renew the pause */
+	FENCE_NONE,	      /* nothing to do */
+	FENCE_NOW,	      /* isolated primary: pause writes */
+	FENCE_HOLD,	      /* stay fenced: renew the pause */
 	FENCE_LIFT_CONFIRMED, /* the controller says we are still the primary at its epoch */
 	FENCE_LIFT_DEMOTED,   /* the server became a replica: the demotion took over */
 };
 
 struct fence_sm {
-	bool started;            /* evaluated at least once */
+	bool started; /* evaluated at least once */
 	bool fenced;
 	int64_t fenced_at_ms;
 	int64_t last_peer_ok_ms; /* last time some peer was reachable */

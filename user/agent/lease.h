@@ -32,7 +32,7 @@
 
 /* What a lease_on_* call did. */
 enum lease_change {
-	LEASE_SAME = 0,     /* nothing to write */
+	LEASE_SAME = 0,	    /* nothing to write */
 	LEASE_EXTENDED = 1, /* held, and now longer */
 	LEASE_GRANTED = 2,  /* was not held, is now: kill the connections first */
 	LEASE_REVOKED = 3,  /* was held or pending, is not now */

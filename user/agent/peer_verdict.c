@@ -6,7 +6,6 @@
 #include "common/clock.h"
 #include "agent/peer_verdict.h"
 
-
 /* Late by a whole interval, and by at least 50 ms so that scheduling jitter at
  * short intervals is not taken for a stall. */
 uint64_t verdict_default_stall(uint64_t interval_ns)
@@ -54,7 +53,7 @@ static const struct verdict_sample *sample(const struct verdict_peer *p, unsigne
 
 static void push(struct verdict_peer *p, const struct verdict_obs *o)
 {
-	p->hist[p->head] = (struct verdict_sample){ o->now_ns, o->probes, o->left, o->replied };
+	p->hist[p->head] = (struct verdict_sample){o->now_ns, o->probes, o->left, o->replied};
 	p->head = (p->head + 1) % p->cap;
 	if (p->n < p->cap)
 		p->n++;
@@ -63,7 +62,7 @@ static void push(struct verdict_peer *p, const struct verdict_obs *o)
 /* The round the window starts at: the newest before now - down_after, or the
  * oldest there is (then *full is false). */
 static const struct verdict_sample *window_base(const struct verdict_peer *p, uint64_t now,
-					   uint64_t down_after, bool *full)
+						uint64_t down_after, bool *full)
 {
 	for (unsigned int back = 1; back < p->n; back++) {
 		const struct verdict_sample *s = sample(p, back);
@@ -84,7 +83,8 @@ static uint64_t age(uint64_t now, uint64_t t)
 	return now > t ? now - t : 0;
 }
 
-static void measure(struct verdict_peer *p, const struct verdict_config *c, const struct verdict_obs *o)
+static void measure(struct verdict_peer *p, const struct verdict_config *c,
+		    const struct verdict_obs *o)
 {
 	struct verdict_evidence *ev = &p->ev;
 	const struct verdict_sample *base;
@@ -106,8 +106,8 @@ static void measure(struct verdict_peer *p, const struct verdict_config *c, cons
 	ev->rtt_ns = o->rtt_ns;
 	ev->srtt_ns = o->srtt_ns;
 	/* A verdict needs a whole window probed on schedule since the last stall. */
-	ev->judged = full && base->t_ns >= p->resumed_ns &&
-		     ev->probes_in_window >= VERDICT_MIN_PROBES;
+	ev->judged =
+	    full && base->t_ns >= p->resumed_ns && ev->probes_in_window >= VERDICT_MIN_PROBES;
 	ev->local_fault = ev->packet_age_ns >= c->down_after_ns && ev->probes_in_window &&
 			  (!ev->left_in_window || o->no_carrier || o->no_route);
 	/* Only what this host can see is its own: no route, no carrier. */
@@ -134,9 +134,11 @@ static enum verdict_state next_state(const struct verdict_peer *p, const struct 
 	return ev->local_fault && p->local_cause ? VERDICT_LOCAL_FAULT : VERDICT_DOWN;
 }
 
-bool verdict_round(struct verdict_peer *p, const struct verdict_config *c, const struct verdict_obs *o)
+bool verdict_round(struct verdict_peer *p, const struct verdict_config *c,
+		   const struct verdict_obs *o)
 {
-	uint64_t stall = c->stall_after_ns ? c->stall_after_ns : verdict_default_stall(c->interval_ns);
+	uint64_t stall =
+	    c->stall_after_ns ? c->stall_after_ns : verdict_default_stall(c->interval_ns);
 	enum verdict_state next;
 
 	p->ev.stalled = p->last_round_ns && o->now_ns - p->last_round_ns > stall;

@@ -20,11 +20,11 @@
 #include <stdint.h>
 
 #define VERDICT_MIN_PROBES 3
-#define VERDICT_NEVER UINT64_MAX /* an age when the thing never happened */
+#define VERDICT_NEVER	   UINT64_MAX /* an age when the thing never happened */
 
 enum verdict_state {
 	VERDICT_UNKNOWN = 0, /* not judged yet: just started, or not enough on-schedule probing */
-	VERDICT_UP = 1,      /* echo replies arrive */
+	VERDICT_UP = 1,	     /* echo replies arrive */
 	VERDICT_PASSIVE = 2, /* no echo reply for down_after, but other packets from it do arrive */
 	VERDICT_DOWN = 3,    /* silent for down_after while we probed on schedule */
 	VERDICT_LOCAL_FAULT = 4, /* silent for down_after while this host has no route to it
@@ -33,8 +33,8 @@ enum verdict_state {
 };
 
 struct verdict_config {
-	uint64_t interval_ns;    /* probe_interval_ms */
-	uint64_t down_after_ns;  /* peer_down_after_ms; at least VERDICT_MIN_PROBES intervals */
+	uint64_t interval_ns;	 /* probe_interval_ms */
+	uint64_t down_after_ns;	 /* peer_down_after_ms; at least VERDICT_MIN_PROBES intervals */
 	uint64_t stall_after_ns; /* a round this late after the previous one = our loop stalled;
 				  * 0 = verdict_default_stall() */
 };
@@ -45,31 +45,31 @@ struct verdict_config {
 struct verdict_obs {
 	uint64_t now_ns;
 	uint64_t last_reply_ns; /* kernel: last matched echo reply */
-	uint64_t last_rx_ns;    /* kernel: last packet of any kind from the peer */
-	uint64_t probes;        /* probes this agent sent (tried to send), this round's included */
-	uint64_t left;          /* kernel: requests seen at tc egress (left the host) */
-	uint64_t replied;       /* kernel: replies matched */
-	uint64_t rtt_ns;        /* kernel: last RTT */
-	uint64_t srtt_ns;       /* kernel: smoothed RTT */
-	bool no_carrier;        /* the peer's route goes out of an interface without carrier */
-	bool no_route;          /* there is no route to the peer at all */
+	uint64_t last_rx_ns;	/* kernel: last packet of any kind from the peer */
+	uint64_t probes;	/* probes this agent sent (tried to send), this round's included */
+	uint64_t left;		/* kernel: requests seen at tc egress (left the host) */
+	uint64_t replied;	/* kernel: replies matched */
+	uint64_t rtt_ns;	/* kernel: last RTT */
+	uint64_t srtt_ns;	/* kernel: smoothed RTT */
+	bool no_carrier;	/* the peer's route goes out of an interface without carrier */
+	bool no_route;		/* there is no route to the peer at all */
 };
 
 /* Why the state is what it is, as of the last round. */
 struct verdict_evidence {
 	enum verdict_state state;
-	enum verdict_state prev;         /* state before the last change */
-	uint64_t since_ns;          /* when the state was entered */
-	uint64_t reply_age_ns;      /* VERDICT_NEVER if no reply ever */
-	uint64_t packet_age_ns;     /* VERDICT_NEVER if no packet ever */
-	uint64_t window_ns;         /* span the counts below cover (down_after, or less early on) */
+	enum verdict_state prev;    /* state before the last change */
+	uint64_t since_ns;	    /* when the state was entered */
+	uint64_t reply_age_ns;	    /* VERDICT_NEVER if no reply ever */
+	uint64_t packet_age_ns;	    /* VERDICT_NEVER if no packet ever */
+	uint64_t window_ns;	    /* span the counts below cover (down_after, or less early on) */
 	uint64_t probes_in_window;  /* probes this agent sent in the window */
 	uint64_t left_in_window;    /* of those, how many the kernel saw leave */
 	uint64_t replied_in_window; /* replies matched in the window */
-	double loss_ratio;          /* 1 - replied / left over the window; 0 when none left */
+	double loss_ratio;	    /* 1 - replied / left over the window; 0 when none left */
 	uint64_t rtt_ns, srtt_ns;
-	bool judged;      /* the window was probed on schedule: a verdict could be reached */
-	bool stalled;     /* this round came late: our own loop was stopped or starved */
+	bool judged;	  /* the window was probed on schedule: a verdict could be reached */
+	bool stalled;	  /* this round came late: our own loop was stopped or starved */
 	bool local_fault; /* silent, but the probes did not leave this host (no carrier,
 			   * unresolved neighbour, no route): the fault may be ours */
 };
@@ -80,11 +80,11 @@ struct verdict_sample {
 
 struct verdict_peer {
 	enum verdict_state state;
-	uint64_t since_ns;     /* state entered */
-	uint64_t last_round_ns; /* previous round, 0 before the first */
-	uint64_t resumed_ns;   /* first round after the last stall (or the first round) */
+	uint64_t since_ns;	    /* state entered */
+	uint64_t last_round_ns;	    /* previous round, 0 before the first */
+	uint64_t resumed_ns;	    /* first round after the last stall (or the first round) */
 	struct verdict_evidence ev; /* as of the last round */
-	bool local_cause;      /* this round: no route or no carrier (LOCAL_FAULT, not DOWN) */
+	bool local_cause;	    /* this round: no route or no carrier (LOCAL_FAULT, not DOWN) */
 	struct verdict_sample *hist; /* ring of past rounds, oldest overwritten */
 	unsigned int cap, head, n;
 };
@@ -96,7 +96,8 @@ int verdict_init(struct verdict_peer *p, const struct verdict_config *c);
 void verdict_free(struct verdict_peer *p);
 /* One probe round, after this round's probe was sent. Updates p->ev; returns true
  * when the state changed (p->ev.prev is the old state). */
-bool verdict_round(struct verdict_peer *p, const struct verdict_config *c, const struct verdict_obs *o);
+bool verdict_round(struct verdict_peer *p, const struct verdict_config *c,
+		   const struct verdict_obs *o);
 const char *verdict_state_name(enum verdict_state s);
 /* "reply", "passive" or "none": what keeps the peer up. */
 const char *verdict_liveness(enum verdict_state s);

@@ -20,21 +20,24 @@
 #include "agent/prober.h"
 
 #define PROBE_ROUTE_RETRY_NS (1000 * NS_PER_MS)
-#define PROBE_PAYLOAD 16 /* "flatline" + the send time, as ping carries its own */
-#define PROBE_SENT_RING 64 /* send times of the last probes, by seq: late replies count */
+#define PROBE_PAYLOAD	     16 /* "flatline" + the send time, as ping carries its own */
+#define PROBE_SENT_RING	     64 /* send times of the last probes, by seq: late replies count */
 
 struct probe_peer {
 	char id[65];
 	char addr_str[INET6_ADDRSTRLEN];
-	struct fl_peer_key key;    /* its address, as the kernel's table is keyed */
-	int ifindex;               /* route's interface; 0 = no route (yet) */
-	uint64_t next_route_ns;    /* when to look for a route again */
-	uint16_t seq;              /* of the last probe sent */
-	uint64_t probes;           /* probes sent (tried) */
-	uint64_t last_send_ns;     /* CLOCK_MONOTONIC before the last sendmmsg */
-	struct { uint16_t seq; uint64_t ns; } sent[PROBE_SENT_RING]; /* by seq % RING */
-	int last_errno;            /* of the last failed send, 0 after a good one */
-	bool round_read;           /* its stats were in this round's table read */
+	struct fl_peer_key key; /* its address, as the kernel's table is keyed */
+	int ifindex;		/* route's interface; 0 = no route (yet) */
+	uint64_t next_route_ns; /* when to look for a route again */
+	uint16_t seq;		/* of the last probe sent */
+	uint64_t probes;	/* probes sent (tried) */
+	uint64_t last_send_ns;	/* CLOCK_MONOTONIC before the last sendmmsg */
+	struct {
+		uint16_t seq;
+		uint64_t ns;
+	} sent[PROBE_SENT_RING]; /* by seq % RING */
+	int last_errno;		 /* of the last failed send, 0 after a good one */
+	bool round_read;	 /* its stats were in this round's table read */
 	struct verdict_peer pv;
 	struct probe_peer_info info;
 };
@@ -43,11 +46,11 @@ struct prober {
 	struct probe_opts o;
 	struct verdict_config cfg;
 	struct icmp_watch *iw;
-	int fd;           /* raw ICMP socket */
-	int fd6;          /* raw ICMPv6 socket, opened with the first IPv6 peer; -1 before */
+	int fd;		  /* raw ICMP socket */
+	int fd6;	  /* raw ICMPv6 socket, opened with the first IPv6 peer; -1 before */
 	uint16_t echo_id; /* the ICMP id of all our probes */
 	struct event *ev_round, *ev_read, *ev_read6, *ev_nl;
-	int nl_fd;        /* route and link notifications; -1 if none */
+	int nl_fd; /* route and link notifications; -1 if none */
 	struct probe_peer **peers;
 	int npeers, cap;
 	/* Per round: scratch for sendmmsg and the carrier of each interface. */
@@ -55,7 +58,9 @@ struct prober {
 	struct iovec *iov;
 	struct sockaddr_in6 *dst; /* room for either family */
 	uint8_t (*pkt)[sizeof(struct icmphdr) + PROBE_PAYLOAD];
-	struct { int ifindex, carrier; } carrier[ICMP_WATCH_MAX_IFACES];
+	struct {
+		int ifindex, carrier;
+	} carrier[ICMP_WATCH_MAX_IFACES];
 	int ncarrier;
 	/* The kernel's table, read at once each round, and the peers sorted by
 	 * address to find their rows. */
@@ -123,12 +128,12 @@ static int grow(struct prober *p)
 	int cap = p->cap ? 2 * p->cap : 16;
 	void *v;
 
-#define GROW(field)                                               \
-	do {                                                      \
-		v = realloc(p->field, cap * sizeof(*p->field));   \
-		if (!v)                                           \
-			return -ENOMEM;                           \
-		p->field = v;                                     \
+#define GROW(field)                                                                                \
+	do {                                                                                       \
+		v = realloc(p->field, cap * sizeof(*p->field));                                    \
+		if (!v)                                                                            \
+			return -ENOMEM;                                                            \
+		p->field = v;                                                                      \
 	} while (0)
 	GROW(peers); // NOLINT(bugprone-sizeof-expression): array of pointers
 	GROW(msgs);
@@ -333,12 +338,12 @@ static void build_probe(struct prober *p, struct probe_peer *pp, int i, uint64_t
 		sin->sin_family = AF_INET;
 		memcpy(&sin->sin_addr, pp->key.addr, 4);
 	}
-	p->iov[i] = (struct iovec){ p->pkt[i], sizeof(p->pkt[i]) };
-	p->msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_name = &p->dst[i],
-						    .msg_namelen = v6 ? sizeof(struct sockaddr_in6)
-								      : sizeof(struct sockaddr_in),
-						    .msg_iov = &p->iov[i],
-						    .msg_iovlen = 1 } };
+	p->iov[i] = (struct iovec){p->pkt[i], sizeof(p->pkt[i])};
+	p->msgs[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &p->dst[i],
+						  .msg_namelen = v6 ? sizeof(struct sockaddr_in6)
+								    : sizeof(struct sockaddr_in),
+						  .msg_iov = &p->iov[i],
+						  .msg_iovlen = 1}};
 	p->sendq[i] = pp;
 }
 
@@ -396,7 +401,7 @@ static int carrier(struct prober *p, int ifindex)
 			return p->carrier[i].carrier;
 	c = icmp_watch_if_carrier(ifindex) > 0;
 	if (p->ncarrier < ICMP_WATCH_MAX_IFACES)
-		p->carrier[p->ncarrier++] = (typeof(p->carrier[0])){ ifindex, c };
+		p->carrier[p->ncarrier++] = (typeof(p->carrier[0])){ifindex, c};
 	return c;
 }
 
@@ -405,17 +410,18 @@ static void log_change(const struct probe_peer_info *pi)
 	const struct verdict_evidence *ev = &pi->ev;
 
 	if (ev->state == VERDICT_DOWN || ev->state == VERDICT_LOCAL_FAULT)
-		pr_info("peer %s (%s) is %s: nothing from it for %llu ms, %llu of %llu probes "
-			"left this host%s\n",
-			pi->id, pi->addr, ev->state == VERDICT_DOWN ? "down" : "unreachable from here",
-			(unsigned long long)(ev->packet_age_ns == VERDICT_NEVER ? ev->window_ns
-									  : ev->packet_age_ns) /
-				NS_PER_MS,
-			(unsigned long long)ev->left_in_window,
-			(unsigned long long)ev->probes_in_window,
-			ev->state == VERDICT_LOCAL_FAULT ? " (no route or no carrier here)" :
-			ev->local_fault			 ? " (local fault?)" :
-							   "");
+		pr_info(
+		    "peer %s (%s) is %s: nothing from it for %llu ms, %llu of %llu probes "
+		    "left this host%s\n",
+		    pi->id, pi->addr, ev->state == VERDICT_DOWN ? "down" : "unreachable from here",
+		    (unsigned long long)(ev->packet_age_ns == VERDICT_NEVER ? ev->window_ns
+									    : ev->packet_age_ns) /
+			NS_PER_MS,
+		    (unsigned long long)ev->left_in_window,
+		    (unsigned long long)ev->probes_in_window,
+		    ev->state == VERDICT_LOCAL_FAULT ? " (no route or no carrier here)"
+		    : ev->local_fault		     ? " (local fault?)"
+						     : "");
 	else
 		pr_info("peer %s (%s) is %s (was %s)\n", pi->id, pi->addr,
 			verdict_state_name(ev->state), verdict_state_name(ev->prev));
@@ -424,7 +430,7 @@ static void log_change(const struct probe_peer_info *pi)
 /* Judges a peer on the kernel's figures, already in pp->info.st. */
 static void judge(struct prober *p, struct probe_peer *pp, uint64_t now)
 {
-	struct verdict_obs o = { .now_ns = now, .probes = pp->probes };
+	struct verdict_obs o = {.now_ns = now, .probes = pp->probes};
 	struct fl_peer_stats *st = &pp->info.st;
 
 	o.last_reply_ns = st->last_reply_ns;
@@ -524,7 +530,8 @@ static void got_reply(struct prober *p, const struct fl_peer_key *from, uint16_t
 	}
 	if (!p->o.on_reply || seq != pp->seq)
 		return; /* late: its send time is gone */
-	if (!icmp_watch_peer_stats(p->iw, &pp->key, &pp->info.st) && pp->info.st.last_seq == pp->seq)
+	if (!icmp_watch_peer_stats(p->iw, &pp->key, &pp->info.st) &&
+	    pp->info.st.last_seq == pp->seq)
 		kern = pp->info.st.rtt_last_ns;
 	p->o.on_reply(p->o.ctx, &pp->info, pp->seq, now - pp->last_send_ns, kern);
 }
@@ -540,7 +547,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	for (;;) {
 		const struct iphdr *ip = (const struct iphdr *)buf;
-		struct fl_peer_key k = { .family = FL_AF_INET };
+		struct fl_peer_key k = {.family = FL_AF_INET};
 		const struct icmphdr *h;
 		uint64_t now;
 		size_t hlen;
@@ -572,7 +579,7 @@ static void on_readable6(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	for (;;) {
-		struct fl_peer_key k = { .family = FL_AF_INET6 };
+		struct fl_peer_key k = {.family = FL_AF_INET6};
 		const struct icmp6_hdr *h = (const struct icmp6_hdr *)buf;
 
 		flen = sizeof(from);
@@ -592,7 +599,7 @@ static int open_socket(struct prober *p)
 {
 	/* Bit n set = ICMP type n not delivered: echo replies only. They are read
 	 * here because only a reply that reached a socket proves a round trip. */
-	struct icmp_filter filt = { .data = ~(1u << ICMP_ECHOREPLY) };
+	struct icmp_filter filt = {.data = ~(1u << ICMP_ECHOREPLY)};
 	int err;
 
 	p->fd = socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_ICMP);
@@ -640,7 +647,7 @@ static int open_socket6(struct prober *p)
 
 int probe_open(struct prober **out, const struct probe_opts *opts)
 {
-	struct icmp_watch_opts io = { .node = opts->node, .mode = opts->tc_mode };
+	struct icmp_watch_opts io = {.node = opts->node, .mode = opts->tc_mode};
 	struct prober *p;
 	int err;
 
@@ -661,7 +668,8 @@ int probe_open(struct prober **out, const struct probe_opts *opts)
 	p->cfg.down_after_ns = p->o.down_after_ms * NS_PER_MS;
 	if (verdict_check_config(&p->cfg)) {
 		pr_warn("peer_down_after_ms %u must be at least %d probe intervals (%u ms)\n",
-			p->o.down_after_ms, VERDICT_MIN_PROBES, VERDICT_MIN_PROBES * p->o.interval_ms);
+			p->o.down_after_ms, VERDICT_MIN_PROBES,
+			VERDICT_MIN_PROBES * p->o.interval_ms);
 		err = -EINVAL;
 		goto cleanup;
 	}
@@ -683,7 +691,7 @@ cleanup:
 
 int probe_start(struct prober *p)
 {
-	struct timeval tv = { p->o.interval_ms / 1000, (p->o.interval_ms % 1000) * 1000L };
+	struct timeval tv = {p->o.interval_ms / 1000, (p->o.interval_ms % 1000) * 1000L};
 
 	p->ev_round = event_new(p->o.base, -1, EV_PERSIST, on_round, p);
 	if (!p->ev_round || event_add(p->ev_round, &tv))

@@ -23,25 +23,25 @@
 #include "kern/icmp_watch.h"
 #include "agent/peer_verdict.h"
 
-#define PROBE_DEFAULT_INTERVAL_MS 100
+#define PROBE_DEFAULT_INTERVAL_MS   100
 #define PROBE_DEFAULT_DOWN_AFTER_MS 1000
-#define PROBE_MAX_PEERS FL_MAX_PEERS
+#define PROBE_MAX_PEERS		    FL_MAX_PEERS
 
 /* One peer as of the last round: what callbacks get and reports read. */
 struct probe_peer_info {
-	const char *id;         /* node id */
-	const char *addr;       /* IPv4 dotted quad or IPv6 address */
-	int ifindex;            /* the interface the route goes out of, 0 if none */
-	struct verdict_evidence ev;  /* state and why (peer_verdict.h) */
-	struct fl_peer_stats st; /* the kernel's counters and times */
-	uint64_t send_errors;   /* sendto() failures (no route, link down…) */
+	const char *id;		    /* node id */
+	const char *addr;	    /* IPv4 dotted quad or IPv6 address */
+	int ifindex;		    /* the interface the route goes out of, 0 if none */
+	struct verdict_evidence ev; /* state and why (peer_verdict.h) */
+	struct fl_peer_stats st;    /* the kernel's counters and times */
+	uint64_t send_errors;	    /* sendto() failures (no route, link down…) */
 	/* Round trips: echo replies that reached the agent's socket, so past the host's
 	 * firewall (tc ingress sees packets that netfilter drops later: those say the
 	 * peer is alive, never that we can reach it). The lease and self-fencing count
 	 * only these. 0 = none yet. */
-	uint64_t rt_sent_ns;    /* CLOCK_MONOTONIC send time of the newest answered probe */
-	uint64_t rt_recv_ns;    /* when its reply reached the agent */
-	uint64_t round_trips;   /* replies that reached the agent */
+	uint64_t rt_sent_ns;  /* CLOCK_MONOTONIC send time of the newest answered probe */
+	uint64_t rt_recv_ns;  /* when its reply reached the agent */
+	uint64_t round_trips; /* replies that reached the agent */
 };
 
 typedef void (*probe_change_fn)(void *ctx, const struct probe_peer_info *peer);
@@ -58,14 +58,14 @@ typedef void (*probe_rt_fn)(void *ctx, const struct probe_peer_info *peer, uint6
 
 struct probe_opts {
 	struct event_base *base;
-	const char *node;          /* pins under FL_PIN_ROOT/<node>/ */
-	uint32_t interval_ms;      /* 0 = PROBE_DEFAULT_INTERVAL_MS */
-	uint32_t down_after_ms;    /* 0 = PROBE_DEFAULT_DOWN_AFTER_MS; >= 3 intervals */
-	enum icmp_watch_tc_mode tc_mode;   /* ICMP_WATCH_TC_AUTO unless testing */
-	probe_change_fn on_change; /* required */
-	probe_route_fn on_route;   /* NULL: route changes are only logged */
-	probe_reply_fn on_reply;   /* optional (measurements) */
-	probe_rt_fn on_round_trip; /* optional (the write lease) */
+	const char *node;		 /* pins under FL_PIN_ROOT/<node>/ */
+	uint32_t interval_ms;		 /* 0 = PROBE_DEFAULT_INTERVAL_MS */
+	uint32_t down_after_ms;		 /* 0 = PROBE_DEFAULT_DOWN_AFTER_MS; >= 3 intervals */
+	enum icmp_watch_tc_mode tc_mode; /* ICMP_WATCH_TC_AUTO unless testing */
+	probe_change_fn on_change;	 /* required */
+	probe_route_fn on_route;	 /* NULL: route changes are only logged */
+	probe_reply_fn on_reply;	 /* optional (measurements) */
+	probe_rt_fn on_round_trip;	 /* optional (the write lease) */
 	void *ctx;
 };
 

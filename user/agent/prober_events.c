@@ -11,7 +11,9 @@
 /* A local fault says nothing about the peer: "unknown" to the controller. */
 const char *probe_report_state(enum verdict_state s)
 {
-	return s == VERDICT_UP || s == VERDICT_PASSIVE ? "up" : s == VERDICT_DOWN ? "down" : "unknown";
+	return s == VERDICT_UP || s == VERDICT_PASSIVE ? "up"
+	       : s == VERDICT_DOWN		       ? "down"
+						       : "unknown";
 }
 
 const char *probe_event_kind(enum verdict_state s)

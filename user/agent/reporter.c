@@ -37,7 +37,7 @@ struct reporter {
 	 * requests are in flight): an answer renews the lease from its question's time. */
 	uint64_t sent_ns[REP_SENT_RING];
 	char last_problem[640]; /* the last problem printed: once per change */
-	bool lost_logged;       /* controller_lost written since the last connect */
+	bool lost_logged;	/* controller_lost written since the last connect */
 };
 
 static void rep_vadd(struct rep_msg *m, const char *key, const char *fmt, va_list ap)
@@ -203,7 +203,7 @@ static void on_challenge(void *ctx, redisReply *rep, void *priv)
 	struct reporter *r = ctx;
 	uint8_t nc[AUTH_NONCE_LEN], proof[AUTH_MAC_LEN];
 	char hex[AUTH_HEX_LEN + 1], detail[640];
-	const char *argv[2] = { "PROVE", hex };
+	const char *argv[2] = {"PROVE", hex};
 
 	(void)priv;
 	if (!rep)
@@ -243,7 +243,7 @@ static void on_up(void *ctx)
 {
 	struct reporter *r = ctx;
 	char nonce[AUTH_HEX_LEN + 1];
-	const char *argv[] = { "HELLO", "flatline", REP_PROTO_VERSION, r->node, nonce };
+	const char *argv[] = {"HELLO", "flatline", REP_PROTO_VERSION, r->node, nonce};
 
 	r->seq = 0;
 	if (auth_nonce(r->nonce)) {
@@ -309,7 +309,7 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 struct reporter *reporter_new(struct event_base *base, const struct reporter_opts *o,
 			      const struct reporter_ops *ops, void *ctx)
 {
-	static const struct redis_link_ops lops = { .on_up = on_up, .on_down = on_down };
+	static const struct redis_link_ops lops = {.on_up = on_up, .on_down = on_down};
 	struct reporter *r = calloc(1, sizeof(*r));
 
 	if (!r)

@@ -13,8 +13,8 @@
 struct event_base;
 
 #define REP_PROTO_VERSION "2" /* common/auth.h's handshake */
-#define REP_MAX_ARGS 512
-#define REP_SENT_RING 128
+#define REP_MAX_ARGS	  512
+#define REP_SENT_RING	  128
 
 /* One REPORT being built: key/value pairs after "REPORT <seq>". */
 struct rep_msg {
@@ -25,11 +25,11 @@ struct rep_msg {
 	bool overflow;
 };
 void rep_add(struct rep_msg *m, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* The same for a key of the table (common/report_keys.h); peer: the node id of a
  * per-peer key, NULL otherwise. */
 void rep_add_key(struct rep_msg *m, enum report_key k, const char *peer, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 struct reporter_ops {
 	/* Fill m with the agent's whole current state. */

@@ -14,8 +14,8 @@ const char *srv_proc_name(enum srv_proc p)
 
 const char *srv_cause_name(enum srv_cause c)
 {
-	static const char *const names[] = { "none",	  "stopped",	  "busy",   "throttled",
-					     "blocked", "unresponsive", "unknown" };
+	static const char *const names[] = {"none",    "stopped",      "busy",	 "throttled",
+					    "blocked", "unresponsive", "unknown"};
 
 	return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
 }

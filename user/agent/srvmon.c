@@ -35,19 +35,19 @@ struct srvmon {
 	struct event *ping_ev, *info_ev;
 	struct hung_sm hung;
 	int64_t ping_sent_ns;  /* CLOCK_MONOTONIC, of the PING in flight */
-	bool info_out;         /* an INFO is in flight */
+	bool info_out;	       /* an INFO is in flight */
 	bool need_server_info; /* ask INFO server too (pid, version) */
 	char last_down_why[160];
 	struct srv_state st;
 	/* The silence, as the kernel saw it: samples since the PING went out. */
 	struct srv_sample samples[SRV_SAMPLES];
-	unsigned nsamples;       /* taken since the PING went out (ring index = n % SRV_SAMPLES) */
-	char cpu_stat[300];      /* the server's cgroup v2 cpu.stat, "" if none */
-	pid_t cpu_stat_pid;      /* cpu_stat is for this pid */
-	struct event *stop_ev;   /* stop_grace_ms after the judged thread stopped */
-	int64_t busy_since_ms;   /* monotonic: silent and busy (or -BUSY) since, 0: not busy */
-	int64_t kill_sent_ms;    /* SCRIPT KILL sent at, 0: not sent in this busy spell */
-	bool busy_over;          /* hung with cause busy: -BUSY answers do not make it busy again */
+	unsigned nsamples;     /* taken since the PING went out (ring index = n % SRV_SAMPLES) */
+	char cpu_stat[300];    /* the server's cgroup v2 cpu.stat, "" if none */
+	pid_t cpu_stat_pid;    /* cpu_stat is for this pid */
+	struct event *stop_ev; /* stop_grace_ms after the judged thread stopped */
+	int64_t busy_since_ms; /* monotonic: silent and busy (or -BUSY) since, 0: not busy */
+	int64_t kill_sent_ms;  /* SCRIPT KILL sent at, 0: not sent in this busy spell */
+	bool busy_over;	       /* hung with cause busy: -BUSY answers do not make it busy again */
 };
 
 /* Applies a new state; tells the agent what changed, if anything did. */
@@ -144,7 +144,8 @@ static void on_ping(void *ctx, redisReply *r, void *priv)
 	commit(m, &n);
 }
 
-static void send_cmd(struct srvmon *m, redis_link_reply_fn fn, void *priv, int argc, const char **argv)
+static void send_cmd(struct srvmon *m, redis_link_reply_fn fn, void *priv, int argc,
+		     const char **argv)
 {
 	int err = redis_link_command(m->link, fn, priv, argc, argv, NULL);
 
@@ -232,7 +233,7 @@ static int64_t read_throttled_us(struct srvmon *m)
 	static const struct {
 		const char *key;
 		int div;
-	} keys[] = { { "throttled_usec ", 1 }, { "throttled_time ", 1000 } };
+	} keys[] = {{"throttled_usec ", 1}, {"throttled_time ", 1000}};
 	char buf[256], *end;
 	long long v = -1;
 	FILE *f;
@@ -393,10 +394,11 @@ static void on_kill(void *ctx, redisReply *r, void *priv)
  * server is still silent or busy a hung window after the kill. */
 static void check_busy_max(struct srvmon *m, int64_t now)
 {
-	static const char *kill[] = { "SCRIPT", "KILL" };
+	static const char *kill[] = {"SCRIPT", "KILL"};
 	int64_t window = (int64_t)m->o.hung_after * m->o.ping_interval_ms;
 
-	if (m->st.proc != SRV_BUSY || !m->busy_since_ms || now - m->busy_since_ms < m->o.busy_max_ms)
+	if (m->st.proc != SRV_BUSY || !m->busy_since_ms ||
+	    now - m->busy_since_ms < m->o.busy_max_ms)
 		return;
 	if (!m->kill_sent_ms) {
 		m->kill_sent_ms = now;
@@ -456,7 +458,7 @@ void srvmon_sched_event(struct srvmon *m, const struct fl_sched_event *e)
 static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct srvmon *m = arg;
-	static const char *ping[] = { "PING" };
+	static const char *ping[] = {"PING"};
 	int64_t now = fl_mono_ms();
 
 	(void)fd;
@@ -518,9 +520,10 @@ static void on_info(void *ctx, redisReply *r, void *priv)
 			if (fl_pid_alive(parsed.pid))
 				n.pid = parsed.pid;
 			else if (n.pid != parsed.pid)
-				pr_warn("server reports process_id %ld, which is not a process on this "
-					"host: not watching it in the kernel\n",
-					parsed.pid);
+				pr_warn(
+				    "server reports process_id %ld, which is not a process on this "
+				    "host: not watching it in the kernel\n",
+				    parsed.pid);
 		}
 	}
 	n.info = parsed;
@@ -531,10 +534,10 @@ static void on_info(void *ctx, redisReply *r, void *priv)
 
 static void request_info(struct srvmon *m)
 {
-	static const char *repl[] = { "INFO", "replication" };
+	static const char *repl[] = {"INFO", "replication"};
 	/* Redis 7 and Valkey take several sections; older servers and Dragonfly
 	 * answer a bare INFO with everything. */
-	static const char *all[] = { "INFO" };
+	static const char *all[] = {"INFO"};
 
 	if (m->info_out || !redis_link_connected(m->link))
 		return;
@@ -565,7 +568,8 @@ static void on_auth(void *ctx, redisReply *r, void *priv)
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (strcmp(n.auth_error, r->str))
 			pr_warn("failed to authenticate to the server as '%s': %s\n",
-				m->user[0] ? m->user : "default", log_esc(r->str, esc, sizeof(esc)));
+				m->user[0] ? m->user : "default",
+				log_esc(r->str, esc, sizeof(esc)));
 		snprintf(n.auth_error, sizeof(n.auth_error), "%s", r->str);
 	} else {
 		n.auth_error[0] = '\0';
@@ -595,7 +599,7 @@ static void on_tcp_up(void *ctx, int fd)
 static void on_up(void *ctx)
 {
 	struct srvmon *m = ctx;
-	const char *argv[3] = { "AUTH" };
+	const char *argv[3] = {"AUTH"};
 	int argc = 1;
 
 	m->last_down_why[0] = '\0';
@@ -676,9 +680,8 @@ static pid_t read_pidfile(const char *path)
 struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 			  const struct srvmon_ops *ops, void *ctx)
 {
-	static const struct redis_link_ops lops = { .on_up = on_up,
-						    .on_down = on_down,
-						    .on_tcp_up = on_tcp_up };
+	static const struct redis_link_ops lops = {
+	    .on_up = on_up, .on_down = on_down, .on_tcp_up = on_tcp_up};
 	struct srvmon *m = calloc(1, sizeof(*m));
 
 	if (!m)
@@ -693,7 +696,7 @@ struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 		cfg_hostport(m->where, sizeof(m->where), o->ep.host, o->ep.port);
 	m->ops = *ops;
 	m->ctx = ctx;
-	m->hung = (struct hung_sm){ .interval_ms = o->ping_interval_ms, .hung_after = o->hung_after };
+	m->hung = (struct hung_sm){.interval_ms = o->ping_interval_ms, .hung_after = o->hung_after};
 	/* Connect timeout: a PING interval, like the PING timeout. */
 	m->link = redis_link_new(base, &o->ep, "server", o->ping_interval_ms, &lops, m);
 	/* The server is local and cheap to dial: look for a restarted one at least
@@ -703,8 +706,9 @@ struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
 		m->link = NULL;
 	}
 	if (m->link)
-		redis_link_set_backoff(m->link, o->ping_interval_ms / 2 > 0 ? o->ping_interval_ms / 2 : 1,
-			       5 * o->ping_interval_ms);
+		redis_link_set_backoff(m->link,
+				       o->ping_interval_ms / 2 > 0 ? o->ping_interval_ms / 2 : 1,
+				       5 * o->ping_interval_ms);
 	m->ping_ev = event_new(base, -1, EV_PERSIST, on_ping_tick, m);
 	m->info_ev = event_new(base, -1, EV_PERSIST, on_info_tick, m);
 	m->stop_ev = evtimer_new(base, on_stop_timer, m);

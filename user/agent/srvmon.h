@@ -17,24 +17,24 @@ struct event_base;
 /* In the order of report_proc_words (common/report_keys.h), the words of REPORT key proc. */
 enum srv_proc {
 	SRV_UNKNOWN = 0, /* not reached yet, or unreachable for a reason other than refusal */
-	SRV_UP,          /* answered PING */
-	SRV_DOWN,        /* process gone (BPF), or nothing listening */
-	SRV_HUNG,        /* process there, no answer for hung_after x ping_interval_ms */
-	SRV_BUSY,        /* answered -BUSY: a long script; alive */
-	SRV_LOADING,     /* answered -LOADING: loading its dataset; alive */
+	SRV_UP,		 /* answered PING */
+	SRV_DOWN,	 /* process gone (BPF), or nothing listening */
+	SRV_HUNG,	 /* process there, no answer for hung_after x ping_interval_ms */
+	SRV_BUSY,	 /* answered -BUSY: a long script; alive */
+	SRV_LOADING,	 /* answered -LOADING: loading its dataset; alive */
 };
 const char *srv_proc_name(enum srv_proc p);
 
 /* Why a server does not answer, from its command thread's scheduler state
  * (bpf/sched.bpf.c) over the silence. */
 enum srv_cause {
-	SRV_CAUSE_NONE = 0,     /* answering */
-	SRV_CAUSE_STOPPED,      /* stopped (SIGSTOP, a tracer) or frozen: hung after stop_grace_ms */
-	SRV_CAUSE_BUSY,         /* on a CPU, its runtime growing: alive up to busy_max_ms */
-	SRV_CAUSE_THROTTLED,    /* runnable but hardly running (cpu.max, an overloaded host) */
-	SRV_CAUSE_BLOCKED,      /* uninterruptible sleep (D): disk, NFS, reclaim */
+	SRV_CAUSE_NONE = 0,  /* answering */
+	SRV_CAUSE_STOPPED,   /* stopped (SIGSTOP, a tracer) or frozen: hung after stop_grace_ms */
+	SRV_CAUSE_BUSY,	     /* on a CPU, its runtime growing: alive up to busy_max_ms */
+	SRV_CAUSE_THROTTLED, /* runnable but hardly running (cpu.max, an overloaded host) */
+	SRV_CAUSE_BLOCKED,   /* uninterruptible sleep (D): disk, NFS, reclaim */
 	SRV_CAUSE_UNRESPONSIVE, /* asleep and not answering: a deadlock, DEBUG SLEEP */
-	SRV_CAUSE_UNKNOWN,      /* no scheduler state for its thread (not a local process) */
+	SRV_CAUSE_UNKNOWN,	/* no scheduler state for its thread (not a local process) */
 };
 const char *srv_cause_name(enum srv_cause c);
 
@@ -46,10 +46,10 @@ struct srv_evidence {
 	uint32_t thread_state; /* enum fl_sched_state, now */
 	int64_t state_ms;      /* in that state for this long */
 	int64_t window_ms;     /* the window judged */
-	int64_t run_ms;        /* time on a CPU within the window */
+	int64_t run_ms;	       /* time on a CPU within the window */
 	int64_t wait_ms;       /* time runnable, not running, within the window */
-	int64_t throttled_ms;  /* its cgroup's cpu.stat throttled time within the window, -1: none */
-	int64_t silent_ms;     /* since the unanswered PING went out, 0: none out */
+	int64_t throttled_ms; /* its cgroup's cpu.stat throttled time within the window, -1: none */
+	int64_t silent_ms;    /* since the unanswered PING went out, 0: none out */
 };
 
 /* The verdict on a silent server: base is its command thread's sample at the
@@ -60,27 +60,27 @@ enum srv_cause srv_judge(const struct sched_sample *base, const struct sched_sam
 struct srv_state {
 	enum srv_proc proc;
 	int64_t proc_change_ms; /* wall clock, ms since the epoch */
-	pid_t pid;              /* 0 if unknown */
-	char exit_cause[32];    /* with SRV_DOWN from BPF: "SIGKILL", "status:3" */
+	pid_t pid;		/* 0 if unknown */
+	char exit_cause[32];	/* with SRV_DOWN from BPF: "SIGKILL", "status:3" */
 	bool core_dumped;
 	bool oom;
-	bool have_info;         /* info holds a parsed INFO */
+	bool have_info; /* info holds a parsed INFO */
 	struct info_repl info;
-	char auth_error[160];   /* the server's error for our AUTH, "" if none */
+	char auth_error[160]; /* the server's error for our AUTH, "" if none */
 	/* With SRV_HUNG and SRV_BUSY: why, and what the kernel showed. */
 	enum srv_cause cause;
 	struct srv_evidence ev;
-	bool busy_reply;        /* SRV_BUSY because it answered -BUSY (else: the kernel) */
-	char busy_detail[96];   /* with cause busy after busy_max_ms: the SCRIPT KILL outcome */
+	bool busy_reply;      /* SRV_BUSY because it answered -BUSY (else: the kernel) */
+	char busy_detail[96]; /* with cause busy after busy_max_ms: the SCRIPT KILL outcome */
 };
 
 /* Hung detection as a pure state machine, time injected (unit tested). */
 struct hung_sm {
 	int interval_ms;
 	int hung_after;
-	bool waiting;      /* a PING is out */
+	bool waiting; /* a PING is out */
 	bool hung;
-	int64_t sent_ms;   /* when the PING went out (or the window restarted) */
+	int64_t sent_ms; /* when the PING went out (or the window restarted) */
 	int64_t last_tick_ms;
 };
 enum hung_act { HUNG_SEND, HUNG_WAIT, HUNG_NOW_HUNG };
@@ -117,15 +117,15 @@ struct srvmon_ops {
 struct srvmon_opts {
 	struct cfg_endpoint ep;
 	const char *user, *password; /* "" or NULL: no AUTH */
-	const char *pidfile;         /* optional */
+	const char *pidfile;	     /* optional */
 	int ping_interval_ms;
 	int hung_after;
 	int info_interval_ms;
 	int stop_grace_ms; /* stopped or frozen this long = hung */
 	int busy_max_ms;   /* busy this long: SCRIPT KILL, then hung if it cannot be killed */
 	struct sched_watch *sched; /* the kernel's scheduler state; NULL: PING alone */
-	struct ssl_ctx_st *tls;    /* [redis] tls: the server over TLS, NULL: plain */
-	const char *tls_host;      /* the name its certificate carries; NULL: ep's host */
+	struct ssl_ctx_st *tls;	   /* [redis] tls: the server over TLS, NULL: plain */
+	const char *tls_host;	   /* the name its certificate carries; NULL: ep's host */
 };
 
 struct srvmon;

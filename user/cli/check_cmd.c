@@ -13,17 +13,16 @@
 #include "common/tls.h"
 #include "common/version.h"
 
-
 #define CHECK_DEFAULT_CONFIG "/etc/flatline/cluster.conf"
 
 static const char check_usage[] =
-	"usage: flatline check [-c FILE] [--node ID] [-q]\n"
-	"\n"
-	"  -c, --config FILE  the cluster file to validate (default " CHECK_DEFAULT_CONFIG ")\n"
-	"  --node ID          print only what this node's agent will do\n"
-	"  -q, --quiet        print nothing when the file is valid\n"
-	"\n"
-	"Exit status: 0 valid, 1 invalid (one line names file:line), 2 usage.\n";
+    "usage: flatline check [-c FILE] [--node ID] [-q]\n"
+    "\n"
+    "  -c, --config FILE  the cluster file to validate (default " CHECK_DEFAULT_CONFIG ")\n"
+    "  --node ID          print only what this node's agent will do\n"
+    "  -q, --quiet        print nothing when the file is valid\n"
+    "\n"
+    "Exit status: 0 valid, 1 invalid (one line names file:line), 2 usage.\n";
 
 static void print_ep(FILE *f, const struct cfg_endpoint *ep)
 {
@@ -72,8 +71,8 @@ static void print_node(FILE *f, const struct cfg *c, const struct cfg_node *n)
 		}
 		fprintf(f, "%s\n", peers ? "" : " none");
 		if (peers)
-			fprintf(f, "  every %d ms, peer down after %d ms\n", c->agent.probe_interval_ms,
-				c->agent.peer_down_after_ms);
+			fprintf(f, "  every %d ms, peer down after %d ms\n",
+				c->agent.probe_interval_ms, c->agent.peer_down_after_ms);
 	}
 	if (c->agent.self_fence)
 		fprintf(f, "  self-fences as an isolated primary after %d ms\n",
@@ -111,8 +110,9 @@ static void print_controller(FILE *f, const struct cfg *c)
 	}
 	if (c->etcd.enabled && k->tls)
 		fprintf(f, "  TLS client certificates: %s\n",
-			k->tls_auth_clients == CFG_TLS_AUTH_YES ? "required" :
-			k->tls_auth_clients == CFG_TLS_AUTH_NO ? "not asked for" : "verified if sent");
+			k->tls_auth_clients == CFG_TLS_AUTH_YES	 ? "required"
+			: k->tls_auth_clients == CFG_TLS_AUTH_NO ? "not asked for"
+								 : "verified if sent");
 	if (!c->etcd.enabled && (!k->tls || k->have_listen)) {
 		fprintf(f, "  listens on ");
 		print_ep(f, &k->listen);
@@ -124,19 +124,21 @@ static void print_controller(FILE *f, const struct cfg *c)
 		fprintf(f, ", reached at ");
 		print_ep(f, &k->tls_address);
 		fprintf(f, "; client certificates: %s\n",
-			k->tls_auth_clients == CFG_TLS_AUTH_YES ? "required" :
-			k->tls_auth_clients == CFG_TLS_AUTH_NO ? "not asked for" : "verified if sent");
+			k->tls_auth_clients == CFG_TLS_AUTH_YES	 ? "required"
+			: k->tls_auth_clients == CFG_TLS_AUTH_NO ? "not asked for"
+								 : "verified if sent");
 	}
 	if (c->redis.tls)
 		fprintf(f, "  speaks TLS to the servers\n");
-	fprintf(f, "  node down after %d ms without a heartbeat; failover block %d ms; tilt %d ms\n",
+	fprintf(f,
+		"  node down after %d ms without a heartbeat; failover block %d ms; tilt %d ms\n",
 		k->node_down_after_ms, k->failover_block_ms, k->tilt_ms);
 	fprintf(f, "  state file %s, event log %s\n", k->state_file, k->event_log);
 	if (k->requirepass[0] || c->nusers) {
 		char words[64];
 
-		fprintf(f, "  clients log in (NOAUTH before):%s", k->requirepass[0] ?
-			" default (requirepass): all;" : "");
+		fprintf(f, "  clients log in (NOAUTH before):%s",
+			k->requirepass[0] ? " default (requirepass): all;" : "");
 		for (int i = 0; i < c->nusers; i++)
 			fprintf(f, " %s: %s;", c->users[i].name,
 				acl_perms_str(c->users[i].perms, words, sizeof(words)));
@@ -222,14 +224,16 @@ static int print_warnings(FILE *f, const struct cfg *c)
 	}
 	for (int i = 0; i < c->nshards; i++) {
 		if (c->shards[i].nnodes < 2) {
-			fprintf(f, "warning: %s:%d: shard %s has one node: nothing to fail over to\n",
+			fprintf(f,
+				"warning: %s:%d: shard %s has one node: nothing to fail over to\n",
 				c->path, c->shards[i].line, c->shards[i].name);
 			n++;
 		}
 	}
 	if (c->agent.self_fence && c->agent.self_fence_after_ms <= c->agent.peer_down_after_ms) {
 		fprintf(f,
-			"warning: %s: [agent] self_fence_after_ms %d is not above peer_down_after_ms %d\n",
+			"warning: %s: [agent] self_fence_after_ms %d is not above "
+			"peer_down_after_ms %d\n",
 			c->path, c->agent.self_fence_after_ms, c->agent.peer_down_after_ms);
 		n++;
 	}
@@ -239,11 +243,11 @@ static int print_warnings(FILE *f, const struct cfg *c)
 int cmd_check(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "node", required_argument, NULL, 'n' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"config", required_argument, NULL, 'c'},
+	    {"node", required_argument, NULL, 'n'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *path = CHECK_DEFAULT_CONFIG, *node = NULL;
 	const struct cfg_node *only = NULL;

@@ -36,7 +36,7 @@ static void where(char *buf, size_t len, const struct cfg_endpoint *ep)
 
 static void set_timeouts(int fd, int timeout_ms)
 {
-	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
+	struct timeval tv = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000};
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -45,7 +45,7 @@ static void set_timeouts(int fd, int timeout_ms)
 /* TCP connect within timeout_ms; a blocking socket, or -errno. */
 static int tcp_connect(const struct cfg_endpoint *ep, int timeout_ms)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
 	struct pollfd p;
 	char port[16];
 	int fd, rc, soerr = 0;
@@ -64,7 +64,7 @@ static int tcp_connect(const struct cfg_endpoint *ep, int timeout_ms)
 		rc = -errno;
 		goto fail;
 	}
-	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	p = (struct pollfd){.fd = fd, .events = POLLOUT};
 	rc = poll(&p, 1, timeout_ms);
 	if (rc == 0) {
 		rc = -ETIMEDOUT;
@@ -108,7 +108,8 @@ static struct cli_conn *connect_tls(const struct cfg *cfg, const struct cfg_endp
 	if (o->key)
 		snprintf(t.key, sizeof(t.key), "%s", o->key);
 	if (!t.cert[0] != !t.key[0]) {
-		pr_warn("failed to set up TLS: a client certificate needs its key (--cert and --key)\n");
+		pr_warn("failed to set up TLS: a client certificate needs its key (--cert and "
+			"--key)\n");
 		goto fail;
 	}
 	k->ctx = tls_client_ctx(cfg, "agent", &t, &cfg->controller.tls_files, err, sizeof(err));
@@ -143,7 +144,7 @@ fail:
 struct cli_conn *cli_connect(const struct cfg *cfg, const struct cfg_endpoint *ep,
 			     const struct cli_tls *tls, int timeout_ms)
 {
-	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
+	struct timeval tv = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000};
 	struct cli_conn *k;
 	char at[300];
 
@@ -227,7 +228,7 @@ redisReply *cli_command(struct cli_conn *k, const char *fmt, ...)
 
 void cli_set_timeout(struct cli_conn *k, int timeout_ms)
 {
-	struct timeval tv = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000 };
+	struct timeval tv = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000};
 
 	if (k->rc)
 		redisSetTimeout(k->rc, tv);

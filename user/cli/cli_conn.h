@@ -12,7 +12,7 @@
 /* TLS from the command line; unset fields come from the cluster file ([agent]
  * tls_cert/tls_key/tls_ca, else [controller] tls_ca). */
 struct cli_tls {
-	bool on;            /* --tls, or the file has [controller] tls_listen */
+	bool on;	    /* --tls, or the file has [controller] tls_listen */
 	const char *cacert; /* --cacert */
 	const char *cert;   /* --cert */
 	const char *key;    /* --key */
@@ -24,7 +24,7 @@ struct cli_conn;
 struct cli_conn *cli_connect(const struct cfg *cfg, const struct cfg_endpoint *ep,
 			     const struct cli_tls *tls, int timeout_ms);
 redisReply *cli_command(struct cli_conn *k, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void cli_set_timeout(struct cli_conn *k, int timeout_ms);
 /* Why the last command got no reply. */
 const char *cli_errstr(const struct cli_conn *k);

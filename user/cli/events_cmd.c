@@ -26,11 +26,11 @@ struct show_opts {
 
 /* One segment read line by line; a line longer than EVREC_MAX is skipped. */
 struct seg_reader {
-	gzFile gz;            /* NULL when nothing is open */
+	gzFile gz; /* NULL when nothing is open */
 	const char *name;
 	unsigned long lineno; /* lines finished so far */
-	size_t len;           /* bytes of an unfinished line in buf */
-	bool skipping;        /* inside a line that was too long */
+	size_t len;	      /* bytes of an unfinished line in buf */
+	bool skipping;	      /* inside a line that was too long */
 	char buf[EVREC_MAX + 1];
 };
 
@@ -44,16 +44,15 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: flatline events [--log PATH] [-f|--follow] [--json] [--since DURATION]"
-		" [-h]\n\n"
-		"Print the event log, oldest first, rotated .gz segments included.\n"
-		"\n"
-		"  --log PATH        the live event log (default " EVLOG_DEFAULT_PATH ")\n"
-		"  -f, --follow      then print new events as they come, across rotations\n"
-		"  --json            print the JSON lines as written\n"
-		"  --since DURATION  only events newer than that: 500ms, 30s, 10m, 2h, 1d\n"
-		"  -h, --help        show this help\n");
+	fprintf(f, "usage: flatline events [--log PATH] [-f|--follow] [--json] [--since DURATION]"
+		   " [-h]\n\n"
+		   "Print the event log, oldest first, rotated .gz segments included.\n"
+		   "\n"
+		   "  --log PATH        the live event log (default " EVLOG_DEFAULT_PATH ")\n"
+		   "  -f, --follow      then print new events as they come, across rotations\n"
+		   "  --json            print the JSON lines as written\n"
+		   "  --since DURATION  only events newer than that: 500ms, 30s, 10m, 2h, 1d\n"
+		   "  -h, --help        show this help\n");
 }
 
 /* "<digits><unit>", unit ms, s, m, h or d -> µs. */
@@ -63,8 +62,7 @@ static int parse_duration(const char *s, int64_t *us)
 		const char *unit;
 		int64_t us;
 	} units[] = {
-		{ "ms", 1000 }, { "s", 1000000 }, { "m", 60000000 }, { "h", 3600000000 },
-		{ "d", 86400000000 },
+	    {"ms", 1000}, {"s", 1000000}, {"m", 60000000}, {"h", 3600000000}, {"d", 86400000000},
 	};
 	unsigned long long v;
 	char *end;
@@ -212,7 +210,9 @@ static int read_lines(struct seg_reader *sr, const struct show_opts *o)
 		return 0;
 	p = strstr(msg, ": "); /* zlib prefixes "<fd:N>" */
 	pr_warn("failed to read %s: %s\n", sr->name,
-		e == Z_ERRNO ? strerror(errno) : p ? p + 2 : msg);
+		e == Z_ERRNO ? strerror(errno)
+		: p	     ? p + 2
+			     : msg);
 	return 1;
 }
 
@@ -310,8 +310,8 @@ static void catch_up(struct seg_reader *sr, const char *path, unsigned long *see
  * appear. SIGINT and SIGTERM end it with 0; errors on the way are warnings. */
 static int follow(const char *path, const struct show_opts *o)
 {
-	const struct timespec nap = { 0, FOLLOW_POLL_MS * 1000000L };
-	struct sigaction sa = { .sa_handler = on_signal };
+	const struct timespec nap = {0, FOLLOW_POLL_MS * 1000000L};
+	struct sigaction sa = {.sa_handler = on_signal};
 	struct seg_reader cur = {}, seg = {};
 	unsigned long seen = 0; /* rotated segments up to this seq are shown */
 	bool rotated = false;
@@ -333,8 +333,8 @@ static int follow(const char *path, const struct show_opts *o)
 		}
 		if (cur.gz) {
 			read_lines(&cur, o);
-			rotated = stat(path, &st) || st.st_ino != live.st_ino ||
-				  st.st_dev != live.st_dev;
+			rotated =
+			    stat(path, &st) || st.st_ino != live.st_ino || st.st_dev != live.st_dev;
 			if (rotated || st.st_size < gztell(cur.gz)) {
 				/* lines written before the rename are in the old file: read them */
 				read_lines(&cur, o);
@@ -353,11 +353,11 @@ static int follow(const char *path, const struct show_opts *o)
 int cmd_events(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "log", required_argument, NULL, 'l' },  { "follow", no_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },       { "since", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },       {},
+	    {"log", required_argument, NULL, 'l'}, {"follow", no_argument, NULL, 'f'},
+	    {"json", no_argument, NULL, 'j'},	   {"since", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},	   {},
 	};
-	struct show_opts o = { .since_us = INT64_MIN };
+	struct show_opts o = {.since_us = INT64_MIN};
 	const char *path = EVLOG_DEFAULT_PATH;
 	bool follow_mode = false;
 	int64_t dur_us;
@@ -378,8 +378,10 @@ int cmd_events(int argc, char **argv)
 			break;
 		case 's':
 			if (parse_duration(optarg, &dur_us)) {
-				fprintf(stderr, "flatline: invalid duration '%s' for --since "
-						"(examples: 500ms, 30s, 10m, 2h, 1d)\n", optarg);
+				fprintf(stderr,
+					"flatline: invalid duration '%s' for --since "
+					"(examples: 500ms, 30s, 10m, 2h, 1d)\n",
+					optarg);
 				return 2;
 			}
 			o.since_us = fl_wall_us() - dur_us;

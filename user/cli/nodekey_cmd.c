@@ -11,17 +11,16 @@
 #include "common/log.h"
 
 static const char usage[] =
-	"usage: flatline node-key [-c FILE] NODE\n"
-	"\n"
-	"Prints NODE's key, derived from the cluster file's [cluster] secret, for\n"
-	"`key = ...` in [node \"NODE\"] of that host's file (which then needs no secret).\n"
-	"  -c, --config FILE  the cluster file (default /etc/flatline/cluster.conf)\n";
+    "usage: flatline node-key [-c FILE] NODE\n"
+    "\n"
+    "Prints NODE's key, derived from the cluster file's [cluster] secret, for\n"
+    "`key = ...` in [node \"NODE\"] of that host's file (which then needs no secret).\n"
+    "  -c, --config FILE  the cluster file (default /etc/flatline/cluster.conf)\n";
 
 int cmd_node_key(int argc, char **argv)
 {
-	static const struct option lopts[] = { { "config", required_argument, NULL, 'c' },
-					       { "help", no_argument, NULL, 'h' },
-					       { 0 } };
+	static const struct option lopts[] = {
+	    {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'}, {0}};
 	const char *path = "/etc/flatline/cluster.conf";
 	uint8_t key[AUTH_KEY_LEN];
 	char hex[AUTH_HEX_LEN + 1], err[512];
@@ -51,7 +50,8 @@ int cmd_node_key(int argc, char **argv)
 	}
 	if (!cfg_find_node(cfg, argv[optind]) || !cfg->secret[0]) {
 		pr_warn("failed to derive the key of node %s: %s\n", argv[optind],
-			cfg->secret[0] ? "no such [node] in the file" : "no [cluster] secret in the file");
+			cfg->secret[0] ? "no such [node] in the file"
+				       : "no [cluster] secret in the file");
 		cfg_free(cfg);
 		return 1;
 	}

@@ -31,15 +31,16 @@ struct peer_row {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: flatline peers [--node ID] [--json]\n"
-		   "\n"
-		   "Print this host's per-peer ICMP/ICMPv6 table from the pinned map of the running\n"
-		   "agent: probes sent (that left the host), replies, loss, RTT measured in the\n"
-		   "kernel, and how long ago a reply / any packet came from each peer.\n"
-		   "\n"
-		   "  --node ID   the agent's node id (default: the host name, or the only node\n"
-		   "              pinned under " FL_PIN_ROOT ")\n"
-		   "  --json      one JSON object per peer, one per line\n");
+	fprintf(f,
+		"usage: flatline peers [--node ID] [--json]\n"
+		"\n"
+		"Print this host's per-peer ICMP/ICMPv6 table from the pinned map of the running\n"
+		"agent: probes sent (that left the host), replies, loss, RTT measured in the\n"
+		"kernel, and how long ago a reply / any packet came from each peer.\n"
+		"\n"
+		"  --node ID   the agent's node id (default: the host name, or the only node\n"
+		"              pinned under " FL_PIN_ROOT ")\n"
+		"  --json      one JSON object per peer, one per line\n");
 }
 
 /* The only node directory under FL_PIN_ROOT holding fl_peers, if there is one. */
@@ -107,14 +108,15 @@ static void print_json(const struct peer_row *r, uint64_t now)
 	if (st->last_reply_ns)
 		printf(",\"reply_age_ms\":%llu",
 		       (unsigned long long)(now > st->last_reply_ns
-						    ? (now - st->last_reply_ns) / NS_PER_MS
-						    : 0));
+						? (now - st->last_reply_ns) / NS_PER_MS
+						: 0));
 	else
 		printf(",\"reply_age_ms\":null");
 	if (st->last_rx_ns)
 		printf(",\"packet_age_ms\":%llu",
-		       (unsigned long long)(now > st->last_rx_ns ? (now - st->last_rx_ns) / NS_PER_MS
-								 : 0));
+		       (unsigned long long)(now > st->last_rx_ns
+						? (now - st->last_rx_ns) / NS_PER_MS
+						: 0));
 	else
 		printf(",\"packet_age_ms\":null");
 	if (st->replied)
@@ -135,11 +137,11 @@ static void print_row(const struct peer_row *r, uint64_t now, int w)
 
 	icmp_watch_key_str(&r->key, addr, sizeof(addr));
 	printf("%-*s %8llu %8llu %6llu %6.1f %9s %9s %9s %9s %9s %9s\n", w, addr,
-	       (unsigned long long)st->sent, (unsigned long long)st->replied,
-	       (unsigned long long)l, st->sent ? 100.0 * l / st->sent : 0.0,
-	       us(st->rtt_last_ns, b[0], 32), us(st->rtt_min_ns, b[1], 32),
-	       us(st->rtt_max_ns, b[2], 32), us(st->rtt_srtt_ns, b[3], 32),
-	       age_ms(st->last_reply_ns, now, b[4], 32), age_ms(st->last_rx_ns, now, b[5], 32));
+	       (unsigned long long)st->sent, (unsigned long long)st->replied, (unsigned long long)l,
+	       st->sent ? 100.0 * l / st->sent : 0.0, us(st->rtt_last_ns, b[0], 32),
+	       us(st->rtt_min_ns, b[1], 32), us(st->rtt_max_ns, b[2], 32),
+	       us(st->rtt_srtt_ns, b[3], 32), age_ms(st->last_reply_ns, now, b[4], 32),
+	       age_ms(st->last_rx_ns, now, b[5], 32));
 }
 
 /* IPv4 peers first, then IPv6, each by address. */
@@ -176,10 +178,10 @@ static int read_rows(int fd, struct peer_row **out, int *n)
 int cmd_peers(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "node", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"node", required_argument, NULL, 'n'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	char node[HOST_NAME_MAX + 1] = "", path[PATH_MAX];
 	struct peer_row *rows = NULL;
@@ -248,9 +250,9 @@ int cmd_peers(int argc, char **argv)
 			w = l;
 	}
 	if (!json)
-		printf("%-*s %8s %8s %6s %6s %9s %9s %9s %9s %9s %9s\n", w, "PEER", "SENT", "REPLIED",
-		       "LOST", "LOSS%", "RTT_US", "MIN_US", "MAX_US", "SRTT_US", "REPLY_MS",
-		       "PACKET_MS");
+		printf("%-*s %8s %8s %6s %6s %9s %9s %9s %9s %9s %9s\n", w, "PEER", "SENT",
+		       "REPLIED", "LOST", "LOSS%", "RTT_US", "MIN_US", "MAX_US", "SRTT_US",
+		       "REPLY_MS", "PACKET_MS");
 	for (int i = 0; i < n; i++) {
 		if (json)
 			print_json(&rows[i], now);

@@ -41,24 +41,25 @@ struct probe_cmd {
 };
 
 static const char probe_usage[] =
-	"usage: flatline probe --node ID --peer ID=IP... [--event-log PATH]\n"
-	"                      [--probe-interval-ms N] [--peer-down-after-ms N]\n"
-	"                      [--tc auto|tcx|clsact] [--rtt-log PATH] [--duration-ms N] [-v]\n"
-	"\n"
-	"Probe peers with ICMP echo timed in the kernel, as the agent does, and log\n"
-	"peer_up / peer_passive / peer_down. Root. `flatline peers --node ID` shows the\n"
-	"per-peer table meanwhile.\n"
-	"\n"
-	"  --node ID                 this node's id; pins go under " FL_PIN_ROOT "/ID/\n"
-	"  --peer ID=IP              a peer to probe (repeatable)\n"
-	"  --event-log PATH          event log (default " EVLOG_DEFAULT_PATH ")\n"
-	"  --probe-interval-ms N     one echo per peer every N ms (default 100)\n"
-	"  --peer-down-after-ms N    silence that makes a peer down (default 1000)\n"
-	"  --tc MODE                 tcx links, clsact filters, or auto (default; or $" ICMP_WATCH_TC_ENV ")\n"
-	"  --rtt-log PATH            read replies in userspace too and write, per reply,\n"
-	"                            'peer seq user_rtt_ns kernel_rtt_ns' (measurements)\n"
-	"  --duration-ms N           stop after N ms (default: until SIGTERM/SIGINT)\n"
-	"  -v, --verbose             more messages; twice for libbpf's own\n";
+    "usage: flatline probe --node ID --peer ID=IP... [--event-log PATH]\n"
+    "                      [--probe-interval-ms N] [--peer-down-after-ms N]\n"
+    "                      [--tc auto|tcx|clsact] [--rtt-log PATH] [--duration-ms N] [-v]\n"
+    "\n"
+    "Probe peers with ICMP echo timed in the kernel, as the agent does, and log\n"
+    "peer_up / peer_passive / peer_down. Root. `flatline peers --node ID` shows the\n"
+    "per-peer table meanwhile.\n"
+    "\n"
+    "  --node ID                 this node's id; pins go under " FL_PIN_ROOT "/ID/\n"
+    "  --peer ID=IP              a peer to probe (repeatable)\n"
+    "  --event-log PATH          event log (default " EVLOG_DEFAULT_PATH ")\n"
+    "  --probe-interval-ms N     one echo per peer every N ms (default 100)\n"
+    "  --peer-down-after-ms N    silence that makes a peer down (default 1000)\n"
+    "  --tc MODE                 tcx links, clsact filters, or auto (default; or "
+    "$" ICMP_WATCH_TC_ENV ")\n"
+    "  --rtt-log PATH            read replies in userspace too and write, per reply,\n"
+    "                            'peer seq user_rtt_ns kernel_rtt_ns' (measurements)\n"
+    "  --duration-ms N           stop after N ms (default: until SIGTERM/SIGINT)\n"
+    "  -v, --verbose             more messages; twice for libbpf's own\n";
 
 static void log_event(struct probe_cmd *c, struct evrec *r)
 {
@@ -116,17 +117,17 @@ static void on_duration(evutil_socket_t fd, short what, void *arg)
 static int parse_args(struct probe_cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "node", required_argument, NULL, 'n' },
-		{ "peer", required_argument, NULL, 'p' },
-		{ "event-log", required_argument, NULL, 'l' },
-		{ "probe-interval-ms", required_argument, NULL, 'i' },
-		{ "peer-down-after-ms", required_argument, NULL, 'd' },
-		{ "tc", required_argument, NULL, 't' },
-		{ "rtt-log", required_argument, NULL, 'r' },
-		{ "duration-ms", required_argument, NULL, 'D' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"node", required_argument, NULL, 'n'},
+	    {"peer", required_argument, NULL, 'p'},
+	    {"event-log", required_argument, NULL, 'l'},
+	    {"probe-interval-ms", required_argument, NULL, 'i'},
+	    {"peer-down-after-ms", required_argument, NULL, 'd'},
+	    {"tc", required_argument, NULL, 't'},
+	    {"rtt-log", required_argument, NULL, 'r'},
+	    {"duration-ms", required_argument, NULL, 'D'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	int ch;
 
@@ -151,11 +152,13 @@ static int parse_args(struct probe_cmd *c, int argc, char **argv)
 			c->event_log = optarg;
 			break;
 		case 'i':
-			if (daemon_parse_ms("--probe-interval-ms", optarg, 3600000, &c->interval_ms))
+			if (daemon_parse_ms("--probe-interval-ms", optarg, 3600000,
+					    &c->interval_ms))
 				return 2;
 			break;
 		case 'd':
-			if (daemon_parse_ms("--peer-down-after-ms", optarg, 3600000, &c->down_after_ms))
+			if (daemon_parse_ms("--peer-down-after-ms", optarg, 3600000,
+					    &c->down_after_ms))
 				return 2;
 			break;
 		case 'D':
@@ -236,8 +239,8 @@ static void log_start(struct probe_cmd *c)
 
 static int run(struct probe_cmd *c)
 {
-	struct timeval tick = { PROBE_SYNC_MS / 1000, (PROBE_SYNC_MS % 1000) * 1000L };
-	struct timeval dur = { c->duration_ms / 1000, (c->duration_ms % 1000) * 1000L };
+	struct timeval tick = {PROBE_SYNC_MS / 1000, (PROBE_SYNC_MS % 1000) * 1000L};
+	struct timeval dur = {c->duration_ms / 1000, (c->duration_ms % 1000) * 1000L};
 	struct event *ev_tick = NULL, *ev_dur = NULL;
 	struct daemon_stop stop = {};
 	int err = -ENOMEM;
@@ -258,8 +261,8 @@ static int run(struct probe_cmd *c)
 		goto cleanup;
 	}
 	pr_info("probing %d peer(s) every %d ms (%s), pins in %s\n", probe_npeers(c->pr),
-		c->interval_ms ?: PROBE_DEFAULT_INTERVAL_MS, icmp_watch_mode_name(probe_tc_mode(c->pr)),
-		probe_pin_dir(c->pr));
+		c->interval_ms ?: PROBE_DEFAULT_INTERVAL_MS,
+		icmp_watch_mode_name(probe_tc_mode(c->pr)), probe_pin_dir(c->pr));
 	err = event_base_dispatch(c->base) < 0 ? -EIO : 0;
 cleanup:
 	daemon_stop_free(&stop);
@@ -272,8 +275,8 @@ cleanup:
 
 int cmd_probe(int argc, char **argv)
 {
-	struct probe_cmd c = { .event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1 };
-	struct probe_opts po = { .on_change = on_change, .on_route = on_route, .ctx = &c };
+	struct probe_cmd c = {.event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1};
+	struct probe_opts po = {.on_change = on_change, .on_route = on_route, .ctx = &c};
 	struct evrec r;
 	int err;
 

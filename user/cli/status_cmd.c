@@ -35,8 +35,8 @@ static struct cli_conn *connect_controller(const struct cfg *cfg, struct cli_tls
 {
 	tls->on |= cfg->controller.tls;
 	while (*next < n_controllers(cfg)) {
-		struct cli_conn *rc = cli_connect(cfg, controller_ep(cfg, (*next)++), tls,
-						  timeout_ms);
+		struct cli_conn *rc =
+		    cli_connect(cfg, controller_ep(cfg, (*next)++), tls, timeout_ms);
 
 		if (rc)
 			return rc;
@@ -63,7 +63,8 @@ static int login(struct cli_conn *rc, const struct cfg *cfg, unsigned need)
 			}
 		if (!pass) {
 			pr_warn("failed to authenticate to the controller: no [user] in %s may run "
-				"this (and no [controller] requirepass)\n", cfg->path);
+				"this (and no [controller] requirepass)\n",
+				cfg->path);
 			return -EACCES;
 		}
 	} else if (need & ~ACL_READ) {
@@ -98,7 +99,7 @@ static struct cfg *load(const char *path)
  * name, has_arg) and nargs words after them. 0, -1 (help printed) or 2 (usage). */
 struct ctl_cmd_opts {
 	const char *config;
-	const char *extra; /* the extra option's argument ("" when it takes none) */
+	const char *extra;  /* the extra option's argument ("" when it takes none) */
 	struct cli_tls tls; /* --tls, --cacert, --cert, --key */
 };
 
@@ -123,39 +124,38 @@ static int tls_opt(int opt, struct cli_tls *tls)
 	}
 	if (!optarg || optarg[0] != '/') {
 		pr_warn("--%s: not an absolute path: '%s'\n",
-			opt == 'A' ? "cacert" : opt == 'C' ? "cert" : "key", optarg ? optarg : "");
+			opt == 'A'   ? "cacert"
+			: opt == 'C' ? "cert"
+				     : "key",
+			optarg ? optarg : "");
 		return 1;
 	}
 	tls->on = true;
 	return 0;
 }
 
-#define TLS_USAGE                                                                       \
-	"  --tls              TLS to the controller (implied when the file has\n"          \
-	"                     [controller] tls_listen)\n"                                  \
-	"  --cacert FILE      the CA that signed the controller's certificate (default\n"  \
-	"                     [agent] tls_ca, else [controller] tls_ca)\n"                 \
-	"  --cert FILE, --key FILE  a client certificate and its key (default [agent]\n"  \
+#define TLS_USAGE                                                                                  \
+	"  --tls              TLS to the controller (implied when the file has\n"                  \
+	"                     [controller] tls_listen)\n"                                          \
+	"  --cacert FILE      the CA that signed the controller's certificate (default\n"          \
+	"                     [agent] tls_ca, else [controller] tls_ca)\n"                         \
+	"  --cert FILE, --key FILE  a client certificate and its key (default [agent]\n"           \
 	"                     tls_cert and tls_key)\n"
 
 static int parse_opts(int argc, char **argv, const char *usage, const char *extra, int has_arg,
 		      int nargs, struct ctl_cmd_opts *o)
 {
 	const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ extra, has_arg, NULL, 'x' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "tls", no_argument, NULL, 'T' },
-		{ "cacert", required_argument, NULL, 'A' },
-		{ "cert", required_argument, NULL, 'C' },
-		{ "key", required_argument, NULL, 'K' },
-		{ 0 },
+	    {"config", required_argument, NULL, 'c'}, {extra, has_arg, NULL, 'x'},
+	    {"help", no_argument, NULL, 'h'},	      {"tls", no_argument, NULL, 'T'},
+	    {"cacert", required_argument, NULL, 'A'}, {"cert", required_argument, NULL, 'C'},
+	    {"key", required_argument, NULL, 'K'},    {0},
 	};
 	int opt;
 
 	o->config = STATUS_DEFAULT_CONFIG;
 	o->extra = NULL;
-	o->tls = (struct cli_tls){ 0 };
+	o->tls = (struct cli_tls){0};
 	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -203,11 +203,11 @@ static int print_answer(struct cli_conn *rc, redisReply *rep, const char *what)
 }
 
 static const char status_usage[] =
-	"usage: flatline status [-c FILE] [--json]\n"
-	"\n"
-	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG "): where the\n"
-	"                     controller listens\n"
-	"  --json             one JSON object instead of the table\n" TLS_USAGE;
+    "usage: flatline status [-c FILE] [--json]\n"
+    "\n"
+    "  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG "): where the\n"
+    "                     controller listens\n"
+    "  --json             one JSON object instead of the table\n" TLS_USAGE;
 
 int cmd_status(int argc, char **argv)
 {
@@ -238,14 +238,14 @@ int cmd_status(int argc, char **argv)
 }
 
 static const char failover_usage[] =
-	"usage: flatline failover SHARD [--to NODE] [-c FILE]\n"
-	"\n"
-	"Planned switchover: writes paused on the primary (CLIENT PAUSE WRITE), the target\n"
-	"waited for until it has every write, promoted, the others repointed, writes\n"
-	"resumed. No acknowledged write is lost. Prints the timeline.\n"
-	"\n"
-	"  --to NODE          the replica to promote (default: the best one)\n"
-	"  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n" TLS_USAGE;
+    "usage: flatline failover SHARD [--to NODE] [-c FILE]\n"
+    "\n"
+    "Planned switchover: writes paused on the primary (CLIENT PAUSE WRITE), the target\n"
+    "waited for until it has every write, promoted, the others repointed, writes\n"
+    "resumed. No acknowledged write is lost. Prints the timeline.\n"
+    "\n"
+    "  --to NODE          the replica to promote (default: the best one)\n"
+    "  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n" TLS_USAGE;
 
 int cmd_failover(int argc, char **argv)
 {

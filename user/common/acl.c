@@ -13,8 +13,8 @@ static const struct {
 	const char *word;
 	unsigned perms;
 } acl_words[] = {
-	{ "read", ACL_READ },	  { "failover", ACL_FAILOVER }, { "admin", ACL_ADMIN },
-	{ "all", ACL_ALL },	  { "+@all", ACL_ALL },		{ "+@read", ACL_READ },
+    {"read", ACL_READ}, {"failover", ACL_FAILOVER}, {"admin", ACL_ADMIN},
+    {"all", ACL_ALL},	{"+@all", ACL_ALL},	    {"+@read", ACL_READ},
 };
 
 int acl_perms_parse(const char *s, unsigned *perms, char *why, size_t whylen)
@@ -31,14 +31,17 @@ int acl_perms_parse(const char *s, unsigned *perms, char *why, size_t whylen)
 			break;
 		n = strcspn(s, " \t,|");
 		for (size_t i = 0; i < sizeof(acl_words) / sizeof(acl_words[0]); i++) {
-			if (strlen(acl_words[i].word) == n && !strncasecmp(s, acl_words[i].word, n)) {
+			if (strlen(acl_words[i].word) == n &&
+			    !strncasecmp(s, acl_words[i].word, n)) {
 				p |= acl_words[i].perms;
 				found = true;
 			}
 		}
 		if (!found) {
-			snprintf(why, whylen, "unknown command category '%.*s' (read, failover, admin "
-				 "or all)", (int)(n > 32 ? 32 : n), s);
+			snprintf(why, whylen,
+				 "unknown command category '%.*s' (read, failover, admin "
+				 "or all)",
+				 (int)(n > 32 ? 32 : n), s);
 			return -EINVAL;
 		}
 		nwords++;
@@ -87,10 +90,18 @@ static void lower_name(char *name, size_t len, const char *a, const char *b)
 /* SENTINEL's subcommands that only read. */
 static unsigned sentinel_needs(int argc, const char *const *argv)
 {
-	static const char *const read[] = { "get-master-addr-by-name", "masters", "master",
-					    "replicas", "slaves", "sentinels", "myid", "ckquorum",
-					    "info-cache", "pending-scripts", "help",
-					    "is-master-down-by-addr" };
+	static const char *const read[] = {"get-master-addr-by-name",
+					   "masters",
+					   "master",
+					   "replicas",
+					   "slaves",
+					   "sentinels",
+					   "myid",
+					   "ckquorum",
+					   "info-cache",
+					   "pending-scripts",
+					   "help",
+					   "is-master-down-by-addr"};
 	const char *sub = argv[1];
 
 	if (is(sub, "failover"))
@@ -107,9 +118,10 @@ static unsigned sentinel_needs(int argc, const char *const *argv)
 
 unsigned acl_command_needs(int argc, const char *const *argv, char *name, size_t namelen)
 {
-	static const char *const open[] = { "auth", "hello", "quit", "prove", "report" };
-	static const char *const read[] = { "ping", "info", "role", "command", "subscribe",
-					    "psubscribe", "unsubscribe", "punsubscribe" };
+	static const char *const open[] = {"auth", "hello", "quit", "prove", "report"};
+	static const char *const read[] = {"ping",	  "info",	 "role",
+					   "command",	  "subscribe",	 "psubscribe",
+					   "unsubscribe", "punsubscribe"};
 	const char *c = argc > 0 ? argv[0] : "";
 	const char *sub = argc > 1 ? argv[1] : NULL;
 
@@ -126,12 +138,14 @@ unsigned acl_command_needs(int argc, const char *const *argv, char *name, size_t
 	if (is(c, "sentinel"))
 		return sentinel_needs(argc, argv);
 	if (is(c, "flatline"))
-		return is(sub, "failover") ? ACL_FAILOVER : is(sub, "status") ? ACL_READ : ACL_ADMIN;
+		return is(sub, "failover") ? ACL_FAILOVER
+		       : is(sub, "status") ? ACL_READ
+					   : ACL_ADMIN;
 	if (is(c, "client"))
 		return is(sub, "id") || is(sub, "getname") || is(sub, "setname") ||
-				       is(sub, "setinfo") || is(sub, "info") || is(sub, "help") ?
-			       ACL_READ :
-			       ACL_ADMIN;
+			       is(sub, "setinfo") || is(sub, "info") || is(sub, "help")
+			   ? ACL_READ
+			   : ACL_ADMIN;
 	lower_name(name, namelen, c, NULL);
 	return ACL_ADMIN;
 }
@@ -187,7 +201,7 @@ bool acl_secret_eq(const char *conf, const char *given, size_t given_len)
 	return !d;
 }
 
-static const unsigned char acl_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const unsigned char acl_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 /* "ip:port" or "[v6]:port" into 4 or 16 bytes (a mapped IPv6 as IPv4); false
  * for anything else ("unix"). */

@@ -23,10 +23,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define ACL_READ (1u << 0)
+#define ACL_READ     (1u << 0)
 #define ACL_FAILOVER (1u << 1)
-#define ACL_ADMIN (1u << 2)
-#define ACL_ALL (ACL_READ | ACL_FAILOVER | ACL_ADMIN)
+#define ACL_ADMIN    (1u << 2)
+#define ACL_ALL	     (ACL_READ | ACL_FAILOVER | ACL_ADMIN)
 
 #define ACL_USER_MAX 64 /* bytes in a user name */
 
@@ -44,11 +44,11 @@ unsigned acl_command_needs(int argc, const char *const *argv, char *name, size_t
 /* HELLO [protover [AUTH username password] [SETNAME clientname]] (argv[0] is
  * HELLO), Redis's grammar. */
 struct acl_hello {
-	int proto;            /* 2 or 3; 0 when none was given */
-	const char *user;     /* AUTH's, or NULL */
+	int proto;	  /* 2 or 3; 0 when none was given */
+	const char *user; /* AUTH's, or NULL */
 	const char *pass;
 	size_t pass_len;
-	const char *setname;  /* or NULL */
+	const char *setname; /* or NULL */
 };
 /* 0 with h set; else -EINVAL with Redis's error words in why ("NOPROTO ...",
  * "ERR Syntax error in HELLO option '...'"). */

@@ -20,7 +20,8 @@ int auth_node_key(const char *secret, size_t secret_len, const char *node,
 
 	if (n < 0 || (size_t)n >= sizeof(msg))
 		return -EINVAL;
-	if (!HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)msg, n, key, &len) ||
+	if (!HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)msg, n, key,
+		  &len) ||
 	    len != AUTH_KEY_LEN)
 		return -EIO;
 	return 0;
@@ -100,13 +101,12 @@ int auth_proof(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char 
 }
 
 bool auth_check(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char *node,
-		const uint8_t na[AUTH_NONCE_LEN], const uint8_t nc[AUTH_NONCE_LEN],
-		const char *hex, size_t hexlen)
+		const uint8_t na[AUTH_NONCE_LEN], const uint8_t nc[AUTH_NONCE_LEN], const char *hex,
+		size_t hexlen)
 {
 	uint8_t want[AUTH_MAC_LEN], got[AUTH_MAC_LEN];
 
-	if (auth_unhex(hex, hexlen, got, sizeof(got)) ||
-	    auth_proof(key, role, node, na, nc, want))
+	if (auth_unhex(hex, hexlen, got, sizeof(got)) || auth_proof(key, role, node, na, nc, want))
 		return false;
 	return CRYPTO_memcmp(want, got, AUTH_MAC_LEN) == 0;
 }

@@ -21,10 +21,10 @@
 #include <stdint.h>
 
 #define AUTH_PROTO_VERSION "2"
-#define AUTH_KEY_LEN 32
-#define AUTH_NONCE_LEN 32
-#define AUTH_MAC_LEN 32
-#define AUTH_HEX_LEN 64 /* of each of the above */
+#define AUTH_KEY_LEN	   32
+#define AUTH_NONCE_LEN	   32
+#define AUTH_MAC_LEN	   32
+#define AUTH_HEX_LEN	   64 /* of each of the above */
 
 enum auth_role { AUTH_AGENT, AUTH_CONTROLLER };
 
@@ -43,8 +43,8 @@ int auth_proof(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char 
 /* Does the hex proof (as received, not NUL-terminated) come from `role`? In
  * constant time once its length is right. */
 bool auth_check(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char *node,
-		const uint8_t na[AUTH_NONCE_LEN], const uint8_t nc[AUTH_NONCE_LEN],
-		const char *hex, size_t hexlen);
+		const uint8_t na[AUTH_NONCE_LEN], const uint8_t nc[AUTH_NONCE_LEN], const char *hex,
+		size_t hexlen);
 
 /* The controller's parse of "HELLO flatline <version> <node> <nonce_a>" (argv[0]
  * is HELLO). 0 with node and na set; else a negative errno and why, the words

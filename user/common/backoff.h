@@ -5,10 +5,10 @@
 #define FL_BACKOFF_H
 
 struct backoff {
-	int base_ms;        /* first delay */
-	int max_ms;         /* cap */
-	unsigned failures;  /* delays handed out since the last reset */
-	unsigned seed;      /* rand_r state */
+	int base_ms;	   /* first delay */
+	int max_ms;	   /* cap */
+	unsigned failures; /* delays handed out since the last reset */
+	unsigned seed;	   /* rand_r state */
 };
 
 /* The cap after n failures: base_ms for n <= 1, doubled per further failure,

@@ -49,7 +49,7 @@ static inline int64_t fl_wall_ms(void)
 
 static inline struct timeval fl_ms_tv(long ms)
 {
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
 
 	return tv;
 }

@@ -57,8 +57,8 @@ static bool parse_user_header(struct parser *p, const char *id)
 	struct cfg_user *users;
 
 	if (!strcmp(id, "default")) {
-		perr(p, p->line, NULL, "[%s]: the default user's password is [controller] requirepass",
-		     p->sect_text);
+		perr(p, p->line, NULL,
+		     "[%s]: the default user's password is [controller] requirepass", p->sect_text);
 		return false;
 	}
 	if (cfg_find_user(c, id)) {
@@ -87,9 +87,9 @@ static bool parse_header(struct parser *p, const char *text)
 	static const struct {
 		const char *name;
 		enum sect s;
-	} plain[] = { { "cluster", S_CLUSTER }, { "agent", S_AGENT }, { "controller", S_CONTROLLER },
-		      { "redis", S_REDIS },	{ "dns", S_DNS }, { "etcd", S_ETCD },
-		      { "include", S_INCLUDE } };
+	} plain[] = {{"cluster", S_CLUSTER}, {"agent", S_AGENT}, {"controller", S_CONTROLLER},
+		     {"redis", S_REDIS},     {"dns", S_DNS},	 {"etcd", S_ETCD},
+		     {"include", S_INCLUDE}};
 	char kind[16], id[CFG_ID_MAX + 2];
 	const char *end = strchr(text, ']');
 	size_t n;
@@ -137,8 +137,8 @@ static bool parse_header(struct parser *p, const char *text)
 	}
 	if (!strcmp(kind, "node")) {
 		if (strchr(id, '.')) {
-			perr(p, p->line, NULL, "[%s]: a node id cannot contain '.' (bpffs refuses it)",
-			     p->sect_text);
+			perr(p, p->line, NULL,
+			     "[%s]: a node id cannot contain '.' (bpffs refuses it)", p->sect_text);
 			return false;
 		}
 		if (cfg_find_node(c, id)) {
@@ -351,7 +351,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 			}
 		}
 		if (p->nkeys_seen < CFG_MAX_SECT_KEYS && strlen(name) < sizeof(p->keys_seen[0]))
-			snprintf(p->keys_seen[p->nkeys_seen++], sizeof(p->keys_seen[0]), "%s", name);
+			snprintf(p->keys_seen[p->nkeys_seen++], sizeof(p->keys_seen[0]), "%s",
+				 name);
 	}
 	switch (p->sect) {
 	case S_INCLUDE:
@@ -466,7 +467,7 @@ static int finish(struct parser *p, struct cfg **out)
 
 int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
 {
-	struct parser p = { .name = path, .err = err, .errlen = errlen };
+	struct parser p = {.name = path, .err = err, .errlen = errlen};
 	int rc;
 
 	if (!new_cfg(&p))
@@ -481,10 +482,9 @@ int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
 	return finish(&p, out);
 }
 
-int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err,
-		    size_t errlen)
+int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err, size_t errlen)
 {
-	struct parser p = { .name = name, .s = text, .err = err, .errlen = errlen };
+	struct parser p = {.name = name, .s = text, .err = err, .errlen = errlen};
 
 	if (!new_cfg(&p))
 		return -ENOMEM;

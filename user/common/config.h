@@ -18,16 +18,16 @@ struct cfg_endpoint {
 
 struct cfg_node {
 	char id[CFG_ID_MAX + 1];
-	char address[64];          /* the host's IP, probed with ICMP/ICMPv6 by its peers */
-	int address_line;          /* line of its address key */
+	char address[64];	   /* the host's IP, probed with ICMP/ICMPv6 by its peers */
+	int address_line;	   /* line of its address key */
 	struct cfg_endpoint redis; /* the server on it */
-	char redis_str[300];       /* as written, for messages */
-	int priority;              /* 0 = never promote; default 100 */
-	char pidfile[256];         /* optional: where the server writes its pid */
-	char key[65];              /* optional: its node key, hex (common/auth.h); else
+	char redis_str[300];	   /* as written, for messages */
+	int priority;		   /* 0 = never promote; default 100 */
+	char pidfile[256];	   /* optional: where the server writes its pid */
+	char key[65];		   /* optional: its node key, hex (common/auth.h); else
 				    * derived from [cluster] secret */
-	int shard;                 /* index in cfg.shards, -1 if in none */
-	int line;                  /* line of its section header */
+	int shard;		   /* index in cfg.shards, -1 if in none */
+	int line;		   /* line of its section header */
 };
 
 /* TLS files of one side of a link (common/tls.h). Paths are absolute, "" = not
@@ -47,11 +47,11 @@ enum cfg_tls_auth { CFG_TLS_AUTH_YES, CFG_TLS_AUTH_NO, CFG_TLS_AUTH_OPTIONAL };
 struct cfg_ctl {
 	char id[CFG_ID_MAX + 1];
 	struct cfg_endpoint listen; /* its client and agent address (plain) */
-	char listen_str[300];       /* as written; "" = no plain socket (tls_listen only) */
+	char listen_str[300];	    /* as written; "" = no plain socket (tls_listen only) */
 	/* TLS in HA mode: every controller has tls_listen or none has; the certificate
 	 * files and tls_auth_clients are [controller]'s, shared (each host reads its own
 	 * copy of the files at those paths). */
-	bool tls;                        /* tls_listen was given */
+	bool tls; /* tls_listen was given */
 	struct cfg_endpoint tls_listen;
 	struct cfg_endpoint tls_address; /* where agents and clients reach it; default
 					  * tls_listen */
@@ -93,9 +93,9 @@ struct cfg {
 		char event_log[256];
 		bool self_fence;
 		int self_fence_after_ms; /* default 2 x peer_down_after_ms */
-		int lease_ms;            /* the write lease (user/agent/lease.h); 0 = off */
-		int stop_grace_ms;       /* stopped or frozen this long = hung (0: at once) */
-		int busy_max_ms;         /* busy on a CPU, not answering: alive this long */
+		int lease_ms;		 /* the write lease (user/agent/lease.h); 0 = off */
+		int stop_grace_ms;	 /* stopped or frozen this long = hung (0: at once) */
+		int busy_max_ms;	 /* busy on a CPU, not answering: alive this long */
 		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
 		struct cfg_tls tls; /* tls_cert/tls_key: presented to the controller;
 				     * tls_ca: verifies it (default [controller] tls_ca) */
@@ -110,19 +110,19 @@ struct cfg {
 		int node_down_after_ms;
 		char state_file[256];
 		char event_log[256];
-		char notification_script[256];    /* Sentinel's notification-script */
+		char notification_script[256];	  /* Sentinel's notification-script */
 		char client_reconfig_script[256]; /* Sentinel's client-reconfig-script */
 		int failover_block_ms;
 		int tilt_ms;
 		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */
 		/* TLS (common/tls.h): tls_listen set = agents and clients use TLS. */
-		bool tls;                       /* tls_listen was given */
-		bool have_listen;               /* listen was given: plain stays on with TLS */
+		bool tls;	  /* tls_listen was given */
+		bool have_listen; /* listen was given: plain stays on with TLS */
 		struct cfg_endpoint tls_listen;
 		struct cfg_endpoint tls_address; /* where it is reached; default tls_listen */
 		bool have_tls_address;
 		int tls_line, tls_address_line;
-		struct cfg_tls tls_files;       /* its certificate, key, and the agents' CA */
+		struct cfg_tls tls_files; /* its certificate, key, and the agents' CA */
 		enum cfg_tls_auth tls_auth_clients;
 		/* Client authentication (common/acl.h): the default user's password;
 		 * with it or any [user], every command but AUTH/HELLO/QUIT needs a login. */
@@ -132,9 +132,9 @@ struct cfg {
 	struct {
 		char user[128];
 		char password[256];
-		bool tls;              /* tls = yes: every server link over TLS */
+		bool tls; /* tls = yes: every server link over TLS */
 		int tls_line;
-		struct cfg_tls tls_files; /* tls_ca verifies the servers; tls_cert/key: ours */
+		struct cfg_tls tls_files;  /* tls_ca verifies the servers; tls_cert/key: ours */
 		char tls_server_name[256]; /* names the certificates must carry; "" = each
 					    * node's redis host (name or IP) */
 	} redis;
@@ -149,15 +149,15 @@ struct cfg {
 		int check_ms;
 	} dns;
 	struct {
-		bool enabled; /* an [etcd] section is present: HA mode */
+		bool enabled;			   /* an [etcd] section is present: HA mode */
 		char endpoints[CFG_MAX_ETCD][256]; /* http://IP:2379 or https://... */
 		int nendpoints;
-		char prefix[128];  /* default /flatline/<cluster name>/ */
-		int lease_ms;      /* leader lease TTL asked of etcd; default 2000 */
-		int timeout_ms;    /* one etcd request; default 500 */
-		char user[128];    /* etcd authentication, optional */
+		char prefix[128]; /* default /flatline/<cluster name>/ */
+		int lease_ms;	  /* leader lease TTL asked of etcd; default 2000 */
+		int timeout_ms;	  /* one etcd request; default 500 */
+		char user[128];	  /* etcd authentication, optional */
 		char password[256];
-		char cacert[256];  /* TLS to etcd, optional */
+		char cacert[256]; /* TLS to etcd, optional */
 		char cert[256];
 		char key[256];
 	} etcd;
@@ -175,8 +175,7 @@ struct cfg {
  * such as "cluster.conf:14: [node \"n2\"] priority: not a number" to err. */
 int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen);
 /* The same from a string (unit tests, fuzzing); name is used in messages. */
-int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err,
-		    size_t errlen);
+int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err, size_t errlen);
 void cfg_free(struct cfg *c);
 struct cfg_node *cfg_find_node(const struct cfg *c, const char *id);
 struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name);

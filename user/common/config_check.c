@@ -19,7 +19,7 @@ const char *cfg_hostport(char *buf, size_t len, const char *host, int port)
 
 const char *cfg_address_unprobeable(const char *address)
 {
-	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	static const unsigned char zero[16];
 	unsigned char a[16];
 
@@ -55,8 +55,10 @@ int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, 
 		return 0;
 	if ((fa == AF_INET && a[0] == 127) ||
 	    (fa == AF_INET6 && !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16))) {
-		snprintf(buf, len, "%s is loopback: every host answers for it, so a dead host "
-			 "of node %s cannot be detected by its peers", n->address, n->id);
+		snprintf(buf, len,
+			 "%s is loopback: every host answers for it, so a dead host "
+			 "of node %s cannot be detected by its peers",
+			 n->address, n->id);
 		return 1;
 	}
 	if (n->shard < 0)
@@ -67,8 +69,10 @@ int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, 
 		if (o == n || (strchr(o->address, ':') ? AF_INET6 : AF_INET) != fa ||
 		    inet_pton(fa, o->address, b) != 1 || memcmp(a, b, fa == AF_INET ? 4 : 16))
 			continue;
-		snprintf(buf, len, "%s is also node %s's address: one probe answers for both, so "
-			 "the peers cannot tell which host died", n->address, o->id);
+		snprintf(buf, len,
+			 "%s is also node %s's address: one probe answers for both, so "
+			 "the peers cannot tell which host died",
+			 n->address, o->id);
 		return 1;
 	}
 	return 0;
@@ -119,7 +123,7 @@ static void validate_tls_pair(struct parser *p, const char *sect, const struct c
 
 static bool wildcard_host(const char *host)
 {
-	static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+	static const char *const any[] = {"::", "0.0.0.0", "0::0", "::0"};
 
 	for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
 		if (!strcmp(host, any[i]))
@@ -159,11 +163,13 @@ static void validate_ha_tls(struct parser *p)
 		}
 		if (t->tls && !t->have_tls_address) {
 			if (wildcard_host(t->tls_listen.host)) {
-				perr(p, t->tls_line, "tls_address",
-				     "missing: tls_listen = %s is every address of the controller's "
-				     "host, so agents and clients need the one to connect to "
-				     "(tls_address = host:port, the name or IP its certificate "
-				     "carries)", t->tls_listen.host);
+				perr(
+				    p, t->tls_line, "tls_address",
+				    "missing: tls_listen = %s is every address of the controller's "
+				    "host, so agents and clients need the one to connect to "
+				    "(tls_address = host:port, the name or IP its certificate "
+				    "carries)",
+				    t->tls_listen.host);
 				return;
 			}
 			t->tls_address = t->tls_listen;
@@ -177,7 +183,8 @@ static void validate_ha_tls(struct parser *p)
 		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", without->id);
 		perr(p, without->line, "tls_listen",
 		     "missing: controller %s has tls_listen, and agents and clients speak TLS "
-		     "to every controller of an HA cluster or to none", with->id);
+		     "to every controller of an HA cluster or to none",
+		     with->id);
 		return;
 	}
 	k->tls = with != NULL;
@@ -187,7 +194,7 @@ static void validate_ha_tls(struct parser *p)
 static void validate_tls(struct parser *p)
 {
 	typeof(p->c->controller) *k = &p->c->controller;
-	static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+	static const char *const any[] = {"::", "0.0.0.0", "0::0", "::0"};
 
 	validate_tls_pair(p, "agent", &p->c->agent.tls);
 	validate_tls_pair(p, "controller", &k->tls_files);
@@ -199,9 +206,12 @@ static void validate_tls(struct parser *p)
 	if (!k->tls) {
 		/* TLS keys without tls_listen would be silently unused. */
 		if (k->tls_files.cert[0] || k->tls_files.ca[0] || k->have_tls_address)
-			perr(p, k->tls_files.cert[0] ? k->tls_files.cert_line :
-				k->tls_files.ca[0] ? k->tls_files.ca_line : k->tls_address_line,
-			     "tls_listen", "missing (the TLS keys of [controller] need the address "
+			perr(p,
+			     k->tls_files.cert[0] ? k->tls_files.cert_line
+			     : k->tls_files.ca[0] ? k->tls_files.ca_line
+						  : k->tls_address_line,
+			     "tls_listen",
+			     "missing (the TLS keys of [controller] need the address "
 			     "to listen on, e.g. tls_listen = 0.0.0.0:26380)");
 	} else if (!k->tls_files.cert[0]) {
 		perr(p, k->tls_line, "tls_cert",
@@ -232,8 +242,10 @@ static void validate_tls(struct parser *p)
 	snprintf(p->sect_text, sizeof(p->sect_text), "redis");
 	if (!p->c->redis.tls && (p->c->redis.tls_files.ca[0] || p->c->redis.tls_files.cert[0] ||
 				 p->c->redis.tls_server_name[0]))
-		perr(p, p->c->redis.tls_files.ca[0] ? p->c->redis.tls_files.ca_line :
-			p->c->redis.tls_files.cert_line ? p->c->redis.tls_files.cert_line : p->line,
+		perr(p,
+		     p->c->redis.tls_files.ca[0]       ? p->c->redis.tls_files.ca_line
+		     : p->c->redis.tls_files.cert_line ? p->c->redis.tls_files.cert_line
+						       : p->line,
 		     "tls", "not yes: the TLS keys of [redis] would be unused (tls = yes)");
 	else if (p->c->redis.tls && !p->c->redis.tls_files.ca[0])
 		perr(p, p->c->redis.tls_line, "tls_ca",
@@ -250,8 +262,10 @@ static void validate_users(struct parser *p)
 
 		snprintf(p->sect_text, sizeof(p->sect_text), "user \"%s\"", u->name);
 		if (!u->password[0])
-			perr(p, u->line, "password", "missing (at least %d bytes, e.g. openssl rand "
-						     "-base64 24)", CFG_MIN_SECRET);
+			perr(p, u->line, "password",
+			     "missing (at least %d bytes, e.g. openssl rand "
+			     "-base64 24)",
+			     CFG_MIN_SECRET);
 		else if (!u->have_perms)
 			perr(p, u->line, "commands", "missing (read, failover, admin or all)");
 	}
@@ -267,7 +281,8 @@ void validate(struct parser *p)
 
 		snprintf(p->sect_text, sizeof(p->sect_text), "node \"%s\"", n->id);
 		if (!n->redis_str[0])
-			perr(p, n->line, "redis", "missing (host:port or unix:/path of its server)");
+			perr(p, n->line, "redis",
+			     "missing (host:port or unix:/path of its server)");
 		else if (!n->address[0])
 			perr(p, n->line, "address", "missing (the host's IP address)");
 	}
@@ -281,7 +296,8 @@ void validate(struct parser *p)
 			perr(p, s->line, "nodes", "missing (the ids of its nodes)");
 			break;
 		}
-		for (tok = strtok_r(list, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+		for (tok = strtok_r(list, " \t,", &save); tok;
+		     tok = strtok_r(NULL, " \t,", &save)) {
 			struct cfg_node *n = cfg_find_node(c, tok);
 			int *nodes;
 
@@ -311,17 +327,20 @@ void validate(struct parser *p)
 		if (!c->dns.zone[0])
 			perr(p, p->dns_line, "zone", "missing");
 		else if (!c->dns.tsig_name[0])
-			perr(p, p->dns_line, "tsig_name", "missing (the TSIG key's name, e.g. flatline)");
+			perr(p, p->dns_line, "tsig_name",
+			     "missing (the TSIG key's name, e.g. flatline)");
 		else if (!c->dns.tsig_secret[0])
 			perr(p, p->dns_line, "tsig_secret", "missing (the key's base64 secret)");
 		for (int i = 0; i < c->nshards && !p->failed; i++) {
 			const char *dn = c->shards[i].dns_name, *z = c->dns.zone;
 			size_t ln = strlen(dn), lz = strlen(z);
 
-			if (dn[0] && !(ln > lz && !strcasecmp(dn + ln - lz, z) && dn[ln - lz - 1] == '.')) {
+			if (dn[0] &&
+			    !(ln > lz && !strcasecmp(dn + ln - lz, z) && dn[ln - lz - 1] == '.')) {
 				snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"",
 					 c->shards[i].name);
-				perr(p, c->shards[i].line, "dns_name", "%s is not inside zone %s", dn, z);
+				perr(p, c->shards[i].line, "dns_name", "%s is not inside zone %s",
+				     dn, z);
 			}
 		}
 	}
@@ -332,8 +351,10 @@ void validate(struct parser *p)
 			     "missing (host:port of this controller; or tls_listen for TLS only)");
 		else if (!c->etcd.enabled)
 			perr(p, c->ctls[i].line, NULL,
-			     "[%s]: several controllers need an [etcd] section (one leader, the state in "
-			     "etcd)", p->sect_text);
+			     "[%s]: several controllers need an [etcd] section (one leader, the "
+			     "state in "
+			     "etcd)",
+			     p->sect_text);
 	}
 	if (c->etcd.enabled && !p->failed) {
 		snprintf(p->sect_text, sizeof(p->sect_text), "etcd");
@@ -341,17 +362,19 @@ void validate(struct parser *p)
 			perr(p, p->etcd_line, "endpoints", "missing (http://IP:2379,...)");
 		else if (!c->nctls)
 			perr(p, p->etcd_line, NULL,
-			     "[etcd]: no [controller \"ID\"] section: name each controller and its listen "
+			     "[etcd]: no [controller \"ID\"] section: name each controller and its "
+			     "listen "
 			     "address");
 		else if ((c->etcd.cert[0] != 0) != (c->etcd.key[0] != 0))
 			perr(p, p->etcd_line, c->etcd.cert[0] ? "key" : "cert",
-			     "missing (a client certificate needs its key and the key its certificate)");
+			     "missing (a client certificate needs its key and the key its "
+			     "certificate)");
 		if (!c->etcd.prefix[0])
 			snprintf(c->etcd.prefix, sizeof(c->etcd.prefix), "/flatline/%s/",
 				 c->name[0] ? c->name : "default");
 	}
 	if (!p->failed) {
-		static const char *const any[] = { "::", "0.0.0.0", "0::0", "::0" };
+		static const char *const any[] = {"::", "0.0.0.0", "0::0", "::0"};
 		bool wild = false;
 
 		for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++)
@@ -359,7 +382,8 @@ void validate(struct parser *p)
 		snprintf(p->sect_text, sizeof(p->sect_text), "controller");
 		if (c->controller.have_address && !c->controller.address.host[0])
 			perr(p, c->controller.address_line, "address",
-			     "a host:port or [v6]:port agents and clients connect to, not a unix socket");
+			     "a host:port or [v6]:port agents and clients connect to, not a unix "
+			     "socket");
 		else if (!c->controller.have_address && wild)
 			perr(p, p->listen_line, "address",
 			     "missing: listen = %s is every address of the controller's host, so "
@@ -381,7 +405,8 @@ void validate(struct parser *p)
 		snprintf(p->sect_text, sizeof(p->sect_text), "cluster");
 		perr(p, p->cluster_line ? p->cluster_line : 1, "secret",
 		     "missing: agents and clients authenticate with it (at least %d bytes, e.g. "
-		     "openssl rand -base64 24)", CFG_MIN_SECRET);
+		     "openssl rand -base64 24)",
+		     CFG_MIN_SECRET);
 	}
 }
 
@@ -438,7 +463,8 @@ int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port)
 
 static bool ep_eq(const struct cfg_endpoint *x, const struct cfg_endpoint *y)
 {
-	return !strcmp(x->host, y->host) && x->port == y->port && !strcmp(x->unix_path, y->unix_path);
+	return !strcmp(x->host, y->host) && x->port == y->port &&
+	       !strcmp(x->unix_path, y->unix_path);
 }
 
 int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx)
@@ -446,16 +472,16 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	char sect[CFG_ID_MAX + 16];
 	int n = 0;
 
-#define DIFF(cond, section, key)               \
-	do {                                   \
-		if (cond) {                    \
-			fn(ctx, section, key); \
-			n++;                   \
-		}                              \
+#define DIFF(cond, section, key)                                                                   \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			fn(ctx, section, key);                                                     \
+			n++;                                                                       \
+		}                                                                                  \
 	} while (0)
 #define DINT(f, section, key) DIFF(a->f != b->f, section, key)
 #define DSTR(f, section, key) DIFF(strcmp(a->f, b->f), section, key)
-#define DEP(f, section, key) DIFF(!ep_eq(&a->f, &b->f), section, key)
+#define DEP(f, section, key)  DIFF(!ep_eq(&a->f, &b->f), section, key)
 	DSTR(name, "[cluster]", "name");
 	DSTR(secret, "[cluster]", "secret");
 	DINT(agent.ping_interval_ms, "[agent]", "ping_interval_ms");
@@ -495,7 +521,7 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DSTR(controller.requirepass, "[controller]", "requirepass");
 	DINT(controller.agent_address_check, "[controller]", "agent_address_check");
 	DIFF(a->nusers != b->nusers ||
-		     (a->nusers && memcmp(a->users, b->users, a->nusers * sizeof(*a->users))),
+		 (a->nusers && memcmp(a->users, b->users, a->nusers * sizeof(*a->users))),
 	     "[user]", "*");
 	DSTR(redis.user, "[redis]", "user");
 	DSTR(redis.password, "[redis]", "password");
@@ -509,7 +535,7 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	DINT(dns.check_ms, "[dns]", "check_ms");
 	DINT(etcd.enabled, "[etcd]", "*");
 	DIFF(a->etcd.nendpoints != b->etcd.nendpoints ||
-		     memcmp(a->etcd.endpoints, b->etcd.endpoints, sizeof(a->etcd.endpoints)),
+		 memcmp(a->etcd.endpoints, b->etcd.endpoints, sizeof(a->etcd.endpoints)),
 	     "[etcd]", "endpoints");
 	DSTR(etcd.prefix, "[etcd]", "prefix");
 	DINT(etcd.lease_ms, "[etcd]", "lease_ms");
@@ -523,11 +549,11 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 	for (int i = 0; i < a->nctls && i < b->nctls; i++) {
 		snprintf(sect, sizeof(sect), "[controller \"%s\"]", a->ctls[i].id);
 		DIFF(strcmp(a->ctls[i].id, b->ctls[i].id) ||
-			     strcmp(a->ctls[i].listen_str, b->ctls[i].listen_str),
+			 strcmp(a->ctls[i].listen_str, b->ctls[i].listen_str),
 		     sect, "listen");
 		if (i < b->nctls && !strcmp(a->ctls[i].id, b->ctls[i].id)) {
 			DIFF(a->ctls[i].tls != b->ctls[i].tls ||
-				     !ep_eq(&a->ctls[i].tls_listen, &b->ctls[i].tls_listen),
+				 !ep_eq(&a->ctls[i].tls_listen, &b->ctls[i].tls_listen),
 			     sect, "tls_listen");
 			DIFF(!ep_eq(&a->ctls[i].tls_address, &b->ctls[i].tls_address), sect,
 			     "tls_address");

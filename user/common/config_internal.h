@@ -10,17 +10,29 @@
 #include <stdio.h>
 #include "common/config.h"
 
-#define CFG_MAX_LINE 1024
-#define CFG_MAX_NODES 4096
+#define CFG_MAX_LINE   1024
+#define CFG_MAX_NODES  4096
 #define CFG_MAX_SHARDS 2048
 
-enum sect { S_NONE, S_CLUSTER, S_AGENT, S_CONTROLLER, S_REDIS, S_DNS, S_ETCD, S_NODE, S_SHARD, S_CTL,
-	    S_INCLUDE, S_USER };
+enum sect {
+	S_NONE,
+	S_CLUSTER,
+	S_AGENT,
+	S_CONTROLLER,
+	S_REDIS,
+	S_DNS,
+	S_ETCD,
+	S_NODE,
+	S_SHARD,
+	S_CTL,
+	S_INCLUDE,
+	S_USER
+};
 
-#define CFG_MIN_SECRET 16   /* bytes: as ssh-keygen refuses short keys */
-#define CFG_MAX_INCLUDE 4   /* nested [include]s */
-#define CFG_MAX_SECT_KEYS 32 /* distinct keys in one section */
-#define CFG_MAX_USERS 256   /* [user "name"] sections */
+#define CFG_MIN_SECRET	  16  /* bytes: as ssh-keygen refuses short keys */
+#define CFG_MAX_INCLUDE	  4   /* nested [include]s */
+#define CFG_MAX_SECT_KEYS 32  /* distinct keys in one section */
+#define CFG_MAX_USERS	  256 /* [user "name"] sections */
 
 struct parser {
 	struct cfg *c;
@@ -31,27 +43,27 @@ struct parser {
 	int line;
 	enum sect sect;
 	char sect_text[CFG_ID_MAX + 32]; /* as written, for messages */
-	int cur;                         /* node or shard index */
-	int dns_line;                    /* line of the [dns] header */
-	int listen_line;                 /* line of [controller] listen */
-	int etcd_line;                   /* line of the [etcd] header */
-	char **shard_nodes;              /* per shard: "nodes" as written */
+	int cur;			 /* node or shard index */
+	int dns_line;			 /* line of the [dns] header */
+	int listen_line;		 /* line of [controller] listen */
+	int etcd_line;			 /* line of the [etcd] header */
+	char **shard_nodes;		 /* per shard: "nodes" as written */
 	int *shard_nodes_line;
 	char *err;
 	size_t errlen;
 	bool failed;
-	unsigned plain_seen;  /* 1 << enum sect of [cluster] … [dns] seen, in any file */
+	unsigned plain_seen; /* 1 << enum sect of [cluster] … [dns] seen, in any file */
 	char keys_seen[CFG_MAX_SECT_KEYS][32]; /* in the current section */
 	int nkeys_seen;
-	int depth;            /* of [include]s */
-	bool holds_secret;    /* this file sets a secret: its mode matters */
+	int depth;	   /* of [include]s */
+	bool holds_secret; /* this file sets a secret: its mode matters */
 	int secret_line;
-	int cluster_line;     /* of the [cluster] header */
+	int cluster_line; /* of the [cluster] header */
 };
 
 /* config.c */
 void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 bool valid_id(const char *s);
 int parse_file(struct parser *p, const char *path);
 

@@ -33,8 +33,8 @@ static bool set_int(struct parser *p, const char *key, const char *v, int lo, in
 
 static bool set_bool(struct parser *p, const char *key, const char *v, bool *out)
 {
-	static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false",
-										     "off", "0" };
+	static const char *const yes[] = {"yes", "true", "on", "1"}, *const no[] = {"no", "false",
+										    "off", "0"};
 	for (int i = 0; i < 4; i++) {
 		if (!strcasecmp(v, yes[i]))
 			return (*out = true);
@@ -59,13 +59,17 @@ static bool set_str(struct parser *p, const char *key, const char *v, char *out,
 static bool set_secret(struct parser *p, const char *key, const char *v, char *out, size_t len)
 {
 	if (!v[0]) {
-		perr(p, p->line, key, "empty: a secret of at least %d bytes is required "
-				      "(e.g. openssl rand -base64 24)", CFG_MIN_SECRET);
+		perr(p, p->line, key,
+		     "empty: a secret of at least %d bytes is required "
+		     "(e.g. openssl rand -base64 24)",
+		     CFG_MIN_SECRET);
 		return false;
 	}
 	if (strlen(v) < CFG_MIN_SECRET) {
-		perr(p, p->line, key, "too short (%zu bytes): at least %d are required "
-				      "(e.g. openssl rand -base64 24)", strlen(v), CFG_MIN_SECRET);
+		perr(p, p->line, key,
+		     "too short (%zu bytes): at least %d are required "
+		     "(e.g. openssl rand -base64 24)",
+		     strlen(v), CFG_MIN_SECRET);
 		return false;
 	}
 	return set_str(p, key, v, out, len);
@@ -80,8 +84,8 @@ static bool set_path(struct parser *p, const char *key, const char *v, char *out
 	return set_str(p, key, v, out, len);
 }
 
-static bool set_endpoint(struct parser *p, const char *key, const char *v,
-			 struct cfg_endpoint *ep, int default_port)
+static bool set_endpoint(struct parser *p, const char *key, const char *v, struct cfg_endpoint *ep,
+			 int default_port)
 {
 	if (cfg_parse_endpoint(v, ep, default_port)) {
 		perr(p, p->line, key, "not host:port, [v6]:port or unix:/path: '%s'", v);
@@ -183,7 +187,8 @@ static bool key_controller_tls(struct parser *p, const char *name, const char *v
 		if (!set_endpoint(p, name, v, &k->tls_listen, 26379))
 			return false;
 		if (k->tls_listen.unix_path[0]) {
-			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'",
+			     v);
 			return false;
 		}
 		return true;
@@ -194,7 +199,8 @@ static bool key_controller_tls(struct parser *p, const char *name, const char *v
 		if (!set_endpoint(p, name, v, &k->tls_address, 26379))
 			return false;
 		if (k->tls_address.unix_path[0]) {
-			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'",
+			     v);
 			return false;
 		}
 		return true;
@@ -317,7 +323,8 @@ bool key_redis(struct parser *p, const char *name, const char *v)
 	if (KEY("password")) {
 		/* The servers' password, chosen for Redis: only an empty one is refused. */
 		if (!v[0]) {
-			perr(p, p->line, name, "empty (leave the key out when the servers have none)");
+			perr(p, p->line, name,
+			     "empty (leave the key out when the servers have none)");
 			return false;
 		}
 		return set_str(p, name, v, p->c->redis.password, sizeof(p->c->redis.password));
@@ -353,8 +360,8 @@ bool key_dns(struct parser *p, const char *name, const char *v)
 		return set_dns_name(p, name, v, d->zone, sizeof(d->zone));
 	if (KEY("tsig_name")) {
 		if (!valid_id(v)) {
-			perr(p, p->line, name, "not a key name (letters, digits, '-', '_', '.'): '%s'",
-			     v);
+			perr(p, p->line, name,
+			     "not a key name (letters, digits, '-', '_', '.'): '%s'", v);
 			return false;
 		}
 		return set_str(p, name, v, d->tsig_name, sizeof(d->tsig_name));
@@ -366,7 +373,8 @@ bool key_dns(struct parser *p, const char *name, const char *v)
 			     "hmac-sha256 or hmac-sha512");
 			return false;
 		}
-		if (strcmp(v, "hmac-sha256") && strcmp(v, "hmac-sha512") && strcmp(v, "hmac-sha1")) {
+		if (strcmp(v, "hmac-sha256") && strcmp(v, "hmac-sha512") &&
+		    strcmp(v, "hmac-sha1")) {
 			perr(p, p->line, name,
 			     "unknown algorithm '%s' (hmac-sha256, hmac-sha512 or hmac-sha1)", v);
 			return false;
@@ -380,8 +388,10 @@ bool key_dns(struct parser *p, const char *name, const char *v)
 		}
 		if (strlen(v) / 4 * 3 - (v[strlen(v) - 1] == '=') - (v[strlen(v) - 2] == '=') <
 		    CFG_MIN_SECRET) {
-			perr(p, p->line, name, "too short: at least %d bytes are required "
-					      "(tsig-keygen makes 32)", CFG_MIN_SECRET);
+			perr(p, p->line, name,
+			     "too short: at least %d bytes are required "
+			     "(tsig-keygen makes 32)",
+			     CFG_MIN_SECRET);
 			return false;
 		}
 		return set_str(p, name, v, d->tsig_secret, sizeof(d->tsig_secret));
@@ -405,12 +415,15 @@ bool key_etcd(struct parser *p, const char *name, const char *v)
 		e->nendpoints = 0;
 		for (tok = strtok_r(buf, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
 			if (strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
-				perr(p, p->line, name, "'%s' is not an http:// or https:// URL", tok);
+				perr(p, p->line, name, "'%s' is not an http:// or https:// URL",
+				     tok);
 				return false;
 			}
-			if (strlen(tok) >= sizeof(e->endpoints[0]) || e->nendpoints == CFG_MAX_ETCD) {
-				perr(p, p->line, name, "at most %d endpoints of at most %zu characters",
-				     CFG_MAX_ETCD, sizeof(e->endpoints[0]) - 1);
+			if (strlen(tok) >= sizeof(e->endpoints[0]) ||
+			    e->nendpoints == CFG_MAX_ETCD) {
+				perr(p, p->line, name,
+				     "at most %d endpoints of at most %zu characters", CFG_MAX_ETCD,
+				     sizeof(e->endpoints[0]) - 1);
 				return false;
 			}
 			snprintf(e->endpoints[e->nendpoints++], sizeof(e->endpoints[0]), "%s", tok);
@@ -460,7 +473,8 @@ bool key_ctl(struct parser *p, const char *name, const char *v)
 		if (!set_endpoint(p, name, v, ep, 26379))
 			return false;
 		if (ep->unix_path[0]) {
-			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'", v);
+			perr(p, p->line, name, "host:port or [v6]:port, not a unix socket: '%s'",
+			     v);
 			return false;
 		}
 		if (l) {
@@ -488,7 +502,8 @@ bool key_node(struct parser *p, const char *name, const char *v)
 		n->address_line = p->line;
 		why = cfg_address_unprobeable(v);
 		if (why) {
-			perr(p, p->line, name, "%s cannot be probed by the node's peers: %s", v, why);
+			perr(p, p->line, name, "%s cannot be probed by the node's peers: %s", v,
+			     why);
 			return false;
 		}
 		return true;

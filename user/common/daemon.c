@@ -52,8 +52,9 @@ int daemon_lock_node(const char *node)
 		n = pread(fd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
-		pr_warn("failed to lock node %s: another agent or prober (pid %s) is running for it\n",
-			node, n > 0 ? buf : "?");
+		pr_warn(
+		    "failed to lock node %s: another agent or prober (pid %s) is running for it\n",
+		    node, n > 0 ? buf : "?");
 		close(fd);
 		return -EBUSY;
 	}
@@ -130,9 +131,9 @@ void daemon_notify_stopping(void)
 
 int daemon_open_event_log(struct evlog **log, const char *path)
 {
-	struct evlog_opts lo = { .path = path,
-				 .max_bytes = EVLOG_DEFAULT_MAX_BYTES,
-				 .max_segments = EVLOG_DEFAULT_SEGMENTS };
+	struct evlog_opts lo = {.path = path,
+				.max_bytes = EVLOG_DEFAULT_MAX_BYTES,
+				.max_segments = EVLOG_DEFAULT_SEGMENTS};
 	int err = evlog_open(log, &lo);
 
 	if (err)

@@ -166,7 +166,9 @@ const char *evrec_end(struct evrec *r)
 }
 
 const char *const seg_suffix[SEG_TMP + 1] = {
-	[SEG_PLAIN] = "", [SEG_GZ] = ".gz", [SEG_TMP] = ".gz.tmp",
+    [SEG_PLAIN] = "",
+    [SEG_GZ] = ".gz",
+    [SEG_TMP] = ".gz.tmp",
 };
 
 static void seg_path(char *buf, const char *path, unsigned long seq, enum seg_form form)
@@ -242,7 +244,7 @@ int scan_segments(const char *dir, const char *base, struct seg **out, int *n)
 			v = t;
 		}
 		if (i == cnt)
-			v[cnt++] = (struct seg){ s.seq, 0 };
+			v[cnt++] = (struct seg){s.seq, 0};
 		v[i].forms |= s.forms;
 	}
 	closedir(d);
@@ -256,16 +258,16 @@ int scan_segments(const char *dir, const char *base, struct seg **out, int *n)
 /* ---- writer ---- */
 
 struct evlog {
-	char *path;        /* the live segment */
-	char *dir;         /* its directory */
-	const char *base;  /* its file name, inside path */
+	char *path;	  /* the live segment */
+	char *dir;	  /* its directory */
+	const char *base; /* its file name, inside path */
 	uint64_t max_bytes;
 	int max_segments;
-	int fd;            /* the live segment, O_APPEND */
-	uint64_t size;     /* bytes in the live segment */
-	unsigned long seq; /* highest rotated seq made so far */
+	int fd;		    /* the live segment, O_APPEND */
+	uint64_t size;	    /* bytes in the live segment */
+	unsigned long seq;  /* highest rotated seq made so far */
 	bool rotate_failed; /* the last rotation failed (warned once) */
-	char *pin;         /* evlog_pin's line, "repeated": true added; NULL if none */
+	char *pin;	    /* evlog_pin's line, "repeated": true added; NULL if none */
 	size_t pin_len;
 
 	/* The compression worker; flags under lock. */

@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <time.h>
 
-#define EVLOG_DEFAULT_PATH "/var/log/flatline/events.jsonl"
+#define EVLOG_DEFAULT_PATH	"/var/log/flatline/events.jsonl"
 #define EVLOG_DEFAULT_MAX_BYTES (64u << 20)
-#define EVLOG_DEFAULT_SEGMENTS 8
-#define EVREC_MAX 4096 /* one event line, newline included */
+#define EVLOG_DEFAULT_SEGMENTS	8
+#define EVREC_MAX		4096 /* one event line, newline included */
 
 /* One event being built: evrec_begin(), fields, then evlog_write(). */
 struct evrec {
@@ -34,9 +34,9 @@ const char *evrec_end(struct evrec *r);
 
 /* Zero or NULL members take the defaults above. */
 struct evlog_opts {
-	const char *path;        /* the live segment; rotated ones are PATH.<seq>.gz */
-	uint64_t max_bytes;      /* rotate when the live segment would grow past this */
-	int max_segments;        /* rotated segments kept; older ones removed */
+	const char *path;   /* the live segment; rotated ones are PATH.<seq>.gz */
+	uint64_t max_bytes; /* rotate when the live segment would grow past this */
+	int max_segments;   /* rotated segments kept; older ones removed */
 };
 
 /* One thread writes (the daemon's event loop); compression runs on a worker of its own. */

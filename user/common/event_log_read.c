@@ -202,7 +202,7 @@ static size_t skip_digits(struct jparse *s)
 /* true, false, null or a JSON number, kept as written. */
 static int parse_literal(struct jparse *s, const char **val)
 {
-	static const char *const words[] = { "true", "false", "null" };
+	static const char *const words[] = {"true", "false", "null"};
 	const char *start = s->p;
 	size_t i, n;
 
@@ -265,7 +265,7 @@ static int parse_object(struct jparse *s, struct evline *ev)
 
 int evline_parse(struct evline *ev, const char *line, size_t len)
 {
-	struct jparse s = { line, line + len, ev->buf, ev->buf + sizeof(ev->buf) };
+	struct jparse s = {line, line + len, ev->buf, ev->buf + sizeof(ev->buf)};
 	int err;
 
 	ev->n = 0;
@@ -308,12 +308,12 @@ static int64_t days_from_civil(int y, int m, int d)
 
 int evlog_parse_ts(const char *s, int64_t *us)
 {
-	static const unsigned char mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	static const unsigned char mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	int y, mo, d, h, mi, sec, frac = 0, digits = 0, leap;
 
-	if (num(&s, 4, &y) || *s++ != '-' || num(&s, 2, &mo) || *s++ != '-' ||
-	    num(&s, 2, &d) || *s++ != 'T' || num(&s, 2, &h) || *s++ != ':' ||
-	    num(&s, 2, &mi) || *s++ != ':' || num(&s, 2, &sec))
+	if (num(&s, 4, &y) || *s++ != '-' || num(&s, 2, &mo) || *s++ != '-' || num(&s, 2, &d) ||
+	    *s++ != 'T' || num(&s, 2, &h) || *s++ != ':' || num(&s, 2, &mi) || *s++ != ':' ||
+	    num(&s, 2, &sec))
 		return -EINVAL;
 	if (*s == '.') {
 		for (s++; *s >= '0' && *s <= '9'; s++, digits++)

@@ -142,14 +142,14 @@ int info_parse(const char *text, size_t len, struct info_repl *r)
 
 const char *info_server_name(enum info_server s)
 {
-	static const char *const names[] = { "unknown", "redis", "valkey", "dragonfly" };
+	static const char *const names[] = {"unknown", "redis", "valkey", "dragonfly"};
 
 	return (unsigned)s < 4 ? names[s] : "unknown";
 }
 
 const char *info_role_name(enum info_role r)
 {
-	static const char *const names[] = { "unknown", "master", "slave" };
+	static const char *const names[] = {"unknown", "master", "slave"};
 
 	return (unsigned)r < 3 ? names[r] : "unknown";
 }

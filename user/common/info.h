@@ -14,19 +14,19 @@ struct info_repl {
 	enum info_server server;
 	enum info_role role;
 	char version[32];
-	char run_id[48];         /* "" when absent (Dragonfly) */
-	long pid;                /* process_id, 0 if absent */
-	long tcp_port;           /* 0 if absent */
-	char master_host[256];   /* replicas */
+	char run_id[48];       /* "" when absent (Dragonfly) */
+	long pid;	       /* process_id, 0 if absent */
+	long tcp_port;	       /* 0 if absent */
+	char master_host[256]; /* replicas */
 	int master_port;
-	int link_up;             /* master_link_status: 1 up, 0 down, -1 absent */
-	long long last_io_s;     /* master_last_io_seconds_ago, -1 absent */
-	int sync_in_progress;    /* master_sync_in_progress */
-	char master_replid[48];  /* "" when absent */
-	long long offset;        /* this server's offset; -1 when the server does not say */
-	int slave_priority;      /* replica-priority; 100 when absent, as Redis defaults */
+	int link_up;		/* master_link_status: 1 up, 0 down, -1 absent */
+	long long last_io_s;	/* master_last_io_seconds_ago, -1 absent */
+	int sync_in_progress;	/* master_sync_in_progress */
+	char master_replid[48]; /* "" when absent */
+	long long offset;	/* this server's offset; -1 when the server does not say */
+	int slave_priority;	/* replica-priority; 100 when absent, as Redis defaults */
 	int connected_slaves;
-	int loading;             /* loading:1 */
+	int loading; /* loading:1 */
 };
 
 /* Fills *out from INFO text (any sections). Unknown lines are ignored; a line

@@ -19,8 +19,8 @@ void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(pri
 const char *log_esc(const char *s, char *buf, size_t len);
 #define LOG_ESC_MAX 660 /* a buffer that holds any log_esc() output */
 
-#define pr_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
-#define pr_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define pr_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define pr_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)
 #define pr_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
 
 #endif

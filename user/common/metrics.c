@@ -25,9 +25,8 @@ struct metrics {
 	uint64_t scrapes;
 };
 
-const double metrics_latency_bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-					  0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
-					  1,      2.5,     5,      10 };
+const double metrics_latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+					 0.05,	 0.1,	  0.25,	  0.5,	 1,	 2.5,	5,    10};
 const int metrics_latency_nbounds = sizeof(metrics_latency_bounds) / sizeof(double);
 
 static void on_request(struct evhttp_request *req, void *arg)

@@ -26,10 +26,9 @@ uint64_t metrics_scrapes(const struct metrics *m);
 void metrics_head(struct evbuffer *b, const char *name, const char *type, const char *help);
 /* One sample. Labels: pairs name, value, ..., then METRICS_END (values escaped). */
 #define METRICS_END ((const char *)NULL)
-void metrics_sample(struct evbuffer *b, const char *name, double v, ...)
-	__attribute__((sentinel));
+void metrics_sample(struct evbuffer *b, const char *name, double v, ...) __attribute__((sentinel));
 void metrics_sample_u64(struct evbuffer *b, const char *name, uint64_t v, ...)
-	__attribute__((sentinel));
+    __attribute__((sentinel));
 
 /* A histogram with fixed upper bounds (seconds), as Prometheus's client libraries
  * keep them: per-bucket counts, the sum and the count. */

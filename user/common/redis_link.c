@@ -29,7 +29,7 @@
 #include "common/tls.h"
 
 #define REDIS_LINK_MAX_IN_FLIGHT 64
-#define REDIS_LINK_READ_CHUNK 65536
+#define REDIS_LINK_READ_CHUNK	 65536
 /* libevent stops reading past this much unparsed input; we drain it in chunks. */
 #define REDIS_LINK_INPUT_HIWAT (1u << 20)
 
@@ -46,13 +46,13 @@ struct redis_link_req {
 	struct redis_link_req *next; /* in flight, oldest first */
 	/* redis_link_request and redis_link_send only: */
 	struct event *timer; /* the deadline; fired at once to fail from the loop */
-	char *cmd;           /* formatted, until sent */
+	char *cmd;	     /* formatted, until sent */
 	long long cmdlen;
-	bool held;           /* waits for the connection */
-	bool in_flight;      /* on the in-flight queue: its reply or the drop frees it */
-	bool finished;       /* answered (reply, error or timeout) */
-	char err[256];       /* why it failed before reaching the server */
-	struct redis_link_req *hnext;         /* held, in order */
+	bool held;		      /* waits for the connection */
+	bool in_flight;		      /* on the in-flight queue: its reply or the drop frees it */
+	bool finished;		      /* answered (reply, error or timeout) */
+	char err[256];		      /* why it failed before reaching the server */
+	struct redis_link_req *hnext; /* held, in order */
 	struct redis_link_req *aprev, *anext; /* every one alive */
 };
 
@@ -65,22 +65,22 @@ struct redis_link {
 	struct redis_link_ops ops;
 	void *ctx;
 
-	SSL_CTX *tls;            /* TLS (redis_link_set_tls), NULL: plain */
-	char tls_host[256];      /* the name or IP its certificate must carry */
-	bool tls_up;             /* bev is the TLS one (handshake under way or done) */
+	SSL_CTX *tls;		 /* TLS (redis_link_set_tls), NULL: plain */
+	char tls_host[256];	 /* the name or IP its certificate must carry */
+	bool tls_up;		 /* bev is the TLS one (handshake under way or done) */
 	struct bufferevent *bev; /* NULL while down */
 	struct reply_reader *rd; /* this connection's replies */
-	bool connected;          /* connect completed */
-	struct event *retry;     /* reconnect after backoff */
-	struct event *conn_to;   /* connect timeout */
-	struct event *reply_to;  /* a reply begun and not finished in time */
+	bool connected;		 /* connect completed */
+	struct event *retry;	 /* reconnect after backoff */
+	struct event *conn_to;	 /* connect timeout */
+	struct event *reply_to;	 /* a reply begun and not finished in time */
 	struct backoff bo;
 	struct redis_link_req *head, *tail; /* in flight, oldest first */
 	int in_flight;
 	struct redis_link_req *held_head, *held_tail; /* until connected */
-	struct redis_link_req *all;                   /* every request alive */
-	unsigned gen;      /* bumped by every drop: a callback may drop the link */
-	unsigned reads;    /* on_read() calls */
+	struct redis_link_req *all;		      /* every request alive */
+	unsigned gen;	   /* bumped by every drop: a callback may drop the link */
+	unsigned reads;	   /* on_read() calls */
 	int in_callback;   /* depth of owner callbacks running */
 	bool free_pending; /* redis_link_free() called from a callback */
 	bool freeing;
@@ -340,7 +340,8 @@ static void start_tls(struct redis_link *l)
 	bufferevent_free(l->bev); /* closes the original descriptor, not the socket */
 	l->bev = bev;
 	l->tls_up = true;
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1); /* Redis closes without close_notify */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev,
+						     1); /* Redis closes without close_notify */
 	bufferevent_setcb(bev, on_read, NULL, on_event, l);
 	bufferevent_setwatermark(bev, EV_READ, 0, REDIS_LINK_INPUT_HIWAT);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
@@ -393,7 +394,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_ERROR) {
 		if (l->tls_up && !err)
-			snprintf(why, sizeof(why), "TLS: %s", tls_bev_error(bev, 0, tw, sizeof(tw)));
+			snprintf(why, sizeof(why), "TLS: %s",
+				 tls_bev_error(bev, 0, tw, sizeof(tw)));
 		else
 			snprintf(why, sizeof(why), "%s", err ? strerror(err) : "connection lost");
 		went_down(l, why, err);
@@ -403,8 +405,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 static int open_socket(struct redis_link *l, int *fdp)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	const struct sockaddr *sa;
 	socklen_t salen;
 	char port[16];
@@ -505,8 +507,9 @@ static void on_reply_timeout(evutil_socket_t fd, short what, void *arg)
 	protocol_error(l, what_s);
 }
 
-struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endpoint *ep, const char *name,
-		     int timeout_ms, const struct redis_link_ops *ops, void *ctx)
+struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endpoint *ep,
+				  const char *name, int timeout_ms,
+				  const struct redis_link_ops *ops, void *ctx)
 {
 	struct redis_link *l = calloc(1, sizeof(*l));
 
@@ -519,7 +522,7 @@ struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endp
 	l->reply_timeout_ms = REDIS_LINK_REPLY_TIMEOUT_MS;
 	l->ops = *ops;
 	l->ctx = ctx;
-	l->bo = (struct backoff){ .base_ms = 100, .max_ms = 5000, .seed = (unsigned)(uintptr_t)l };
+	l->bo = (struct backoff){.base_ms = 100, .max_ms = 5000, .seed = (unsigned)(uintptr_t)l};
 	l->retry = evtimer_new(base, on_retry, l);
 	l->conn_to = evtimer_new(base, on_connect_timeout, l);
 	l->reply_to = evtimer_new(base, on_reply_timeout, l);
@@ -576,8 +579,8 @@ static void track(struct redis_link *l, struct redis_link_req *q)
 	l->in_flight++;
 }
 
-int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv, int argc, const char **argv,
-	       const size_t *lens)
+int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv, int argc,
+		       const char **argv, const size_t *lens)
 {
 	struct redis_link_req *q;
 	char *cmd = NULL;

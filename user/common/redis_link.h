@@ -20,8 +20,8 @@ struct event_base;
 struct redis_link;
 struct ssl_ctx_st;
 
-#define REDIS_LINK_MAX_REPLY REPLY_MAX_BYTES /* larger replies are a protocol error */
-#define REDIS_LINK_REPLY_TIMEOUT_MS 5000  /* default: first byte of a reply to its last */
+#define REDIS_LINK_MAX_REPLY	    REPLY_MAX_BYTES /* larger replies are a protocol error */
+#define REDIS_LINK_REPLY_TIMEOUT_MS 5000	    /* default: first byte of a reply to its last */
 
 struct redis_link_ops {
 	/* Connected (TCP/unix connect done). Send the handshake from here. */
@@ -41,8 +41,9 @@ typedef void (*redis_link_reply_fn)(void *ctx, redisReply *reply, void *priv);
  * "cannot connect to NAME: …"). */
 typedef void (*redis_link_result_fn)(void *ctx, redisReply *reply, const char *err, void *priv);
 
-struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endpoint *ep, const char *name,
-		     int timeout_ms, const struct redis_link_ops *ops, void *ctx);
+struct redis_link *redis_link_new(struct event_base *base, const struct cfg_endpoint *ep,
+				  const char *name, int timeout_ms,
+				  const struct redis_link_ops *ops, void *ctx);
 /* TLS on every connection from now on (not on a unix socket: Redis has none
  * there): ctx verifies the peer, whose certificate must carry host (a name or
  * IP; NULL or "": the endpoint's host). The link holds a reference to ctx. The
@@ -57,8 +58,8 @@ void redis_link_set_reply_timeout(struct redis_link *l, int ms);
 /* Connect now; after a loss, reconnect by itself with backoff. */
 void redis_link_start(struct redis_link *l);
 /* -ENOTCONN when not connected, -ENOBUFS past 64 requests in flight. */
-int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv, int argc, const char **argv,
-	       const size_t *lens);
+int redis_link_command(struct redis_link *l, redis_link_reply_fn fn, void *priv, int argc,
+		       const char **argv, const size_t *lens);
 /* A request that is always answered, once, within timeout_ms: fn gets the reply, or
  * NULL and why. A link that is down connects at once (a request never waits out the
  * backoff); while it connects the request is held and sent after on_up (so the

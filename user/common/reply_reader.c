@@ -12,12 +12,12 @@
 struct reply_reader {
 	struct resp_frame f; /* the bytes, hiredis's reader, the error */
 	/* The scanner's progress through the reply at f.buf[0]. */
-	size_t pos;       /* next item's type byte */
-	size_t line_from; /* a line item: where to look for its '\n' next */
-	int depth;        /* open arrays */
+	size_t pos;			     /* next item's type byte */
+	size_t line_from;		     /* a line item: where to look for its '\n' next */
+	int depth;			     /* open arrays */
 	long long left[REPLY_MAX_DEPTH + 1]; /* their elements still to see */
-	long long elements;                  /* array elements announced so far */
-	int failed; /* a sticky error: the link is to be closed */
+	long long elements;		     /* array elements announced so far */
+	int failed;			     /* a sticky error: the link is to be closed */
 };
 
 struct reply_reader *reply_reader_new(void)
@@ -69,8 +69,8 @@ static int line(struct reply_reader *r, size_t *end)
 	if (!nl) {
 		r->line_from = r->f.len;
 		if (r->f.len - r->pos > REPLY_MAX_LINE)
-			return fail(r, -EMSGSIZE, "a '%c' line longer than %u bytes", r->f.buf[r->pos],
-				    REPLY_MAX_LINE);
+			return fail(r, -EMSGSIZE, "a '%c' line longer than %u bytes",
+				    r->f.buf[r->pos], REPLY_MAX_LINE);
 		return 0;
 	}
 	at = nl - r->f.buf;
@@ -123,7 +123,8 @@ static int scan(struct reply_reader *r, size_t *end)
 			if (v >= 0) {
 				if ((long long)next + v + 2 > (long long)REPLY_MAX_BYTES)
 					return fail(r, -EMSGSIZE,
-						    "a bulk string of %lld bytes (limit: replies of %u bytes)",
+						    "a bulk string of %lld bytes (limit: replies "
+						    "of %u bytes)",
 						    v, REPLY_MAX_BYTES);
 				rc = resp_frame_bulk(&r->f, next, v);
 				if (rc < 0)
@@ -141,7 +142,8 @@ static int scan(struct reply_reader *r, size_t *end)
 				return 0;
 			if (v > 0) {
 				if (v > REPLY_MAX_ELEMENTS || r->elements + v > REPLY_MAX_ELEMENTS)
-					return fail(r, -EMSGSIZE, "more than %d array elements in a reply",
+					return fail(r, -EMSGSIZE,
+						    "more than %d array elements in a reply",
 						    REPLY_MAX_ELEMENTS);
 				if (r->depth >= REPLY_MAX_DEPTH)
 					return fail(r, -EMSGSIZE, "arrays nested deeper than %d",

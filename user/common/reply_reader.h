@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <hiredis/hiredis.h>
 
-#define REPLY_MAX_BYTES (4u << 20) /* one reply, headers included */
-#define REPLY_MAX_ELEMENTS 65536   /* array elements in one reply, all levels */
-#define REPLY_MAX_DEPTH 7          /* arrays nested in arrays (hiredis 0.14's own limit) */
-#define REPLY_MAX_LINE 65536       /* a +status, -error or :integer line */
+#define REPLY_MAX_BYTES	   (4u << 20) /* one reply, headers included */
+#define REPLY_MAX_ELEMENTS 65536      /* array elements in one reply, all levels */
+#define REPLY_MAX_DEPTH	   7	      /* arrays nested in arrays (hiredis 0.14's own limit) */
+#define REPLY_MAX_LINE	   65536      /* a +status, -error or :integer line */
 
 struct reply_reader;
 

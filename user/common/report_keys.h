@@ -49,7 +49,7 @@ enum report_key {
 
 enum report_type {
 	RT_WORD = 0, /* a word or free text */
-	RT_INT,      /* a decimal integer */
+	RT_INT,	     /* a decimal integer */
 };
 
 struct report_key_def {

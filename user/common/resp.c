@@ -13,8 +13,8 @@ struct resp_reader {
 	struct resp_frame f; /* the bytes and the error (frames are read by parse_frame) */
 	/* The guard's progress through the frame at f.buf[0]. */
 	int in_frame;
-	size_t pos;       /* next header to check */
-	long remaining;   /* bulk strings still to see */
+	size_t pos;	/* next header to check */
+	long remaining; /* bulk strings still to see */
 	long nargs;
 	size_t max_frame; /* RESP_MAX_FRAME, or less (resp_reader_set_max_frame) */
 };
@@ -204,8 +204,8 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 			rc = resp_frame_header(&r->f, 0, &v, &end);
 			if (rc <= 0)
 				return rc ? fail(r, -EPROTO,
-						 "Protocol error: invalid multibulk length") :
-					    0;
+						 "Protocol error: invalid multibulk length")
+					  : 0;
 			if (v > RESP_MAX_ARGS)
 				return fail(r, -EMSGSIZE,
 					    "Protocol error: too many arguments (%lld, max %d)", v,
@@ -223,9 +223,9 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 				return 0;
 			if (r->f.buf[r->pos] != '$')
 				return fail(r, -EPROTO, "Protocol error: expected '$', got '%c'",
-					    r->f.buf[r->pos] >= ' ' && r->f.buf[r->pos] < 127 ?
-						    r->f.buf[r->pos] :
-						    '?');
+					    r->f.buf[r->pos] >= ' ' && r->f.buf[r->pos] < 127
+						? r->f.buf[r->pos]
+						: '?');
 			rc = resp_frame_header(&r->f, r->pos, &v, &end);
 			if (rc < 0 || (rc > 0 && v < 0))
 				return fail(r, -EPROTO, "Protocol error: invalid bulk length");
@@ -238,8 +238,9 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 					    r->max_frame);
 			rc = resp_frame_bulk(&r->f, end, v);
 			if (rc < 0)
-				return fail(r, -EPROTO, "Protocol error: bulk string not followed "
-							"by CRLF");
+				return fail(r, -EPROTO,
+					    "Protocol error: bulk string not followed "
+					    "by CRLF");
 			if (rc == 0)
 				return 0;
 			r->pos = end + v + 2;

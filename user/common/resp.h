@@ -10,8 +10,8 @@
 
 #include <stddef.h>
 
-#define RESP_MAX_FRAME (1u << 20)  /* protocol.md: a larger frame is a protocol error */
-#define RESP_MAX_ARGS 1024         /* ... and so is an array of more elements */
+#define RESP_MAX_FRAME	(1u << 20)  /* protocol.md: a larger frame is a protocol error */
+#define RESP_MAX_ARGS	1024	    /* ... and so is an array of more elements */
 #define RESP_MAX_INLINE (64u << 10) /* an inline command line, as Redis limits it */
 
 /* One command: argv[i] is NUL-terminated (it may also hold NUL bytes: lens[i]). */

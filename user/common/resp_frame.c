@@ -62,7 +62,8 @@ int resp_frame_fail(struct resp_frame *f, int rc, const char *fmt, ...)
 
 int resp_frame_header(const struct resp_frame *f, size_t at, long long *v, size_t *end)
 {
-	size_t i = at + 1, lim = f->len < at + RESP_FRAME_HDR_MAX ? f->len : at + RESP_FRAME_HDR_MAX;
+	size_t i = at + 1,
+	       lim = f->len < at + RESP_FRAME_HDR_MAX ? f->len : at + RESP_FRAME_HDR_MAX;
 	long long n = 0;
 	int neg = 0, digits = 0;
 

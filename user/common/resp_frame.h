@@ -20,7 +20,7 @@ struct resp_frame {
 	char *buf;
 	size_t len, cap;
 	redisReader *hr; /* NULL unless with_parser */
-	char err[160]; /* why the reader failed, as the reader words it */
+	char err[160];	 /* why the reader failed, as the reader words it */
 };
 
 /* 0, or -ENOMEM. with_parser: the reader hands whole frames to hiredis
@@ -33,7 +33,7 @@ int resp_frame_feed(struct resp_frame *f, const char *buf, size_t len);
 void resp_frame_consume(struct resp_frame *f, size_t n);
 /* Writes the message to f->err and returns rc. */
 int resp_frame_fail(struct resp_frame *f, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* A header line "<c><digits>\r\n" at buf[at] (c is not checked): 1 with *v and
  * *end (the byte after it) set, 0 incomplete, -EPROTO malformed (no digits, more
  * than 12, longer than RESP_FRAME_HDR_MAX, not ended by CRLF). */

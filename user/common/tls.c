@@ -82,7 +82,7 @@ static int load_pair(SSL_CTX *ctx, const struct cfg *c, const char *sect, const 
 		return -EINVAL;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
-mismatch:
+	mismatch:
 		ERR_clear_error();
 		snprintf(why, sizeof(why), "it does not match the certificate %s (tls_cert)",
 			 t->cert);
@@ -101,7 +101,8 @@ static int load_ca(SSL_CTX *ctx, const struct cfg *c, const char *sect, const st
 	    SSL_CTX_load_verify_locations(ctx, t->ca, NULL) != 1) {
 		if (!why[0] || ERR_peek_error())
 			ossl_reason(why, sizeof(why));
-		fail(err, errlen, c, t->ca_line, sect, "tls_ca", "load CA certificates", t->ca, why);
+		fail(err, errlen, c, t->ca_line, sect, "tls_ca", "load CA certificates", t->ca,
+		     why);
 		return -EINVAL;
 	}
 	return 0;
@@ -136,7 +137,7 @@ SSL_CTX *tls_server_ctx(const struct cfg *c, char *err, size_t errlen)
 	if (load_pair(ctx, c, "controller", t, err, errlen))
 		goto fail;
 	if (t->ca[0]) {
-		STACK_OF(X509_NAME) *names;
+		STACK_OF(X509_NAME) * names;
 
 		if (load_ca(ctx, c, "controller", t, err, errlen))
 			goto fail;
@@ -175,8 +176,10 @@ SSL_CTX *tls_client_ctx(const struct cfg *c, const char *sect, const struct cfg_
 	if (t->cert[0] && load_pair(ctx, c, sect, t, err, errlen))
 		goto fail;
 	if (!ca || !ca->ca[0]) {
-		snprintf(err, errlen, "%s: [%s] tls_ca: missing (the CA that signed the peer's "
-			 "certificate: tls_ca = /path)", c->path, sect);
+		snprintf(err, errlen,
+			 "%s: [%s] tls_ca: missing (the CA that signed the peer's "
+			 "certificate: tls_ca = /path)",
+			 c->path, sect);
 		goto fail;
 	}
 	if (load_ca(ctx, c, ca == t ? sect : "controller", ca, err, errlen))
@@ -218,13 +221,16 @@ static const char *describe(SSL *ssl, unsigned long e, int sock_err, char *buf, 
 	int reason = e ? ERR_GET_REASON(e) : 0;
 
 	if (ssl && v != X509_V_OK && reason == SSL_R_CERTIFICATE_VERIFY_FAILED) {
-		snprintf(buf, len, "certificate verify failed: %s", X509_verify_cert_error_string(v));
+		snprintf(buf, len, "certificate verify failed: %s",
+			 X509_verify_cert_error_string(v));
 	} else if (r) {
 		const char *hint = "";
 
 		if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_HTTP_REQUEST ||
-		    reason == SSL_R_PACKET_LENGTH_TOO_LONG || reason == SSL_R_RECORD_LENGTH_MISMATCH)
-			hint = " (not TLS: a plain-text peer on a TLS port, or the other way round?)";
+		    reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+		    reason == SSL_R_RECORD_LENGTH_MISMATCH)
+			hint =
+			    " (not TLS: a plain-text peer on a TLS port, or the other way round?)";
 		else if (reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE)
 			hint = " (a client certificate is required: tls_auth_clients = yes)";
 		snprintf(buf, len, "%s%s", r, hint);

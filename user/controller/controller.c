@@ -124,17 +124,17 @@ static void op_replicaof(void *ctx, int node, int master, int timeout_ms)
 }
 
 static const struct fo_ops ctl_ops = {
-	.ping = ctl_op_ping,
-	.info = ctl_op_info,
-	.pause = op_pause,
-	.unpause = op_unpause,
-	.promote = op_promote,
-	.replicaof = op_replicaof,
-	.timer = op_timer,
-	.event = ctl_event,
-	.publish = op_publish,
-	.promoted = op_promoted,
-	.done = ctl_failover_done,
+    .ping = ctl_op_ping,
+    .info = ctl_op_info,
+    .pause = op_pause,
+    .unpause = op_unpause,
+    .promote = op_promote,
+    .replicaof = op_replicaof,
+    .timer = op_timer,
+    .event = ctl_event,
+    .publish = op_publish,
+    .promoted = op_promoted,
+    .done = ctl_failover_done,
 };
 
 /* ---- discovery, TILT tick, signals ---- */
@@ -253,15 +253,16 @@ static void on_changed_key(void *ctx, const char *section, const char *key)
 
 static void ctl_reload(struct ctl *c)
 {
-	struct ctl_reload rr = { .len = 0 };
+	struct ctl_reload rr = {.len = 0};
 	struct cfg *n = NULL;
 	struct evrec r;
 	char err[512];
 	int changed;
 
 	if (cfg_load(c->cfg->path, &n, err, sizeof(err))) {
-		pr_warn("failed to reload the cluster file: %s; keeping the running configuration\n",
-			err);
+		pr_warn(
+		    "failed to reload the cluster file: %s; keeping the running configuration\n",
+		    err);
 		evrec_begin(&r, NULL, "controller", "config_rejected");
 		evrec_str(&r, "error", err);
 		ctl_log(c, &r);
@@ -269,18 +270,20 @@ static void ctl_reload(struct ctl *c)
 	}
 	rr.restart[0] = '\0';
 	changed = cfg_diff(c->cfg, n, on_changed_key, &rr);
-	c->fo.failover_block_ms = c->cfg->controller.failover_block_ms = n->controller.failover_block_ms;
+	c->fo.failover_block_ms = c->cfg->controller.failover_block_ms =
+	    n->controller.failover_block_ms;
 	c->fo.tilt_ms = c->cfg->controller.tilt_ms = n->controller.tilt_ms;
 	c->fo.node_down_after_ms = c->cfg->controller.node_down_after_ms =
-		n->controller.node_down_after_ms;
+	    n->controller.node_down_after_ms;
 	c->cfg->dns.check_ms = n->dns.check_ms;
 	evrec_begin(&r, NULL, "controller", "config_reloaded");
 	evrec_int(&r, "changed", changed);
 	evrec_str(&r, "needs_restart", rr.restart);
 	ctl_log(c, &r);
 	if (rr.len)
-		pr_warn("reloaded %s: %d key(s) changed; these need a restart of the controller: %s\n",
-			c->cfg->path, changed, rr.restart);
+		pr_warn(
+		    "reloaded %s: %d key(s) changed; these need a restart of the controller: %s\n",
+		    c->cfg->path, changed, rr.restart);
 	else
 		pr_info("reloaded %s: %d key(s) changed, all applied\n", c->cfg->path, changed);
 	cfg_free(n);
@@ -299,7 +302,8 @@ static void make_myid(struct ctl *c)
 	FILE *f = fopen("/dev/urandom", "re");
 
 	if (!f || fread(b, 1, sizeof(b), f) != sizeof(b)) {
-		unsigned long long x = (unsigned long long)fl_wall_ms() * 6364136223846793005ull ^ getpid();
+		unsigned long long x =
+		    (unsigned long long)fl_wall_ms() * 6364136223846793005ull ^ getpid();
 
 		for (size_t i = 0; i < sizeof(b); i++) {
 			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -315,7 +319,7 @@ static void make_myid(struct ctl *c)
 int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 {
 	struct ctl *c = calloc(1, sizeof(*c));
-	struct evlog_opts lo = { 0 };
+	struct evlog_opts lo = {0};
 	char err[1024];
 	int rc;
 
@@ -332,10 +336,11 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		const struct cfg_ctl *k = opts && opts->id ? cfg_find_ctl(cfg, opts->id) : NULL;
 
 		if (!k) {
-			pr_warn("failed to start: %s has an [etcd] section: name this controller with "
-				"--id (one of its [controller \"ID\"] sections)%s%s\n",
-				cfg->path, opts && opts->id ? "; no such section: " : "",
-				opts && opts->id ? opts->id : "");
+			pr_warn(
+			    "failed to start: %s has an [etcd] section: name this controller with "
+			    "--id (one of its [controller \"ID\"] sections)%s%s\n",
+			    cfg->path, opts && opts->id ? "; no such section: " : "",
+			    opts && opts->id ? opts->id : "");
 			rc = -EINVAL;
 			goto fail;
 		}
@@ -345,7 +350,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		c->state_file[0] = '\0'; /* the state lives in etcd */
 	} else if (opts && opts->id) {
 		pr_warn("failed to start: --id names a controller of an HA cluster, and %s has no "
-			"[etcd] section\n", cfg->path);
+			"[etcd] section\n",
+			cfg->path);
 		rc = -EINVAL;
 		goto fail;
 	} else {
@@ -369,7 +375,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_runtime_load(c);
 	if (rc < 0)
 		pr_warn("failed to read %s.runtime: %s\n", c->state_file, strerror(-rc));
-	rc = c->ha || cfg->etcd.enabled ? -ENOENT : fo_state_load(&c->fo, c->state_file, err, sizeof(err));
+	rc = c->ha || cfg->etcd.enabled ? -ENOENT
+					: fo_state_load(&c->fo, c->state_file, err, sizeof(err));
 	if (rc == -ENOENT && cfg->etcd.enabled) {
 		pr_info("HA mode: controller %s, the state in etcd under %s\n", c->id,
 			cfg->etcd.prefix);
@@ -429,7 +436,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	}
 	c->nnodes = cfg->nnodes;
 	for (int i = 0; i < cfg->nnodes; i++) {
-		c->deadline[i] = (struct ctl_deadline){ c, i };
+		c->deadline[i] = (struct ctl_deadline){c, i};
 		c->node_timer[i] = evtimer_new(c->base, ctl_on_node_deadline, &c->deadline[i]);
 	}
 	rc = ctl_servers_start(c);
@@ -565,29 +572,29 @@ void ctl_free(struct ctl *c)
 /* ---- `flatline controller` ---- */
 
 static const char controller_usage[] =
-	"usage: flatline controller -c FILE [--id ID] [--event-log PATH] [--state-file PATH]\n"
-	"                           [--allow-root] [-v]\n"
-	"\n"
-	"  -c, --config FILE    the cluster file\n"
-	"  --id ID              HA mode (an [etcd] section): this controller's [controller \"ID\"]\n"
-	"  --event-log PATH     event log (default: [controller] event_log)\n"
-	"  --state-file PATH    state file (default: [controller] state_file)\n"
-	"  --allow-root         run even as root (it needs no privilege: run it as a user)\n"
-	"  -v, --verbose        more messages (twice: every event on stderr)\n";
+    "usage: flatline controller -c FILE [--id ID] [--event-log PATH] [--state-file PATH]\n"
+    "                           [--allow-root] [-v]\n"
+    "\n"
+    "  -c, --config FILE    the cluster file\n"
+    "  --id ID              HA mode (an [etcd] section): this controller's [controller \"ID\"]\n"
+    "  --event-log PATH     event log (default: [controller] event_log)\n"
+    "  --state-file PATH    state file (default: [controller] state_file)\n"
+    "  --allow-root         run even as root (it needs no privilege: run it as a user)\n"
+    "  -v, --verbose        more messages (twice: every event on stderr)\n";
 
 int cmd_controller(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "event-log", required_argument, NULL, 'e' },
-		{ "state-file", required_argument, NULL, 's' },
-		{ "id", required_argument, NULL, 'i' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "allow-root", no_argument, NULL, 'R' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"config", required_argument, NULL, 'c'},
+	    {"event-log", required_argument, NULL, 'e'},
+	    {"state-file", required_argument, NULL, 's'},
+	    {"id", required_argument, NULL, 'i'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"allow-root", no_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
-	struct ctl_opts o = { 0 };
+	struct ctl_opts o = {0};
 	bool allow_root = false;
 	const char *path = NULL;
 	struct cfg *cfg = NULL;
@@ -641,7 +648,8 @@ int cmd_controller(int argc, char **argv)
 	/* Clients authenticate with the cluster secret: the controller needs it. */
 	if (!cfg->secret[0]) {
 		pr_warn("%s: [cluster] secret: missing: the controller needs it (node keys are "
-			"derived from it, clients AUTH with it)\n", path);
+			"derived from it, clients AUTH with it)\n",
+			path);
 		cfg_free(cfg);
 		return 1;
 	}

@@ -11,9 +11,9 @@ struct ctl;
 struct cfg;
 
 struct ctl_opts {
-	const char *event_log; /* NULL: [controller] event_log */
+	const char *event_log;	/* NULL: [controller] event_log */
 	const char *state_file; /* NULL: [controller] state_file */
-	const char *id;         /* HA mode: this controller's [controller "id"] */
+	const char *id;		/* HA mode: this controller's [controller "id"] */
 };
 
 /* Loads the state file, binds the listen address, starts the first INFO round.
@@ -24,7 +24,7 @@ int ctl_run(struct ctl *c);
 void ctl_free(struct ctl *c);
 
 /* The names the client commands reply with. */
-#define CTL_VERSION "0.1.0"
+#define CTL_VERSION	  "0.1.0"
 #define CTL_REDIS_VERSION "7.0.0" /* what INFO claims, for clients that check */
 
 #endif

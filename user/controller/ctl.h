@@ -37,25 +37,25 @@ struct ha;
 struct ctl_state_writer;
 struct ssl_ctx_st;
 
-#define CTL_TICK_MS 100         /* TILT check */
+#define CTL_TICK_MS	       100  /* TILT check */
 #define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
-#define CTL_DISCOVER_MS 1000    /* the first INFO round at start */
-#define CTL_RETRY_MIN_MS 100    /* reconnecting to a server */
-#define CTL_RETRY_MAX_MS 1000
-#define CTL_PROTO_VERSION AUTH_PROTO_VERSION
-#define CTL_MAX_SUBS 64
-#define CTL_PUBSUB_MAX_OUT (8u << 20) /* bytes a subscriber may leave unread */
+#define CTL_DISCOVER_MS	       1000 /* the first INFO round at start */
+#define CTL_RETRY_MIN_MS       100  /* reconnecting to a server */
+#define CTL_RETRY_MAX_MS       1000
+#define CTL_PROTO_VERSION      AUTH_PROTO_VERSION
+#define CTL_MAX_SUBS	       64
+#define CTL_PUBSUB_MAX_OUT     (8u << 20) /* bytes a subscriber may leave unread */
 /* Limits like Redis's (issue 14), for whatever can reach the socket. */
-#define CTL_MAX_CLIENTS 10000          /* Redis's maxclients default */
-#define CTL_FD_RESERVE 64              /* descriptors kept for servers, files, DNS */
-#define CTL_PREAUTH_FRAME (64u << 10)  /* largest frame before AUTH or the agent handshake */
-#define CTL_PREAUTH_MS 5000            /* a frame, or the agent handshake, begun: done by then */
-#define CTL_LOGIN_MS 10000             /* client authentication on: logged in (or an agent) by then */
-#define CTL_CLOSE_FLUSH_MS 5000        /* a closing client that does not read: freed */
-#define CTL_MAX_CHANNEL 256            /* bytes in a channel or pattern name */
-#define CTL_ACCEPT_PAUSE_MS 100        /* out of descriptors: accept again after */
-#define CTL_LOG_SRC_MS 1000            /* rejections logged per source address at most */
-#define CTL_LOG_SLOTS 256
+#define CTL_MAX_CLIENTS	    10000	/* Redis's maxclients default */
+#define CTL_FD_RESERVE	    64		/* descriptors kept for servers, files, DNS */
+#define CTL_PREAUTH_FRAME   (64u << 10) /* largest frame before AUTH or the agent handshake */
+#define CTL_PREAUTH_MS	    5000	/* a frame, or the agent handshake, begun: done by then */
+#define CTL_LOGIN_MS	    10000 /* client authentication on: logged in (or an agent) by then */
+#define CTL_CLOSE_FLUSH_MS  5000  /* a closing client that does not read: freed */
+#define CTL_MAX_CHANNEL	    256	  /* bytes in a channel or pattern name */
+#define CTL_ACCEPT_PAUSE_MS 100	  /* out of descriptors: accept again after */
+#define CTL_LOG_SRC_MS	    1000  /* rejections logged per source address at most */
+#define CTL_LOG_SLOTS	    256
 
 /* A client or agent connection. */
 struct ctl_conn {
@@ -64,16 +64,16 @@ struct ctl_conn {
 	struct resp_reader *rd;
 	char peer[80];
 	unsigned flags;
-#define CTL_C_AGENT (1u << 0)   /* HELLO flatline accepted: node is set */
-#define CTL_C_AUTH (1u << 1)    /* AUTH with the cluster secret: may change state */
-#define CTL_C_PUBSUB (1u << 2)  /* subscribed to a channel or a pattern */
-#define CTL_C_CLOSING (1u << 3) /* closes once its output is flushed */
-#define CTL_C_WAITING (1u << 4) /* a FLATLINE FAILOVER answer is deferred */
-#define CTL_C_RESP3 (1u << 5)   /* HELLO 3: maps, nulls and push messages */
+#define CTL_C_AGENT	 (1u << 0) /* HELLO flatline accepted: node is set */
+#define CTL_C_AUTH	 (1u << 1) /* AUTH with the cluster secret: may change state */
+#define CTL_C_PUBSUB	 (1u << 2) /* subscribed to a channel or a pattern */
+#define CTL_C_CLOSING	 (1u << 3) /* closes once its output is flushed */
+#define CTL_C_WAITING	 (1u << 4) /* a FLATLINE FAILOVER answer is deferred */
+#define CTL_C_RESP3	 (1u << 5) /* HELLO 3: maps, nulls and push messages */
 #define CTL_C_CHALLENGED (1u << 6) /* HELLO flatline answered with CHALLENGE: PROVE next */
-#define CTL_C_PENALTY (1u << 7)    /* a failed AUTH: reading paused (with CTL_C_WAITING) */
-#define CTL_C_LOGIN (1u << 8)      /* logged in as user (client authentication on) */
-#define CTL_C_TLS (1u << 9)        /* came to tls_listen */
+#define CTL_C_PENALTY	 (1u << 7) /* a failed AUTH: reading paused (with CTL_C_WAITING) */
+#define CTL_C_LOGIN	 (1u << 8) /* logged in as user (client authentication on) */
+#define CTL_C_TLS	 (1u << 9) /* came to tls_listen */
 /* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */
 #define CTL_C_PLAIN (1u << 12)
 /* An agent's answers are written at the end of the read callback, with the
@@ -84,12 +84,12 @@ struct ctl_conn {
 	 * (no FIONREAD ioctl per REPORT): ctl_listen.c, ctl_conn_reading(). */
 	struct event *rev;
 	uint8_t na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN]; /* the handshake's nonces */
-	uint8_t key[AUTH_KEY_LEN];                      /* the challenged node's key */
+	uint8_t key[AUTH_KEY_LEN];			/* the challenged node's key */
 	long long seq;
-	struct event *resume; /* reads on after a deferred answer */
-	struct event *deadline; /* a frame or the agent handshake begun and not finished */
+	struct event *resume;	      /* reads on after a deferred answer */
+	struct event *deadline;	      /* a frame or the agent handshake begun and not finished */
 	struct event *login_deadline; /* client authentication on: CTL_LOGIN_MS from accept */
-	long long soft_since_ms; /* output over the soft limit since, 0 if not */
+	long long soft_since_ms;      /* output over the soft limit since, 0 if not */
 	char *subs[CTL_MAX_SUBS];
 	int nsubs;
 	char *psubs[CTL_MAX_SUBS];
@@ -112,10 +112,10 @@ struct ctl_conn {
 
 /* The DNS record of one shard as the controller knows it. */
 struct ctl_dns {
-	int agrees;               /* the record is exactly the primary: 1, 0, -1 unknown */
-	bool repair;              /* the queued update is a repair (dns_repaired) */
-	char seen[DNS_ADDR_MAX];  /* what the last query found ("" none) */
-	long long cfg_err_ms;     /* last configuration error (REFUSED, BADKEY …) */
+	int agrees;		   /* the record is exactly the primary: 1, 0, -1 unknown */
+	bool repair;		   /* the queued update is a repair (dns_repaired) */
+	char seen[DNS_ADDR_MAX];   /* what the last query found ("" none) */
+	long long cfg_err_ms;	   /* last configuration error (REFUSED, BADKEY …) */
 	char cfg_err[DNS_ERR_MAX]; /* its text, printed once per change */
 };
 
@@ -140,10 +140,10 @@ struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
 	struct event_base *base;
-	struct evconnlistener *lis;     /* plain: [controller] listen; NULL when TLS only */
+	struct evconnlistener *lis;	/* plain: [controller] listen; NULL when TLS only */
 	struct evconnlistener *tls_lis; /* [controller] tls_listen, NULL without */
-	struct ssl_ctx_st *tls_ctx;     /* its certificate and the clients' CA */
-	struct ssl_ctx_st *srv_tls;     /* [redis] tls: to the servers, NULL without */
+	struct ssl_ctx_st *tls_ctx;	/* its certificate and the clients' CA */
+	struct ssl_ctx_st *srv_tls;	/* [redis] tls: to the servers, NULL without */
 	char tls_listen_str[300];
 	struct evlog *log;
 	char event_log[256];
@@ -154,14 +154,14 @@ struct ctl {
 	struct ctl_conn *conns;
 	/* Per node (nnodes of each, allocated for the cluster file): */
 	int nnodes;
-	struct ctl_server **servers;      /* ctl_servers.c */
-	struct event **node_timer;        /* heartbeat deadline */
-	struct ctl_deadline *deadline;    /* its argument */
+	struct ctl_server **servers;   /* ctl_servers.c */
+	struct event **node_timer;     /* heartbeat deadline */
+	struct ctl_deadline *deadline; /* its argument */
 	struct event **shard_timer;
 	struct ctl_conn **waiter; /* per shard: the client waiting for FLATLINE FAILOVER */
 	struct event *tick, *sigint, *sigterm;
 	int discover_pending;
-	bool discover_pending_round; /* an INFO round is out (start, or a new leader) */
+	bool discover_pending_round;	      /* an INFO round is out (start, or a new leader) */
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	/* [controller] tls_listen, or [controller "id"]'s in HA mode; NULL = no TLS */
 	const struct cfg_endpoint *tls_listen_ep;
@@ -173,11 +173,11 @@ struct ctl {
 	int deadline_ms, silent_ms;
 	const struct timeval *deadline_tv, *silent_tv;
 	int nconns, maxclients;
-	int nheld; /* connections with a SENTINEL question held (ctl_sentinel.c) */
+	int nheld;   /* connections with a SENTINEL question held (ctl_sentinel.c) */
 	int npubsub; /* connections with CTL_C_PUBSUB */
 	struct event *accept_resume; /* the listener paused on EMFILE */
 	long long accept_err_ms;     /* last accept error logged */
-	unsigned accept_errs;        /* since */
+	unsigned accept_errs;	     /* since */
 	struct {
 		unsigned hash;
 		long long last_ms;
@@ -190,16 +190,16 @@ struct ctl {
 		long long next_ms; /* the next failed AUTH from there is answered then */
 	} auth_src[CTL_LOG_SLOTS]; /* failed AUTHs per source address */
 	struct dns_updater *dns;
-	struct ctl_dns *dnss;     /* per shard: what DNS says and why we last wrote it */
-	struct event *dns_check;  /* the drift check, every [dns] check_ms */
+	struct ctl_dns *dnss;	 /* per shard: what DNS says and why we last wrote it */
+	struct event *dns_check; /* the drift check, every [dns] check_ms */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	/* HA mode (ctl_ha.c): NULL without an [etcd] section */
 	struct ha *ha;
-	char id[CFG_ID_MAX + 1];  /* --id: this controller's [controller "id"] */
+	char id[CFG_ID_MAX + 1]; /* --id: this controller's [controller "id"] */
 	bool was_leader;
 	long long ha_role_since_ms;
-	char etcd_why[256];       /* why etcd is unavailable, "" when it answers */
-	char etcd_members[256];   /* etcd's member names, or why unknown */
+	char etcd_why[256];	/* why etcd is unavailable, "" when it answers */
+	char etcd_members[256]; /* etcd's member names, or why unknown */
 	struct event *members_timer, *stop_timer;
 	struct event *sighup;
 	struct ctl_metrics m;

@@ -61,8 +61,8 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 		ctl_conn_fatal(k, "ERR HELLO already received on this connection");
 		return;
 	}
-	rc = auth_hello_parse(cmd->argc, (const char *const *)cmd->argv, cmd->lens, &id, k->na,
-			      why, sizeof(why));
+	rc = auth_hello_parse(cmd->argc, (const char *const *)cmd->argv, cmd->lens, &id, k->na, why,
+			      sizeof(why));
 	if (rc == -EPROTONOSUPPORT) {
 		reject_log(c, -1, cmd->argc > 3 ? cmd->argv[3] : "?", k->peer, why + 8);
 		resp_error_reply(out, why);
@@ -87,9 +87,9 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 		return;
 	}
 	/* Its key: as written for it, else derived from the cluster secret. */
-	if (cn->key[0] ? auth_unhex(cn->key, strlen(cn->key), k->key, sizeof(k->key)) :
-			 !c->cfg->secret[0] || auth_node_key(c->cfg->secret, strlen(c->cfg->secret),
-							     n->id, k->key)) {
+	if (cn->key[0] ? auth_unhex(cn->key, strlen(cn->key), k->key, sizeof(k->key))
+		       : !c->cfg->secret[0] ||
+			     auth_node_key(c->cfg->secret, strlen(c->cfg->secret), n->id, k->key)) {
 		reject_log(c, n->idx, n->id, k->peer, "no key for this node");
 		resp_error_reply(out, "AUTH no key for this node on the controller");
 		return;
@@ -225,7 +225,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	fo_on_report(&c->fo, n, &rep);
 	/* The heartbeat deadline: judged again when it passes without a report. */
 	evtimer_add(c->node_timer[n->idx], common_timeout(c, &c->deadline_ms, &c->deadline_tv,
-							   fo_down_after_ms(&c->fo, n->shard) + 1));
+							  fo_down_after_ms(&c->fo, n->shard) + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");

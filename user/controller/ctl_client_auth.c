@@ -47,7 +47,8 @@ static int check_login(const struct ctl *c, const char *user, const char *pass, 
 		return ACL_ALL;
 	}
 	if (!strcmp(user, "default"))
-		return acl_secret_eq(cfg->controller.requirepass, pass, pass_len) ? (int)ACL_ALL : -1;
+		return acl_secret_eq(cfg->controller.requirepass, pass, pass_len) ? (int)ACL_ALL
+										  : -1;
 	u = cfg_find_user(cfg, user);
 	if (!u || !acl_secret_eq(u->password, pass, pass_len))
 		return -1;
@@ -103,8 +104,9 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 		a->last_ms = now;
 		if (ctl_log_allowed(c, k->peer, &supp))
 			pr_warn("closing client %s: more logins queued from that address than %d s "
-				"of answers (%u failed in a row)%s\n", k->peer, CTL_AUTH_QUEUE_MS / 1000,
-				before, supp ? " (and other rejections from there, not logged)" : "");
+				"of answers (%u failed in a row)%s\n",
+				k->peer, CTL_AUTH_QUEUE_MS / 1000, before,
+				supp ? " (and other rejections from there, not logged)" : "");
 		tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS); /* earlier answers, if any, then closed */
 		k->flags |= CTL_C_CLOSING;
 		ctl_conn_reading(k, false);
@@ -125,9 +127,10 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 		if (!before) /* the first failure: its own answer waits as the next would */
 			at_ms = now + 50;
 		if (ctl_log_allowed(c, k->peer, &supp))
-			pr_warn("failed AUTH from %s (user %s): %u from that address in a row; answering "
-				"it after %lld ms%s\n", k->peer, log_esc(user, esc, sizeof(esc)),
-				a->fails, at_ms - now,
+			pr_warn("failed AUTH from %s (user %s): %u from that address in a row; "
+				"answering "
+				"it after %lld ms%s\n",
+				k->peer, log_esc(user, esc, sizeof(esc)), a->fails, at_ms - now,
 				supp ? " (and other rejections from there, not logged)" : "");
 	} else if (!before) {
 		return true; /* no failure from there: at once */
@@ -187,10 +190,11 @@ void ctl_client_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 			return;
 		}
 	} else if (ctl_client_auth_on(k->ctl) && !(k->flags & (CTL_C_LOGIN | CTL_C_AGENT))) {
-		resp_error_reply(out, "NOAUTH HELLO must be called with the client already "
-				      "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
-				      "option can be used to authenticate the client and select the "
-				      "RESP protocol version at the same time");
+		resp_error_reply(out,
+				 "NOAUTH HELLO must be called with the client already "
+				 "authenticated, otherwise the HELLO <proto> AUTH <user> <pass> "
+				 "option can be used to authenticate the client and select the "
+				 "RESP protocol version at the same time");
 		return;
 	}
 	if (h.setname) {
@@ -239,8 +243,8 @@ bool ctl_client_may(struct ctl_conn *k, struct resp_cmd *cmd)
 		return false;
 	}
 	if (need & ~k->perms) {
-		snprintf(e, sizeof(e), "NOPERM this user has no permissions to run the '%s' command",
-			 name);
+		snprintf(e, sizeof(e),
+			 "NOPERM this user has no permissions to run the '%s' command", name);
 		resp_error_reply(out, e);
 		return false;
 	}

@@ -87,8 +87,8 @@ static void client_line(struct evbuffer *b, const struct ctl_conn *k)
 			    k->id, k->peer, laddr, (int)bufferevent_getfd(k->bev), k->name,
 			    (now - k->created_ms) / 1000, (now - k->last_cmd_ms) / 1000,
 			    (k->flags & CTL_C_PUBSUB) ? "P" : "N", k->nsubs, k->npsubs, qbuf, obl,
-			    obl, obl + qbuf, obl ? "w" : "", k->last_cmd, k->user[0] ? k->user : "default",
-			    (k->flags & CTL_C_RESP3) ? 3 : 2);
+			    obl, obl + qbuf, obl ? "w" : "", k->last_cmd,
+			    k->user[0] ? k->user : "default", (k->flags & CTL_C_RESP3) ? 3 : 2);
 }
 
 static void reply_text(struct evbuffer *out, struct evbuffer *t)
@@ -164,7 +164,8 @@ static void client_kill(struct ctl_conn *k, struct resp_cmd *cmd, struct evbuffe
 		o->flags |= CTL_C_CLOSING;
 		ctl_conn_reading(o, false);
 		/* Closed from the loop once its output is flushed (a write callback). */
-		bufferevent_trigger(o->bev, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+		bufferevent_trigger(o->bev, EV_WRITE,
+				    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 		killed++;
 	}
 	if (!old)
@@ -228,8 +229,10 @@ void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "kill") && cmd->argc >= 3) {
 		client_kill(k, cmd, out);
 	} else {
-		snprintf(e, sizeof(e), "ERR unknown subcommand or wrong number of arguments for "
-				       "'%.40s'. Try CLIENT HELP.", sub);
+		snprintf(e, sizeof(e),
+			 "ERR unknown subcommand or wrong number of arguments for "
+			 "'%.40s'. Try CLIENT HELP.",
+			 sub);
 		resp_error_reply(out, e);
 	}
 }
@@ -243,27 +246,27 @@ static const struct {
 	const char *flags; /* space-separated */
 	const char *summary;
 } commands[] = {
-	{ "auth", -2, "noscript loading stale fast no_auth allow_busy",
-	  "Authenticates the connection (the cluster secret)." },
-	{ "client", -2, "", "A container for client connection commands." },
-	{ "command", -1, "loading stale", "Returns detailed information about all commands." },
-	{ "flatline", -2, "admin", "flatline's own: STATUS [JSON|TEXT], FAILOVER <shard> [<node>]." },
-	{ "hello", -1, "noscript loading stale fast no_auth allow_busy",
-	  "Handshakes with the server (RESP2)." },
-	{ "info", -1, "loading stale", "Returns information and statistics about the server." },
-	{ "ping", -1, "fast", "Returns the server's liveliness response." },
-	{ "psubscribe", -2, "pubsub noscript loading stale",
-	  "Listens for messages published to channels that match one or more patterns." },
-	{ "punsubscribe", -1, "pubsub noscript loading stale",
-	  "Stops listening to messages published to channels that match one or more patterns." },
-	{ "quit", -1, "noscript loading stale fast no_auth allow_busy", "Closes the connection." },
-	{ "report", -2, "", "flatline's agents: a node's state (docs/protocol.md)." },
-	{ "role", 1, "noscript loading stale fast", "Returns the replication role." },
-	{ "sentinel", -2, "admin", "A container for Redis Sentinel commands." },
-	{ "subscribe", -2, "pubsub noscript loading stale",
-	  "Listens for messages published to channels." },
-	{ "unsubscribe", -1, "pubsub noscript loading stale",
-	  "Stops listening to messages posted to channels." },
+    {"auth", -2, "noscript loading stale fast no_auth allow_busy",
+     "Authenticates the connection (the cluster secret)."},
+    {"client", -2, "", "A container for client connection commands."},
+    {"command", -1, "loading stale", "Returns detailed information about all commands."},
+    {"flatline", -2, "admin", "flatline's own: STATUS [JSON|TEXT], FAILOVER <shard> [<node>]."},
+    {"hello", -1, "noscript loading stale fast no_auth allow_busy",
+     "Handshakes with the server (RESP2)."},
+    {"info", -1, "loading stale", "Returns information and statistics about the server."},
+    {"ping", -1, "fast", "Returns the server's liveliness response."},
+    {"psubscribe", -2, "pubsub noscript loading stale",
+     "Listens for messages published to channels that match one or more patterns."},
+    {"punsubscribe", -1, "pubsub noscript loading stale",
+     "Stops listening to messages published to channels that match one or more patterns."},
+    {"quit", -1, "noscript loading stale fast no_auth allow_busy", "Closes the connection."},
+    {"report", -2, "", "flatline's agents: a node's state (docs/protocol.md)."},
+    {"role", 1, "noscript loading stale fast", "Returns the replication role."},
+    {"sentinel", -2, "admin", "A container for Redis Sentinel commands."},
+    {"subscribe", -2, "pubsub noscript loading stale",
+     "Listens for messages published to channels."},
+    {"unsubscribe", -1, "pubsub noscript loading stale",
+     "Stops listening to messages posted to channels."},
 };
 #define NCOMMANDS (int)(sizeof(commands) / sizeof(commands[0]))
 
@@ -355,8 +358,10 @@ void ctl_on_command(struct ctl_conn *k, struct resp_cmd *cmd)
 				command_docs(out, i);
 		}
 	} else {
-		snprintf(e, sizeof(e), "ERR unknown subcommand or wrong number of arguments for "
-				       "'%.40s'. Try COMMAND HELP.", sub);
+		snprintf(e, sizeof(e),
+			 "ERR unknown subcommand or wrong number of arguments for "
+			 "'%.40s'. Try COMMAND HELP.",
+			 sub);
 		resp_error_reply(out, e);
 	}
 }

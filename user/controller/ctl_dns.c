@@ -26,8 +26,8 @@ static int dns_shard(const struct ctl *c, const char *name)
 
 static bool dns_held(const struct ctl *c, const struct ctl_dns *d)
 {
-	long long hold = c->cfg->dns.check_ms > CTL_DNS_CFG_HOLD_MS ? c->cfg->dns.check_ms
-								   : CTL_DNS_CFG_HOLD_MS;
+	long long hold =
+	    c->cfg->dns.check_ms > CTL_DNS_CFG_HOLD_MS ? c->cfg->dns.check_ms : CTL_DNS_CFG_HOLD_MS;
 
 	return d->cfg_err_ms && fl_mono_ms() - d->cfg_err_ms < hold;
 }
@@ -142,7 +142,8 @@ int ctl_dns_start(struct ctl *c)
 	for (int i = 0; i < cf->nshards; i++) {
 		if (cf->shards[i].dns_name[0] &&
 		    dns_name_validate(&d, cf->shards[i].dns_name, err, sizeof(err))) {
-			pr_warn("failed to configure DNS for shard %s: %s\n", cf->shards[i].name, err);
+			pr_warn("failed to configure DNS for shard %s: %s\n", cf->shards[i].name,
+				err);
 			return -EINVAL;
 		}
 	}

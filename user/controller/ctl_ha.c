@@ -19,7 +19,7 @@
 #include "controller/ha.h"
 
 #define CTL_HA_MEMBERS_MS 5000 /* etcd's member list, for status */
-#define CTL_HA_STOP_MS 1000    /* a clean stop waits this long for the lease revoke */
+#define CTL_HA_STOP_MS	  1000 /* a clean stop waits this long for the lease revoke */
 
 bool ctl_may_act(const struct ctl *c)
 {
@@ -123,8 +123,8 @@ static void on_health(void *ctx, bool ok, const char *why)
 	ha_event(c, ok ? "etcd_available" : "etcd_unavailable", ok ? "etcd answers again" : why);
 }
 
-static const struct ha_ops ha_ops = { .on_role = on_role, .on_value = on_value,
-				      .on_health = on_health };
+static const struct ha_ops ha_ops = {
+    .on_role = on_role, .on_value = on_value, .on_health = on_health};
 
 /* ---- etcd's members, for status ---- */
 
@@ -144,8 +144,9 @@ static void on_members(void *ctx, int err, const char *msg, struct json_object *
 		size_t used = strlen(c->etcd_members);
 
 		m = json_object_array_get_idx(ms, i);
-		snprintf(c->etcd_members + used, sizeof(c->etcd_members) - used, "%s%s", used ? " " : "",
-			 json_object_object_get_ex(m, "name", &v) ? json_object_get_string(v) : "?");
+		snprintf(
+		    c->etcd_members + used, sizeof(c->etcd_members) - used, "%s%s", used ? " " : "",
+		    json_object_object_get_ex(m, "name", &v) ? json_object_get_string(v) : "?");
 	}
 }
 
@@ -234,7 +235,7 @@ int ctl_ha_put_plain(struct ctl *c, const char *rel, const char *val,
 int ctl_ha_start(struct ctl *c)
 {
 	const struct cfg *cfg = c->cfg;
-	struct ha_opts o = { 0 };
+	struct ha_opts o = {0};
 	struct timeval tv = fl_ms_tv(CTL_HA_MEMBERS_MS);
 
 	o.etcd.n_endpoints = cfg->etcd.nendpoints;

@@ -25,15 +25,15 @@
 #include "common/log.h"
 #include "controller/ctl.h"
 
-#define HOOK_MAX_QUEUE 256
+#define HOOK_MAX_QUEUE	 256
 #define HOOK_MAX_RUNNING 16
-#define HOOK_MAX_RUNS 10 /* Sentinel's SENTINEL_SCRIPT_MAX_RETRY: runs, the first included */
-#define HOOK_MAX_ARGS 8
+#define HOOK_MAX_RUNS	 10 /* Sentinel's SENTINEL_SCRIPT_MAX_RETRY: runs, the first included */
+#define HOOK_MAX_ARGS	 8
 
 struct hook {
 	char *argv[HOOK_MAX_ARGS + 1];
 	int argc;
-	pid_t pid;          /* running: > 0 */
+	pid_t pid; /* running: > 0 */
 	int retries;
 	long long start_ms; /* running since, or when to start */
 	struct hook *next;
@@ -113,7 +113,8 @@ static void start_hook(struct hook *h)
 				close(fd);
 		}
 		/* Nothing of ours outlives us in the script (the listen socket above all). */
-		for (long i = 3, max = sysconf(_SC_OPEN_MAX); i < (max > 0 && max < 65536 ? max : 65536); i++)
+		for (long i = 3, max = sysconf(_SC_OPEN_MAX);
+		     i < (max > 0 && max < 65536 ? max : 65536); i++)
 			close((int)i);
 		signal(SIGPIPE, SIG_DFL);
 		execv(h->argv[0], h->argv);
@@ -197,10 +198,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 int ctl_hooks_start(struct ctl *c)
 {
-	const struct timeval tv = { 0, 100000 }; /* Sentinel's timer: 10 Hz */
+	const struct timeval tv = {0, 100000}; /* Sentinel's timer: 10 Hz */
 
 	hooks_ctl = c;
-	if (!c->cfg->controller.notification_script[0] && !c->cfg->controller.client_reconfig_script[0])
+	if (!c->cfg->controller.notification_script[0] &&
+	    !c->cfg->controller.client_reconfig_script[0])
 		return 0;
 	sigchld_ev = evsignal_new(c->base, SIGCHLD, on_sigchld, NULL);
 	tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, NULL);
@@ -262,9 +264,19 @@ static void schedule(const char *script, int argc, const char **args)
 /* Sentinel notifies (LL_WARNING) these. */
 static bool notified(const char *channel)
 {
-	static const char *const kinds[] = { "+sdown", "-sdown", "+odown", "-odown",
-		"+new-epoch", "+try-failover", "+elected-leader", "+selected-slave",
-		"+promoted-slave", "+failover-end", "+switch-master", "+tilt", "-tilt" };
+	static const char *const kinds[] = {"+sdown",
+					    "-sdown",
+					    "+odown",
+					    "-odown",
+					    "+new-epoch",
+					    "+try-failover",
+					    "+elected-leader",
+					    "+selected-slave",
+					    "+promoted-slave",
+					    "+failover-end",
+					    "+switch-master",
+					    "+tilt",
+					    "-tilt"};
 
 	if (!strncmp(channel, "-failover-abort", 15))
 		return true;
@@ -280,7 +292,7 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg)
 	const char *rs = c->cfg->controller.client_reconfig_script;
 
 	if (ns[0] && notified(channel)) {
-		const char *args[] = { channel, msg };
+		const char *args[] = {channel, msg};
 
 		schedule(ns, 2, args);
 	}
@@ -288,7 +300,7 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg)
 		char name[256], oip[64], op[16], nip[64], np[16];
 
 		if (sscanf(msg, "%255s %63s %15s %63s %15s", name, oip, op, nip, np) == 5) {
-			const char *args[] = { name, "leader", "start", oip, op, nip, np };
+			const char *args[] = {name, "leader", "start", oip, op, nip, np};
 
 			schedule(rs, 7, args);
 		}
@@ -324,8 +336,8 @@ void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out)
 		snprintf(b, sizeof(b), "%d", (int)h->pid);
 		resp_str(out, b);
 		resp_str(out, h->pid ? "run-time" : "run-delay");
-		snprintf(b, sizeof(b), "%lld", h->pid ? now - h->start_ms :
-					   (h->start_ms > now ? h->start_ms - now : 0));
+		snprintf(b, sizeof(b), "%lld",
+			 h->pid ? now - h->start_ms : (h->start_ms > now ? h->start_ms - now : 0));
 		resp_str(out, b);
 		resp_str(out, "retry-num");
 		snprintf(b, sizeof(b), "%d", h->retries);

@@ -17,11 +17,11 @@ struct ctl_out_limit {
 	size_t hard, soft;
 	int soft_s;
 };
-static const struct ctl_out_limit ctl_out_normal = { "normal", 16u << 20, 4u << 20, 10 };
-static const struct ctl_out_limit ctl_out_pubsub = { "pubsub", CTL_PUBSUB_MAX_OUT, 2u << 20, 60 };
+static const struct ctl_out_limit ctl_out_normal = {"normal", 16u << 20, 4u << 20, 10};
+static const struct ctl_out_limit ctl_out_pubsub = {"pubsub", CTL_PUBSUB_MAX_OUT, 2u << 20, 60};
 /* Client authentication on, not logged in (nor an agent): its answers are NOAUTH
  * errors and handshake replies; one that does not read them is closed early. */
-static const struct ctl_out_limit ctl_out_prelogin = { "unauthenticated", 64u << 10, 64u << 10, 0 };
+static const struct ctl_out_limit ctl_out_prelogin = {"unauthenticated", 64u << 10, 64u << 10, 0};
 
 /* May a rejection from peer ("ip:port", "[v6]:port", "unix") be logged now? One
  * per source address per CTL_LOG_SRC_MS; *suppressed gets how many were not. A
@@ -54,7 +54,8 @@ bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed)
  * would never take an error reply). */
 bool ctl_conn_over_limit(struct ctl_conn *k)
 {
-	const struct ctl_out_limit *lim = (k->flags & CTL_C_PUBSUB) ? &ctl_out_pubsub : &ctl_out_normal;
+	const struct ctl_out_limit *lim =
+	    (k->flags & CTL_C_PUBSUB) ? &ctl_out_pubsub : &ctl_out_normal;
 	size_t len = evbuffer_get_length(bufferevent_get_output(k->bev));
 	long long now;
 
@@ -76,8 +77,9 @@ bool ctl_conn_over_limit(struct ctl_conn *k)
 	}
 	if (ctl_log_allowed(k->ctl, k->peer, &supp))
 		pr_warn("closing client %s: output buffer limit of class %s reached (%zu bytes "
-			"unread; hard %zu, soft %zu for %d s)%s\n", k->peer, lim->class, len, lim->hard,
-			lim->soft, lim->soft_s, supp ? " (and others from there, not logged)" : "");
+			"unread; hard %zu, soft %zu for %d s)%s\n",
+			k->peer, lim->class, len, lim->hard, lim->soft, lim->soft_s,
+			supp ? " (and others from there, not logged)" : "");
 	return true;
 }
 

@@ -22,7 +22,6 @@
 #include "common/tls.h"
 #include "controller/ctl.h"
 
-
 void ctl_conn_free(struct ctl_conn *k)
 {
 	struct ctl *c = k->ctl;
@@ -95,8 +94,8 @@ static void unknown_command(struct ctl_conn *k, struct resp_cmd *cmd)
 	if (!t)
 		return;
 	/* As Redis 7 words it. */
-	evbuffer_add_printf(t, "ERR unknown command '%.128s', with args beginning with: ",
-			    cmd->argv[0]);
+	evbuffer_add_printf(
+	    t, "ERR unknown command '%.128s', with args beginning with: ", cmd->argv[0]);
 	for (int i = 1; i < cmd->argc && evbuffer_get_length(t) < 400; i++)
 		evbuffer_add_printf(t, "'%.128s' ", cmd->argv[i]);
 	evbuffer_add(t, "", 1);
@@ -132,22 +131,22 @@ static const struct {
 	void (*fn)(struct ctl_conn *k, struct resp_cmd *cmd);
 	bool pubsub;
 } ctl_commands[] = {
-	{ "REPORT", ctl_on_report, false },
-	{ "HELLO", ctl_on_hello, false },
-	{ "PROVE", ctl_on_prove, false },
-	{ "PING", ctl_on_ping, true },
-	{ "AUTH", ctl_on_auth, false },
-	{ "SENTINEL", ctl_on_sentinel, false },
-	{ "INFO", ctl_on_info, false },
-	{ "SUBSCRIBE", ctl_on_subscribe, true },
-	{ "PSUBSCRIBE", ctl_on_psubscribe, true },
-	{ "UNSUBSCRIBE", ctl_on_unsubscribe, true },
-	{ "PUNSUBSCRIBE", ctl_on_punsubscribe, true },
-	{ "FLATLINE", ctl_on_flatline, false },
-	{ "ROLE", ctl_on_role, false },
-	{ "CLIENT", ctl_on_client, false },
-	{ "COMMAND", ctl_on_command, false },
-	{ "QUIT", ctl_on_quit, true },
+    {"REPORT", ctl_on_report, false},
+    {"HELLO", ctl_on_hello, false},
+    {"PROVE", ctl_on_prove, false},
+    {"PING", ctl_on_ping, true},
+    {"AUTH", ctl_on_auth, false},
+    {"SENTINEL", ctl_on_sentinel, false},
+    {"INFO", ctl_on_info, false},
+    {"SUBSCRIBE", ctl_on_subscribe, true},
+    {"PSUBSCRIBE", ctl_on_psubscribe, true},
+    {"UNSUBSCRIBE", ctl_on_unsubscribe, true},
+    {"PUNSUBSCRIBE", ctl_on_punsubscribe, true},
+    {"FLATLINE", ctl_on_flatline, false},
+    {"ROLE", ctl_on_role, false},
+    {"CLIENT", ctl_on_client, false},
+    {"COMMAND", ctl_on_command, false},
+    {"QUIT", ctl_on_quit, true},
 };
 
 static void dispatch(struct ctl_conn *k, struct resp_cmd *cmd)
@@ -168,9 +167,11 @@ static void dispatch(struct ctl_conn *k, struct resp_cmd *cmd)
 	if (k->flags & CTL_C_PUBSUB) {
 		char e[200];
 
-		snprintf(e, sizeof(e), "ERR Can't execute '%.40s': only (P|S)SUBSCRIBE / "
-				       "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed "
-				       "in this context", name);
+		snprintf(e, sizeof(e),
+			 "ERR Can't execute '%.40s': only (P|S)SUBSCRIBE / "
+			 "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed "
+			 "in this context",
+			 name);
 		resp_error_reply(bufferevent_get_output(k->bev), e);
 		return;
 	}
@@ -267,7 +268,8 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 
 				/* Said once per second per address at most (issue 14). */
 				if (ctl_log_allowed(k->ctl, k->peer, &supp))
-					pr_warn("closing client %s: %s%s\n", k->peer, resp_error(k->rd),
+					pr_warn("closing client %s: %s%s\n", k->peer,
+						resp_error(k->rd),
 						supp ? " (and others from there, not logged)" : "");
 				ctl_conn_fatal(k, e);
 				break;
@@ -380,9 +382,10 @@ static void on_conn_deadline(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (k->tls_handshake) {
 		if (ctl_log_allowed(k->ctl, k->peer, &supp))
-			pr_warn("closing client %s: the TLS handshake not finished within %d ms%s\n",
-				k->peer, CTL_PREAUTH_MS,
-				supp ? " (and others from there, not logged)" : "");
+			pr_warn(
+			    "closing client %s: the TLS handshake not finished within %d ms%s\n",
+			    k->peer, CTL_PREAUTH_MS,
+			    supp ? " (and others from there, not logged)" : "");
 		ctl_conn_free(k);
 		return;
 	}
@@ -499,8 +502,10 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 			pr_debug("failed to refuse a client: %s\n", strerror(errno));
 		close(fd);
 		if (fl_mono_ms() - c->accept_err_ms >= 10000) {
-			pr_warn("refusing clients: maxclients (%d) reached (%u refused since the last "
-				"message)\n", c->maxclients, c->accept_errs + 1);
+			pr_warn(
+			    "refusing clients: maxclients (%d) reached (%u refused since the last "
+			    "message)\n",
+			    c->maxclients, c->accept_errs + 1);
 			c->accept_err_ms = fl_mono_ms();
 			c->accept_errs = 0;
 		} else {
@@ -539,7 +544,8 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 
 		k->bev = ssl ? bufferevent_openssl_socket_new(c->base, fd, ssl,
 							      BUFFEREVENT_SSL_ACCEPTING,
-							      BEV_OPT_CLOSE_ON_FREE) : NULL;
+							      BEV_OPT_CLOSE_ON_FREE)
+			     : NULL;
 		/* On failure libevent 2.1 has freed ssl itself (BEV_OPT_CLOSE_ON_FREE);
 		 * the descriptor is closed below. */
 		if (k->bev)
@@ -635,8 +641,8 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 	evtimer_add(c->accept_resume, &tv);
 	if (fl_mono_ms() - c->accept_err_ms >= 10000) {
 		pr_warn("failed to accept a connection: %s (%d clients); pausing accept for %d ms "
-			"(%u failures since the last message)\n", strerror(err), c->nconns,
-			CTL_ACCEPT_PAUSE_MS, c->accept_errs + 1);
+			"(%u failures since the last message)\n",
+			strerror(err), c->nconns, CTL_ACCEPT_PAUSE_MS, c->accept_errs + 1);
 		c->accept_err_ms = fl_mono_ms();
 		c->accept_errs = 0;
 	} else {
@@ -714,8 +720,8 @@ int ctl_listen(struct ctl *c)
 	const struct cfg *cfg = c->cfg;
 	/* With tls_listen, the plain socket only when listen is also given (in HA mode,
 	 * in this controller's [controller "id"] section). */
-	bool plain = cfg->etcd.enabled ? c->listen_ep != NULL :
-					 !cfg->controller.tls || cfg->controller.have_listen;
+	bool plain = cfg->etcd.enabled ? c->listen_ep != NULL
+				       : !cfg->controller.tls || cfg->controller.have_listen;
 	char plain_str[300] = "";
 
 	c->accept_resume = evtimer_new(c->base, on_accept_resume, c);

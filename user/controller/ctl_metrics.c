@@ -73,14 +73,15 @@ static void fill(void *ctx, struct evbuffer *b)
 	for (int i = 0; i < c->m.nfailovers; i++)
 		metrics_sample_u64(b, "flatline_controller_failovers_total", c->m.failovers[i].n,
 				   "shard", fo->shards[c->m.failovers[i].shard].name, "cause",
-				   c->m.failovers[i].cause, "result", c->m.failovers[i].result, METRICS_END);
+				   c->m.failovers[i].cause, "result", c->m.failovers[i].result,
+				   METRICS_END);
 	metrics_head(b, "flatline_controller_last_failover_timestamp_seconds", "gauge",
 		     "When the shard's last failover ended (Unix time).");
 	for (int i = 0; i < fo->nshards; i++)
 		if (fo->shards[i].have_last && fo->shards[i].last.end_wall_ms)
 			metrics_sample(b, "flatline_controller_last_failover_timestamp_seconds",
-				       fo->shards[i].last.end_wall_ms / 1e3, "shard", fo->shards[i].name,
-				       METRICS_END);
+				       fo->shards[i].last.end_wall_ms / 1e3, "shard",
+				       fo->shards[i].name, METRICS_END);
 	metrics_head(b, "flatline_controller_detection_to_promotion_seconds", "histogram",
 		     "From the failure's detection by the controller to the promotion accepted.");
 	metrics_hist_write(b, "flatline_controller_detection_to_promotion_seconds",
@@ -88,8 +89,8 @@ static void fill(void *ctx, struct evbuffer *b)
 	metrics_head(b, "flatline_controller_detection_to_writable_seconds", "histogram",
 		     "From the failure's detection to the failover's end (new primary writable, "
 		     "replicas repointed).");
-	metrics_hist_write(b, "flatline_controller_detection_to_writable_seconds", &c->m.to_writable,
-			   NULL, NULL);
+	metrics_hist_write(b, "flatline_controller_detection_to_writable_seconds",
+			   &c->m.to_writable, NULL, NULL);
 	metrics_head(b, "flatline_controller_dns_update_duration_seconds", "histogram",
 		     "DNS UPDATEs, sent to answered.");
 	metrics_hist_write(b, "flatline_controller_dns_update_duration_seconds", &c->m.dns_update,
@@ -112,24 +113,24 @@ static void fill(void *ctx, struct evbuffer *b)
 	for (int i = 0; i < fo->nnodes; i++) {
 		const struct fo_node *n = &fo->nodes[i];
 
-		metrics_sample(b, "flatline_controller_node_healthy", fo_judge(fo, n, now) == FO_V_OK,
-			       "node", n->id, "shard", n->shard >= 0 ? fo->shards[n->shard].name : "",
-			       METRICS_END);
+		metrics_sample(b, "flatline_controller_node_healthy",
+			       fo_judge(fo, n, now) == FO_V_OK, "node", n->id, "shard",
+			       n->shard >= 0 ? fo->shards[n->shard].name : "", METRICS_END);
 	}
 	metrics_head(b, "flatline_controller_primary", "gauge", "1 for each shard's primary.");
 	for (int i = 0; i < fo->nshards; i++) {
 		const struct fo_shard *s = &fo->shards[i];
 
 		if (s->primary >= 0)
-			metrics_sample(b, "flatline_controller_primary", 1, "shard", s->name, "node",
-				       fo->nodes[s->primary].id, METRICS_END);
+			metrics_sample(b, "flatline_controller_primary", 1, "shard", s->name,
+				       "node", fo->nodes[s->primary].id, METRICS_END);
 		if (s->epoch > epoch)
 			epoch = s->epoch;
 	}
 	metrics_head(b, "flatline_controller_shard_epoch", "gauge", "Each shard's epoch.");
 	for (int i = 0; i < fo->nshards; i++)
-		metrics_sample_u64(b, "flatline_controller_shard_epoch", fo->shards[i].epoch, "shard",
-				   fo->shards[i].name, METRICS_END);
+		metrics_sample_u64(b, "flatline_controller_shard_epoch", fo->shards[i].epoch,
+				   "shard", fo->shards[i].name, METRICS_END);
 	metrics_head(b, "flatline_controller_epoch", "gauge", "The highest epoch of any shard.");
 	metrics_sample_u64(b, "flatline_controller_epoch", epoch, METRICS_END);
 	for (const struct ctl_conn *k = c->conns; k; k = k->next) {
@@ -147,7 +148,8 @@ static void fill(void *ctx, struct evbuffer *b)
 	metrics_head(b, "flatline_controller_connections_rejected_total", "counter",
 		     "Connections closed with an error: failed authentication, protocol errors, "
 		     "limits.");
-	metrics_sample_u64(b, "flatline_controller_connections_rejected_total", c->m.rejected, METRICS_END);
+	metrics_sample_u64(b, "flatline_controller_connections_rejected_total", c->m.rejected,
+			   METRICS_END);
 }
 
 int ctl_metrics_start(struct ctl *c)

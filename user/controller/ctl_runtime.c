@@ -33,36 +33,36 @@ struct rt_key {
 };
 
 static const struct rt_key keys[] = {
-	/* SENTINEL SET <master> ... */
-	{ "down-after-milliseconds", RT_INT, 1, 3600000, RT_MASTER },
-	{ "failover-timeout", RT_INT, 1, 86400000, RT_MASTER },
-	{ "quorum", RT_INT, 1, 1, RT_MASTER },
-	{ "parallel-syncs", RT_INT, 1, 1000000, RT_MASTER },
-	{ "auth-pass", RT_SECRET, 0, 0, RT_MASTER },
-	{ "auth-user", RT_STR, 0, 0, RT_MASTER },
-	/* SENTINEL DEBUG */
-	{ "tilt-period", RT_INT, 0, 3600000, RT_DEBUG },
-	{ "slave-reconf-timeout", RT_INT, 1, 600000, RT_DEBUG },
-	{ "script-max-runtime", RT_INT, 1, 3600000, RT_DEBUG },
-	{ "script-retry-delay", RT_INT, 0, 3600000, RT_DEBUG },
-	/* SENTINEL CONFIG */
-	{ "resolve-hostnames", RT_STR, 0, 0, RT_CONFIG },
-	{ "announce-hostnames", RT_STR, 0, 0, RT_CONFIG },
-	{ "announce-ip", RT_STR, 0, 0, RT_CONFIG },
-	{ "announce-port", RT_INT, 0, 65535, RT_CONFIG },
-	{ "loglevel", RT_STR, 0, 0, RT_CONFIG },
-	{ "sentinel-user", RT_STR, 0, 0, RT_CONFIG },
-	{ "sentinel-pass", RT_SECRET, 0, 0, RT_CONFIG },
+    /* SENTINEL SET <master> ... */
+    {"down-after-milliseconds", RT_INT, 1, 3600000, RT_MASTER},
+    {"failover-timeout", RT_INT, 1, 86400000, RT_MASTER},
+    {"quorum", RT_INT, 1, 1, RT_MASTER},
+    {"parallel-syncs", RT_INT, 1, 1000000, RT_MASTER},
+    {"auth-pass", RT_SECRET, 0, 0, RT_MASTER},
+    {"auth-user", RT_STR, 0, 0, RT_MASTER},
+    /* SENTINEL DEBUG */
+    {"tilt-period", RT_INT, 0, 3600000, RT_DEBUG},
+    {"slave-reconf-timeout", RT_INT, 1, 600000, RT_DEBUG},
+    {"script-max-runtime", RT_INT, 1, 3600000, RT_DEBUG},
+    {"script-retry-delay", RT_INT, 0, 3600000, RT_DEBUG},
+    /* SENTINEL CONFIG */
+    {"resolve-hostnames", RT_STR, 0, 0, RT_CONFIG},
+    {"announce-hostnames", RT_STR, 0, 0, RT_CONFIG},
+    {"announce-ip", RT_STR, 0, 0, RT_CONFIG},
+    {"announce-port", RT_INT, 0, 65535, RT_CONFIG},
+    {"loglevel", RT_STR, 0, 0, RT_CONFIG},
+    {"sentinel-user", RT_STR, 0, 0, RT_CONFIG},
+    {"sentinel-pass", RT_SECRET, 0, 0, RT_CONFIG},
 };
-#define NKEYS (int)(sizeof(keys) / sizeof(keys[0]))
+#define NKEYS	   (int)(sizeof(keys) / sizeof(keys[0]))
 #define RT_VAL_MAX 256
 
 typedef char rt_vals[NKEYS][RT_VAL_MAX]; /* "" = not set at runtime */
-static rt_vals values;                  /* DEBUG and CONFIG */
-static rt_vals *mvalues;                /* SET, one set per shard (fo.shards order) */
+static rt_vals values;			 /* DEBUG and CONFIG */
+static rt_vals *mvalues;		 /* SET, one set per shard (fo.shards order) */
 static int nmvalues;
-static unsigned simulate_flags;         /* SIMULATE-FAILURE */
-#define SIM_CRASH_AFTER_ELECTION (1u << 0)
+static unsigned simulate_flags; /* SIMULATE-FAILURE */
+#define SIM_CRASH_AFTER_ELECTION  (1u << 0)
 #define SIM_CRASH_AFTER_PROMOTION (1u << 1)
 
 static int key_idx(const char *name)
@@ -111,8 +111,9 @@ static void current(struct ctl *c, int shard, int i, char *buf, size_t len)
 	if (!strcmp(n, "down-after-milliseconds"))
 		snprintf(buf, len, "%d", fo_down_after_ms(&c->fo, shard));
 	else if (!strcmp(n, "failover-timeout"))
-		snprintf(buf, len, "%d", shard >= 0 ? fo_block_ms(&c->fo, &c->fo.shards[shard]) :
-						       c->fo.failover_block_ms);
+		snprintf(buf, len, "%d",
+			 shard >= 0 ? fo_block_ms(&c->fo, &c->fo.shards[shard])
+				    : c->fo.failover_block_ms);
 	else if (!strcmp(n, "tilt-period"))
 		snprintf(buf, len, "%d", c->fo.tilt_ms);
 	else if (!strcmp(n, "slave-reconf-timeout"))
@@ -153,8 +154,10 @@ static int check(int i, const char *v, long long *num, char *why, size_t whylen)
 
 		*num = strtoll(v, &end, 10);
 		if (!*v || *end || *num < k->min || *num > k->max) {
-			snprintf(why, whylen, "Invalid argument '%.40s' for SENTINEL SET '%s' "
-					      "(%d to %d)", v, k->name, k->min, k->max);
+			snprintf(why, whylen,
+				 "Invalid argument '%.40s' for SENTINEL SET '%s' "
+				 "(%d to %d)",
+				 v, k->name, k->min, k->max);
 			return -EINVAL;
 		}
 	}
@@ -165,8 +168,9 @@ static int check(int i, const char *v, long long *num, char *why, size_t whylen)
 	}
 	if (!strcmp(k->name, "loglevel") && strcasecmp(v, "debug") && strcasecmp(v, "verbose") &&
 	    strcasecmp(v, "notice") && strcasecmp(v, "warning") && strcasecmp(v, "nothing")) {
-		snprintf(why, whylen, "argument(s) must be one of the following: debug, verbose, "
-				      "notice, warning, nothing");
+		snprintf(why, whylen,
+			 "argument(s) must be one of the following: debug, verbose, "
+			 "notice, warning, nothing");
 		return -EINVAL;
 	}
 	return 0;
@@ -347,12 +351,13 @@ void ctl_runtime_from_etcd(struct ctl *c, const char *rel, const char *val)
 	if (slash - rel == 1 && rel[0] == '*')
 		snprintf(line, sizeof(line), "%s %s", slash + 1, val);
 	else
-		snprintf(line, sizeof(line), "master %.*s %s %s", (int)(slash - rel), rel, slash + 1,
-			 val);
+		snprintf(line, sizeof(line), "master %.*s %s %s", (int)(slash - rel), rel,
+			 slash + 1, val);
 	if (apply_line(c, line, &shown, why, sizeof(why)))
 		pr_warn("failed to apply runtime/%s from etcd: %s\n", rel, why);
 	else
-		pr_info("etcd: runtime/%s = %s (set at runtime, over the cluster file)\n", rel, shown);
+		pr_info("etcd: runtime/%s = %s (set at runtime, over the cluster file)\n", rel,
+			shown);
 }
 
 void ctl_runtime_status(struct ctl *c, struct evbuffer *b)
@@ -361,19 +366,24 @@ void ctl_runtime_status(struct ctl *c, struct evbuffer *b)
 
 	for (int j = -1; j < nmvalues && j < c->fo.nshards; j++) {
 		for (int i = 0; i < NKEYS; i++) {
-			const char *v = j < 0 ? (keys[i].scope == RT_MASTER ? "" : values[i]) :
-						mvalues[j][i];
+			const char *v =
+			    j < 0 ? (keys[i].scope == RT_MASTER ? "" : values[i]) : mvalues[j][i];
 
 			if (!v[0])
 				continue;
 			if (!any) {
 				if (c->ha)
-					evbuffer_add_printf(b, "\nset at runtime (etcd %sruntime/, wins "
-							       "over the cluster file):",
-							    c->cfg->etcd.prefix);
+					evbuffer_add_printf(
+					    b,
+					    "\nset at runtime (etcd %sruntime/, wins "
+					    "over the cluster file):",
+					    c->cfg->etcd.prefix);
 				else
-					evbuffer_add_printf(b, "\nset at runtime (%s.runtime, wins over "
-							       "the cluster file):", c->state_file);
+					evbuffer_add_printf(
+					    b,
+					    "\nset at runtime (%s.runtime, wins over "
+					    "the cluster file):",
+					    c->state_file);
 			}
 			any = true;
 			evbuffer_add_printf(b, " %s%s%s=%s", j < 0 ? "" : c->fo.shards[j].name,
@@ -440,7 +450,8 @@ static void on_rt_put(void *ctx, int err, const char *msg)
 		if (p->err) {
 			char e[240];
 
-			snprintf(e, sizeof(e), "ERR failed to write the setting to etcd: %s", p->msg);
+			snprintf(e, sizeof(e), "ERR failed to write the setting to etcd: %s",
+				 p->msg);
 			resp_error_reply(out, e);
 		} else {
 			resp_status(out, "OK");
@@ -474,7 +485,8 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope
 		shard = s->idx;
 	}
 	if (cmd->argc < first + 2 || (cmd->argc - first) % 2) {
-		snprintf(e, sizeof(e), "ERR wrong number of arguments for 'sentinel %s' command", what);
+		snprintf(e, sizeof(e), "ERR wrong number of arguments for 'sentinel %s' command",
+			 what);
 		resp_error_reply(out, e);
 		return;
 	}
@@ -532,8 +544,8 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope
 			char rel[300];
 			int rc;
 
-			snprintf(rel, sizeof(rel), "runtime/%s/%s", shard >= 0 ? c->fo.shards[shard].name : "*",
-				 keys[i].name);
+			snprintf(rel, sizeof(rel), "runtime/%s/%s",
+				 shard >= 0 ? c->fo.shards[shard].name : "*", keys[i].name);
 			p->left++;
 			rc = ctl_ha_put_plain(c, rel, cmd->argv[a + 1], on_rt_put, p);
 			if (rc)
@@ -651,9 +663,10 @@ static void rt_info_cache(struct ctl_conn *k, struct resp_cmd *cmd)
 
 			resp_array(out, 2);
 			resp_int(out, at ? fl_mono_ms() - at : 0);
-			snprintf(t, sizeof(t), "# Replication\r\nrole:%s\r\nmaster_host:%s\r\n"
-					       "master_port:%d\r\nmaster_link_status:%s\r\n"
-					       "master_replid:%s\r\nmaster_repl_offset:%lld\r\n",
+			snprintf(t, sizeof(t),
+				 "# Replication\r\nrole:%s\r\nmaster_host:%s\r\n"
+				 "master_port:%d\r\nmaster_link_status:%s\r\n"
+				 "master_replid:%s\r\nmaster_repl_offset:%lld\r\n",
 				 r->role == INFO_ROLE_MASTER ? "master" : "slave", r->master_host,
 				 r->master_port, r->link_up == 1 ? "up" : "down", r->master_replid,
 				 r->offset);
@@ -665,18 +678,27 @@ static void rt_info_cache(struct ctl_conn *k, struct resp_cmd *cmd)
 static void rt_help(struct evbuffer *out)
 {
 	static const char *const lines[] = {
-		"SENTINEL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-		"CKQUORUM <master-name>", "CONFIG SET <param> <value> | CONFIG GET <param>",
-		"DEBUG [<param> <value> ...]", "GET-MASTER-ADDR-BY-NAME <master-name>",
-		"FAILOVER <master-name>", "FLUSHCONFIG", "INFO-CACHE <master-name>",
-		"IS-MASTER-DOWN-BY-ADDR <ip> <port> <current-epoch> <runid>",
-		"MASTER <master-name>", "MASTERS",
-		"MONITOR <name> <ip> <port> <quorum> (the cluster file defines shards)",
-		"MYID", "PENDING-SCRIPTS", "REMOVE <master-name> (the cluster file defines shards)",
-		"REPLICAS <master-name>", "RESET <pattern>", "SENTINELS <master-name>",
-		"SET <master-name> <option> <value> [<option> <value> ...]",
-		"SIMULATE-FAILURE [CRASH-AFTER-ELECTION] [CRASH-AFTER-PROMOTION] [HELP]",
-		"HELP",
+	    "SENTINEL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	    "CKQUORUM <master-name>",
+	    "CONFIG SET <param> <value> | CONFIG GET <param>",
+	    "DEBUG [<param> <value> ...]",
+	    "GET-MASTER-ADDR-BY-NAME <master-name>",
+	    "FAILOVER <master-name>",
+	    "FLUSHCONFIG",
+	    "INFO-CACHE <master-name>",
+	    "IS-MASTER-DOWN-BY-ADDR <ip> <port> <current-epoch> <runid>",
+	    "MASTER <master-name>",
+	    "MASTERS",
+	    "MONITOR <name> <ip> <port> <quorum> (the cluster file defines shards)",
+	    "MYID",
+	    "PENDING-SCRIPTS",
+	    "REMOVE <master-name> (the cluster file defines shards)",
+	    "REPLICAS <master-name>",
+	    "RESET <pattern>",
+	    "SENTINELS <master-name>",
+	    "SET <master-name> <option> <value> [<option> <value> ...]",
+	    "SIMULATE-FAILURE [CRASH-AFTER-ELECTION] [CRASH-AFTER-PROMOTION] [HELP]",
+	    "HELP",
 	};
 
 	resp_array(out, sizeof(lines) / sizeof(lines[0]));
@@ -761,8 +783,8 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		simulate_flags = f;
 		resp_status(out, "OK");
 	} else if (!strcasecmp(sub, "is-master-down-by-addr") && cmd->argc == 6) {
-		struct fo_node *n = fo_node_by_addr(&c->fo, cmd->argv[2],
-							   (int)strtol(cmd->argv[3], NULL, 10));
+		struct fo_node *n =
+		    fo_node_by_addr(&c->fo, cmd->argv[2], (int)strtol(cmd->argv[3], NULL, 10));
 		struct fo_shard *s = n && n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 		bool down = s && s->primary == n->idx && (n->flags & FO_N_SDOWN);
 
@@ -779,8 +801,9 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		else if (!strcasecmp(sub, "remove") && !exists)
 			resp_error_reply(out, "ERR No such master with that name");
 		else
-			resp_error_reply(out, "ERR flatline's shards are the cluster file's: add or "
-					      "remove a [shard] section and restart the controller");
+			resp_error_reply(out,
+					 "ERR flatline's shards are the cluster file's: add or "
+					 "remove a [shard] section and restart the controller");
 	} else {
 		return false;
 	}

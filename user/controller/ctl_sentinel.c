@@ -290,22 +290,25 @@ static void reply_ckquorum(struct ctl *c, struct evbuffer *o)
 		return;
 	}
 	if (!v.etcd_ok) {
-		snprintf(msg, sizeof(msg), "NOQUORUM etcd does not answer (%s): no failover can be "
-			 "authorized", v.etcd_why);
+		snprintf(msg, sizeof(msg),
+			 "NOQUORUM etcd does not answer (%s): no failover can be "
+			 "authorized",
+			 v.etcd_why);
 		resp_error_reply(o, msg);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "OK %d usable Sentinels. Quorum and failover authorization "
-		 "can be reached (etcd; leader %s)", other_controllers(c, NULL, NULL, 0) + 1,
-		 v.leader[0] ? v.leader : "none yet");
+	snprintf(msg, sizeof(msg),
+		 "OK %d usable Sentinels. Quorum and failover authorization "
+		 "can be reached (etcd; leader %s)",
+		 other_controllers(c, NULL, NULL, 0) + 1, v.leader[0] ? v.leader : "none yet");
 	resp_status(o, msg);
 }
 
 static void reply_master(const struct ctl_conn *k, struct evbuffer *o, const struct fo_shard *s)
 {
 	struct ctl *c = k->ctl;
-	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] :
-						    &c->fo.nodes[s->nodes[0]];
+	const struct fo_node *m =
+	    s->primary >= 0 ? &c->fo.nodes[s->primary] : &c->fo.nodes[s->nodes[0]];
 	char flags[96];
 
 	snprintf(flags, sizeof(flags), "master%s%s%s", (m->flags & FO_N_SDOWN) ? ",s_down" : "",
@@ -325,8 +328,8 @@ static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const st
 {
 	struct ctl *c = k->ctl;
 	const struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
-	const struct info_repl *r = n->info_ok && n->info_ms >= n->last_report_ms ? &n->info :
-										     &n->rep.repl;
+	const struct info_repl *r =
+	    n->info_ok && n->info_ms >= n->last_report_ms ? &n->info : &n->rep.repl;
 	char name[300], flags[96];
 	bool link = r->link_up == 1, serving;
 
@@ -341,7 +344,8 @@ static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const st
 		  r->role != INFO_ROLE_MASTER && !(n->flags & FO_N_FIXING) &&
 		  n->rep.lease != FO_LEASE_LAPSED;
 
-	snprintf(flags, sizeof(flags), "slave%s%s", (n->flags & FO_N_SDOWN) || !serving ? ",s_down" : "",
+	snprintf(flags, sizeof(flags), "slave%s%s",
+		 (n->flags & FO_N_SDOWN) || !serving ? ",s_down" : "",
 		 serving ? "" : ",disconnected");
 	reply_instance(k, o, 21, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
 	kv_int(o, "master-link-down-time", 0);
@@ -358,7 +362,8 @@ static struct fo_shard *shard_arg(struct ctl_conn *k, const char *name)
 	struct fo_shard *s = fo_find_shard(&k->ctl->fo, name);
 
 	if (!s)
-		resp_error_reply(bufferevent_get_output(k->bev), "ERR No such master with that name");
+		resp_error_reply(bufferevent_get_output(k->bev),
+				 "ERR No such master with that name");
 	return s;
 }
 
@@ -386,7 +391,7 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	}
 	if (c->ha && !ctl_may_act(c)) {
 		struct ctl_ha_view v;
-		struct cfg_endpoint ep = { 0 };
+		struct cfg_endpoint ep = {0};
 		char at[300] = "";
 
 		ctl_ha_status(c, &v);
@@ -398,17 +403,18 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 				cfg_hostport(at, sizeof(at), ep.host, ep.port);
 		}
 		snprintf(e, sizeof(e), "NOTLEADER this controller follows; the leader is %s%s%s",
-			 v.leader[0] ? v.leader : "not known (no quorum in etcd?)", at[0] ? " at " : "",
-			 at);
+			 v.leader[0] ? v.leader : "not known (no quorum in etcd?)",
+			 at[0] ? " at " : "", at);
 		resp_error_reply(out, e);
 		return -EAGAIN;
 	}
-	snprintf(reason, sizeof(reason), "operator (%s from %.40s)", wait ? "flatline failover" :
-									   "SENTINEL failover", k->peer);
+	snprintf(reason, sizeof(reason), "operator (%s from %.40s)",
+		 wait ? "flatline failover" : "SENTINEL failover", k->peer);
 	if (wait && c->waiter[s->idx] && c->waiter[s->idx] != k) {
 		/* One caller waits per shard: the first keeps its answer (issue 14:
 		 * a second one used to take its place and strand it). */
-		resp_error_reply(out, "INPROG a flatline failover of this shard is already running");
+		resp_error_reply(out,
+				 "INPROG a flatline failover of this shard is already running");
 		return -EBUSY;
 	}
 	if (wait) {
@@ -421,8 +427,11 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 			c->waiter[s->idx] = NULL;
 			k->flags &= ~CTL_C_WAITING;
 		}
-		snprintf(e, sizeof(e), "%s %s", rc == -EBUSY ? "INPROG" : rc == -EAGAIN ? "BLOCKED" :
-							"ERR", why);
+		snprintf(e, sizeof(e), "%s %s",
+			 rc == -EBUSY	 ? "INPROG"
+			 : rc == -EAGAIN ? "BLOCKED"
+					 : "ERR",
+			 why);
 		resp_error_reply(out, e);
 		return rc;
 	}
@@ -573,8 +582,7 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "master") && cmd->argc == 3) {
 		if ((s = shard_arg(k, cmd->argv[2])))
 			reply_master(k, out, s);
-	} else if ((!strcasecmp(sub, "replicas") || !strcasecmp(sub, "slaves")) &&
-		   cmd->argc == 3) {
+	} else if ((!strcasecmp(sub, "replicas") || !strcasecmp(sub, "slaves")) && cmd->argc == 3) {
 		int n = 0;
 
 		if (!(s = shard_arg(k, cmd->argv[2])))
@@ -598,8 +606,10 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (ctl_runtime_sentinel(k, cmd)) {
 		return;
 	} else {
-		snprintf(e, sizeof(e), "ERR unknown subcommand or wrong number of arguments for "
-				       "'%.40s'. Try SENTINEL HELP.", sub);
+		snprintf(e, sizeof(e),
+			 "ERR unknown subcommand or wrong number of arguments for "
+			 "'%.40s'. Try SENTINEL HELP.",
+			 sub);
 		resp_error_reply(out, e);
 	}
 }
@@ -627,30 +637,35 @@ void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
 	if (!t)
 		return;
 	if (info_wants(cmd, "server"))
-		evbuffer_add_printf(t, "# Server\r\nredis_version:%s\r\nredis_mode:sentinel\r\n"
-				       "flatline_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\n"
-				       "tcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
-				       "uptime_in_days:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\n\r\n",
-				    CTL_REDIS_VERSION, CTL_VERSION, getpid(), c->myid,
-				    c->cfg->controller.listen.port, up_s, up_s / 86400,
-				    "flatline", c->cfg->path);
+		evbuffer_add_printf(
+		    t,
+		    "# Server\r\nredis_version:%s\r\nredis_mode:sentinel\r\n"
+		    "flatline_version:%s\r\nprocess_id:%d\r\nrun_id:%s\r\n"
+		    "tcp_port:%d\r\nuptime_in_seconds:%lld\r\n"
+		    "uptime_in_days:%lld\r\nexecutable:%s\r\nconfig_file:%s\r\n\r\n",
+		    CTL_REDIS_VERSION, CTL_VERSION, getpid(), c->myid,
+		    c->cfg->controller.listen.port, up_s, up_s / 86400, "flatline", c->cfg->path);
 	if (info_wants(cmd, "clients"))
 		evbuffer_add_printf(t, "# Clients\r\nconnected_clients:%d\r\n\r\n",
 				    ctl_clients_count(c));
 	if (info_wants(cmd, "sentinel")) {
-		evbuffer_add_printf(t, "# Sentinel\r\nsentinel_masters:%d\r\nsentinel_tilt:%d\r\n"
-				       "sentinel_tilt_since_seconds:%d\r\n"
-				       "sentinel_running_scripts:%d\r\nsentinel_scripts_queue_length:%d\r\n"
-				       "sentinel_simulate_failure_flags:%u\r\n",
-				    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(),
-				    ctl_hooks_queued() - ctl_hooks_running(), ctl_runtime_simulate_flags());
+		evbuffer_add_printf(
+		    t,
+		    "# Sentinel\r\nsentinel_masters:%d\r\nsentinel_tilt:%d\r\n"
+		    "sentinel_tilt_since_seconds:%d\r\n"
+		    "sentinel_running_scripts:%d\r\nsentinel_scripts_queue_length:%d\r\n"
+		    "sentinel_simulate_failure_flags:%u\r\n",
+		    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(),
+		    ctl_hooks_queued() - ctl_hooks_running(), ctl_runtime_simulate_flags());
 		for (int i = 0; i < c->fo.nshards; i++) {
 			struct fo_shard *s = &c->fo.shards[i];
 			struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
 
-			evbuffer_add_printf(t, "master%d:name=%s,status=%s,address=%s:%d,slaves=%d,"
-					       "sentinels=1\r\n",
-					    i, s->name, !m || (m->flags & FO_N_SDOWN) ? "odown" : "ok",
+			evbuffer_add_printf(t,
+					    "master%d:name=%s,status=%s,address=%s:%d,slaves=%d,"
+					    "sentinels=1\r\n",
+					    i, s->name,
+					    !m || (m->flags & FO_N_SDOWN) ? "odown" : "ok",
 					    m ? m->host : "?", m ? m->port : 0, s->nnodes - 1);
 		}
 	}
@@ -663,8 +678,8 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 	struct evbuffer *out = bufferevent_get_output(k->bev);
 	char **list = pattern ? k->psubs : k->subs;
 	int *n = pattern ? &k->npsubs : &k->nsubs;
-	const char *verb = sub ? (pattern ? "psubscribe" : "subscribe") :
-				 (pattern ? "punsubscribe" : "unsubscribe");
+	const char *verb = sub ? (pattern ? "psubscribe" : "subscribe")
+			       : (pattern ? "punsubscribe" : "unsubscribe");
 
 	if (sub && cmd->argc < 2) {
 		char e[96];
@@ -701,8 +716,8 @@ static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bo
 			if (!all_known) {
 				char e[96];
 
-				snprintf(e, sizeof(e), "ERR more than %d %s per client", CTL_MAX_SUBS,
-					 pattern ? "patterns" : "channels");
+				snprintf(e, sizeof(e), "ERR more than %d %s per client",
+					 CTL_MAX_SUBS, pattern ? "patterns" : "channels");
 				resp_error_reply(out, e);
 				return;
 			}

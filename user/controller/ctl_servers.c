@@ -22,7 +22,7 @@ struct ctl_server {
 	struct ctl *ctl;
 	int node;
 	struct redis_link *link;
-	char run_id[48]; /* INFO server's, asked on every connect */
+	char run_id[48];      /* INFO server's, asked on every connect */
 	char last_proto[200]; /* the last protocol error printed: once per change */
 };
 
@@ -58,14 +58,14 @@ const char *ctl_server_runid(const struct ctl *c, int node)
 static void on_server_up(void *ctx)
 {
 	struct ctl_server *s = ctx;
-	const char *setname[] = { "CLIENT", "SETNAME", "flatline-controller" };
+	const char *setname[] = {"CLIENT", "SETNAME", "flatline-controller"};
 	const char *user, *pass;
 
 	/* The cluster file's, or the shard's SENTINEL SET auth-user/auth-pass. */
 	ctl_runtime_auth(s->ctl, s->ctl->fo.nodes[s->node].shard, &user, &pass);
 	if (pass[0]) {
-		const char *auth[] = { "AUTH", user, pass };
-		const char *auth_default[] = { "AUTH", pass };
+		const char *auth[] = {"AUTH", user, pass};
+		const char *auth_default[] = {"AUTH", pass};
 
 		if (user[0])
 			redis_link_send(s->link, 3, auth);
@@ -75,7 +75,7 @@ static void on_server_up(void *ctx)
 	redis_link_send(s->link, 3, setname);
 	s->run_id[0] = '\0'; /* a restart gets another */
 	{
-		const char *info[] = { "INFO", "server" };
+		const char *info[] = {"INFO", "server"};
 
 		redis_link_request(s->link, 1000, on_server_info, NULL, 2, info);
 	}
@@ -144,7 +144,8 @@ static bool promote_result(struct ctl *c, int node, redisReply *rep, char *err, 
 		evrec_begin(&r, NULL, "controller", "config_rewrite_failed");
 		evrec_str(&r, "instance", c->fo.nodes[node].id);
 		evrec_str(&r, "reason", rep->element[1]->str);
-		evrec_bool(&r, "no_config_file", strstr(rep->element[1]->str, "config file") != NULL);
+		evrec_bool(&r, "no_config_file",
+			   strstr(rep->element[1]->str, "config file") != NULL);
 		ctl_log(c, &r);
 	}
 	return true;
@@ -181,7 +182,8 @@ static void on_ping_reply(void *ctx, redisReply *rep, const char *err, void *pri
 
 /* An answer that is OK, else why not: to fo_on_pause, fo_on_promote or fo_on_replicaof. */
 static void answer_ok(void *ctx, redisReply *rep, const char *err_in,
-		      void (*done)(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err))
+		      void (*done)(struct fo_cluster *c, struct fo_node *n, bool ok,
+				   const char *err))
 {
 	struct ctl_server *s = ctx;
 	char err[200] = "";
@@ -218,12 +220,13 @@ static void on_replicaof_reply(void *ctx, redisReply *rep, const char *err_in, v
 
 	if (rep && rep->type == REDIS_REPLY_ERROR && strstr(rep->str, "EXECABORT")) {
 		char port[16];
-		const char *argv[] = { "REPLICAOF", m->host, port };
+		const char *argv[] = {"REPLICAOF", m->host, port};
 
 		snprintf(port, sizeof(port), "%d", m->port);
-		pr_info("repoint transaction refused by %s (%s): REPLICAOF alone\n", n->id, rep->str);
-		redis_link_request(s->link, c->fo.promote_timeout_ms, on_replicaof_plain_reply, NULL,
-				   3, argv);
+		pr_info("repoint transaction refused by %s (%s): REPLICAOF alone\n", n->id,
+			rep->str);
+		redis_link_request(s->link, c->fo.promote_timeout_ms, on_replicaof_plain_reply,
+				   NULL, 3, argv);
 		return;
 	}
 	if (!rep)
@@ -249,12 +252,12 @@ static void on_promote_reply(void *ctx, redisReply *rep, const char *err_in, voi
 
 	(void)priv;
 	if (rep && rep->type == REDIS_REPLY_ERROR && strstr(rep->str, "EXECABORT")) {
-		const char *argv[] = { "REPLICAOF", "NO", "ONE" };
+		const char *argv[] = {"REPLICAOF", "NO", "ONE"};
 
 		/* A server that refuses part of the transaction (Dragonfly): the
 		 * promotion alone, without the optional commands. */
-		pr_info("promotion transaction refused by %s (%s): REPLICAOF NO ONE alone\n",
-			n->id, rep->str);
+		pr_info("promotion transaction refused by %s (%s): REPLICAOF NO ONE alone\n", n->id,
+			rep->str);
 		redis_link_request(s->link, c->fo.promote_timeout_ms, on_promote_plain_reply, NULL,
 				   3, argv);
 		return;
@@ -276,14 +279,14 @@ static struct redis_link *link_of(void *ctx, int node)
 
 void ctl_op_ping(void *ctx, int node, int timeout_ms)
 {
-	const char *argv[] = { "PING" };
+	const char *argv[] = {"PING"};
 
 	redis_link_request(link_of(ctx, node), timeout_ms, on_ping_reply, NULL, 1, argv);
 }
 
 void ctl_op_info(void *ctx, int node, int timeout_ms)
 {
-	const char *argv[] = { "INFO", "replication" };
+	const char *argv[] = {"INFO", "replication"};
 
 	redis_link_request(link_of(ctx, node), timeout_ms, on_info_reply, NULL, 2, argv);
 }
@@ -291,7 +294,7 @@ void ctl_op_info(void *ctx, int node, int timeout_ms)
 void ctl_op_pause(void *ctx, int node, int pause_ms, int timeout_ms)
 {
 	char ms[24];
-	const char *argv[] = { "CLIENT", "PAUSE", ms, "WRITE" };
+	const char *argv[] = {"CLIENT", "PAUSE", ms, "WRITE"};
 
 	snprintf(ms, sizeof(ms), "%d", pause_ms);
 	redis_link_request(link_of(ctx, node), timeout_ms, on_pause_reply, NULL, 4, argv);
@@ -299,7 +302,7 @@ void ctl_op_pause(void *ctx, int node, int pause_ms, int timeout_ms)
 
 void ctl_op_unpause(void *ctx, int node)
 {
-	const char *argv[] = { "CLIENT", "UNPAUSE" };
+	const char *argv[] = {"CLIENT", "UNPAUSE"};
 
 	redis_link_send(link_of(ctx, node), 2, argv);
 }
@@ -309,11 +312,14 @@ void ctl_op_promote(void *ctx, int node, int timeout_ms)
 {
 	struct redis_link *l = link_of(ctx, node);
 	static const char *const cmds[][4] = {
-		{ "MULTI" }, { "REPLICAOF", "NO", "ONE" }, { "CONFIG", "REWRITE" },
-		{ "CLIENT", "KILL", "TYPE", "normal" }, { "CLIENT", "KILL", "TYPE", "pubsub" },
+	    {"MULTI"},
+	    {"REPLICAOF", "NO", "ONE"},
+	    {"CONFIG", "REWRITE"},
+	    {"CLIENT", "KILL", "TYPE", "normal"},
+	    {"CLIENT", "KILL", "TYPE", "pubsub"},
 	};
-	static const int argcs[] = { 1, 3, 2, 4, 4 };
-	const char *exec[] = { "EXEC" };
+	static const int argcs[] = {1, 3, 2, 4, 4};
+	const char *exec[] = {"EXEC"};
 
 	for (size_t i = 0; i < sizeof(argcs) / sizeof(argcs[0]); i++)
 		redis_link_send(l, argcs[i], (const char **)cmds[i]);
@@ -331,12 +337,12 @@ void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms)
 	struct redis_link *l = link_of(ctx, node);
 	const struct fo_node *m = &c->fo.nodes[master];
 	char port[16];
-	const char *multi[] = { "MULTI" };
-	const char *replicaof[] = { "REPLICAOF", m->host, port };
-	const char *rewrite[] = { "CONFIG", "REWRITE" };
-	const char *kill_normal[] = { "CLIENT", "KILL", "TYPE", "normal" };
-	const char *kill_pubsub[] = { "CLIENT", "KILL", "TYPE", "pubsub" };
-	const char *exec[] = { "EXEC" };
+	const char *multi[] = {"MULTI"};
+	const char *replicaof[] = {"REPLICAOF", m->host, port};
+	const char *rewrite[] = {"CONFIG", "REWRITE"};
+	const char *kill_normal[] = {"CLIENT", "KILL", "TYPE", "normal"};
+	const char *kill_pubsub[] = {"CLIENT", "KILL", "TYPE", "pubsub"};
+	const char *exec[] = {"EXEC"};
 
 	snprintf(port, sizeof(port), "%d", m->port);
 	redis_link_send(l, 1, multi);
@@ -350,7 +356,7 @@ void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms)
 /* The first INFO round at start: answers count down c->discover_pending. */
 void ctl_server_discover(struct ctl *c, int node, int timeout_ms)
 {
-	const char *argv[] = { "INFO", "replication" };
+	const char *argv[] = {"INFO", "replication"};
 
 	redis_link_request(c->servers[node]->link, timeout_ms, on_info_reply, c, 2, argv);
 }
@@ -362,8 +368,8 @@ static int ctl_servers_tls(struct ctl *c)
 
 	if (!c->cfg->redis.tls)
 		return 0;
-	c->srv_tls = tls_client_ctx(c->cfg, "redis", &c->cfg->redis.tls_files, NULL, err,
-				    sizeof(err));
+	c->srv_tls =
+	    tls_client_ctx(c->cfg, "redis", &c->cfg->redis.tls_files, NULL, err, sizeof(err));
 	if (!c->srv_tls) {
 		pr_warn("failed to set up TLS to the servers: %s\n", err);
 		return -EINVAL;
@@ -373,7 +379,7 @@ static int ctl_servers_tls(struct ctl *c)
 
 int ctl_servers_start(struct ctl *c)
 {
-	static const struct redis_link_ops ops = { .on_up = on_server_up, .on_down = on_server_down };
+	static const struct redis_link_ops ops = {.on_up = on_server_up, .on_down = on_server_down};
 	int rc = ctl_servers_tls(c);
 
 	if (rc)
@@ -390,7 +396,7 @@ int ctl_servers_start(struct ctl *c)
 		s->link = redis_link_new(c->base, &cn->redis, cn->redis_str, CTL_CONNECT_TIMEOUT_MS,
 					 &ops, s);
 		if (!s->link || (c->srv_tls && redis_link_set_tls(s->link, c->srv_tls,
-								       c->cfg->redis.tls_server_name)))
+								  c->cfg->redis.tls_server_name)))
 			return -ENOMEM;
 		/* Kept warm: a promotion never waits for a connect. */
 		redis_link_set_backoff(s->link, CTL_RETRY_MIN_MS, CTL_RETRY_MAX_MS);

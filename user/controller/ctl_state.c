@@ -22,10 +22,10 @@ struct ctl_state_writer {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	char path[256];
-	char *pending;      /* the text to write next, NULL if none */
+	char *pending; /* the text to write next, NULL if none */
 	size_t pending_len;
 	bool stop;
-	char err[512];      /* the last failure, "" after a success */
+	char err[512]; /* the last failure, "" after a success */
 	unsigned long long writes, failures;
 };
 

@@ -67,7 +67,7 @@ static void fmt_wall(long long ms, char *buf, size_t len)
 }
 
 void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const struct fo_failover *f,
-			   const struct fo_cluster *fo)
+			const struct fo_cluster *fo)
 {
 	char ts[40];
 
@@ -91,8 +91,9 @@ static void ha_json(struct ctl *c, struct evbuffer *b)
 		return;
 	evbuffer_add_printf(b, ",\"ha\":{\"id\":");
 	json_str(b, c->id);
-	evbuffer_add_printf(b, ",\"role\":\"%s\",\"may_act\":%s,\"lease_left_ms\":%lld,"
-			       "\"revision\":%lld,\"leader\":",
+	evbuffer_add_printf(b,
+			    ",\"role\":\"%s\",\"may_act\":%s,\"lease_left_ms\":%lld,"
+			    "\"revision\":%lld,\"leader\":",
 			    v.role, v.may_act ? "true" : "false", v.deadline_in_ms, v.revision);
 	json_str(b, v.leader);
 	evbuffer_add_printf(b, ",\"etcd\":{\"ok\":%s,\"why\":", v.etcd_ok ? "true" : "false");
@@ -125,7 +126,8 @@ static void ha_text(struct ctl *c, struct evbuffer *b)
 			    v.leader[0] ? v.leader : "none", v.etcd_ok ? "ok" : "UNAVAILABLE",
 			    v.etcd_ok ? v.endpoint : v.etcd_why, v.etcd_members);
 	for (int i = 0; i < v.nctls; i++)
-		evbuffer_add_printf(b, "  controller %-12s %-24s %s\n", v.ctl_ids[i], v.ctl_addrs[i],
+		evbuffer_add_printf(b, "  controller %-12s %-24s %s\n", v.ctl_ids[i],
+				    v.ctl_addrs[i],
 				    !strcmp(v.ctl_ids[i], v.leader) ? "leader" : "follower");
 }
 
@@ -137,8 +139,9 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 	json_str(b, c->cfg->name);
 	evbuffer_add_printf(b, ",\"controller\":{\"listen\":");
 	json_str(b, c->listen_str);
-	evbuffer_add_printf(b, ",\"myid\":\"%s\",\"pid\":%d,\"uptime_ms\":%lld,\"tilt\":%s,"
-			       "\"starting\":%s",
+	evbuffer_add_printf(b,
+			    ",\"myid\":\"%s\",\"pid\":%d,\"uptime_ms\":%lld,\"tilt\":%s,"
+			    "\"starting\":%s",
 			    c->myid, getpid(), now - c->start_ms, c->fo.tilt ? "true" : "false",
 			    c->fo.starting ? "true" : "false");
 	ha_json(c, b);
@@ -161,7 +164,8 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			json_str(b, c->fo.nodes[s->primary].id);
 		else
 			evbuffer_add_printf(b, "null");
-		evbuffer_add_printf(b, ",\"epoch\":%llu,\"failover\":\"%s\",\"dns_name\":", s->epoch,
+		evbuffer_add_printf(b,
+				    ",\"epoch\":%llu,\"failover\":\"%s\",\"dns_name\":", s->epoch,
 				    fo_state_name(s->fo.state));
 		json_str(b, c->cfg->shards[i].dns_name);
 		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
@@ -172,7 +176,9 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			evbuffer_add_printf(b, ",\"dns_seen\":");
 			json_str(b, d->seen);
 			evbuffer_add_printf(b, ",\"dns_agrees\":%s",
-					    d->agrees < 0 ? "null" : d->agrees ? "true" : "false");
+					    d->agrees < 0 ? "null"
+					    : d->agrees	  ? "true"
+							  : "false");
 			if (d->cfg_err[0]) {
 				evbuffer_add_printf(b, ",\"dns_error\":");
 				json_str(b, d->cfg_err);
@@ -188,23 +194,26 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			evbuffer_add_printf(b, ",\"role\":\"%s\",\"addr\":",
 					    n->idx == s->primary ? "primary" : "replica");
 			json_str(b, c->cfg->nodes[n->idx].redis_str);
-			evbuffer_add_printf(b, ",\"health\":\"%s\",\"agent\":%s,\"proc\":\"%s\","
-					       "\"heartbeat_age_ms\":%lld,\"priority\":%d",
-					    node_health(n), (n->flags & FO_N_AGENT) ? "true" : "false",
-					    fo_proc_name(n->rep.proc),
-					    (n->flags & FO_N_REPORTED) ? now - n->last_report_ms : -1,
-					    n->priority);
+			evbuffer_add_printf(
+			    b,
+			    ",\"health\":\"%s\",\"agent\":%s,\"proc\":\"%s\","
+			    "\"heartbeat_age_ms\":%lld,\"priority\":%d",
+			    node_health(n), (n->flags & FO_N_AGENT) ? "true" : "false",
+			    fo_proc_name(n->rep.proc),
+			    (n->flags & FO_N_REPORTED) ? now - n->last_report_ms : -1, n->priority);
 			evbuffer_add_printf(b, ",\"lease\":\"%s\"", fo_lease_word(n));
 			if (node_cause(n)[0]) {
 				evbuffer_add_printf(b, ",\"cause\":");
 				json_str(b, node_cause(n));
 			}
 			if (r)
-				evbuffer_add_printf(b, ",\"server_role\":\"%s\",\"offset\":%lld,"
-						       "\"link\":\"%s\"",
+				evbuffer_add_printf(b,
+						    ",\"server_role\":\"%s\",\"offset\":%lld,"
+						    "\"link\":\"%s\"",
 						    info_role_name(r->role), r->offset,
-						    r->link_up == 1 ? "up" : r->link_up == 0 ? "down" :
-											 "-");
+						    r->link_up == 1   ? "up"
+						    : r->link_up == 0 ? "down"
+								      : "-");
 			evbuffer_add_printf(b, "}");
 		}
 		evbuffer_add_printf(b, "]");
@@ -213,14 +222,15 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			char ts[40];
 
 			fmt_wall(f->start_wall_ms, ts, sizeof(ts));
-			evbuffer_add_printf(b, ",\"last_failover\":{\"start\":\"%s\",\"from\":", ts);
+			evbuffer_add_printf(b,
+					    ",\"last_failover\":{\"start\":\"%s\",\"from\":", ts);
 			json_str(b, f->from >= 0 ? c->fo.nodes[f->from].id : "");
 			evbuffer_add_printf(b, ",\"to\":");
 			json_str(b, f->to >= 0 ? c->fo.nodes[f->to].id : "");
 			evbuffer_add_printf(b, ",\"reason\":");
 			json_str(b, f->reason);
-			evbuffer_add_printf(b, ",\"planned\":%s,\"result\":",
-					    f->planned ? "true" : "false");
+			evbuffer_add_printf(
+			    b, ",\"planned\":%s,\"result\":", f->planned ? "true" : "false");
 			json_str(b, f->result);
 			evbuffer_add_printf(b, ",\"duration_ms\":%lld,\"steps\":[",
 					    f->end_wall_ms - f->start_wall_ms);
@@ -244,14 +254,16 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 	evbuffer_add_printf(b, "cluster %s  controller %s  pid %d  up %llds%s%s\n", c->cfg->name,
 			    c->listen_str, getpid(), (now - c->start_ms) / 1000,
 			    c->fo.tilt ? "  TILT" : "",
-			    c->ha && !ctl_may_act(c) ? "" : c->fo.starting ? "  (starting)" : "");
+			    c->ha && !ctl_may_act(c) ? ""
+			    : c->fo.starting	     ? "  (starting)"
+						     : "");
 	ha_text(c, b);
 	{
 		char err[512];
 
 		if (ctl_state_error(c, err, sizeof(err)))
-			evbuffer_add_printf(b, "STATE FILE NOT WRITTEN (retrying every second): %s\n",
-					    err);
+			evbuffer_add_printf(
+			    b, "STATE FILE NOT WRITTEN (retrying every second): %s\n", err);
 	}
 	if (!c->fo.nodes)
 		return; /* not set up (and the analyzer knows the nodes below are real) */
@@ -260,18 +272,20 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 		struct fo_node *p = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
 
 		evbuffer_add_printf(b, "\nshard %s  primary %s (%s)  epoch %llu%s%s\n", s->name,
-				    p ? p->id : "unknown", p ? c->cfg->nodes[p->idx].redis_str : "-",
-				    s->epoch, s->fo.state != FO_ST_NONE ? "  failover: " : "",
+				    p ? p->id : "unknown",
+				    p ? c->cfg->nodes[p->idx].redis_str : "-", s->epoch,
+				    s->fo.state != FO_ST_NONE ? "  failover: " : "",
 				    s->fo.state != FO_ST_NONE ? fo_state_name(s->fo.state) : "");
 		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
 			const struct ctl_dns *d = &c->dnss[i];
 
-			evbuffer_add_printf(b, "  dns %s -> %s: %s%s%s\n", c->cfg->shards[i].dns_name,
-					    p ? p->host : "?",
+			evbuffer_add_printf(b, "  dns %s -> %s: %s%s%s\n",
+					    c->cfg->shards[i].dns_name, p ? p->host : "?",
 					    d->agrees < 0 ? "not checked yet"
-					    : d->agrees ? "agrees"
-							: "DIFFERS",
-					    d->agrees == 0 ? (d->seen[0] ? ", has " : ", no record") : "",
+					    : d->agrees	  ? "agrees"
+							  : "DIFFERS",
+					    d->agrees == 0 ? (d->seen[0] ? ", has " : ", no record")
+							   : "",
 					    d->agrees == 0 ? d->seen : "");
 			if (d->cfg_err[0])
 				evbuffer_add_printf(b, "  dns error: %s\n", d->cfg_err);
@@ -291,13 +305,16 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 				snprintf(hb, sizeof(hb), "%lld ms", now - n->last_report_ms);
 			if (r && r->offset >= 0)
 				snprintf(off, sizeof(off), "%lld", r->offset);
-			evbuffer_add_printf(b, "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %s\n",
-					    n->id, n->idx == s->primary ? "primary" : "replica",
-					    c->cfg->nodes[n->idx].redis_str, health,
-					    (n->flags & FO_N_AGENT) ? "yes" : "no", hb,
-					    r ? info_role_name(r->role) : "-", off,
-					    !r || r->link_up < 0 ? "-" : r->link_up ? "up" : "down",
-					    fo_lease_word(n));
+			evbuffer_add_printf(
+			    b, "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %s\n", n->id,
+			    n->idx == s->primary ? "primary" : "replica",
+			    c->cfg->nodes[n->idx].redis_str, health,
+			    (n->flags & FO_N_AGENT) ? "yes" : "no", hb,
+			    r ? info_role_name(r->role) : "-", off,
+			    !r || r->link_up < 0 ? "-"
+			    : r->link_up	 ? "up"
+						 : "down",
+			    fo_lease_word(n));
 		}
 		if (s->have_last) {
 			evbuffer_add_printf(b, "  last ");

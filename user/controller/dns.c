@@ -186,8 +186,8 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Server and hint wording shared by the error messages. */
-static void describe_answer(const struct dns_cfg *c, const struct dns_job *j,
-			    struct dns_result *r, bool verified)
+static void describe_answer(const struct dns_cfg *c, const struct dns_job *j, struct dns_result *r,
+			    bool verified)
 {
 	const char *type = addr_family(j->addr) == AF_INET6 ? "AAAA" : "A";
 	const char *what = j->op == DNS_OP_UPDATE ? "update" : "query";
@@ -307,7 +307,7 @@ static void read_answer(const struct dns_cfg *c, const struct dns_job *j, const 
 int dns_parse_answer(const struct dns_cfg *c, enum dns_op op, const char *name, const char *addr,
 		     const uint8_t *wire, size_t len, bool verified, struct dns_result *r)
 {
-	struct dns_job j = { .op = op };
+	struct dns_job j = {.op = op};
 	ldns_pkt *a = NULL;
 
 	if (ldns_wire2pkt(&a, wire, len) != LDNS_STATUS_OK)
@@ -475,7 +475,8 @@ static void *worker(void *arg)
 		if (d->r.status == DNS_TRANSIENT && j->op == DNS_OP_UPDATE && !u->stop &&
 		    (!u->cfg.max_attempts || j->attempts < u->cfg.max_attempts)) {
 			j->backoff_ms = dns_backoff_ms(&u->cfg, j->attempts);
-			j->not_before_ns = (uint64_t)fl_mono_ns() + (uint64_t)j->backoff_ms * 1000000ull;
+			j->not_before_ns =
+			    (uint64_t)fl_mono_ns() + (uint64_t)j->backoff_ms * 1000000ull;
 			newer = u->running_superseded ? find_update(u, j->name) : NULL;
 			if (newer) {
 				if (!strcmp(newer->addr, j->addr) &&

@@ -15,8 +15,7 @@
 /* dns_msg.c */
 const char *alg_canonical(const char *alg);
 int addr_family(const char *addr);
-ldns_pkt *update_pkt(const struct dns_cfg *cfg, const char *name, const char *addr,
-		     uint16_t id);
+ldns_pkt *update_pkt(const struct dns_cfg *cfg, const char *name, const char *addr, uint16_t id);
 ldns_pkt *query_pkt(const char *name, int fam, uint16_t id);
 
 #endif

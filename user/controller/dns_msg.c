@@ -246,8 +246,7 @@ int addr_family(const char *addr)
 }
 
 /* The UPDATE as an ldns packet, unsigned. NULL on a bad name/address or no memory. */
-ldns_pkt *update_pkt(const struct dns_cfg *cfg, const char *name, const char *addr,
-		     uint16_t id)
+ldns_pkt *update_pkt(const struct dns_cfg *cfg, const char *name, const char *addr, uint16_t id)
 {
 	int fam = addr_family(addr);
 	ldns_rr_type type = fam == AF_INET6 ? LDNS_RR_TYPE_AAAA : LDNS_RR_TYPE_A;

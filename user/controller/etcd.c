@@ -17,13 +17,13 @@ struct etcd_req;
 struct etcd {
 	struct event_base *base;
 	CURLM *multi;
-	struct event *timer;       /* curl's timeout */
+	struct event *timer; /* curl's timeout */
 	struct etcd_opts o;
-	int cur;                   /* endpoint in use */
-	char token[512];           /* etcd auth token, "" = none yet */
+	int cur;	 /* endpoint in use */
+	char token[512]; /* etcd auth token, "" = none yet */
 	bool auth_in_flight;
-	struct etcd_req *waiting;  /* calls waiting for the token */
-	struct etcd_req *live;     /* every request curl holds (for etcd_free) */
+	struct etcd_req *waiting; /* calls waiting for the token */
+	struct etcd_req *live;	  /* every request curl holds (for etcd_free) */
 };
 
 /* A socket curl asked us to watch. */
@@ -36,16 +36,16 @@ struct etcd_req {
 	struct etcd *e;
 	CURL *h;
 	struct curl_slist *hdrs;
-	char *body;        /* the request, owned */
-	char *buf;         /* the answer so far */
+	char *body; /* the request, owned */
+	char *buf;  /* the answer so far */
 	size_t len, cap;
-	int ep;            /* endpoint index it went to */
+	int ep; /* endpoint index it went to */
 	int timeout_ms;
 	char path[64];
 	char errbuf[CURL_ERROR_SIZE];
 	etcd_cb cb;
 	void *ctx;
-	bool is_auth;      /* the internal authenticate call */
+	bool is_auth; /* the internal authenticate call */
 	struct etcd_watch *watch;
 	struct etcd_req *next, **pprev; /* in live or waiting */
 };
@@ -301,8 +301,9 @@ static void req_finish(struct etcd_req *r, CURLcode rc)
 	if (rc != CURLE_OK) {
 		err = curl_errno(rc);
 		snprintf(msg, sizeof(msg), "%s: %s", e->o.endpoints[r->ep],
-			 rc == CURLE_WRITE_ERROR ? "answer too large" :
-			 r->errbuf[0] ? r->errbuf : curl_easy_strerror(rc));
+			 rc == CURLE_WRITE_ERROR ? "answer too large"
+			 : r->errbuf[0]		 ? r->errbuf
+						 : curl_easy_strerror(rc));
 		/* Unreachable or silent: the next call tries the next endpoint. */
 		if (e->cur == r->ep && rc != CURLE_WRITE_ERROR)
 			e->cur = (e->cur + 1) % e->o.n_endpoints;
@@ -315,8 +316,8 @@ static void req_finish(struct etcd_req *r, CURLcode rc)
 			const char *m = answer_error(j);
 
 			err = -EIO;
-			snprintf(msg, sizeof(msg), "%s: HTTP %ld: %s", e->o.endpoints[r->ep], status,
-				 m ? m : "no message");
+			snprintf(msg, sizeof(msg), "%s: HTTP %ld: %s", e->o.endpoints[r->ep],
+				 status, m ? m : "no message");
 			if (m && strstr(m, "invalid auth token"))
 				e->token[0] = '\0'; /* expired: the next call authenticates again */
 		} else if (!j || !json_object_is_type(j, json_type_object)) {
@@ -425,8 +426,9 @@ static int req_submit(struct etcd_req *r)
 			struct etcd_req *a;
 
 			json_object_object_add(b, "name", json_object_new_string(e->o.user));
-			json_object_object_add(b, "password",
-					       json_object_new_string(e->o.password ? e->o.password : ""));
+			json_object_object_add(
+			    b, "password",
+			    json_object_new_string(e->o.password ? e->o.password : ""));
 			a = req_new(e, "/v3/auth/authenticate", b, 0);
 			json_object_put(b);
 			if (!a)

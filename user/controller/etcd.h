@@ -21,17 +21,17 @@ struct etcd;
 struct etcd_watch;
 
 #define ETCD_MAX_ENDPOINTS 16
-#define ETCD_MAX_BODY (4u << 20) /* larger answers are an error */
+#define ETCD_MAX_BODY	   (4u << 20) /* larger answers are an error */
 
 struct etcd_opts {
 	const char *endpoints[ETCD_MAX_ENDPOINTS]; /* "http://IP:2379" or "https://..." */
 	int n_endpoints;
-	const char *user;     /* etcd auth: NULL/"" = none */
+	const char *user; /* etcd auth: NULL/"" = none */
 	const char *password;
-	const char *cacert;   /* TLS: CA bundle to verify the server, NULL = system's */
-	const char *cert;     /* TLS client certificate and key, NULL = none */
+	const char *cacert; /* TLS: CA bundle to verify the server, NULL = system's */
+	const char *cert;   /* TLS client certificate and key, NULL = none */
 	const char *key;
-	int timeout_ms;       /* default deadline of a unary call */
+	int timeout_ms; /* default deadline of a unary call */
 };
 
 /* The outcome of a unary call. err is 0 or negative errno (-ETIMEDOUT, -ECONNREFUSED,

@@ -20,13 +20,19 @@
  * FO_MAX_PEERS peer verdicts (more are ignored: an agent probes its own shard and its
  * --peer flags). */
 #define FO_MAX_SHARD_NODES 64
-#define FO_MAX_PEERS 64
-#define FO_TIMELINE_MAX 24
+#define FO_MAX_PEERS	   64
+#define FO_TIMELINE_MAX	   24
 #define FO_TILT_TRIGGER_MS 2000 /* a loop stall or clock jump larger than this enters TILT */
 
 /* What an agent says about its server's process (protocol.md, key `proc`). */
-enum fo_proc { FO_PROC_UNKNOWN = 0, FO_PROC_UP, FO_PROC_DOWN, FO_PROC_HUNG, FO_PROC_BUSY,
-	       FO_PROC_LOADING };
+enum fo_proc {
+	FO_PROC_UNKNOWN = 0,
+	FO_PROC_UP,
+	FO_PROC_DOWN,
+	FO_PROC_HUNG,
+	FO_PROC_BUSY,
+	FO_PROC_LOADING
+};
 /* An agent's ICMP verdict on a peer (key `peer.<id>`). */
 enum fo_peer { FO_PEER_UNKNOWN = 0, FO_PEER_UP, FO_PEER_DOWN };
 
@@ -35,16 +41,16 @@ struct fo_report {
 	enum fo_proc proc;
 	long pid;
 	long long proc_change_ms; /* wall clock */
-	char exit[32];            /* "SIGKILL", "status:N", "oom"; "" if none */
+	char exit[32];		  /* "SIGKILL", "status:N", "oom"; "" if none */
 	int core_dumped;
 	int fenced;
 	char auth_error[128];
 	/* With proc hung or busy: why, as the agent's scheduler state says. */
-	char cause[16];        /* "stopped", "busy", "throttled", "blocked", "unresponsive"… */
+	char cause[16];	       /* "stopped", "busy", "throttled", "blocked", "unresponsive"… */
 	char thread_state[12]; /* "running", "stopped"…; "" if none */
 	long long state_ms, window_ms, run_ms, wait_ms;
 	long long throttled_ms; /* -1: not reported */
-	struct info_repl repl; /* role, master, link, replid, offset, priority, server */
+	struct info_repl repl;	/* role, master, link, replid, offset, priority, server */
 	/* Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on node peer_node[i], and
 	 * peer.<id>.packet_age_ms in peer_packet_age_ms[i] (-1 = none). */
 	int npeers;
@@ -85,29 +91,30 @@ int fo_report_set_peer_age(struct fo_report *rep, int node, long long ms);
 enum fo_verdict {
 	FO_V_UNKNOWN = 0, /* no report yet: nothing to judge */
 	FO_V_OK,
-	FO_V_PROC_DOWN,  /* process path: its agent saw the process exit / OOM-killed */
-	FO_V_PROC_HUNG,  /* process path: alive, not answering PING */
-	FO_V_HOST_DOWN,  /* host path: stale heartbeat, a peer says down, none says up */
+	FO_V_PROC_DOWN,	 /* process path: its agent saw the process exit / OOM-killed */
+	FO_V_PROC_HUNG,	 /* process path: alive, not answering PING */
+	FO_V_HOST_DOWN,	 /* host path: stale heartbeat, a peer says down, none says up */
 	FO_V_AGENT_LOST, /* stale heartbeat not confirmed by peers: alert only */
 };
 
 /* Node flags, as sentinel.c keeps them: each condition has a bit and a timestamp. */
-#define FO_N_REPORTED (1u << 0)   /* at least one REPORT received */
-#define FO_N_AGENT (1u << 1)      /* an authenticated agent connection is open */
-#define FO_N_PROC_DOWN (1u << 2)  /* FO_V_PROC_DOWN: down_since_ms */
-#define FO_N_PROC_HUNG (1u << 3)  /* FO_V_PROC_HUNG: hung_since_ms */
-#define FO_N_HOST_DOWN (1u << 4)  /* FO_V_HOST_DOWN: host_down_since_ms */
+#define FO_N_REPORTED	(1u << 0) /* at least one REPORT received */
+#define FO_N_AGENT	(1u << 1) /* an authenticated agent connection is open */
+#define FO_N_PROC_DOWN	(1u << 2) /* FO_V_PROC_DOWN: down_since_ms */
+#define FO_N_PROC_HUNG	(1u << 3) /* FO_V_PROC_HUNG: hung_since_ms */
+#define FO_N_HOST_DOWN	(1u << 4) /* FO_V_HOST_DOWN: host_down_since_ms */
 #define FO_N_AGENT_LOST (1u << 5) /* FO_V_AGENT_LOST: agent_lost_since_ms */
-#define FO_N_SDOWN (1u << 6)      /* any of PROC_DOWN, PROC_HUNG, HOST_DOWN: sdown_since_ms */
-#define FO_N_UNREACH (1u << 7)    /* the controller's own PING/INFO fails: unreach_since_ms */
-#define FO_N_FIXING (1u << 8)     /* a REPLICAOF to repair this node is in flight */
-#define FO_N_ROGUE (1u << 9)      /* reported master, not the primary, and not demoted
-				   * by us yet: its agent may do it (agent/demote.h) */
+#define FO_N_SDOWN	(1u << 6) /* any of PROC_DOWN, PROC_HUNG, HOST_DOWN: sdown_since_ms */
+#define FO_N_UNREACH	(1u << 7) /* the controller's own PING/INFO fails: unreach_since_ms */
+#define FO_N_FIXING	(1u << 8) /* a REPLICAOF to repair this node is in flight */
+#define FO_N_ROGUE                                                                                 \
+	(1u << 9) /* reported master, not the primary, and not demoted                             \
+		   * by us yet: its agent may do it (agent/demote.h) */
 
 /* A repair outside a failover (REPLICAOF <primary> of a node). */
 enum fo_fix {
 	FO_FIX_NONE = 0,
-	FO_FIX_DEMOTE,  /* a master that is not the shard's primary */
+	FO_FIX_DEMOTE,	/* a master that is not the shard's primary */
 	FO_FIX_REPOINT, /* a replica following another server */
 };
 
@@ -127,7 +134,7 @@ struct fo_node {
 	long long ping_ms;    /* last PING of our own while the agent is lost */
 	long long fix_ms;     /* last repair (REPLICAOF) sent */
 	enum fo_fix fix_kind; /* what the repair in flight (FO_N_FIXING) does */
-	int fix_ok;           /* REPOINT: this node answered OK */
+	int fix_ok;	      /* REPOINT: this node answered OK */
 	struct fo_report rep;
 	long long named_primary_ms; /* last REPORT answer naming it primary (lease_wait.h) */
 	/* From the controller's own INFO (start, selection, planned switchover). */
@@ -138,11 +145,11 @@ struct fo_node {
 
 enum fo_state {
 	FO_ST_NONE = 0,
-	FO_ST_SELECT,       /* fresh INFO replication asked from candidates, in parallel */
-	FO_ST_PAUSE,        /* planned: CLIENT PAUSE WRITE sent to the primary */
-	FO_ST_WAIT_OFFSET,  /* planned: waiting for the target to reach the paused offset */
-	FO_ST_PROMOTE,      /* MULTI; REPLICAOF NO ONE; CONFIG REWRITE; CLIENT KILL…; EXEC */
-	FO_ST_REPOINT,      /* REPLICAOF <new> sent to every other node */
+	FO_ST_SELECT,	   /* fresh INFO replication asked from candidates, in parallel */
+	FO_ST_PAUSE,	   /* planned: CLIENT PAUSE WRITE sent to the primary */
+	FO_ST_WAIT_OFFSET, /* planned: waiting for the target to reach the paused offset */
+	FO_ST_PROMOTE,	   /* MULTI; REPLICAOF NO ONE; CONFIG REWRITE; CLIENT KILL…; EXEC */
+	FO_ST_REPOINT,	   /* REPLICAOF <new> sent to every other node */
 	FO_ST_COUNT
 };
 
@@ -158,11 +165,11 @@ struct fo_failover {
 	long long start_ms, state_since_ms; /* monotonic */
 	long long start_wall_ms, end_wall_ms;
 	int from;   /* the primary failed over from */
-	int to;     /* the node promoted, -1 until promoted */
+	int to;	    /* the node promoted, -1 until promoted */
 	int target; /* planned: the operator's choice, -1 = best */
 	int cand[FO_MAX_SHARD_NODES], ncand, cand_next; /* ranked candidates */
-	int pending;                 /* replies outstanding in this state */
-	unsigned long long asked;    /* SELECT: INFO asked of the node at this bit (spos) */
+	int pending;					/* replies outstanding in this state */
+	unsigned long long asked; /* SELECT: INFO asked of the node at this bit (spos) */
 	int repointed, repoint_failed;
 	long long pause_offset; /* planned: the primary's offset once paused */
 	bool paused;
@@ -173,11 +180,13 @@ struct fo_failover {
 	int nsteps;
 };
 
-#define FO_S_NO_GOOD_REPLICA (1u << 0) /* the last attempt found none: retry when a report changes */
-#define FO_S_ODOWN (1u << 1)           /* the primary is judged failed (published +odown) */
-#define FO_S_PRIMARY_DIED (1u << 2)    /* the primary was down, no failover since: its history is
-					* checked when it returns */
-#define FO_S_EMPTY_RESTART (1u << 3)   /* it returned with another, shorter history: failing over */
+#define FO_S_NO_GOOD_REPLICA                                                                       \
+	(1u << 0)	     /* the last attempt found none: retry when a report changes */
+#define FO_S_ODOWN (1u << 1) /* the primary is judged failed (published +odown) */
+#define FO_S_PRIMARY_DIED                                                                          \
+	(1u << 2)		     /* the primary was down, no failover since: its history is    \
+				      * checked when it returns */
+#define FO_S_EMPTY_RESTART (1u << 3) /* it returned with another, shorter history: failing over */
 
 struct fo_shard {
 	const char *name;
@@ -188,14 +197,14 @@ struct fo_shard {
 	unsigned long long epoch;
 	unsigned flags;
 	long long last_failover_end_ms; /* monotonic, 0 = never */
-	char primary_replid[48];        /* the primary's replication id, as last seen */
-	struct fo_failover fo;          /* in progress (state != NONE) */
-	struct fo_failover last;        /* the last finished or aborted one */
+	char primary_replid[48];	/* the primary's replication id, as last seen */
+	struct fo_failover fo;		/* in progress (state != NONE) */
+	struct fo_failover last;	/* the last finished or aborted one */
 	bool have_last;
 	/* SENTINEL SET <shard> down-after-milliseconds / failover-timeout (ctl_runtime.c);
 	 * 0: the controller's node_down_after_ms / failover_block_ms. */
 	int down_after_ms, block_ms;
-	char blocked_why[160]; /* last "failover_blocked" reason logged */
+	char blocked_why[160];	       /* last "failover_blocked" reason logged */
 	long long lease_wait_since_ms; /* a failover decided, waiting for the old lease */
 	long long lease_waited_ms;     /* how long the failover starting now waited */
 };
@@ -213,9 +222,11 @@ struct fo_ops {
 	void (*promote)(void *ctx, int node, int timeout_ms);
 	/* REPLICAOF host port of master; answer with fo_on_replicaof(). */
 	void (*replicaof)(void *ctx, int node, int master, int timeout_ms);
-	/* Calls fo_on_timer(shard) after ms (replaces the shard's previous timer); ms < 0 cancels. */
+	/* Calls fo_on_timer(shard) after ms (replaces the shard's previous timer); ms < 0 cancels.
+	 */
 	void (*timer)(void *ctx, int shard, int ms);
-	/* An event for the log and the flatline.<kind> channel; kind is the one r was begun with. */
+	/* An event for the log and the flatline.<kind> channel; kind is the one r was begun with.
+	 */
 	void (*event)(void *ctx, const char *kind, struct evrec *r);
 	/* A Sentinel-format message on channel. */
 	void (*publish)(void *ctx, const char *channel, const char *msg);
@@ -237,12 +248,12 @@ struct fo_cluster {
 	int lease_ms; /* the agents' [agent] lease_ms: the failover waits for it */
 	int failover_block_ms;
 	int tilt_ms;
-	int info_timeout_ms;     /* fresh INFO during selection */
-	int promote_timeout_ms;  /* one candidate's promotion */
-	int repoint_timeout_ms;  /* REPLICAOF on the others */
-	int offset_wait_ms;      /* planned: how long the target may take to catch up */
-	int offset_poll_ms;      /* planned: INFO of the target this often while waiting */
-	bool starting; /* topology not learned yet: observe only (set by the controller) */
+	int info_timeout_ms;	/* fresh INFO during selection */
+	int promote_timeout_ms; /* one candidate's promotion */
+	int repoint_timeout_ms; /* REPLICAOF on the others */
+	int offset_wait_ms;	/* planned: how long the target may take to catch up */
+	int offset_poll_ms;	/* planned: INFO of the target this often while waiting */
+	bool starting;		/* topology not learned yet: observe only (set by the controller) */
 	/* TILT */
 	bool tilt;
 	long long tilt_since_ms, tilt_until_ms;
@@ -264,8 +275,8 @@ struct fo_shard *fo_find_shard(struct fo_cluster *c, const char *name);
 /* The shard's down-after and failover block (SENTINEL SET), else the controller's. */
 static inline int fo_down_after_ms(const struct fo_cluster *c, int shard)
 {
-	return shard >= 0 && c->shards[shard].down_after_ms ? c->shards[shard].down_after_ms :
-							       c->node_down_after_ms;
+	return shard >= 0 && c->shards[shard].down_after_ms ? c->shards[shard].down_after_ms
+							    : c->node_down_after_ms;
 }
 static inline int fo_block_ms(const struct fo_cluster *c, const struct fo_shard *s)
 {
@@ -320,8 +331,8 @@ bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum 
 /* Starts a failover of shard s. planned: a switchover (pause writes, wait for the
  * target's offset); target -1 = the best replica. -EBUSY, -EAGAIN (blocked/TILT),
  * -ENOENT (no primary known), -EINVAL (target not in shard / priority 0). */
-int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
-	     const char *reason, char *why, size_t whylen);
+int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target, const char *reason,
+	     char *why, size_t whylen);
 
 /* Replies from the I/O layer. ok false: error or timeout, err says which. */
 void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct info_repl *info,

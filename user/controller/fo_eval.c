@@ -13,7 +13,7 @@ static void update_node(struct fo_cluster *c, struct fo_node *n, long long now)
 {
 	enum fo_verdict v = fo_judge(c, n, now);
 	unsigned old = n->flags, nf = old & ~(FO_N_PROC_DOWN | FO_N_PROC_HUNG | FO_N_HOST_DOWN |
-					     FO_N_AGENT_LOST | FO_N_SDOWN);
+					      FO_N_AGENT_LOST | FO_N_SDOWN);
 
 	switch (v) {
 	case FO_V_PROC_DOWN:
@@ -104,7 +104,8 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 				fo_say_self_demoted(c, s, n, p);
 		}
 		if (r->role == INFO_ROLE_MASTER)
-			kind = FO_FIX_DEMOTE; /* before anything else: it may have restarted empty */
+			kind =
+			    FO_FIX_DEMOTE; /* before anything else: it may have restarted empty */
 		else if (r->role == INFO_ROLE_SLAVE && !fo_follows(r, p))
 			kind = FO_FIX_REPOINT;
 		else
@@ -171,7 +172,8 @@ static void primary_up(struct fo_cluster *c, struct fo_shard *s, long long now)
 			return;
 		}
 		if (pr && pr->role == INFO_ROLE_MASTER && pr->offset >= 0 && pr->master_replid[0])
-			s->flags &= ~(FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART); /* its history holds */
+			s->flags &=
+			    ~(FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART); /* its history holds */
 	}
 	if (!c->tilt && !c->starting)
 		repair_shard(c, s, now);
@@ -197,7 +199,8 @@ static bool lease_run_out(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		fo_say_lease_wait(c, s, blocker, blocker ? -1 : end - now);
 	}
 	if (blocker)
-		snprintf(why, sizeof(why), "%s's write lease: peer %s is silent and may still renew it "
+		snprintf(why, sizeof(why),
+			 "%s's write lease: peer %s is silent and may still renew it "
 			 "(no report from it since the lease could last run through it)",
 			 p->id, blocker->id);
 	else
@@ -296,13 +299,14 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 	struct fo_shard *s = fo_shard_of(c, n);
 	long long now = fo_now(c);
 	bool changed = !(n->flags & FO_N_REPORTED) || fo_report_changed(&n->rep, rep);
-	int touched[2 * FO_MAX_PEERS] = { 0 }, ntouched = 0;
-	struct fo_report none = { 0 };
+	int touched[2 * FO_MAX_PEERS] = {0}, ntouched = 0;
+	struct fo_report none = {0};
 	bool busy = rep->proc == FO_PROC_BUSY &&
 		    (!(n->flags & FO_N_REPORTED) || n->rep.proc != FO_PROC_BUSY);
 
 	if (rep->npeers || n->rep.npeers)
-		ntouched = peers_touched((n->flags & FO_N_REPORTED) ? &n->rep : &none, rep, touched);
+		ntouched =
+		    peers_touched((n->flags & FO_N_REPORTED) ? &n->rep : &none, rep, touched);
 
 	n->rep = *rep;
 	n->last_report_ms = now;

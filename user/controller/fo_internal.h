@@ -15,7 +15,7 @@
 
 #include "controller/failover.h"
 
-#define FO_PING_EVERY_MS 1000   /* the controller's own PING of a node whose agent is lost */
+#define FO_PING_EVERY_MS   1000 /* the controller's own PING of a node whose agent is lost */
 #define FO_FIX_COOLDOWN_MS 1000 /* a repaired node is not repaired again sooner */
 
 static inline long long fo_now(const struct fo_cluster *c)
@@ -63,9 +63,9 @@ struct fo_event {
 void fo_ev_begin(struct fo_event *e, const char *kind, const struct fo_shard *s);
 void fo_emit(struct fo_cluster *c, struct fo_event *e);
 void fo_publish(struct fo_cluster *c, const char *channel, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void fo_step(struct fo_cluster *c, struct fo_shard *s, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Sentinel's "master <name> <ip> <port>" for node (-1: "?"). */
 void fo_master_str(const struct fo_cluster *c, const struct fo_shard *s, int node, char *buf,
 		   size_t len);
@@ -98,8 +98,7 @@ void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 		   const struct fo_node *p, bool ok, const char *err);
 void fo_say_primary_unknown(struct fo_cluster *c, struct fo_shard *s, int nmasters);
 void fo_say_primary_adopted(struct fo_cluster *c, struct fo_shard *s, int from);
-void fo_say_primary_discovered(struct fo_cluster *c, struct fo_shard *s, int spi,
-			       const char *why);
+void fo_say_primary_discovered(struct fo_cluster *c, struct fo_shard *s, int spi, const char *why);
 /* A failover's steps (fo_machine.c decides, these say it). */
 void fo_say_failover_start(struct fo_cluster *c, struct fo_shard *s);
 void fo_say_failover_abort(struct fo_cluster *c, struct fo_shard *s, const char *reason);
@@ -110,7 +109,6 @@ void fo_say_promoted(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n
 void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, int from);
 void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
 			  const char *err);
-void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *ok,
-			 const char *bad);
+void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *ok, const char *bad);
 
 #endif

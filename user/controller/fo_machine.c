@@ -36,18 +36,18 @@
 
 /* The transitions: a name for each allowed one, NULL for the others. */
 static const char *const fo_tsm[FO_ST_COUNT][FO_ST_COUNT] = {
-	[FO_ST_NONE][FO_ST_SELECT] = "start",
-	[FO_ST_SELECT][FO_ST_NONE] = "abort: no good replica",
-	[FO_ST_SELECT][FO_ST_PAUSE] = "selected, planned: pause writes",
-	[FO_ST_SELECT][FO_ST_PROMOTE] = "selected",
-	[FO_ST_PAUSE][FO_ST_NONE] = "abort: pause failed",
-	[FO_ST_PAUSE][FO_ST_WAIT_OFFSET] = "paused",
-	[FO_ST_WAIT_OFFSET][FO_ST_NONE] = "abort: offset not reached",
-	[FO_ST_WAIT_OFFSET][FO_ST_PROMOTE] = "offset reached",
-	[FO_ST_PROMOTE][FO_ST_NONE] = "abort: every candidate failed",
-	[FO_ST_PROMOTE][FO_ST_PROMOTE] = "next candidate",
-	[FO_ST_PROMOTE][FO_ST_REPOINT] = "promoted",
-	[FO_ST_REPOINT][FO_ST_NONE] = "end",
+    [FO_ST_NONE][FO_ST_SELECT] = "start",
+    [FO_ST_SELECT][FO_ST_NONE] = "abort: no good replica",
+    [FO_ST_SELECT][FO_ST_PAUSE] = "selected, planned: pause writes",
+    [FO_ST_SELECT][FO_ST_PROMOTE] = "selected",
+    [FO_ST_PAUSE][FO_ST_NONE] = "abort: pause failed",
+    [FO_ST_PAUSE][FO_ST_WAIT_OFFSET] = "paused",
+    [FO_ST_WAIT_OFFSET][FO_ST_NONE] = "abort: offset not reached",
+    [FO_ST_WAIT_OFFSET][FO_ST_PROMOTE] = "offset reached",
+    [FO_ST_PROMOTE][FO_ST_NONE] = "abort: every candidate failed",
+    [FO_ST_PROMOTE][FO_ST_PROMOTE] = "next candidate",
+    [FO_ST_PROMOTE][FO_ST_REPOINT] = "promoted",
+    [FO_ST_REPOINT][FO_ST_NONE] = "end",
 };
 
 bool fo_transition_allowed(enum fo_state from, enum fo_state to)
@@ -123,8 +123,8 @@ static void st_promote(struct fo_cluster *c, struct fo_shard *s);
 static void st_repoint(struct fo_cluster *c, struct fo_shard *s);
 static void st_repoint_done(struct fo_cluster *c, struct fo_shard *s);
 
-int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
-	     const char *reason, char *why, size_t whylen)
+int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target, const char *reason,
+	     char *why, size_t whylen)
 {
 	struct fo_failover *f = &s->fo;
 	struct fo_node *p;
@@ -261,7 +261,8 @@ static void wait_offset_reply(struct fo_cluster *c, struct fo_shard *s, struct f
 	}
 	if (ok && n->idx == f->cand[0] && f->pause_offset >= 0 &&
 	    n->info.offset >= f->pause_offset) {
-		fo_step(c, s, "%s reached offset %lld after %lld ms", n->id, n->info.offset, waited);
+		fo_step(c, s, "%s reached offset %lld after %lld ms", n->id, n->info.offset,
+			waited);
 		st_promote(c, s);
 		return;
 	}

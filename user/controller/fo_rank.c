@@ -9,8 +9,8 @@
 /* Ranked in this order of tiers, then within a tier (rank_cmp). */
 enum rank_tier {
 	RANK_CONNECTED = 0, /* link to the failed primary up, on its history, offset known */
-	RANK_OTHER,         /* the rest: by priority, offset, id, as Sentinel does */
-	RANK_SYNCING,       /* in a full sync: last */
+	RANK_OTHER,	    /* the rest: by priority, offset, id, as Sentinel does */
+	RANK_SYNCING,	    /* in a full sync: last */
 };
 
 struct rank_key {

@@ -75,9 +75,9 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		copy_str(rep->auth_error, sizeof(rep->auth_error), v, vlen);
 		break;
 	case RK_LEASE:
-		rep->lease = !strcmp(v, "held")	  ? FO_LEASE_HELD :
-			     !strcmp(v, "lapsed") ? FO_LEASE_LAPSED :
-						    FO_LEASE_UNKNOWN;
+		rep->lease = !strcmp(v, "held")	    ? FO_LEASE_HELD
+			     : !strcmp(v, "lapsed") ? FO_LEASE_LAPSED
+						    : FO_LEASE_UNKNOWN;
 		break;
 	case RK_PEER_PACKET_AGE_MS:
 		p = fo_find_node(c, peer);
@@ -85,18 +85,18 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 			fo_report_set_peer_age(rep, p->idx, n);
 		break;
 	case RK_SERVER:
-		r->server = !strcmp(v, "redis")	    ? INFO_SRV_REDIS :
-			    !strcmp(v, "valkey")    ? INFO_SRV_VALKEY :
-			    !strcmp(v, "dragonfly") ? INFO_SRV_DRAGONFLY :
-						      INFO_SRV_UNKNOWN;
+		r->server = !strcmp(v, "redis")	      ? INFO_SRV_REDIS
+			    : !strcmp(v, "valkey")    ? INFO_SRV_VALKEY
+			    : !strcmp(v, "dragonfly") ? INFO_SRV_DRAGONFLY
+						      : INFO_SRV_UNKNOWN;
 		break;
 	case RK_VERSION:
 		copy_str(r->version, sizeof(r->version), v, vlen);
 		break;
 	case RK_ROLE:
-		r->role = !strcmp(v, "master")				  ? INFO_ROLE_MASTER :
-			  (!strcmp(v, "slave") || !strcmp(v, "replica")) ? INFO_ROLE_SLAVE :
-									   INFO_ROLE_UNKNOWN;
+		r->role = !strcmp(v, "master")				   ? INFO_ROLE_MASTER
+			  : (!strcmp(v, "slave") || !strcmp(v, "replica")) ? INFO_ROLE_SLAVE
+									   : INFO_ROLE_UNKNOWN;
 		break;
 	case RK_MASTER_HOST:
 		copy_str(r->master_host, sizeof(r->master_host), v, vlen);
@@ -153,9 +153,9 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		p = fo_find_node(c, peer);
 		if (p)
 			fo_report_set_peer(rep, p->idx,
-					   !strcmp(v, "up")   ? FO_PEER_UP :
-					   !strcmp(v, "down") ? FO_PEER_DOWN :
-								FO_PEER_UNKNOWN);
+					   !strcmp(v, "up")	? FO_PEER_UP
+					   : !strcmp(v, "down") ? FO_PEER_DOWN
+								: FO_PEER_UNKNOWN);
 		break;
 	default: /* peer.X.rtt_us, lease_ms_left …: informational */
 		break;

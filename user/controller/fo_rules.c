@@ -8,7 +8,8 @@
 
 bool fo_fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
 {
-	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
+	return (n->flags & FO_N_REPORTED) &&
+	       now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
 }
 
 enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now)
@@ -110,13 +111,13 @@ bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum 
 		/* Unless the new primary also dies: the process or the host is gone. */
 		if (!planned && (v == FO_V_PROC_DOWN || v == FO_V_HOST_DOWN))
 			return true;
-		snprintf(why, whylen, "failover_block_ms: the last failover of %s ended %lld ms ago",
-			 s->name, since);
+		snprintf(why, whylen,
+			 "failover_block_ms: the last failover of %s ended %lld ms ago", s->name,
+			 since);
 		return false;
 	}
 	return true;
 }
-
 
 /* The primary returned without a failover in between. If its replication history is
  * not the one its replicas carry, and shorter (a restart without persistence, or from
@@ -145,7 +146,6 @@ struct fo_node *fo_restarted_empty(struct fo_cluster *c, struct fo_shard *s)
 	return best;
 }
 
-
 /* ------------------------------------------------------------------------- */
 /* Discovery's choice at start */
 
@@ -169,7 +169,8 @@ int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, 
 		pick = masters[0];
 		snprintf(why, whylen, "the only master among the reachable nodes");
 	} else if (nm > 1) {
-		/* Most replicas connected, then the highest offset; a tie is left to the operator. */
+		/* Most replicas connected, then the highest offset; a tie is left to the operator.
+		 */
 		int best = -1, tie = 0;
 
 		for (int i = 0; i < nm; i++) {

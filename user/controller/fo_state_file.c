@@ -50,7 +50,8 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 
 	err[0] = '\0';
 	if (memchr(text, '\0', len)) {
-		snprintf(err, errlen, "failed to load state file %s: NUL byte (damaged file)", name);
+		snprintf(err, errlen, "failed to load state file %s: NUL byte (damaged file)",
+			 name);
 		return -EINVAL;
 	}
 	while (p < end) {
@@ -62,13 +63,17 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 
 		line++;
 		if (!nl) {
-			snprintf(err, errlen, "failed to load state file %s: line %d: no newline "
-					      "(truncated file)", name, line);
+			snprintf(err, errlen,
+				 "failed to load state file %s: line %d: no newline "
+				 "(truncated file)",
+				 name, line);
 			return -EINVAL;
 		}
 		if (have_end) {
-			snprintf(err, errlen, "failed to load state file %s: line %d: data after "
-					      "the end line", name, line);
+			snprintf(err, errlen,
+				 "failed to load state file %s: line %d: data after "
+				 "the end line",
+				 name, line);
 			return -EINVAL;
 		}
 		if ((size_t)(nl - p) >= sizeof(buf)) {
@@ -80,22 +85,25 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 		buf[nl - p] = '\0';
 		if (line == 1) {
 			if (strcmp(buf, FO_STATE_MAGIC)) {
-				snprintf(err, errlen, "failed to load state file %s: line 1: not a "
-						      "flatline state file (want '%s')", name,
-					 FO_STATE_MAGIC);
+				snprintf(err, errlen,
+					 "failed to load state file %s: line 1: not a "
+					 "flatline state file (want '%s')",
+					 name, FO_STATE_MAGIC);
 				return -EINVAL;
 			}
 		} else if (buf[0] == '#' || !buf[0]) {
 			/* comment */
-		} else if ((nw = split_words(memcpy(wbuf, buf, sizeof(wbuf)), w, 8)) == 3 && !strcmp(w[0], "end") &&
-			   !parse_ull(w[1], 10, &u) && !parse_ull(w[2], 16, &want)) {
+		} else if ((nw = split_words(memcpy(wbuf, buf, sizeof(wbuf)), w, 8)) == 3 &&
+			   !strcmp(w[0], "end") && !parse_ull(w[1], 10, &u) &&
+			   !parse_ull(w[2], 16, &want)) {
 			cnt = (int)u;
 			body_end = p;
 			have_end = 1;
 			if (cnt != nshard) {
-				snprintf(err, errlen, "failed to load state file %s: line %d: %d "
-						      "shard lines, the end line says %d", name,
-					 line, nshard, cnt);
+				snprintf(err, errlen,
+					 "failed to load state file %s: line %d: %d "
+					 "shard lines, the end line says %d",
+					 name, line, nshard, cnt);
 				return -EINVAL;
 			}
 		} else if (nw == 6 && !strcmp(w[0], "shard") && !strcmp(w[2], "epoch") &&
@@ -110,19 +118,22 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 			if (!s) {
 				warn += snprintf(err + warn, warn < errlen ? errlen - warn : 0,
 						 "%sstate file %s: shard %s is no longer in the "
-						 "cluster file, ignored", warn ? "; " : "", name, sname);
+						 "cluster file, ignored",
+						 warn ? "; " : "", name, sname);
 			} else if (strcmp(pname, "-") && (!pn || pn->shard != s->idx)) {
 				warn += snprintf(err + warn, warn < errlen ? errlen - warn : 0,
 						 "%sstate file %s: node %s is not in shard %s any "
-						 "more, primary unknown", warn ? "; " : "", name,
-						 pname, sname);
+						 "more, primary unknown",
+						 warn ? "; " : "", name, pname, sname);
 				fo_set_primary(c, s, s->primary, epoch);
 			} else {
 				fo_set_primary(c, s, pn ? pn->idx : -1, epoch);
 			}
 		} else {
-			snprintf(err, errlen, "failed to load state file %s: line %d: cannot parse "
-					      "'%.80s'", name, line, buf);
+			snprintf(err, errlen,
+				 "failed to load state file %s: line %d: cannot parse "
+				 "'%.80s'",
+				 name, line, buf);
 			return -EINVAL;
 		}
 		p = nl + 1;
@@ -134,8 +145,10 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 	}
 	crc = crc32(0, (const unsigned char *)text, body_end - text);
 	if (crc != want) {
-		snprintf(err, errlen, "failed to load state file %s: checksum mismatch (%08lx, "
-				      "want %08llx): the file is damaged", name, crc, want);
+		snprintf(err, errlen,
+			 "failed to load state file %s: checksum mismatch (%08lx, "
+			 "want %08llx): the file is damaged",
+			 name, crc, want);
 		return -EINVAL;
 	}
 	return 0;

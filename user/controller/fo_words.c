@@ -23,16 +23,16 @@ const char *fo_proc_name(enum fo_proc p)
 
 const char *fo_verdict_name(enum fo_verdict v)
 {
-	static const char *const names[] = { "unknown", "ok", "proc_down", "proc_hung",
-					     "host_down", "agent_lost" };
+	static const char *const names[] = {"unknown",	 "ok",	      "proc_down",
+					    "proc_hung", "host_down", "agent_lost"};
 
 	return (unsigned)v < sizeof(names) / sizeof(names[0]) ? names[v] : "?";
 }
 
 const char *fo_state_name(enum fo_state s)
 {
-	static const char *const names[FO_ST_COUNT] = { "none", "select_replica", "pause_writes",
-							"wait_offset", "promote", "repoint" };
+	static const char *const names[FO_ST_COUNT] = {
+	    "none", "select_replica", "pause_writes", "wait_offset", "promote", "repoint"};
 
 	return (unsigned)s < FO_ST_COUNT ? names[s] : "?";
 }
@@ -192,8 +192,8 @@ static void node_event(struct fo_event *e, struct fo_cluster *c, const char *kin
 
 /* A command to node n failed: "<kind>" with the reason (and a timeline step
  * while a failover runs). */
-static void node_failed(struct fo_cluster *c, const char *kind, struct fo_node *n,
-			const char *err, bool step)
+static void node_failed(struct fo_cluster *c, const char *kind, struct fo_node *n, const char *err,
+			bool step)
 {
 	struct fo_event e;
 
@@ -216,8 +216,9 @@ void fo_say_agent_lost(struct fo_cluster *c, struct fo_node *n, long long now)
 	node_event(&e, c, "agent_lost", n);
 	evrec_int(&e.r, "heartbeat_age_ms", now - n->last_report_ms);
 	evrec_str(&e.r, "peers_up", peers);
-	evrec_str(&e.r, "reason", peers[0] ? "stale heartbeat, peers still reach the host" :
-					      "stale heartbeat, no peer confirms");
+	evrec_str(&e.r, "reason",
+		  peers[0] ? "stale heartbeat, peers still reach the host"
+			   : "stale heartbeat, no peer confirms");
 	fo_emit(c, &e);
 	fo_instance_str(c, n, inst, sizeof(inst));
 	fo_publish(c, "flatline.agent_lost", "%s", inst);
@@ -310,8 +311,8 @@ void fo_say_tilt_start(struct fo_cluster *c, long long stall_ms, long long jump_
 	struct fo_event e;
 
 	fo_ev_begin(&e, "tilt_start", NULL);
-	evrec_str(&e.r, "reason", stall_ms > FO_TILT_TRIGGER_MS ? "event loop stalled" :
-								   "wall clock jumped");
+	evrec_str(&e.r, "reason",
+		  stall_ms > FO_TILT_TRIGGER_MS ? "event loop stalled" : "wall clock jumped");
 	evrec_int(&e.r, "stall_ms", stall_ms);
 	evrec_int(&e.r, "clock_jump_ms", jump_ms);
 	evrec_int(&e.r, "tilt_ms", c->tilt_ms);
@@ -381,8 +382,9 @@ void fo_say_restarted_empty(struct fo_cluster *c, struct fo_shard *s, const stru
 	evrec_str(&e.r, "replid", pr->master_replid);
 	evrec_str(&e.r, "replica", b->id);
 	evrec_int(&e.r, "replica_offset", fo_latest(b)->offset);
-	evrec_str(&e.r, "reason", "another, shorter history than its replicas: "
-				  "following it would wipe them");
+	evrec_str(&e.r, "reason",
+		  "another, shorter history than its replicas: "
+		  "following it would wipe them");
 	fo_emit(c, &e);
 }
 
@@ -399,8 +401,9 @@ void fo_say_repair(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n,
 	fo_ev_begin(&e, demote ? "old_primary_demoted" : "replica_repointed", s);
 	evrec_str(&e.r, "instance", n->id);
 	evrec_str(&e.r, "primary", p ? p->id : "");
-	evrec_str(&e.r, "reason", demote ? "reported as a master, not the shard's primary" :
-					   "replicating from another server");
+	evrec_str(&e.r, "reason",
+		  demote ? "reported as a master, not the shard's primary"
+			 : "replicating from another server");
 	fo_emit(c, &e);
 	if (demote && p) {
 		char inst[400];
@@ -434,8 +437,8 @@ void fo_say_primary_unknown(struct fo_cluster *c, struct fo_shard *s, int nmaste
 
 	fo_ev_begin(&e, "primary_unknown", s);
 	evrec_int(&e.r, "masters", nmasters);
-	evrec_str(&e.r, "reason", nmasters > 1 ? "several masters, none preferable" :
-						 "no node answered");
+	evrec_str(&e.r, "reason",
+		  nmasters > 1 ? "several masters, none preferable" : "no node answered");
 	fo_emit(c, &e);
 }
 
@@ -532,11 +535,11 @@ void fo_say_replica_selected(struct fo_cluster *c, struct fo_shard *s, long long
 	evrec_str(&e.r, "from", c->nodes[f->from].id);
 	evrec_str(&e.r, "instance", best->id);
 	evrec_int(&e.r, "offset", best->info.offset);
-	evrec_bool(&e.r, "link_was_up", best->info.link_up == 1 ||
-						(best->link_up_ms && best->link_up_ms >= since));
+	evrec_bool(&e.r, "link_was_up",
+		   best->info.link_up == 1 || (best->link_up_ms && best->link_up_ms >= since));
 	evrec_str(&e.r, "candidates", list);
-	evrec_str(&e.r, "reason", f->target >= 0 ? "operator's choice" :
-						    "ranked: connected, offset, priority, id");
+	evrec_str(&e.r, "reason",
+		  f->target >= 0 ? "operator's choice" : "ranked: connected, offset, priority, id");
 	fo_emit(c, &e);
 	fo_step(c, s, "replica_selected %s (offset %lld; candidates %s)", best->id,
 		best->info.offset, list);
@@ -616,14 +619,13 @@ void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	fo_ev_begin(&e, "old_primary_demoted", s);
 	evrec_str(&e.r, "instance", n->id);
 	evrec_str(&e.r, "primary", c->nodes[f->to].id);
-	evrec_str(&e.r, "reason", f->planned ? "planned switchover" :
-					       "still answering after failover");
+	evrec_str(&e.r, "reason",
+		  f->planned ? "planned switchover" : "still answering after failover");
 	fo_emit(c, &e);
 	fo_step(c, s, "old_primary_demoted %s", n->id);
 }
 
-void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *ok,
-			 const char *bad)
+void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *ok, const char *bad)
 {
 	struct fo_failover *f = &s->fo;
 	const struct fo_node *to = &c->nodes[f->to];

@@ -39,12 +39,12 @@ struct ha {
 	char self_key[192];
 	char self_val[192];
 	enum ha_role role;
-	unsigned gen;           /* bumped on every start over */
+	unsigned gen; /* bumped on every start over */
 	int64_t lease_id;
-	long long deadline_ms;  /* monotonic: act only before this */
-	int64_t leader_rev;     /* create revision of our leader key */
-	char leader[64];        /* the leader's id, "" unknown */
-	int64_t rev;            /* last revision seen */
+	long long deadline_ms; /* monotonic: act only before this */
+	int64_t leader_rev;    /* create revision of our leader key */
+	char leader[64];       /* the leader's id, "" unknown */
+	int64_t rev;	       /* last revision seen */
 	bool healthy;
 	bool health_said;
 	bool stopping;
@@ -53,7 +53,7 @@ struct ha {
 	struct event *campaign_ev; /* a campaign started from the watch (not inside curl) */
 	struct event *resync_ev;   /* the watch ended: read the prefix again, watch anew */
 	struct etcd_watch *watch;
-	unsigned watch_gen;     /* the generation the watch belongs to */
+	unsigned watch_gen; /* the generation the watch belongs to */
 	struct ha_ctl ctls[HA_MAX_CTLS];
 	int nctls;
 	struct ha_call *calls;
@@ -259,8 +259,9 @@ static void on_watch_events(void *ctx, struct json_object *res)
 		ev = json_object_array_get_idx(evs, i);
 		if (!json_object_object_get_ex(ev, "kv", &kv))
 			continue;
-		on_kv(h, kv, json_object_object_get_ex(ev, "type", &type) &&
-				     !strcmp(json_object_get_string(type), "DELETE"));
+		on_kv(h, kv,
+		      json_object_object_get_ex(ev, "type", &type) &&
+			  !strcmp(json_object_get_string(type), "DELETE"));
 	}
 }
 
@@ -308,7 +309,8 @@ static void on_campaign(void *ctx, int err, const char *msg, struct json_object 
 		else
 			start_over(h, "won the election with a lease already past its deadline");
 	} else {
-		set_role(h, HA_FOLLOWER, h->leader[0] ? "another controller leads" : "lost the election");
+		set_role(h, HA_FOLLOWER,
+			 h->leader[0] ? "another controller leads" : "lost the election");
 	}
 	call_free(c);
 }
@@ -342,7 +344,8 @@ static struct json_object *txn_put_if_leader_rev(const struct ha *h, int64_t rev
 static void campaign(struct ha *h)
 {
 	call(h, call_new(h), "/v3/kv/txn",
-	     txn_put_if_leader_rev(h, 0, h->leader_key, h->self_val, strlen(h->self_val), h->lease_id),
+	     txn_put_if_leader_rev(h, 0, h->leader_key, h->self_val, strlen(h->self_val),
+				   h->lease_id),
 	     on_campaign);
 }
 
@@ -479,7 +482,8 @@ static void on_keepalive(void *ctx, int err, const char *msg, struct json_object
 		return;
 	}
 	set_health(h, true, "");
-	if (!json_object_object_get_ex(resp, "result", &res) || !lease_renewed(h, res, c->sent_ms)) {
+	if (!json_object_object_get_ex(resp, "result", &res) ||
+	    !lease_renewed(h, res, c->sent_ms)) {
 		call_free(c);
 		start_over(h, "etcd says the lease has expired");
 		return;
@@ -624,7 +628,8 @@ static void on_revoke(void *ctx, int err, const char *msg, struct json_object *r
 
 	(void)resp;
 	if (err)
-		pr_warn("failed to revoke the etcd lease: %s (another controller leads when it expires)\n",
+		pr_warn("failed to revoke the etcd lease: %s (another controller leads when it "
+			"expires)\n",
 			msg);
 	call_free(c);
 	if (h->stop_done)
@@ -734,7 +739,8 @@ static void on_put(void *ctx, int err, const char *msg, struct json_object *resp
 		fn(fctx, err, msg);
 		return;
 	}
-	if (stale || !json_object_object_get_ex(resp, "succeeded", &o) || !json_object_get_boolean(o)) {
+	if (stale || !json_object_object_get_ex(resp, "succeeded", &o) ||
+	    !json_object_get_boolean(o)) {
 		fn(fctx, -ESTALE, "not the leader any more: etcd refused the write");
 		if (!stale && h->role == HA_LEADER)
 			start_over(h, "deposed: a write conditioned on the leader key failed");
@@ -756,8 +762,9 @@ int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn
 	c->put_fn = fn;
 	c->put_ctx = ctx;
 	snprintf(key, sizeof(key), "%s%s", h->prefix, rel);
-	if (etcd_call(h->etcd, "/v3/kv/txn", txn_put_if_leader_rev(h, h->leader_rev, key, val, len, 0),
-		      0, on_put, c) < 0) {
+	if (etcd_call(h->etcd, "/v3/kv/txn",
+		      txn_put_if_leader_rev(h, h->leader_rev, key, val, len, 0), 0, on_put,
+		      c) < 0) {
 		call_free(c);
 		return -ENOMEM;
 	}

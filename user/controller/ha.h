@@ -35,11 +35,11 @@ enum ha_role { HA_STARTING = 0, HA_FOLLOWER, HA_LEADER };
 
 struct ha_opts {
 	struct etcd_opts etcd;
-	const char *prefix;  /* e.g. "/flatline/demo/" (ends with '/') */
-	const char *id;      /* this controller's id */
-	const char *listen;  /* its client address, published for SENTINEL sentinels */
-	int lease_ms;        /* TTL asked of etcd (rounded up to whole seconds) */
-	int margin_ms;       /* subtracted from the local deadline (default lease_ms / 10) */
+	const char *prefix; /* e.g. "/flatline/demo/" (ends with '/') */
+	const char *id;	    /* this controller's id */
+	const char *listen; /* its client address, published for SENTINEL sentinels */
+	int lease_ms;	    /* TTL asked of etcd (rounded up to whole seconds) */
+	int margin_ms;	    /* subtracted from the local deadline (default lease_ms / 10) */
 };
 
 struct ha_ops {

@@ -9,11 +9,13 @@ long long fo_lease_span_ms(const struct fo_cluster *c)
 
 static bool fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
 {
-	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
+	return (n->flags & FO_N_REPORTED) &&
+	       now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
 }
 
 long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
-			  const struct fo_node *p, enum fo_verdict v, const struct fo_node **blocker)
+			  const struct fo_node *p, enum fo_verdict v,
+			  const struct fo_node **blocker)
 {
 	long long span = fo_lease_span_ms(c), now = c->now_ms(c->ctx), end = 0;
 
@@ -68,5 +70,7 @@ const char *fo_lease_word(const struct fo_node *n)
 {
 	if (!(n->flags & FO_N_REPORTED))
 		return "-";
-	return n->rep.lease == FO_LEASE_HELD ? "held" : n->rep.lease == FO_LEASE_LAPSED ? "lapsed" : "-";
+	return n->rep.lease == FO_LEASE_HELD	 ? "held"
+	       : n->rep.lease == FO_LEASE_LAPSED ? "lapsed"
+						 : "-";
 }

@@ -32,7 +32,8 @@ long long fo_lease_span_ms(const struct fo_cluster *c);
  * no wait is needed; FO_LEASE_NEVER when a silent peer leaves it unbounded (then
  * *blocker is that peer). */
 long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
-			  const struct fo_node *p, enum fo_verdict v, const struct fo_node **blocker);
+			  const struct fo_node *p, enum fo_verdict v,
+			  const struct fo_node **blocker);
 /* The primary to name in the answer to a REPORT from node n of s: "" while a failover
  * of s is decided or running (no lease is renewed then), else the primary's id; when n
  * is the primary itself (only its own agent renews from the answer), the time is

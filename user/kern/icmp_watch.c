@@ -28,16 +28,16 @@
 /* Linux 6.6 UAPI ("bpf: Add fd-based tcx multi-prog infra with link support"): the
  * build host's <linux/bpf.h> may predate it. Values are fixed ABI. */
 #define ICMP_WATCH_BPF_TCX_INGRESS 46
-#define ICMP_WATCH_BPF_TCX_EGRESS 47
-#define ICMP_WATCH_BPF_F_BEFORE (1U << 3)
+#define ICMP_WATCH_BPF_TCX_EGRESS  47
+#define ICMP_WATCH_BPF_F_BEFORE	   (1U << 3)
 
 struct icmp_watch_iface {
 	int ifindex;
 	enum icmp_watch_tc_mode mode;
-	int link_in, link_out; /* tcx link fds, -1 if none */
+	int link_in, link_out;	    /* tcx link fds, -1 if none */
 	bool filter_in, filter_out; /* clsact filters of ours in place */
-	bool made_qdisc;            /* this agent created the clsact qdisc */
-	__u32 handle;               /* of our clsact filters */
+	bool made_qdisc;	    /* this agent created the clsact qdisc */
+	__u32 handle;		    /* of our clsact filters */
 };
 
 struct icmp_watch {
@@ -80,7 +80,7 @@ typedef int (*nl_msg_fn)(const struct nlmsghdr *nh, void *arg);
  * the single answer. The kernel's error (negative errno) is returned. */
 static int nl_talk(struct nlmsghdr *req, nl_msg_fn cb, void *arg)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	bool dump = req->nlmsg_flags & NLM_F_DUMP;
 	char buf[16384];
 	int fd, err = 0, done = 0;
@@ -181,8 +181,8 @@ int icmp_watch_route_ifindex(const struct fl_peer_key *dst, int *ifindex)
 		struct rtattr dst_attr;
 		__u8 dst[16];
 	} req = {
-		.nh = { .nlmsg_type = RTM_GETROUTE, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 },
-		.dst_attr = { .rta_type = RTA_DST },
+	    .nh = {.nlmsg_type = RTM_GETROUTE, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1},
+	    .dst_attr = {.rta_type = RTA_DST},
 	};
 	struct route_answer ans = {};
 	size_t alen = dst->family == FL_AF_INET6 ? 16 : 4;
@@ -220,9 +220,11 @@ static int count_filters(int ifindex, __u32 parent)
 		struct nlmsghdr nh;
 		struct tcmsg tc;
 	} req = {
-		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETTFILTER,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
-		.tc = { .tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent },
+	    .nh = {.nlmsg_len = sizeof(req),
+		   .nlmsg_type = RTM_GETTFILTER,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		   .nlmsg_seq = 1},
+	    .tc = {.tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex, .tcm_parent = parent},
 	};
 	int n = 0, err;
 
@@ -253,8 +255,8 @@ int icmp_watch_if_carrier(int ifindex)
 int icmp_watch_nl_open(void)
 {
 	struct sockaddr_nl sa = {
-		.nl_family = AF_NETLINK,
-		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
+	    .nl_family = AF_NETLINK,
+	    .nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
 	};
 	int fd, err;
 
@@ -300,7 +302,7 @@ int icmp_watch_nl_read(int fd, struct icmp_watch_nl_news *news)
 				if (news->ngone < ICMP_WATCH_NL_MAX_GONE &&
 				    nh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg)))
 					news->gone[news->ngone++] =
-						((struct ifinfomsg *)NLMSG_DATA(nh))->ifi_index;
+					    ((struct ifinfomsg *)NLMSG_DATA(nh))->ifi_index;
 				news->links = true;
 				break;
 			case RTM_NEWLINK:
@@ -472,13 +474,13 @@ int icmp_watch_attach(struct icmp_watch *iw, int ifindex)
 		if (iw->ifaces[i].ifindex == ifindex)
 			return 0;
 	if (iw->nifaces == ICMP_WATCH_MAX_IFACES) {
-		pr_warn("failed to attach to %s: more than %d interfaces\n",
-			ifname(ifindex, name), ICMP_WATCH_MAX_IFACES);
+		pr_warn("failed to attach to %s: more than %d interfaces\n", ifname(ifindex, name),
+			ICMP_WATCH_MAX_IFACES);
 		return -E2BIG;
 	}
 	ifc = &iw->ifaces[iw->nifaces];
-	*ifc = (struct icmp_watch_iface){ .ifindex = ifindex, .link_in = -1, .link_out = -1,
-				  .handle = iw->tc_handle };
+	*ifc = (struct icmp_watch_iface){
+	    .ifindex = ifindex, .link_in = -1, .link_out = -1, .handle = iw->tc_handle};
 	if (iw->want != ICMP_WATCH_TC_CLSACT) {
 		err = attach_tcx(iw, ifc);
 		if (err && iw->want == ICMP_WATCH_TC_TCX) {
@@ -629,8 +631,8 @@ int icmp_watch_peer_stats(const struct icmp_watch *iw, const struct fl_peer_key 
 	return 0;
 }
 
-int icmp_watch_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl_peer_stats *vals,
-		uint32_t max, uint32_t *n)
+int icmp_watch_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys,
+			struct fl_peer_stats *vals, uint32_t max, uint32_t *n)
 {
 	int fd = bpf_map__fd(iw->skel->maps.fl_peers);
 	struct fl_peer_key *prev = NULL;

@@ -16,19 +16,19 @@
  * keep apart, and a later agent of the same node recognises its own stale filters
  * (with the program names fl_icmp_ingress / fl_icmp_egress). */
 #define ICMP_WATCH_TC_HANDLE_BASE 0xf1000000u
-#define ICMP_WATCH_TC_PRIO 1
+#define ICMP_WATCH_TC_PRIO	  1
 /* FLATLINE_TC=clsact (or tcx) in the environment overrides ICMP_WATCH_TC_AUTO. */
 #define ICMP_WATCH_TC_ENV "FLATLINE_TC"
 
 enum icmp_watch_tc_mode {
-	ICMP_WATCH_TC_AUTO = 0,   /* tcx links where the kernel has them (6.6+), else clsact */
-	ICMP_WATCH_TC_TCX = 1,    /* tcx links only */
+	ICMP_WATCH_TC_AUTO = 0,	  /* tcx links where the kernel has them (6.6+), else clsact */
+	ICMP_WATCH_TC_TCX = 1,	  /* tcx links only */
 	ICMP_WATCH_TC_CLSACT = 2, /* clsact qdisc + direct-action filters */
 };
 
 struct icmp_watch_opts {
-	const char *node;     /* pins go under FL_PIN_ROOT/<node>/ */
-	__u16 echo_id;        /* ICMP echo id of this agent's probes, not 0 */
+	const char *node; /* pins go under FL_PIN_ROOT/<node>/ */
+	__u16 echo_id;	  /* ICMP echo id of this agent's probes, not 0 */
 	enum icmp_watch_tc_mode mode;
 };
 
@@ -53,8 +53,8 @@ int icmp_watch_peer_stats(const struct icmp_watch *iw, const struct fl_peer_key 
 			  struct fl_peer_stats *st);
 /* Every peer's entry at once (one BPF_MAP_LOOKUP_BATCH where the kernel has it):
  * up to max of them into keys[] and vals[], their number in *n. -errno. */
-int icmp_watch_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys, struct fl_peer_stats *vals,
-		uint32_t max, uint32_t *n);
+int icmp_watch_read_all(const struct icmp_watch *iw, struct fl_peer_key *keys,
+			struct fl_peer_stats *vals, uint32_t max, uint32_t *n);
 /* Ignored packets by enum fl_icmp_counter, summed over CPUs. */
 uint64_t icmp_watch_counter(const struct icmp_watch *iw, enum fl_icmp_counter c);
 const char *icmp_watch_pin_dir(const struct icmp_watch *iw);
@@ -81,8 +81,8 @@ const char *icmp_watch_mode_name(enum icmp_watch_tc_mode m);
 int icmp_watch_nl_open(void);
 #define ICMP_WATCH_NL_MAX_GONE 16
 struct icmp_watch_nl_news {
-	bool routes;   /* a route was added, changed or removed (or messages were lost) */
-	bool links;    /* a link was added, changed or removed */
+	bool routes; /* a route was added, changed or removed (or messages were lost) */
+	bool links;  /* a link was added, changed or removed */
 	int gone[ICMP_WATCH_NL_MAX_GONE]; /* interfaces deleted (RTM_DELLINK) */
 	int ngone;
 };

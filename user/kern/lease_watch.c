@@ -23,11 +23,11 @@
 
 /* Linux 6.6 UAPI (tcx); the build host's <linux/bpf.h> may predate it. */
 #define LEASE_BPF_TCX_EGRESS 47
-#define LEASE_BPF_F_BEFORE (1U << 3)
+#define LEASE_BPF_F_BEFORE   (1U << 3)
 
 struct lease_watch {
 	struct fl_lease *skel;
-	char pin_dir[160]; /* FL_PIN_ROOT/<node>/lease */
+	char pin_dir[160];		   /* FL_PIN_ROOT/<node>/lease */
 	int links[LEASE_WATCH_MAX_IFACES]; /* link fds, by slot */
 	int ifindex[LEASE_WATCH_MAX_IFACES];
 	int nifaces;
@@ -35,8 +35,8 @@ struct lease_watch {
 
 static struct bpf_map *lease_maps(struct fl_lease *skel, int i)
 {
-	struct bpf_map *m[] = { skel->maps.fl_lease, skel->maps.fl_lease_allow,
-				skel->maps.fl_lease_cnt };
+	struct bpf_map *m[] = {skel->maps.fl_lease, skel->maps.fl_lease_allow,
+			       skel->maps.fl_lease_cnt};
 
 	return i < 3 ? m[i] : NULL;
 }
@@ -77,11 +77,13 @@ static int attach_one(struct lease_watch *lw, int ifindex, const char *ifname)
 		}
 	}
 	if (fd < 0) {
-		fd = bpf_link_create(prog, ifindex, (enum bpf_attach_type)LEASE_BPF_TCX_EGRESS, &lo);
+		fd =
+		    bpf_link_create(prog, ifindex, (enum bpf_attach_type)LEASE_BPF_TCX_EGRESS, &lo);
 		if (fd < 0) {
 			err = fd;
-			pr_warn("failed to attach the lease to %s egress: %s (tcx needs Linux 6.6)\n",
-				ifname, strerror(-err));
+			pr_warn(
+			    "failed to attach the lease to %s egress: %s (tcx needs Linux 6.6)\n",
+			    ifname, strerror(-err));
 			return err;
 		}
 		if (bpf_obj_pin(fd, path)) {
@@ -139,8 +141,8 @@ int lease_watch_write(struct lease_watch *lw, const struct fl_lease_state *l)
 	return 0;
 }
 
-int lease_watch_set_allow(struct lease_watch *lw, const struct fl_lease_conn *c,
-			  const __u32 *kind, int n)
+int lease_watch_set_allow(struct lease_watch *lw, const struct fl_lease_conn *c, const __u32 *kind,
+			  int n)
 {
 	int fd = bpf_map__fd(lw->skel->maps.fl_lease_allow);
 	struct fl_lease_conn k, next;
@@ -289,7 +291,7 @@ struct diag_req {
 
 static bool kept(const struct inet_diag_msg *m, const struct fl_lease_conn *keep, int n)
 {
-	struct fl_lease_conn k = { .port = m->id.idiag_dport };
+	struct fl_lease_conn k = {.port = m->id.idiag_dport};
 
 	if (m->idiag_family == AF_INET) {
 		k.addr[10] = k.addr[11] = 0xff;
@@ -306,12 +308,15 @@ static bool kept(const struct inet_diag_msg *m, const struct fl_lease_conn *keep
 static int destroy(int fd, int family, const struct inet_diag_sockid *id)
 {
 	struct diag_req req = {
-		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DESTROY,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK },
-		.r = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u,
-		       .id = *id },
+	    .nh = {.nlmsg_len = sizeof(req),
+		   .nlmsg_type = SOCK_DESTROY,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK},
+	    .r = {.sdiag_family = family,
+		  .sdiag_protocol = IPPROTO_TCP,
+		  .idiag_states = ~0u,
+		  .id = *id},
 	};
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	char buf[256];
 	ssize_t n;
 
@@ -328,12 +333,14 @@ static int destroy(int fd, int family, const struct inet_diag_sockid *id)
 static int kill_family(int family, uint16_t port, const struct fl_lease_conn *keep, int n)
 {
 	struct diag_req req = {
-		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP },
-		.r = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = ~(1u << 10) /* all but TCP_LISTEN */ },
+	    .nh = {.nlmsg_len = sizeof(req),
+		   .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		   .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
+	    .r = {.sdiag_family = family,
+		  .sdiag_protocol = IPPROTO_TCP,
+		  .idiag_states = ~(1u << 10) /* all but TCP_LISTEN */},
 	};
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	struct inet_diag_sockid ids[256];
 	int fd, nid = 0, killed = 0, err = 0, done = 0;
 	char buf[16384];

@@ -29,8 +29,8 @@ int lease_watch_rescan(struct lease_watch *lw);
 int lease_watch_read(struct lease_watch *lw, struct fl_lease_state *l);
 int lease_watch_write(struct lease_watch *lw, const struct fl_lease_state *l);
 /* Replaces the allowed connections with these n. */
-int lease_watch_set_allow(struct lease_watch *lw, const struct fl_lease_conn *c,
-			  const __u32 *kind, int n);
+int lease_watch_set_allow(struct lease_watch *lw, const struct fl_lease_conn *c, const __u32 *kind,
+			  int n);
 uint64_t lease_watch_count(const struct lease_watch *lw, enum fl_lease_counter c);
 const char *lease_watch_pin_dir(const struct lease_watch *lw);
 int lease_watch_prog_fd(const struct lease_watch *lw);

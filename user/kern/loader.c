@@ -26,9 +26,8 @@ int fl_valid_node_id(const char *id)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		/* No '.': bpffs refuses it in names (EPERM). */
-		if (!(id[i] == '-' || id[i] == '_' ||
-		      (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'z') ||
-		      (id[i] >= 'A' && id[i] <= 'Z')))
+		if (!(id[i] == '-' || id[i] == '_' || (id[i] >= '0' && id[i] <= '9') ||
+		      (id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z')))
 			return -EINVAL;
 	return 0;
 }
@@ -47,9 +46,10 @@ int fl_loader_prepare(bool tracefs)
 int fl_check_kernel(void)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		pr_warn("failed to find kernel BTF at /sys/kernel/btf/vmlinux: %s; flatline needs a "
-			"kernel built with CONFIG_DEBUG_INFO_BTF=y (Linux 5.8 or newer)\n",
-			strerror(errno));
+		pr_warn(
+		    "failed to find kernel BTF at /sys/kernel/btf/vmlinux: %s; flatline needs a "
+		    "kernel built with CONFIG_DEBUG_INFO_BTF=y (Linux 5.8 or newer)\n",
+		    strerror(errno));
 		return -ENOTSUP;
 	}
 	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {

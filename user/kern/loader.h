@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
-#define FL_BPFFS "/sys/fs/bpf"
+#define FL_BPFFS    "/sys/fs/bpf"
 #define FL_PIN_ROOT FL_BPFFS "/flatline"
 
 struct bpf_map;

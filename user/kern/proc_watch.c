@@ -105,8 +105,7 @@ int proc_watch_unwatch_pid(struct proc_watch *pw, pid_t pid)
 {
 	__u32 key = pid;
 
-	if (bpf_map_delete_elem(bpf_map__fd(pw->skel->maps.fl_watch_pids), &key) &&
-	    errno != ENOENT)
+	if (bpf_map_delete_elem(bpf_map__fd(pw->skel->maps.fl_watch_pids), &key) && errno != ENOENT)
 		return -errno;
 	return 0;
 }

@@ -16,8 +16,8 @@ struct proc_watch;
 typedef void (*proc_watch_event_fn)(void *ctx, const struct fl_proc_event *e);
 
 struct proc_watch_opts {
-	const char *node;   /* pins go under FL_PIN_ROOT/<node>/ */
-	bool cgroups;       /* load with the cgroup filter on */
+	const char *node; /* pins go under FL_PIN_ROOT/<node>/ */
+	bool cgroups;	  /* load with the cgroup filter on */
 	proc_watch_event_fn cb;
 	void *ctx;
 };

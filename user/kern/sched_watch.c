@@ -37,8 +37,8 @@ static void pinned_maps(struct fl_sched *skel, struct bpf_map **maps)
 
 const char *sched_state_name(uint32_t state)
 {
-	static const char *const names[] = { "unknown", "running", "runnable", "sleeping",
-					     "blocked", "stopped", "frozen", "dead" };
+	static const char *const names[] = {"unknown", "running", "runnable", "sleeping",
+					    "blocked", "stopped", "frozen",   "dead"};
 
 	return state < sizeof(names) / sizeof(names[0]) ? names[state] : "unknown";
 }
@@ -164,7 +164,7 @@ int sched_watch_add(struct sched_watch *sw, pid_t pid, pid_t judged)
 	if (!dir)
 		return -errno;
 	while ((d = readdir(dir))) {
-		struct fl_sched_thread t = { .tgid = pid };
+		struct fl_sched_thread t = {.tgid = pid};
 		char *end;
 		long tid = strtol(d->d_name, &end, 10);
 

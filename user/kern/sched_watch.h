@@ -27,7 +27,7 @@ struct sched_sample {
 	uint64_t run_ns;   /* on a CPU, in total */
 	uint64_t wait_ns;  /* runnable and not running, in total */
 	uint64_t nr_switch;
-	uint32_t state;    /* enum fl_sched_state */
+	uint32_t state; /* enum fl_sched_state */
 };
 
 /* Loads, attaches and pins (the caller holds the node's lock). -errno. */
