@@ -363,7 +363,7 @@ cl_dns() {
 # cl_redis_start IDX [MASTER_IDX]: the flavour's server (CL_SERVER) in host IDX, empty (no
 # persistence), a replica of MASTER_IDX if given, inside the node's memory cgroup.
 cl_redis_start() {
-	local i=$1 m=${2:-} node d cg args
+	local i=$1 m=${2:-} node d cg args logged
 	node=$(cl_node "$i")
 	d=$CL_DIR/$node
 	mkdir -p "$d"
@@ -373,6 +373,7 @@ cl_redis_start() {
 		--logfile "$d/redis.log" --repl-diskless-sync-delay 0
 		--enable-debug-command local)
 	[ -n "$m" ] && args+=(--replicaof "$(cl_ip "$m")" 6379)
+	logged=$( (wc -l <"$d/redis.log") 2>/dev/null || echo 0)
 	cg=$(cl_cg "$i")
 	if [ -n "$cg" ]; then
 		# shellcheck disable=SC2016 # expanded by that sh
@@ -381,9 +382,17 @@ cl_redis_start() {
 	else
 		cl_spawn "redis-$node" "$(cl_ns "$i")" "$CL_SERVER" "${args[@]}"
 	fi
-	cl_until "$CL_WAIT_S" cl_redis_ping "$i" || cl_die "$(basename "$CL_SERVER") on $node did not start"
+	cl_until "$CL_WAIT_S" cl_redis_up "$i" "$logged" ||
+		cl_die "$(basename "$CL_SERVER") on $node did not start: $(tail -n 3 "$d/redis.log" 2>/dev/null)"
 }
 cl_redis_ping() { cl_redis "$1" ping 2>/dev/null | grep -q PONG; }
+# cl_redis_up IDX [LINES]: it answers PING, or its log says it is ready after line LINES
+# (a server that comes back on a host whose write lease is not held answers nobody but
+# the agent, the replicas and the controller until the controller makes it a replica).
+cl_redis_up() {
+	cl_redis_ping "$1" || tail -n +"$((${2:-0} + 1))" "$CL_DIR/$(cl_node "$1")/redis.log" 2>/dev/null |
+		grep -q 'Ready to accept connections'
+}
 
 # cl_redis IDX ARGS...: the flavour's CLI against the server of host IDX (from the ctl
 # namespace).
