@@ -213,12 +213,13 @@ fault_begin() {
 		FAULT_MATE=$(( i % 3 + 1 ))
 		split_cut "$i" "$FAULT_MATE" ;;
 	loss) cl_loss 20 ;;
-	switchover)
+	switchover) # refused (a failover ended less than failover_block_ms ago) is recorded as such
+		FAULT_OK=false
 		if [ "$SYSTEM" = sentinel ]; then
 			cl_ctl "$CL_CLI" -h "$(cl_ip 1)" -p 26379 sentinel failover "$CL_SHARD"
 		else
 			cl_ctl "$FL" failover "$CL_SHARD" -c "$CL_CONF"
-		fi >>"$CL_DIR/log/switchover.out" 2>&1 ;;
+		fi >>"$CL_DIR/log/switchover.out" 2>&1 && FAULT_OK=true ;;
 	esac
 }
 fault_end() {
@@ -330,13 +331,15 @@ while read -r kind tsel ms quiet; do
 	p=$(primary_idx) || { say "no primary known before fault $((n + 1))"; p=1; }
 	i=$(resolve "$p" "$tsel")
 	t0=$(now_ns)
+	FAULT_OK=true
 	fault_begin "$kind" "$i"
 	sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
 	fault_end "$kind" "$i"
 	t1=$(now_ns)
 	n=$((n + 1))
-	printf '{"n":%d,"kind":"%s","node":"%s","primary":%s,"t0":%s,"t1":%s,"ms":%d}\n' "$n" "$kind" \
-		"$(cl_node "$i")" "$([ "$i" = "$p" ] && echo true || echo false)" "$t0" "$t1" "$ms" >>"$NEM"
+	printf '{"n":%d,"kind":"%s","node":"%s","primary":%s,"t0":%s,"t1":%s,"ms":%d,"done":%s}\n' "$n" \
+		"$kind" "$(cl_node "$i")" "$([ "$i" = "$p" ] && echo true || echo false)" "$t0" "$t1" "$ms" \
+		"$FAULT_OK" >>"$NEM"
 	say "fault $n: $kind on $(cl_node "$i")$([ "$i" = "$p" ] && echo ' (primary)') for ${ms} ms"
 	cl_until 30 converged || say "not converged 30 s after fault $n ($kind): $(cl_masters | tr '\n' ' ')"
 	sleep "$(printf '%d.%03d' $((quiet / 1000)) $((quiet % 1000)))"

@@ -6,7 +6,8 @@ Reads what a campaign recorded and judges it against what the docs promise:
   --history FILE...   the clients' histories (tests/lib/histclient.py): every RPUSH with
                       its index (the length it answered), every LLEN, every ROLE sample
   --nemesis FILE      the faults, one JSON line each: kind, node (the target), primary
-                      (the target was the primary when the fault began), t0, t1 (ns)
+                      (the target was the primary when the fault began), t0, t1 (ns),
+                      done (false: refused, e.g. a switchover inside failover_block_ms)
   --events FILE...    the controllers' event logs (promotions: replica_selected, promoted)
   --sentinel-log FILE...  or Redis Sentinels' logs (+promoted-slave / +switch-master)
   --nodes ID=HOST:PORT,...  which server is which node
@@ -263,7 +264,8 @@ def main():
     # Failovers no capable fault explains.
     false_fo = 0
     for pt, pn in proms:
-        ok = any(f["kind"] in CAPABLE and (f.get("primary") or f["kind"] == "switchover")
+        ok = any(f["kind"] in CAPABLE and f.get("done", True)
+                 and (f.get("primary") or f["kind"] == "switchover")
                  and f["t0"] <= pt <= f["t1"] + EXPLAIN_AFTER_NS for f in faults)
         if not ok:
             false_fo += 1
@@ -280,6 +282,8 @@ def main():
         lo, hi = f["t0"], f["t1"] + 10 * 10**9
         if fi + 1 < len(faults):
             hi = min(hi, faults[fi + 1]["t0"])
+        if follow_acks:
+            hi = min(hi, follow_acks[-1])  # the clients stop at the end of the campaign
         ts = [lo] + [t for t in follow_acks if lo <= t <= hi]
         nxt = [t for t in follow_acks if t > hi][:1]
         ts += nxt or [hi]
