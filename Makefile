@@ -1,4 +1,4 @@
-# flatline — build, test, install. See README.md ("Hacking") for the gates.
+# flatline — build, test, install. See docs/hacking.md for the gates.
 .DELETE_ON_ERROR:
 .SUFFIXES:
 

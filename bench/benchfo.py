@@ -2,14 +2,14 @@
 """Driver of bench/failover.sh, which starts three redis-server on loopback, the
 controller and the agents, then runs this with the fault to measure first:
 
-kill CTL_PORT PORTS DIR RUNS RATE (issue 5). Per run: a writer follows the primary
+kill CTL_PORT PORTS DIR RUNS RATE. Per run: a writer follows the primary
   through the controller's Sentinel API at RATE writes/s (tests/lib/flwriter.py);
   the primary is killed with SIGKILL; an independent client tries a write on every
   replica in a tight loop until one accepts it: that is the failover time. Then the
   writer's acknowledged values are looked up on the new primary: the ones missing
   are lost. The old primary is restarted (empty) and must come back as a replica.
 
-stop CTL_PORT PORTS DIR STOPS SLOW_RUNS SECS (issue 13; bench/hung.sh). Three measures:
+stop CTL_PORT PORTS DIR STOPS SLOW_RUNS SECS (bench/hung.sh). Three measures:
   1. SIGSTOP of the primary: from the kill() to the agent's proc_hung line (its ts)
      and to the first write a replica accepts (the same independent client):
      promoted. SIGCONT afterwards; the controller demotes the old primary before

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# flatline vs Sentinel on the same hosts (issue 8, part 4; issue 18): tests/lib/cluster.sh's
+# flatline vs Sentinel on the same hosts, on Redis and on Valkey: tests/lib/cluster.sh's
 # three namespace hosts (a primary + two replicas) and the same writer
 # (tests/lib/clwriter.py, 1,000 RPUSH/s, every acknowledged value recorded), run with
 #   flatline          agents + controller + BIND9 named; the writer follows DNS
@@ -192,7 +192,7 @@ for fault, title in (("sigkill", "SIGKILL of the primary"), ("sigstop", "SIGSTOP
     med = {}
     servers = []
     for r in fr:
-        r.setdefault("server", "Redis")  # results of runs before issue 18
+        r.setdefault("server", "Redis")  # results of runs made before the server column
         if r["server"] not in servers:
             servers.append(r["server"])
     systems = ("flatline", "sentinel-1s", "sentinel-default")

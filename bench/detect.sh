@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Detection benchmark (issue 2): kill() of a watched process -> the agent has the
+# Detection benchmark: kill() of a watched process -> the agent has the
 # event in userspace, idle and during an exit storm; cost of the exit program.
 # Then with a real redis-server and the agent reporting to a recording peer:
 # SIGKILL -> the report reaches the peer, and SIGSTOP -> proc_hung.
@@ -95,7 +95,7 @@ print(f"fl_proc_exit per call (bpf_stats): an unwatched exit {((t3-t2)/cq if cq 
       f"{((t1-t0)/ci if ci else 0):.0f} ns ({ci} calls)")
 PYEOF
 
-# --- issue 4: a real redis-server, the agent with a cluster file -----------
+# --- a real redis-server, the agent with a cluster file -------------------
 kill -TERM "$agent"; wait "$agent" 2>/dev/null; agent=
 rport=$((21000 + RANDOM % 4000)) cport=$((25000 + RANDOM % 4000))
 cat >"$dir/c.conf" <<EOC

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DNS benchmark (issue 6): round trip of one TSIG-signed UPDATE (delete RRset + add)
+# DNS benchmark: round trip of one TSIG-signed UPDATE (delete RRset + add)
 # through user/controller/dns.c against a local BIND9 named, as the event loop sees it (dns_update()
 # call -> callback), N updates in a row alternating between two addresses so each one
 # changes the zone (journal write, serial bump). TCP (the default) and UDP.

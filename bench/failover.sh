@@ -2,11 +2,11 @@
 # Failover benchmarks: three redis-server on loopback, real agents, the controller,
 # and a fault on the primary, timed by an independent client that tries a write on
 # every replica until one accepts it. -f chooses the fault (bench/benchfo.py drives):
-#  kill (issue 5; the default): kill -9 of the primary -> a replica accepts a write
+#  kill (the default): kill -9 of the primary -> a replica accepts a write
 #    (p50/p99/max over N runs; target p99 < 50 ms), and the acknowledged writes lost
 #    per failover under a writer at RATE writes/s that follows the primary through
 #    the controller's Sentinel API.
-#  stop (issue 13; bench/hung.sh is this): SIGSTOP of the primary -> proc_hung
+#  stop (bench/hung.sh is this): SIGSTOP of the primary -> proc_hung
 #    (agent) and -> a replica accepts a write, over N stops; slow commands on the
 #    primary (Lua loops of 0.5, 1, 2 and 4 s, K runs each): failovers caused (the
 #    goal is 0); the cost of bpf/sched.bpf.c per call (bpf_stats) over SECS seconds

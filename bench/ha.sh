@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Controller HA benchmark (issue 15): three data hosts, three etcd members and three
+# Controller HA benchmark: three data hosts, three etcd members and three
 # controllers in namespaces (tests/lib/cluster_ha.sh), a DNS-following writer at 1,000
 # writes/s. Per trial:
 #   takeover  the leading controller SIGKILLed -> another logs leader_elected, and

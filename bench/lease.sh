@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The write lease against partitions (issue 12): a client on the primary's own host (the
+# The write lease against partitions: a client on the primary's own host (the
 # co-located writer, tests/lib/partition.sh: RPUSH to its local server 1,000 times a
 # second) while that host is cut off in each shape for PART_S seconds, then healed.
 # Per shape and system, one fresh cluster (tests/lib/cluster.sh) per trial; printed:

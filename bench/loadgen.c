@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* loadgen: the report load of thousands of `flatline agent`s on one controller,
- * from one thread (libevent), for bench/scale.sh (issue 19).
+ * from one thread (libevent), for bench/scale.sh.
  *
  * For each node of a nodes file ("ID PORT" lines: the node id of the cluster file and
  * the port of its server on 127.0.0.1) it holds what an agent holds: one connection

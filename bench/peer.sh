@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host-failure detection benchmark (issues 7 and 20), in namespaces this script makes
+# Host-failure detection benchmark (ICMP and ICMPv6), in namespaces this script makes
 # and removes (a bridge and two "hosts" on 198.18.0.0/16 and fd00:f1::/64; nothing
 # leaves them):
 #   1. link cut -> peer_down at probe intervals 10, 100, 1000 ms (threshold 10 x

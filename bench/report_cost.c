@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* report_cost: the controller's failover core's cost of one REPORT, in µs, at a
- * given cluster size (issue 19): fo_report_parse of the key/value arguments an agent
+ * given cluster size: fo_report_parse of the key/value arguments an agent
  * sends (built from the shared key table, as loadgen builds them) and fo_on_report
  * (store, judge, check the shard), round-robin over every node of SHARDS shards of
  * three, single thread, no I/O. The network side of a report (read, RESP parsing,

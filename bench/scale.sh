@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale (issue 19): SHARDS shards of three servers (a primary, two replicas) on
+# Scale: SHARDS shards of three servers (a primary, two replicas) on
 # 127.0.0.1 ports, one flatline controller, a third of the primaries killed at once;
 # how long until every shard has a primary again, and the controller's CPU.
 #

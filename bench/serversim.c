@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* serversim: many Redis servers' replication state on many ports of one process, for
  * bench/scale.sh at shard counts beyond what real redis-servers allow on a small
- * machine (issue 19). It answers what the controller and the agent (or loadgen) send,
+ * machine. It answers what the controller and the agent (or loadgen) send,
  * with Redis 7's replies:
  *   PING, ECHO, INFO [server|replication|all|…], ROLE, REPLICAOF/SLAVEOF host port|NO ONE,
  *   MULTI/EXEC/DISCARD, CLIENT KILL TYPE normal|pubsub (other connections closed, as

@@ -1,6 +1,9 @@
-# Quality gates, included by the Makefile. README.md ("Hacking") describes them.
+# Quality gates, included by the Makefile. docs/hacking.md describes them.
 #
-#   make check                  check-asan check-static (not the integration run, not fuzz)
+#   make check                  check-format check-docs check-asan check-static (not the
+#                               integration run, not fuzz)
+#   make check-docs             relative links, anchors and file names in the Markdown
+#                               files resolve (tests/lib/doclinks.py)
 #   make check-asan             unit tests rebuilt in build-asan/ with ASan+UBSan, run; any
 #                               sanitizer report fails
 #   make check-static           check-bpf check-cppcheck check-tidy
@@ -17,10 +20,19 @@
 # appears, so a report from a process whose exit status nobody checks (a daemon killed
 # by a test's cleanup) still fails the run.
 
-.PHONY: check check-asan check-static check-bpf check-cppcheck check-tidy \
+.PHONY: check check-docs check-asan check-static check-bpf check-cppcheck check-tidy \
 	check-integration-asan fuzz fuzz-build
 
-check: check-format check-asan check-static
+check: check-format check-docs check-asan check-static
+
+# ---------------------------------------------------------------------------
+# Documentation: every relative link (file and anchor) and every repository path or
+# source file named as code in the Markdown files exists.
+
+DOC_FILES = $(wildcard *.md docs/*.md docs/man/*.md tests/fuzz/*.md)
+check-docs:
+	$(call msg,DOCS,$(words $(DOC_FILES)) files)
+	$(Q)python3 tests/lib/doclinks.py $(DOC_FILES)
 
 # ---------------------------------------------------------------------------
 # Sanitizers
@@ -63,7 +75,7 @@ check-asan:
 # Integration tests (tests/integration/test_<name>.sh) against build-asan/flatline and
 # its helpers. Root only: without root tests/run.sh reports them skipped. The default is
 # the foundation (process death) and the hostile-peer and client-authentication suites
-# (issue 14: the code that reads what attackers send): 11 s + 43 s + 32 s here;
+# (the code that reads what attackers send): 11 s + 43 s + 32 s here;
 # CHECK_INTEGRATION="proc agent peer" runs others.
 CHECK_INTEGRATION ?= proc hostile client_auth
 check-integration-asan:

@@ -63,7 +63,7 @@ date=$(date -u -R -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/nul
 cat >"$BUILD/deb/changelog" <<EOC
 flatline ($VERSION) unstable; urgency=medium
 
-  * Release $VERSION: see README.md.
+  * Release $VERSION: see NEWS.md.
 
  -- $MAINT  $date
 EOC

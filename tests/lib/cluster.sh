@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A three-host flatline cluster on one machine (issue 8), from ONE generated cluster file:
+# A three-host flatline cluster on one machine, from ONE generated cluster file:
 #
 #   namespace <name>-ctl   bridge br0 10.77.0.254: flatline controller (Sentinel API on
 #                          :26379), BIND9 named (:53, zone ha.test., TSIG key, update

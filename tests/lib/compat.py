@@ -10,7 +10,7 @@ test_sentinel_compat.sh).
   compat.py compare SENTINEL.json FLATLINE.json SENTINEL-EVENTS FLATLINE-EVENTS
       prints the comparison command by command and the event streams kind by kind;
       exits 1 when a difference is not one of the known ones (KNOWN, each with its
-      reason, the same as the README's table).
+      reason, the same as the table in docs/sentinel.md).
 """
 import json
 import socket
@@ -52,7 +52,7 @@ COMMANDS = [
 ]
 
 # (command, difference) -> why. A difference is "missing FIELD", "extra FIELD" or
-# "type ...". The README's "Sentinel compatibility" table says the same.
+# "type ...". docs/sentinel.md's table of differences says the same.
 KNOWN = {
     ("COMMAND COUNT", "value"): "flatline counts the commands it serves",
     ("SENTINEL CKQUORUM", "value"): "one controller: '1 usable Sentinels'",

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A hostile RESP peer: a fake controller or a fake Redis that misbehaves on purpose
-(tests/integration/test_hostile.sh, issue 14).
+(tests/integration/test_hostile.sh).
 
 Listens on 127.0.0.1:PORT; each connection is numbered and logged to OUT as one
 JSON line {"t", "conn", "cmd"} per command received. What it answers depends on MODE:

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Hostile clients of the controller's socket (tests/integration/test_hostile.sh,
-issue 14). Each mode prints one line of JSON with what it saw.
+"""Hostile clients of the controller's socket (tests/integration/test_hostile.sh).
+Each mode prints one line of JSON with what it saw.
 
   status-flood PORT SECS   FLATLINE STATUS over and over, never reading
   ping-sub PORT SECS       SUBSCRIBE, then PING over and over, never reading

@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2034  # sets variables for the sourcing test
-# BIND9 named for the DNS tests (sourced after lib.sh, inside a test): the primary for
+# BIND9 named for the DNS tests (sourced after testlib.sh, inside a test): the primary for
 # ha.example. on 127.0.0.1 at a random high port, everything in $T/named, its own TSIG
 # keys from tsig-keygen, no rndc (controls { };). Runs as the invoking user (-u omitted),
 # so it can write its journal in the temp directory.

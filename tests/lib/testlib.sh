@@ -29,7 +29,7 @@ start_agent() {
 	LOG=$T/events-$node.jsonl
 	"$FL" agent --node "$node" --event-log "$LOG" "$@" 2>"$T/agent-$node.err" &
 	AGENT_PID=$!
-	# The write lease's pins outlive the agent by design (README): gone after the test.
+	# The write lease's pins outlive the agent by design (docs/agent.md): gone after the test.
 	on_exit "rm -rf /sys/fs/bpf/flatline/$node/lease"
 	on_exit "kill -TERM $AGENT_PID; wait $AGENT_PID"
 	wait_event "$LOG" ".kind == \"agent_start\" and .agent_pid == $AGENT_PID" >/dev/null || {
