@@ -267,6 +267,10 @@ const struct cfg_key *cfg_key_find(enum cfg_sect s, const char *name);
 /* What happens to a change of k in process proc (one CFG_P_*): "live", "restart",
  * or NULL when proc does not read k. */
 const char *cfg_key_apply_word(const struct cfg_key *k, unsigned proc);
+/* What a SIGHUP does with a change of k, as flatline.conf(5) says it after "On
+ * SIGHUP: ": "live (agent, controller)", "live (controller); needs a restart
+ * (agent)", "needs a restart (controller)", "nothing (read by each command)". */
+const char *cfg_key_reload_text(const struct cfg_key *k, char *buf, size_t len);
 
 /* Calls fn for every key whose value differs between a and b, with "[section]"
  * (as written, with the id of a named one), the key's name and its row (a node,

@@ -273,6 +273,34 @@ const char *cfg_key_apply_word(const struct cfg_key *k, unsigned proc)
 	return (k->live & proc) ? "live" : "restart";
 }
 
+static void procs(char *buf, size_t len, unsigned set)
+{
+	snprintf(buf, len, "%s%s%s", (set & A) ? "agent" : "", (set & A) && (set & C) ? ", " : "",
+		 (set & C) ? "controller" : "");
+}
+
+const char *cfg_key_reload_text(const struct cfg_key *k, char *buf, size_t len)
+{
+	unsigned live = k->reads & k->live & AC, restart = k->reads & ~k->live & AC;
+	char l[32], r[32];
+
+	if (!k->size) {
+		snprintf(buf, len, "as each key the file it names holds");
+		return buf;
+	}
+	procs(l, sizeof(l), live);
+	procs(r, sizeof(r), restart);
+	if (live && restart)
+		snprintf(buf, len, "live (%s); needs a restart (%s)", l, r);
+	else if (live)
+		snprintf(buf, len, "live (%s)", l);
+	else if (restart)
+		snprintf(buf, len, "needs a restart (%s)", r);
+	else
+		snprintf(buf, len, "nothing (read by each command)");
+	return buf;
+}
+
 /* The defaults, parsed from the rows' text by the same setters as the file. */
 static void defaults(enum cfg_sect s, void *base, struct cfg *c)
 {
