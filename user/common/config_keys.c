@@ -143,16 +143,17 @@ static bool set_dns_name(struct parser *p, const char *key, const char *v, char 
  * path in a struct cfg_tls. */
 bool cfg_set_tls_file(struct parser *p, const struct cfg_key *k, const char *v, void *field)
 {
-	struct cfg_tls *t;
 	char *path = field;
+	int *line;
 
+	/* The struct cfg_tls the path is in, and its line field for this key. */
 	if (!strcmp(k->name, "tls_cert"))
-		t = (struct cfg_tls *)(path - offsetof(struct cfg_tls, cert)),
-		t->cert_line = p->line;
+		line = &((struct cfg_tls *)(path - offsetof(struct cfg_tls, cert)))->cert_line;
 	else if (!strcmp(k->name, "tls_key"))
-		t = (struct cfg_tls *)(path - offsetof(struct cfg_tls, key)), t->key_line = p->line;
+		line = &((struct cfg_tls *)(path - offsetof(struct cfg_tls, key)))->key_line;
 	else
-		t = (struct cfg_tls *)(path - offsetof(struct cfg_tls, ca)), t->ca_line = p->line;
+		line = &((struct cfg_tls *)(path - offsetof(struct cfg_tls, ca)))->ca_line;
+	*line = p->line;
 	return set_path(p, k->name, v, path, k->size);
 }
 
