@@ -233,6 +233,14 @@ static int print_warnings(FILE *f, const struct cfg *c)
 			n++;
 		}
 	}
+	if (c->agent.heartbeat_ms >= c->controller.node_down_after_ms) {
+		fprintf(f,
+			"warning: %s: [agent] heartbeat_ms %d is not below [controller] "
+			"node_down_after_ms %d: agents look stale between reports (a reload to "
+			"such values is refused)\n",
+			c->path, c->agent.heartbeat_ms, c->controller.node_down_after_ms);
+		n++;
+	}
 	if (c->agent.self_fence && c->agent.self_fence_after_ms <= c->agent.peer_down_after_ms) {
 		fprintf(f,
 			"warning: %s: [agent] self_fence_after_ms %d is not above "
