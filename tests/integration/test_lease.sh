@@ -232,6 +232,40 @@ test_lossy() {
 	[ "$n" = 0 ] || fail "h1 lost its lease $n times under 20 % loss"
 }
 
+# lease_ms raised 500 -> 3000 by a reload (flatline.conf(5), lease_ms): in either
+# order the controller waits the longer lease before promoting. Controller first: its
+# agents still run with 500 (a restart applies theirs), the controller counts 3000.
+# Agents first: h1's agent restarted with 3000 (it says so in its REPORTs, key
+# lease_ms), the controller not reloaded (its file still said 500 when it read it):
+# a wait of ~532 ms would let h1 acknowledge writes for 2.5 s after the promotion.
+lease_reload_figure() {
+	[ "$PROM_MS" -ge 3000 ] || fail "promoted $PROM_MS ms after the cut: the 3000 ms lease was not waited for"
+}
+test_reload_lease_controller_first() {
+	FL_AGENT_CONF="lease_ms = 500"
+	cluster
+	sed -i 's/^lease_ms = 500$/lease_ms = 3000/' "$CL_CONF"
+	kill -HUP "$(cl_pid controller)"
+	cl_until 5 cl_has_event "$CL_CLOG" '.kind == "config_reloaded" and .applied == "[agent] lease_ms"' ||
+		fail "the controller did not apply lease_ms: $(grep config_reloaded "$CL_CLOG")"
+	after_cut_failover full
+	lease_reload_figure
+}
+test_reload_lease_agents_first() {
+	local since
+	FL_AGENT_CONF="lease_ms = 500"
+	cluster
+	sed -i 's/^lease_ms = 500$/lease_ms = 3000/' "$CL_CONF"
+	since=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
+	cl_stop "agent-$OLD_NODE" KILL
+	cl_agent_start 1
+	cl_until 5 cl_has_event "$CL_CLOG" ".kind == \"agent_connected\" and .instance == \"$OLD_NODE\" and .ts >= \"$since\"" ||
+		fail "h1's agent did not come back"
+	sleep 1 # its REPORTs (every 100 ms, key lease_ms = 3000) reach the controller
+	after_cut_failover full
+	lease_reload_figure
+}
+
 # The program itself on crafted frames (tests/integration/lease_prog_test.c).
 test_lease_packets() {
 	need_root
@@ -243,7 +277,8 @@ test_lease_packets() {
 }
 
 TESTS=(test_lease_packets test_full_cut test_inbound_cut test_outbound_cut test_controller_cut test_peers_cut
-	test_agent_killed test_agent_stopped test_server_stopped test_agent_restart test_lossy)
+	test_agent_killed test_agent_stopped test_server_stopped test_agent_restart test_lossy
+	test_reload_lease_controller_first test_reload_lease_agents_first)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
 run_tests
 echo "figures (writes of the co-located client on h1; times from the cut):"

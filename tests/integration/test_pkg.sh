@@ -147,8 +147,9 @@ test_manual() {
 		w=$(LC_ALL=C.UTF-8 groff -man -ww -z "$p" 2>&1)
 		[ -z "$w" ] || fail "groff warns about $p: $w"
 	done
-	keys=$(grep -ho 'KEY("[a-z_]*")' user/common/config*.c | sed 's/KEY("\(.*\)")/\1/' | sort -u)
-	[ "$(wc -l <<<"$keys")" -ge 30 ] || fail "found only $(wc -l <<<"$keys") keys in user/common/config*.c"
+	# The table of keys (user/common/config_table.c), as flatline check --keys prints it.
+	keys=$("$FL" check --keys | sed -n 's/^\[[^]]*\] \([a-z_]*\) .*/\1/p' | sort -u)
+	[ "$(wc -l <<<"$keys")" -ge 30 ] || fail "found only $(wc -l <<<"$keys") keys in flatline check --keys"
 	for k in $keys; do
 		grep -q "^\`$k\`" docs/man/flatline.conf.5.md || grep -q "\`$k\`" docs/man/flatline.conf.5.md ||
 			fail "flatline.conf(5) does not describe key $k"
@@ -327,6 +328,20 @@ ping_interval_ms = 50"
 	ev=$(wait_event "$LOG" '.kind == "config_reloaded"') || { cat "$ERR" >&2; fail "no config_reloaded"; }
 	expect_eq "changed keys" "$(jq -r .changed <<<"$ev")" 2
 	expect_eq "needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[agent] ping_interval_ms"
+	expect_eq "applied" "$(jq -r .applied <<<"$ev")" "[agent] self_fence"
+	# stop_grace_ms and heartbeat_ms changed: both applied and named so (they were
+	# once ignored while the reload said "all applied").
+	write_conf "$T/c.conf" "self_fence = no
+ping_interval_ms = 50
+stop_grace_ms = 200"
+	sed -i 's/^heartbeat_ms = 100$/heartbeat_ms = 150/' "$T/c.conf"
+	kill -HUP "$AGENT_PID"
+	ev=$(wait_event "$LOG" '.kind == "config_reloaded" and (.applied | test("stop_grace_ms"))') ||
+		{ cat "$ERR" >&2; fail "no config_reloaded applying stop_grace_ms"; }
+	expect_eq "applied" "$(jq -r .applied <<<"$ev")" "[agent] heartbeat_ms, [agent] stop_grace_ms"
+	expect_eq "still needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[agent] ping_interval_ms"
+	grep -q "reload: \[agent\] ping_interval_ms: needs a restart of the agent" "$ERR" ||
+		fail "no warning naming ping_interval_ms: $(cat "$ERR")"
 	# self_fence = no now: isolation fences nothing.
 	isolate_a
 	on_exit "$NA nft delete table inet flpkg"
@@ -483,6 +498,7 @@ test_prometheus_failover() {
 	ev=$(jq -c 'select(.kind == "config_reloaded")' "$CL_CLOG" | head -n 1)
 	expect_eq "changed keys" "$(jq -r .changed <<<"$ev")" 2
 	expect_eq "needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[dns] ttl"
+	expect_eq "applied" "$(jq -r .applied <<<"$ev")" "[controller] node_down_after_ms"
 	nc=$($IN_CTL timeout 2 redis-cli -h "$CL_CTL_IP" -p "$CL_CTL_PORT" --raw \
 		SENTINEL master "$CL_SHARD" 2>/dev/null | grep -A1 '^down-after-milliseconds$' | tail -n 1)
 	expect_eq "down-after-milliseconds after the reload" "$nc" 1500

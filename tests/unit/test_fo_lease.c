@@ -115,6 +115,91 @@ static void test_lease_proc_down_no_wait(void **state)
 	assert_true(evented("failover_start"));
 }
 
+static void rep_len(const char *id, int lease_len_ms)
+{
+	struct fo_report r;
+
+	mkrep(&r, FO_PROC_UP, strcmp(id, "n1") ? INFO_ROLE_SLAVE : INFO_ROLE_MASTER,
+	      strcmp(id, "n1") ? "n1" : NULL, strcmp(id, "n1") ? 1 : -1, 1000);
+	r.lease_len_ms = lease_len_ms;
+	fo_on_report(&C, N(id), &r);
+}
+
+/* The lease length per node (a reload of lease_ms, in either order): the longest of
+ * the controller's, the agent's reported one, a longer one it reported before (for a
+ * span of it), and for a node that never said, the longest the file has had. */
+static void test_lease_length_per_node(void **state)
+{
+	struct fo_node *n1 = N("n1");
+	long long t;
+
+	(void)state;
+	C.lease_ms = C.lease_ms_max = 500;
+	assert_int_equal(fo_node_lease_ms(&C, n1, R.mono), 500); /* never reported */
+	rep_len("n1", 500);
+	assert_int_equal(fo_node_lease_ms(&C, n1, R.mono), 500);
+	/* The controller reloaded to 3000 first; the agent still runs with 500. */
+	C.lease_ms = C.lease_ms_max = 3000;
+	assert_int_equal(fo_node_lease_ms(&C, n1, R.mono), 3000);
+	/* The agents first (restarted with 3000), the controller still at 500. */
+	C.lease_ms = 500;
+	rep_len("n1", 3000);
+	assert_int_equal(fo_node_lease_ms(&C, n1, R.mono), 3000);
+	/* Back to 500 on the agent: its last 3000 lease may run one span more. */
+	R.mono += 100;
+	t = R.mono;
+	rep_len("n1", 500);
+	assert_int_equal(fo_node_lease_ms(&C, n1, R.mono), 3000);
+	assert_int_equal(fo_node_lease_ms(&C, n1, t + 3000 + 3000 / 16), 3000);
+	assert_int_equal(fo_node_lease_ms(&C, n1, t + 3000 + 3000 / 16 + 1), 500);
+	/* A node that has not said its length: the longest the file has had (3000). */
+	assert_int_equal(fo_node_lease_ms(&C, N("n2"), R.mono), 3000);
+	/* Lease off in the controller's file: an agent that runs one is still waited for. */
+	C.lease_ms = 0;
+	rep_len("n2", 500);
+	assert_int_equal(fo_node_lease_ms(&C, N("n2"), R.mono), 500);
+	rep_len("n2", 0);
+	R.mono += 600;
+	assert_int_equal(fo_node_lease_ms(&C, N("n2"), R.mono), 0);
+}
+
+/* Raised to 3000 on the controller only (the brief's reload): n1 cut off right after
+ * an answer named it primary; no promotion before the 3000 ms lease has run out,
+ * although n1's agent still says 500. */
+static void test_lease_reload_raise_waits_new(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+	long long named;
+
+	(void)state;
+	healthy();
+	rep_len("n1", 500);
+	C.lease_ms_max = C.lease_ms = 3000;
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
+	named = R.mono;
+	R.mono += 1001;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, N("n1")->idx, 1001);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("lease_wait"));
+	assert_false(evented("failover_start"));
+	R.mono = named + 532 + 10; /* the old 500 ms lease's span: not enough */
+	fo_on_report(&C, N("n2"), &r);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	assert_false(evented("failover_start"));
+	R.mono = named + 3000 + 3000 / 16 + 1;
+	fo_report_set_peer_age(&r, N("n1")->idx, R.mono - named);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("failover_start"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -122,6 +207,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lease_silent_peer_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_given_up_and_proc_down, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_proc_down_no_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_length_per_node, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_reload_raise_waits_new, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,10 +69,13 @@ static void test_histogram(void **state)
 	evbuffer_free(b);
 }
 
-static void on_key(void *ctx, const char *section, const char *key)
+static void on_key(void *ctx, enum cfg_sect sect, const char *section, const char *key,
+		   const struct cfg_key *row)
 {
 	char *out = ctx;
 
+	(void)sect;
+	(void)row;
 	snprintf(out + strlen(out), 512 - strlen(out), "%s %s;", section, key);
 }
 

@@ -233,39 +233,37 @@ static void on_sched_ringbuf(evutil_socket_t fd, short what, void *arg)
 		pr_warn("failed to read ring buffer: %s\n", strerror(-n));
 }
 
-struct reload_ctx {
-	char restart[512]; /* the changed keys that need a restart */
-	size_t len;
-};
-
-/* What the agent applies while running: only self-fencing's switch and delay, read
- * at each evaluation. Everything else it was started with stays until a restart. */
-static void on_changed_key(void *ctx, const char *section, const char *key)
+/* What the agent applies while running (the rows of common/config_table.c with
+ * live & CFG_P_AGENT): hung_after, stop_grace_ms, busy_max_ms and heartbeat_ms go to
+ * the server monitor, the reporters and the fence tick; a node key or the cluster
+ * secret to the reporters, for their next connection; self_fence and
+ * self_fence_after_ms are read at each evaluation. Everything else it reads needs
+ * a restart, and is named so. */
+static void reload_done(void *ctx)
 {
-	struct reload_ctx *rc = ctx;
+	struct agent *a = ctx;
+	const typeof(a->cfg->agent) *k = &a->cfg->agent;
+	struct timeval tick = fl_ms_tv(k->heartbeat_ms);
 
-	if (!strcmp(section, "[agent]") &&
-	    (!strcmp(key, "self_fence") || !strcmp(key, "self_fence_after_ms")))
-		return;
-	/* Other processes' sections and other nodes do not concern this agent. */
-	if (strcmp(section, "[agent]") && strcmp(section, "[redis]") &&
-	    strcmp(section, "[cluster]") && strncmp(section, "[controller", 11) &&
-	    strncmp(section, "[node", 5) && strncmp(section, "[shard", 6))
-		return;
-	if (!strcmp(section, "[controller]") && strcmp(key, "listen") && strcmp(key, "address"))
-		return;
-	if (rc->len < sizeof(rc->restart))
-		rc->len += snprintf(rc->restart + rc->len, sizeof(rc->restart) - rc->len, "%s%s %s",
-				    rc->len ? ", " : "", section, key);
+	if (a->srv)
+		srvmon_set_timing(a->srv, k->hung_after, k->stop_grace_ms, k->busy_max_ms,
+				  k->heartbeat_ms);
+	for (int i = 0; i < a->nrep; i++) {
+		reporter_set_heartbeat(a->rep[i], k->heartbeat_ms);
+		if (reporter_set_key(a->rep[i], a->cfg->secret, a->me->key))
+			pr_warn("failed to derive node %s's key: keeping the one in use\n",
+				a->node);
+	}
+	if (a->fence_ev)
+		event_add(a->fence_ev, &tick);
 }
 
 static void agent_reload(struct agent *a)
 {
-	struct reload_ctx rc = {.len = 0};
+	struct cfg_reload rr = {.proc = CFG_P_AGENT, .who = "agent", .done = reload_done, .ctx = a};
 	struct cfg *n = NULL;
 	struct evrec r;
 	char err[512];
-	int changed;
 
 	if (!a->cfg) {
 		pr_info("received SIGHUP: no cluster file to reload (started without -c)\n");
@@ -288,19 +286,13 @@ static void agent_reload(struct agent *a)
 		cfg_free(n);
 		return;
 	}
-	rc.restart[0] = '\0';
-	changed = cfg_diff(a->cfg, n, on_changed_key, &rc);
-	a->cfg->agent.self_fence = n->agent.self_fence;
-	a->cfg->agent.self_fence_after_ms = n->agent.self_fence_after_ms;
+	cfg_reload_run(&rr, a->cfg, n, a->config);
 	evrec_begin(&r, NULL, a->node, "config_reloaded");
-	evrec_int(&r, "changed", changed);
-	evrec_str(&r, "needs_restart", rc.restart);
+	evrec_int(&r, "changed", rr.changed);
+	evrec_str(&r, "needs_restart", rr.restart);
+	evrec_str(&r, "applied", rr.applied);
+	evrec_str(&r, "refused", rr.refused);
 	agent_log(a, &r);
-	if (rc.len)
-		pr_warn("reloaded %s: %d key(s) changed; these need a restart of the agent: %s\n",
-			a->config, changed, rc.restart);
-	else
-		pr_info("reloaded %s: %d key(s) changed, all applied\n", a->config, changed);
 	cfg_free(n);
 }
 

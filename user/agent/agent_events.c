@@ -341,6 +341,7 @@ void build_report(void *ctx, struct rep_msg *m)
 	}
 	if (st->auth_error[0])
 		rep_add_key(m, RK_AUTH_ERROR, NULL, "%s", st->auth_error);
+	rep_add_key(m, RK_LEASE_LEN, NULL, "%d", a->cfg->agent.lease_ms);
 	if (!st->have_info)
 		return;
 	if (i->server != INFO_SRV_UNKNOWN)

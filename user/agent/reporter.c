@@ -355,6 +355,30 @@ void reporter_kick(struct reporter *r)
 		send_report(r);
 }
 
+void reporter_set_heartbeat(struct reporter *r, int ms)
+{
+	struct timeval tv = fl_ms_tv(ms);
+
+	if (r->o.heartbeat_ms == ms)
+		return;
+	r->o.heartbeat_ms = ms;
+	if (event_pending(r->hb_ev, EV_TIMEOUT, NULL))
+		event_add(r->hb_ev, &tv);
+}
+
+int reporter_set_key(struct reporter *r, const char *secret, const char *key_hex)
+{
+	uint8_t key[AUTH_KEY_LEN];
+
+	if (key_hex && key_hex[0]
+		? auth_unhex(key_hex, strlen(key_hex), key, sizeof(key))
+		: !secret || !secret[0] || auth_node_key(secret, strlen(secret), r->node, key))
+		return -EINVAL;
+	memcpy(r->key, key, sizeof(key));
+	OPENSSL_cleanse(key, sizeof(key));
+	return 0;
+}
+
 bool reporter_ready(const struct reporter *r)
 {
 	return r->state == REP_READY;

@@ -61,6 +61,11 @@ void reporter_start(struct reporter *r);
  * reconnect). */
 void reporter_kick(struct reporter *r);
 bool reporter_ready(const struct reporter *r);
+/* A reload (agent.c): report at least every ms from now on. */
+void reporter_set_heartbeat(struct reporter *r, int ms);
+/* A reload: the node key (key_hex, else derived from secret) the next connection
+ * proves; the current one stays proven. -EINVAL (the old key kept) if unusable. */
+int reporter_set_key(struct reporter *r, const char *secret, const char *key_hex);
 /* Wall-clock ms of the last reply from the controller, 0 if never. */
 long long reporter_last_answer_ms(const struct reporter *r);
 void reporter_free(struct reporter *r);

@@ -732,6 +732,21 @@ void srvmon_start(struct srvmon *m)
 	redis_link_start(m->link);
 }
 
+void srvmon_set_timing(struct srvmon *m, int hung_after, int stop_grace_ms, int busy_max_ms,
+		       int info_interval_ms)
+{
+	struct timeval info = fl_ms_tv(info_interval_ms);
+
+	m->o.hung_after = m->hung.hung_after = hung_after;
+	m->o.stop_grace_ms = stop_grace_ms;
+	m->o.busy_max_ms = busy_max_ms;
+	if (m->o.info_interval_ms != info_interval_ms) {
+		m->o.info_interval_ms = info_interval_ms;
+		if (event_pending(m->info_ev, EV_TIMEOUT, NULL))
+			event_add(m->info_ev, &info);
+	}
+}
+
 int srvmon_send(struct srvmon *m, int argc, const char **argv, redis_link_reply_fn fn, void *priv)
 {
 	return redis_link_command(m->link, fn, priv, argc, argv, NULL);

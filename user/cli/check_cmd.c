@@ -17,10 +17,13 @@
 
 static const char check_usage[] =
     "usage: flatline check [-c FILE] [--node ID] [-q]\n"
+    "       flatline check --keys\n"
     "\n"
     "  -c, --config FILE  the cluster file to validate (default " CHECK_DEFAULT_CONFIG ")\n"
     "  --node ID          print only what this node's agent will do\n"
     "  -q, --quiet        print nothing when the file is valid\n"
+    "  --keys             print every key the file may hold: section, name, default,\n"
+    "                     what a SIGHUP does with a change, meaning\n"
     "\n"
     "Exit status: 0 valid, 1 invalid (one line names file:line), 2 usage.\n";
 
@@ -230,6 +233,14 @@ static int print_warnings(FILE *f, const struct cfg *c)
 			n++;
 		}
 	}
+	if (c->agent.heartbeat_ms >= c->controller.node_down_after_ms) {
+		fprintf(f,
+			"warning: %s: [agent] heartbeat_ms %d is not below [controller] "
+			"node_down_after_ms %d: agents look stale between reports (a reload to "
+			"such values is refused)\n",
+			c->path, c->agent.heartbeat_ms, c->controller.node_down_after_ms);
+		n++;
+	}
 	if (c->agent.self_fence && c->agent.self_fence_after_ms <= c->agent.peer_down_after_ms) {
 		fprintf(f,
 			"warning: %s: [agent] self_fence_after_ms %d is not above "
@@ -240,14 +251,31 @@ static int print_warnings(FILE *f, const struct cfg *c)
 	return n;
 }
 
+/* --keys: the table of keys (common/config_table.c), one line each. */
+static void print_keys(FILE *f)
+{
+	static const char *const sect[CFG_S_COUNT] = {[CFG_S_CTL] = "controller \"ID\"",
+						      [CFG_S_NODE] = "node \"ID\"",
+						      [CFG_S_SHARD] = "shard \"NAME\"",
+						      [CFG_S_USER] = "user \"NAME\""};
+	char name[64], on[96];
+
+	for (int i = 0; i < cfg_nkeys; i++) {
+		const struct cfg_key *k = &cfg_keys[i];
+
+		snprintf(name, sizeof(name), "[%s] %s",
+			 sect[k->sect] ? sect[k->sect] : cfg_sect_name(k->sect), k->name);
+		fprintf(f, "%-40s %-22s on SIGHUP: %-52s %s\n", name, k->def ? k->def : "-",
+			cfg_key_reload_text(k, on, sizeof(on)), k->doc);
+	}
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"config", required_argument, NULL, 'c'},
-	    {"node", required_argument, NULL, 'n'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
+	    {"config", required_argument, NULL, 'c'}, {"node", required_argument, NULL, 'n'},
+	    {"quiet", no_argument, NULL, 'q'},	      {"keys", no_argument, NULL, 'k'},
+	    {"help", no_argument, NULL, 'h'},	      {0},
 	};
 	const char *path = CHECK_DEFAULT_CONFIG, *node = NULL;
 	const struct cfg_node *only = NULL;
@@ -268,6 +296,9 @@ int cmd_check(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'k':
+			print_keys(stdout);
+			return 0;
 		case 'h':
 			fputs(check_usage, stdout);
 			return 0;

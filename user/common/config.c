@@ -5,8 +5,9 @@
  *
  * This file: the reader (lines, section headers, secrets on the line, [include]d
  * files), dispatching each key to its section, and cfg_load()/cfg_free() and the
- * look-ups. The per-section keys are config_keys.c; defaults, cross-section
- * checks, endpoints and cfg_diff() config_check.c. */
+ * look-ups. The keys are rows of config_table.c (which also holds the defaults and
+ * cfg_diff()), set by config_keys.c; cross-section checks and endpoints are
+ * config_check.c. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -77,7 +78,7 @@ static bool parse_user_header(struct parser *p, const char *id)
 	memset(&users[p->cur], 0, sizeof(users[0]));
 	snprintf(users[p->cur].name, sizeof(users[0].name), "%s", id);
 	users[p->cur].line = p->line;
-	p->sect = S_USER;
+	p->sect = CFG_S_USER;
 	return true;
 }
 
@@ -86,10 +87,11 @@ static bool parse_header(struct parser *p, const char *text)
 {
 	static const struct {
 		const char *name;
-		enum sect s;
-	} plain[] = {{"cluster", S_CLUSTER}, {"agent", S_AGENT}, {"controller", S_CONTROLLER},
-		     {"redis", S_REDIS},     {"dns", S_DNS},	 {"etcd", S_ETCD},
-		     {"include", S_INCLUDE}};
+		enum cfg_sect s;
+	} plain[] = {
+	    {"cluster", CFG_S_CLUSTER}, {"agent", CFG_S_AGENT}, {"controller", CFG_S_CONTROLLER},
+	    {"redis", CFG_S_REDIS},	{"dns", CFG_S_DNS},	{"etcd", CFG_S_ETCD},
+	    {"include", CFG_S_INCLUDE}};
 	char kind[16], id[CFG_ID_MAX + 2];
 	const char *end = strchr(text, ']');
 	size_t n;
@@ -105,19 +107,19 @@ static bool parse_header(struct parser *p, const char *text)
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
 		if (!strcmp(p->sect_text, plain[i].name)) {
 			/* [include] may come back (one file each); others are one block. */
-			if (plain[i].s != S_INCLUDE && (p->plain_seen & (1u << plain[i].s))) {
+			if (plain[i].s != CFG_S_INCLUDE && (p->plain_seen & (1u << plain[i].s))) {
 				perr(p, p->line, NULL, "[%s] defined twice", p->sect_text);
 				return false;
 			}
 			p->plain_seen |= 1u << plain[i].s;
 			p->sect = plain[i].s;
-			if (p->sect == S_CLUSTER)
+			if (p->sect == CFG_S_CLUSTER)
 				p->cluster_line = p->line;
-			if (p->sect == S_DNS) {
+			if (p->sect == CFG_S_DNS) {
 				c->dns.enabled = true;
 				p->dns_line = p->line;
 			}
-			if (p->sect == S_ETCD) {
+			if (p->sect == CFG_S_ETCD) {
 				c->etcd.enabled = true;
 				p->etcd_line = p->line;
 			}
@@ -156,10 +158,10 @@ static bool parse_header(struct parser *p, const char *text)
 		p->cur = c->nnodes++;
 		memset(&nodes[p->cur], 0, sizeof(nodes[0]));
 		snprintf(nodes[p->cur].id, sizeof(nodes[0].id), "%s", id);
-		nodes[p->cur].priority = 100;
+		cfg_table_sect_defaults(CFG_S_NODE, &nodes[p->cur]);
 		nodes[p->cur].shard = -1;
 		nodes[p->cur].line = p->line;
-		p->sect = S_NODE;
+		p->sect = CFG_S_NODE;
 		return true;
 	}
 	if (!strcmp(kind, "controller")) {
@@ -181,7 +183,7 @@ static bool parse_header(struct parser *p, const char *text)
 		memset(&ctls[p->cur], 0, sizeof(ctls[0]));
 		snprintf(ctls[p->cur].id, sizeof(ctls[0].id), "%s", id);
 		ctls[p->cur].line = p->line;
-		p->sect = S_CTL;
+		p->sect = CFG_S_CTL;
 		return true;
 	}
 	if (!strcmp(kind, "user"))
@@ -212,7 +214,7 @@ static bool parse_header(struct parser *p, const char *text)
 		shards[p->cur].line = p->line;
 		sn[p->cur] = NULL;
 		snl[p->cur] = 0;
-		p->sect = S_SHARD;
+		p->sect = CFG_S_SHARD;
 		return true;
 	}
 	perr(p, p->line, NULL, "unknown section [%s]", p->sect_text);
@@ -220,15 +222,15 @@ static bool parse_header(struct parser *p, const char *text)
 }
 
 /* The keys whose values are secrets. */
-static bool secret_key(enum sect sect, const char *k, size_t n)
+static bool secret_key(enum cfg_sect sect, const char *k, size_t n)
 {
-	return (sect == S_CLUSTER && n == 6 && !strncmp(k, "secret", 6)) ||
-	       (sect == S_REDIS && n == 8 && !strncmp(k, "password", 8)) ||
-	       (sect == S_DNS && n == 11 && !strncmp(k, "tsig_secret", 11)) ||
-	       (sect == S_ETCD && n == 8 && !strncmp(k, "password", 8)) ||
-	       (sect == S_NODE && n == 3 && !strncmp(k, "key", 3)) ||
-	       (sect == S_CONTROLLER && n == 11 && !strncmp(k, "requirepass", 11)) ||
-	       (sect == S_USER && n == 8 && !strncmp(k, "password", 8));
+	return (sect == CFG_S_CLUSTER && n == 6 && !strncmp(k, "secret", 6)) ||
+	       (sect == CFG_S_REDIS && n == 8 && !strncmp(k, "password", 8)) ||
+	       (sect == CFG_S_DNS && n == 11 && !strncmp(k, "tsig_secret", 11)) ||
+	       (sect == CFG_S_ETCD && n == 8 && !strncmp(k, "password", 8)) ||
+	       (sect == CFG_S_NODE && n == 3 && !strncmp(k, "key", 3)) ||
+	       (sect == CFG_S_CONTROLLER && n == 11 && !strncmp(k, "requirepass", 11)) ||
+	       (sect == CFG_S_USER && n == 8 && !strncmp(k, "password", 8));
 }
 
 /* inih cuts a value at " ;" (an inline comment). In a secret that would cut it
@@ -343,7 +345,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
 	(void)section; /* parse_header() has seen it, with its line */
 	if (p->failed)
 		return 0;
-	if (p->sect != S_NONE) {
+	if (p->sect != CFG_S_NONE) {
 		for (int i = 0; i < p->nkeys_seen; i++) {
 			if (!strcmp(p->keys_seen[i], name)) {
 				perr(p, p->line, name, "set twice in this section");
@@ -354,31 +356,23 @@ static int on_key(void *user, const char *section, const char *name, const char 
 			snprintf(p->keys_seen[p->nkeys_seen++], sizeof(p->keys_seen[0]), "%s",
 				 name);
 	}
-	switch (p->sect) {
-	case S_INCLUDE:
-		return key_include(p, name, value);
-	case S_CLUSTER:
-		return key_cluster(p, name, value);
-	case S_AGENT:
-		return key_agent(p, name, value);
-	case S_CONTROLLER:
-		return key_controller(p, name, value);
-	case S_REDIS:
-		return key_redis(p, name, value);
-	case S_DNS:
-		return key_dns(p, name, value);
-	case S_ETCD:
-		return key_etcd(p, name, value);
-	case S_CTL:
-		return key_ctl(p, name, value);
-	case S_NODE:
-		return key_node(p, name, value);
-	case S_SHARD:
-		return key_shard(p, name, value);
-	case S_USER:
-		return key_user(p, name, value);
-	case S_NONE:
-		break;
+	if (p->sect != CFG_S_NONE) {
+		const struct cfg_key *k = cfg_key_find(p->sect, name);
+		void *base = p->c;
+
+		if (!k) {
+			perr(p, p->line, name, "unknown key");
+			return 0;
+		}
+		if (p->sect == CFG_S_NODE)
+			base = &p->c->nodes[p->cur];
+		else if (p->sect == CFG_S_SHARD)
+			base = &p->c->shards[p->cur];
+		else if (p->sect == CFG_S_CTL)
+			base = &p->c->ctls[p->cur];
+		else if (p->sect == CFG_S_USER)
+			base = &p->c->users[p->cur];
+		return cfg_set_key(p, k, value, base);
 	}
 	perr(p, p->line, NULL, "key '%s' outside any section", name);
 	return 0;

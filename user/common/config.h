@@ -193,11 +193,113 @@ const char *cfg_address_unprobeable(const char *address);
 int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len);
 /* host:port, or [host]:port for an IPv6 address (as Redis's anetFormatAddr). */
 const char *cfg_hostport(char *buf, size_t len, const char *host, int port);
-/* Calls fn(ctx, "[section]", "key") for every key whose value differs between a and
- * b (a node or shard added or removed is reported as its whole section, key "*").
- * Returns how many. For SIGHUP: what changed, and so what needs a restart. */
-typedef void (*cfg_diff_fn)(void *ctx, const char *section, const char *key);
+/* ---- The table of keys (config_table.c): one row per key, as Redis's
+ * static_configs[]. The reader, the defaults, cfg_diff(), both daemons' reloads,
+ * `flatline check` and the test against flatline.conf(5) all walk it. */
+
+/* The sections; CFG_S_CTL is [controller "ID"]. */
+enum cfg_sect {
+	CFG_S_NONE,
+	CFG_S_CLUSTER,
+	CFG_S_AGENT,
+	CFG_S_CONTROLLER,
+	CFG_S_REDIS,
+	CFG_S_DNS,
+	CFG_S_ETCD,
+	CFG_S_NODE,
+	CFG_S_SHARD,
+	CFG_S_CTL,
+	CFG_S_INCLUDE,
+	CFG_S_USER,
+	CFG_S_COUNT
+};
+
+enum cfg_type {
+	CFG_T_INT,	/* decimal, within [lo, hi] */
+	CFG_T_BOOL,	/* yes/no, true/false, on/off, 1/0 */
+	CFG_T_STR,	/* free text */
+	CFG_T_SECRET,	/* at least 16 bytes */
+	CFG_T_PATH,	/* absolute */
+	CFG_T_ENDPOINT, /* host:port, [v6]:port or unix:/path */
+	CFG_T_METRICS,	/* host:port, or empty (off) */
+	CFG_T_IP,	/* an IPv4 or IPv6 address */
+	CFG_T_DNS_NAME, /* absolute, ending in '.' */
+	CFG_T_CUSTOM,	/* its own setter (a list, a word, several fields) */
+};
+
+/* Processes, for what reads a key and what applies its change on SIGHUP. */
+enum cfg_proc { CFG_P_AGENT = 1, CFG_P_CONTROLLER = 2, CFG_P_CLI = 4 };
+
+struct parser;
+struct cfg_key;
+/* A CFG_T_CUSTOM key: parses v into p->c (field: the row's field in it). */
+typedef bool (*cfg_set_fn)(struct parser *p, const struct cfg_key *k, const char *v, void *field);
+/* Optional: whether the key has the same value in a and b (a, b: the section's
+ * struct, in files ca and cb); default by type, or the field's bytes. */
+typedef bool (*cfg_eq_fn)(const struct cfg *ca, const void *a, const struct cfg *cb, const void *b,
+			  const struct cfg_key *k);
+
+struct cfg_key {
+	enum cfg_sect sect;
+	const char *name;
+	enum cfg_type type;
+	long lo, hi;	 /* CFG_T_INT */
+	const char *def; /* the default as the file writes it; NULL: empty, required or
+			  * derived (then doc says which) */
+	size_t off;	 /* the field in struct cfg, or in the named section's struct
+			  * (cfg_node, cfg_shard, cfg_user, cfg_ctl) */
+	size_t size;	 /* its size; 0: no field of its own ([include] path) */
+	unsigned reads;	 /* enum cfg_proc: who reads it */
+	unsigned live;	 /* enum cfg_proc: who applies a change on SIGHUP (the other
+			  * readers need a restart) */
+	cfg_set_fn set;
+	cfg_eq_fn eq;
+	const char *alias; /* another spelling, or NULL */
+	const char *doc;   /* one line */
+};
+
+extern const struct cfg_key cfg_keys[];
+extern const int cfg_nkeys;
+/* "cluster", "agent", …, "node", "controller" (for CFG_S_CTL: with an id). */
+const char *cfg_sect_name(enum cfg_sect s);
+/* The row of key name (or its alias) in section s, NULL if none. */
+const struct cfg_key *cfg_key_find(enum cfg_sect s, const char *name);
+/* What happens to a change of k in process proc (one CFG_P_*): "live", "restart",
+ * or NULL when proc does not read k. */
+const char *cfg_key_apply_word(const struct cfg_key *k, unsigned proc);
+/* What a SIGHUP does with a change of k, as flatline.conf(5) says it after "On
+ * SIGHUP: ": "live (agent, controller)", "live (controller); needs a restart
+ * (agent)", "needs a restart (controller)", "nothing (read by each command)". */
+const char *cfg_key_reload_text(const struct cfg_key *k, char *buf, size_t len);
+
+/* Calls fn for every key whose value differs between a and b, with "[section]"
+ * (as written, with the id of a named one), the key's name and its row (a node,
+ * shard, user or controller added or removed is its whole section: key "*", row
+ * NULL). Returns how many. For SIGHUP: what changed. */
+typedef void (*cfg_diff_fn)(void *ctx, enum cfg_sect sect, const char *section, const char *key,
+			    const struct cfg_key *row);
 int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx);
+
+/* ---- SIGHUP (config_reload.c): the same walk for both daemons. Every changed key
+ * that the daemon reads is, by its row, applied (its new value copied into the
+ * running configuration, then done() tells the daemon to use it), refused with a
+ * reason (the old value stays), or named as needing a restart; each is logged. */
+struct cfg_reload {
+	unsigned proc;	 /* CFG_P_AGENT or CFG_P_CONTROLLER */
+	const char *who; /* "agent", "controller": in messages */
+	/* Optional: why the daemon refuses the live change of k (NULL: apply it). */
+	const char *(*check)(void *ctx, const struct cfg_key *k, const struct cfg *old,
+			     const struct cfg *new);
+	/* Called once after the copies when something was applied. */
+	void (*done)(void *ctx);
+	void *ctx;
+	/* Out: how many keys differ in all (the daemon's or not), and by outcome the
+	 * keys as "[section] key, [section] key" (refused: "[section] key: why; …"). */
+	int changed, napplied, nrestart, nrefused;
+	char applied[1024], restart[1024], refused[1024];
+};
+/* Walks the changes from old (the running configuration, updated in place) to new. */
+void cfg_reload_run(struct cfg_reload *r, struct cfg *old, const struct cfg *new, const char *path);
 
 /* Parses "host:port", "[v6]:port" or "unix:/path"; -EINVAL if malformed. */
 int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port);

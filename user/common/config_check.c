@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The cluster file once read: defaults, the cross-section checks, endpoints
- * (cfg_parse_endpoint, cfg_hostport), the probe address warnings, and
- * cfg_diff() for reloads. */
+ * (cfg_parse_endpoint, cfg_hostport) and the probe address warnings. The defaults
+ * are the table's (config_table.c). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -80,30 +80,7 @@ int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, 
 
 void set_defaults(struct cfg *c)
 {
-	c->agent.ping_interval_ms = 100;
-	c->agent.hung_after = 5;
-	c->agent.probe_interval_ms = 100;
-	c->agent.peer_down_after_ms = 1000;
-	c->agent.heartbeat_ms = 100;
-	c->agent.self_fence = true;
-	c->agent.lease_ms = 500;
-	c->agent.stop_grace_ms = 50;
-	c->agent.busy_max_ms = 5000; /* Redis's own busy-reply-threshold */
-	snprintf(c->agent.event_log, sizeof(c->agent.event_log), "/var/log/flatline/events.jsonl");
-	cfg_parse_endpoint("127.0.0.1:26379", &c->controller.listen, 26379);
-	c->controller.node_down_after_ms = 1000;
-	c->controller.failover_block_ms = 10000;
-	c->controller.tilt_ms = 30000;
-	snprintf(c->controller.state_file, sizeof(c->controller.state_file),
-		 "/var/lib/flatline/state");
-	snprintf(c->controller.event_log, sizeof(c->controller.event_log),
-		 "/var/log/flatline/controller.jsonl");
-	cfg_parse_endpoint("127.0.0.1:53", &c->dns.server, 53);
-	snprintf(c->dns.tsig_algorithm, sizeof(c->dns.tsig_algorithm), "hmac-sha256");
-	c->dns.ttl = 1;
-	c->dns.check_ms = 10000;
-	c->etcd.lease_ms = 2000;
-	c->etcd.timeout_ms = 500;
+	cfg_table_defaults(c);
 }
 
 /* Cross-section checks, once everything is read. */
@@ -459,145 +436,4 @@ int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port)
 		ep->port = port;
 	}
 	return 0;
-}
-
-static bool ep_eq(const struct cfg_endpoint *x, const struct cfg_endpoint *y)
-{
-	return !strcmp(x->host, y->host) && x->port == y->port &&
-	       !strcmp(x->unix_path, y->unix_path);
-}
-
-int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx)
-{
-	char sect[CFG_ID_MAX + 16];
-	int n = 0;
-
-#define DIFF(cond, section, key)                                                                   \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			fn(ctx, section, key);                                                     \
-			n++;                                                                       \
-		}                                                                                  \
-	} while (0)
-#define DINT(f, section, key) DIFF(a->f != b->f, section, key)
-#define DSTR(f, section, key) DIFF(strcmp(a->f, b->f), section, key)
-#define DEP(f, section, key)  DIFF(!ep_eq(&a->f, &b->f), section, key)
-	DSTR(name, "[cluster]", "name");
-	DSTR(secret, "[cluster]", "secret");
-	DINT(agent.ping_interval_ms, "[agent]", "ping_interval_ms");
-	DINT(agent.hung_after, "[agent]", "hung_after");
-	DINT(agent.probe_interval_ms, "[agent]", "probe_interval_ms");
-	DINT(agent.peer_down_after_ms, "[agent]", "peer_down_after_ms");
-	DINT(agent.heartbeat_ms, "[agent]", "heartbeat_ms");
-	DSTR(agent.event_log, "[agent]", "event_log");
-	DINT(agent.self_fence, "[agent]", "self_fence");
-	DINT(agent.self_fence_after_ms, "[agent]", "self_fence_after_ms");
-	DEP(agent.metrics_listen, "[agent]", "metrics_listen");
-	DINT(agent.lease_ms, "[agent]", "lease_ms");
-	DSTR(controller.notification_script, "[controller]", "notification_script");
-	DSTR(controller.client_reconfig_script, "[controller]", "client_reconfig_script");
-	DEP(controller.listen, "[controller]", "listen");
-	DEP(controller.address, "[controller]", "address");
-	DINT(controller.node_down_after_ms, "[controller]", "node_down_after_ms");
-	DSTR(controller.state_file, "[controller]", "state_file");
-	DSTR(controller.event_log, "[controller]", "event_log");
-	DINT(controller.failover_block_ms, "[controller]", "failover_block_ms");
-	DINT(controller.tilt_ms, "[controller]", "tilt_ms");
-	DEP(controller.metrics_listen, "[controller]", "metrics_listen");
-	DEP(controller.tls_listen, "[controller]", "tls_listen");
-	DEP(controller.tls_address, "[controller]", "tls_address");
-	DINT(controller.tls_auth_clients, "[controller]", "tls_auth_clients");
-	DSTR(controller.tls_files.cert, "[controller]", "tls_cert");
-	DSTR(controller.tls_files.key, "[controller]", "tls_key");
-	DSTR(controller.tls_files.ca, "[controller]", "tls_ca");
-	DSTR(agent.tls.cert, "[agent]", "tls_cert");
-	DSTR(agent.tls.key, "[agent]", "tls_key");
-	DSTR(agent.tls.ca, "[agent]", "tls_ca");
-	DINT(redis.tls, "[redis]", "tls");
-	DSTR(redis.tls_files.cert, "[redis]", "tls_cert");
-	DSTR(redis.tls_files.key, "[redis]", "tls_key");
-	DSTR(redis.tls_files.ca, "[redis]", "tls_ca");
-	DSTR(redis.tls_server_name, "[redis]", "tls_server_name");
-	DSTR(controller.requirepass, "[controller]", "requirepass");
-	DINT(controller.agent_address_check, "[controller]", "agent_address_check");
-	DIFF(a->nusers != b->nusers ||
-		 (a->nusers && memcmp(a->users, b->users, a->nusers * sizeof(*a->users))),
-	     "[user]", "*");
-	DSTR(redis.user, "[redis]", "user");
-	DSTR(redis.password, "[redis]", "password");
-	DINT(dns.enabled, "[dns]", "*");
-	DEP(dns.server, "[dns]", "server");
-	DSTR(dns.zone, "[dns]", "zone");
-	DSTR(dns.tsig_name, "[dns]", "tsig_name");
-	DSTR(dns.tsig_algorithm, "[dns]", "tsig_algorithm");
-	DSTR(dns.tsig_secret, "[dns]", "tsig_secret");
-	DINT(dns.ttl, "[dns]", "ttl");
-	DINT(dns.check_ms, "[dns]", "check_ms");
-	DINT(etcd.enabled, "[etcd]", "*");
-	DIFF(a->etcd.nendpoints != b->etcd.nendpoints ||
-		 memcmp(a->etcd.endpoints, b->etcd.endpoints, sizeof(a->etcd.endpoints)),
-	     "[etcd]", "endpoints");
-	DSTR(etcd.prefix, "[etcd]", "prefix");
-	DINT(etcd.lease_ms, "[etcd]", "lease_ms");
-	DINT(etcd.timeout_ms, "[etcd]", "timeout_ms");
-	DSTR(etcd.user, "[etcd]", "user");
-	DSTR(etcd.password, "[etcd]", "password");
-	DSTR(etcd.cacert, "[etcd]", "cacert");
-	DSTR(etcd.cert, "[etcd]", "cert");
-	DSTR(etcd.key, "[etcd]", "key");
-	DIFF(a->nctls != b->nctls, "[controller \"*\"]", "*");
-	for (int i = 0; i < a->nctls && i < b->nctls; i++) {
-		snprintf(sect, sizeof(sect), "[controller \"%s\"]", a->ctls[i].id);
-		DIFF(strcmp(a->ctls[i].id, b->ctls[i].id) ||
-			 strcmp(a->ctls[i].listen_str, b->ctls[i].listen_str),
-		     sect, "listen");
-		if (i < b->nctls && !strcmp(a->ctls[i].id, b->ctls[i].id)) {
-			DIFF(a->ctls[i].tls != b->ctls[i].tls ||
-				 !ep_eq(&a->ctls[i].tls_listen, &b->ctls[i].tls_listen),
-			     sect, "tls_listen");
-			DIFF(!ep_eq(&a->ctls[i].tls_address, &b->ctls[i].tls_address), sect,
-			     "tls_address");
-		}
-	}
-#undef DINT
-#undef DSTR
-#undef DEP
-	for (int i = 0; i < a->nnodes; i++) {
-		const struct cfg_node *x = &a->nodes[i], *y = cfg_find_node(b, x->id);
-
-		snprintf(sect, sizeof(sect), "[node \"%s\"]", x->id);
-		if (!y) {
-			DIFF(true, sect, "*");
-			continue;
-		}
-		DIFF(strcmp(x->address, y->address), sect, "address");
-		DIFF(strcmp(x->redis_str, y->redis_str), sect, "redis");
-		DIFF(x->priority != y->priority, sect, "priority");
-		DIFF(strcmp(x->pidfile, y->pidfile), sect, "pidfile");
-	}
-	for (int i = 0; i < b->nnodes; i++) {
-		snprintf(sect, sizeof(sect), "[node \"%s\"]", b->nodes[i].id);
-		DIFF(!cfg_find_node(a, b->nodes[i].id), sect, "*");
-	}
-	for (int i = 0; i < a->nshards; i++) {
-		const struct cfg_shard *x = &a->shards[i], *y = cfg_find_shard(b, x->name);
-		bool same;
-
-		snprintf(sect, sizeof(sect), "[shard \"%s\"]", x->name);
-		if (!y) {
-			DIFF(true, sect, "*");
-			continue;
-		}
-		same = x->nnodes == y->nnodes;
-		for (int j = 0; same && j < x->nnodes; j++)
-			same = !strcmp(a->nodes[x->nodes[j]].id, b->nodes[y->nodes[j]].id);
-		DIFF(!same, sect, "nodes");
-		DIFF(strcmp(x->dns_name, y->dns_name), sect, "dns_name");
-	}
-	for (int i = 0; i < b->nshards; i++) {
-		snprintf(sect, sizeof(sect), "[shard \"%s\"]", b->shards[i].name);
-		DIFF(!cfg_find_shard(a, b->shards[i].name), sect, "*");
-	}
-#undef DIFF
-	return n;
 }

@@ -14,21 +14,6 @@
 #define CFG_MAX_NODES  4096
 #define CFG_MAX_SHARDS 2048
 
-enum sect {
-	S_NONE,
-	S_CLUSTER,
-	S_AGENT,
-	S_CONTROLLER,
-	S_REDIS,
-	S_DNS,
-	S_ETCD,
-	S_NODE,
-	S_SHARD,
-	S_CTL,
-	S_INCLUDE,
-	S_USER
-};
-
 #define CFG_MIN_SECRET	  16  /* bytes: as ssh-keygen refuses short keys */
 #define CFG_MAX_INCLUDE	  4   /* nested [include]s */
 #define CFG_MAX_SECT_KEYS 32  /* distinct keys in one section */
@@ -41,7 +26,7 @@ struct parser {
 	FILE *f;
 	const char *s;
 	int line;
-	enum sect sect;
+	enum cfg_sect sect;
 	char sect_text[CFG_ID_MAX + 32]; /* as written, for messages */
 	int cur;			 /* node or shard index */
 	int dns_line;			 /* line of the [dns] header */
@@ -52,7 +37,7 @@ struct parser {
 	char *err;
 	size_t errlen;
 	bool failed;
-	unsigned plain_seen; /* 1 << enum sect of [cluster] … [dns] seen, in any file */
+	unsigned plain_seen; /* 1 << enum cfg_sect of [cluster] … [dns] seen, in any file */
 	char keys_seen[CFG_MAX_SECT_KEYS][32]; /* in the current section */
 	int nkeys_seen;
 	int depth;	   /* of [include]s */
@@ -67,18 +52,35 @@ void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
 bool valid_id(const char *s);
 int parse_file(struct parser *p, const char *path);
 
-/* config_keys.c */
-bool key_cluster(struct parser *p, const char *name, const char *v);
-bool key_agent(struct parser *p, const char *name, const char *v);
-bool key_controller(struct parser *p, const char *name, const char *v);
-bool key_redis(struct parser *p, const char *name, const char *v);
-bool key_dns(struct parser *p, const char *name, const char *v);
-bool key_etcd(struct parser *p, const char *name, const char *v);
-bool key_ctl(struct parser *p, const char *name, const char *v);
-bool key_node(struct parser *p, const char *name, const char *v);
-bool key_shard(struct parser *p, const char *name, const char *v);
-bool key_include(struct parser *p, const char *name, const char *v);
-bool key_user(struct parser *p, const char *name, const char *v);
+/* config_keys.c: one key by its row (base: struct cfg, or the named section's
+ * struct), and the custom setters the table names. */
+bool cfg_set_key(struct parser *p, const struct cfg_key *k, const char *v, void *base);
+#define CFG_SETTER(n) bool n(struct parser *p, const struct cfg_key *k, const char *v, void *field)
+CFG_SETTER(cfg_set_tls_file);
+CFG_SETTER(cfg_set_ctl_tls_socket);
+CFG_SETTER(cfg_set_tls_auth);
+CFG_SETTER(cfg_set_ctl_addr);
+CFG_SETTER(cfg_set_redis_tls);
+CFG_SETTER(cfg_set_tls_server_name);
+CFG_SETTER(cfg_set_redis_password);
+CFG_SETTER(cfg_set_tsig_name);
+CFG_SETTER(cfg_set_tsig_algorithm);
+CFG_SETTER(cfg_set_tsig_secret);
+CFG_SETTER(cfg_set_etcd_endpoints);
+CFG_SETTER(cfg_set_etcd_prefix);
+CFG_SETTER(cfg_set_ctls_listen);
+CFG_SETTER(cfg_set_ctls_tls_socket);
+CFG_SETTER(cfg_set_node_address);
+CFG_SETTER(cfg_set_node_redis);
+CFG_SETTER(cfg_set_node_key);
+CFG_SETTER(cfg_set_shard_nodes);
+CFG_SETTER(cfg_set_include);
+CFG_SETTER(cfg_set_user_commands);
+
+/* config_table.c: the defaults of the plain sections ([cluster] … [etcd]) into c,
+ * and of one named section's struct (a new [node "x"] …). */
+void cfg_table_defaults(struct cfg *c);
+void cfg_table_sect_defaults(enum cfg_sect s, void *base);
 
 /* config_check.c */
 void set_defaults(struct cfg *c);

@@ -34,6 +34,9 @@ const struct report_key_def report_keys[RK_COUNT] = {
 			  "ms until the lease runs out, 0 when lapsed"},
     [RK_LEASE_SOURCE] = {"lease_source", NULL, RT_WORD,
 			 "what renewed it last: controller, peer or none"},
+    [RK_LEASE_LEN] = {"lease_ms", NULL, RT_INT,
+		      "the lease length the agent runs with ([agent] lease_ms as it started; "
+		      "0: none): the controller waits at least this long"},
     [RK_CAUSE] =
 	{"cause", NULL, RT_WORD,
 	 "with proc hung or busy: stopped, busy, throttled, blocked, unresponsive, unknown"},

@@ -223,41 +223,51 @@ void ctl_discover_start(struct ctl *c)
 		discover_finish(c);
 }
 
-struct ctl_reload {
-	char restart[512];
-	size_t len;
-};
-
-/* What the controller applies while running: the timing of its rules and of the
- * DNS check. Everything else (nodes, shards, addresses, secrets) needs a restart. */
-static bool reload_applies(const char *section, const char *key)
+/* What the controller applies while running (the rows of common/config_table.c with
+ * live & CFG_P_CONTROLLER): the timing of its rules and of the DNS check, node keys
+ * and the cluster secret (read at each HELLO and AUTH), agent_address_check, and
+ * the agents' lease_ms and heartbeat_ms as it counts them: a lease wait counts the
+ * longer of the old and new lease until each agent reports the length it runs with
+ * (lease_wait.h), and an agent's silence the longer heartbeat. Everything else it
+ * reads needs a restart, and is named so. */
+static void reload_done(void *ctx)
 {
-	if (!strcmp(section, "[controller]"))
-		return !strcmp(key, "failover_block_ms") || !strcmp(key, "tilt_ms") ||
-		       !strcmp(key, "node_down_after_ms");
-	if (!strcmp(section, "[dns]"))
-		return !strcmp(key, "check_ms");
-	/* The agents' own keys are theirs to reload. */
-	return !strcmp(section, "[agent]");
+	struct ctl *c = ctx;
+	const struct cfg *k = c->cfg;
+
+	c->fo.failover_block_ms = k->controller.failover_block_ms;
+	c->fo.tilt_ms = k->controller.tilt_ms;
+	c->fo.node_down_after_ms = k->controller.node_down_after_ms;
+	if (c->fo.lease_ms_max < k->agent.lease_ms)
+		c->fo.lease_ms_max = k->agent.lease_ms;
+	if (c->fo.lease_ms_max < c->fo.lease_ms)
+		c->fo.lease_ms_max = c->fo.lease_ms;
+	c->fo.lease_ms = k->agent.lease_ms;
 }
 
-static void on_changed_key(void *ctx, const char *section, const char *key)
+/* Before [agent] heartbeat_ms changes: the silence limit keeps the longer one. */
+static const char *reload_check(void *ctx, const struct cfg_key *k, const struct cfg *old,
+				const struct cfg *new)
 {
-	struct ctl_reload *r = ctx;
+	struct ctl *c = ctx;
 
-	if (reload_applies(section, key) || r->len >= sizeof(r->restart))
-		return;
-	r->len += snprintf(r->restart + r->len, sizeof(r->restart) - r->len, "%s%s %s",
-			   r->len ? ", " : "", section, key);
+	(void)new;
+	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "heartbeat_ms") &&
+	    c->silent_heartbeat_ms < old->agent.heartbeat_ms)
+		c->silent_heartbeat_ms = old->agent.heartbeat_ms;
+	return NULL;
 }
 
 static void ctl_reload(struct ctl *c)
 {
-	struct ctl_reload rr = {.len = 0};
+	struct cfg_reload rr = {.proc = CFG_P_CONTROLLER,
+				.who = "controller",
+				.check = reload_check,
+				.done = reload_done,
+				.ctx = c};
 	struct cfg *n = NULL;
 	struct evrec r;
 	char err[512];
-	int changed;
 
 	if (cfg_load(c->cfg->path, &n, err, sizeof(err))) {
 		pr_warn(
@@ -268,24 +278,13 @@ static void ctl_reload(struct ctl *c)
 		ctl_log(c, &r);
 		return;
 	}
-	rr.restart[0] = '\0';
-	changed = cfg_diff(c->cfg, n, on_changed_key, &rr);
-	c->fo.failover_block_ms = c->cfg->controller.failover_block_ms =
-	    n->controller.failover_block_ms;
-	c->fo.tilt_ms = c->cfg->controller.tilt_ms = n->controller.tilt_ms;
-	c->fo.node_down_after_ms = c->cfg->controller.node_down_after_ms =
-	    n->controller.node_down_after_ms;
-	c->cfg->dns.check_ms = n->dns.check_ms;
+	cfg_reload_run(&rr, c->cfg, n, c->cfg->path);
 	evrec_begin(&r, NULL, "controller", "config_reloaded");
-	evrec_int(&r, "changed", changed);
+	evrec_int(&r, "changed", rr.changed);
 	evrec_str(&r, "needs_restart", rr.restart);
+	evrec_str(&r, "applied", rr.applied);
+	evrec_str(&r, "refused", rr.refused);
 	ctl_log(c, &r);
-	if (rr.len)
-		pr_warn(
-		    "reloaded %s: %d key(s) changed; these need a restart of the controller: %s\n",
-		    c->cfg->path, changed, rr.restart);
-	else
-		pr_info("reloaded %s: %d key(s) changed, all applied\n", c->cfg->path, changed);
 	cfg_free(n);
 }
 

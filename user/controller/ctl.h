@@ -171,6 +171,7 @@ struct ctl {
 	/* libevent common timeouts (a queue, not the heap: every node's deadline has the
 	 * same length): the heartbeat deadline and an agent's read timeout, per length. */
 	int deadline_ms, silent_ms;
+	int silent_heartbeat_ms; /* 0, or the longest [agent] heartbeat_ms since start (reloads) */
 	const struct timeval *deadline_tv, *silent_tv;
 	int nconns, maxclients;
 	int nheld;   /* connections with a SENTINEL question held (ctl_sentinel.c) */
@@ -286,6 +287,13 @@ void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_agent_closed(struct ctl_conn *k);
 void ctl_agent_timed_out(struct ctl_conn *k);
 const struct timeval *ctl_agent_silent_tv(struct ctl *c);
+/* The heartbeat an agent's silence is counted in: [agent] heartbeat_ms, or a longer
+ * one it had before a reload (agents not yet reloaded still report that slowly). */
+static inline int ctl_agent_heartbeat_ms(const struct ctl *c)
+{
+	return c->silent_heartbeat_ms > c->cfg->agent.heartbeat_ms ? c->silent_heartbeat_ms
+								   : c->cfg->agent.heartbeat_ms;
+}
 void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
 
 /* ctl_client_auth.c */

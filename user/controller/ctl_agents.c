@@ -137,7 +137,7 @@ static const struct timeval *common_timeout(struct ctl *c, int *ms_at, const str
  * (protocol.md, Limits), as a common timeout. */
 const struct timeval *ctl_agent_silent_tv(struct ctl *c)
 {
-	return common_timeout(c, &c->silent_ms, &c->silent_tv, 10 * c->cfg->agent.heartbeat_ms);
+	return common_timeout(c, &c->silent_ms, &c->silent_tv, 10 * ctl_agent_heartbeat_ms(c));
 }
 
 /* PROVE <proof>: the agent's answer to our CHALLENGE. One try per connection. */
@@ -264,6 +264,6 @@ void ctl_agent_timed_out(struct ctl_conn *k)
 	evrec_begin(&r, NULL, "controller", "agent_timeout");
 	evrec_str(&r, "instance", k->ctl->fo.nodes[k->node].id);
 	evrec_str(&r, "peer", k->peer);
-	evrec_int(&r, "silent_ms", 10L * k->ctl->cfg->agent.heartbeat_ms);
+	evrec_int(&r, "silent_ms", 10L * ctl_agent_heartbeat_ms(k->ctl));
 	ctl_log(k->ctl, &r);
 }

@@ -57,7 +57,8 @@ struct fo_report {
 	int peer_node[FO_MAX_PEERS];
 	unsigned char peer_v[FO_MAX_PEERS];
 	long long peer_packet_age_ms[FO_MAX_PEERS];
-	int lease; /* enum fo_lease_report: the agent's write lease */
+	int lease;	  /* enum fo_lease_report: the agent's write lease */
+	int lease_len_ms; /* key lease_ms: the agent's lease length; -1: not reported */
 };
 
 enum fo_lease_report {
@@ -137,6 +138,10 @@ struct fo_node {
 	int fix_ok;	      /* REPOINT: this node answered OK */
 	struct fo_report rep;
 	long long named_primary_ms; /* last REPORT answer naming it primary (lease_wait.h) */
+	/* A longer lease length its agent reported before a shorter one: counted until
+	 * lease_hold_until_ms (monotonic), when no lease of that length can remain. */
+	int lease_hold_ms;
+	long long lease_hold_until_ms;
 	/* From the controller's own INFO (start, selection, planned switchover). */
 	struct info_repl info;
 	int info_ok;
@@ -245,7 +250,8 @@ struct fo_cluster {
 	const struct cfg *cfg;
 	/* Settings (from the cluster file, or tests). */
 	int node_down_after_ms;
-	int lease_ms; /* the agents' [agent] lease_ms: the failover waits for it */
+	int lease_ms;	  /* the agents' [agent] lease_ms: the failover waits for it */
+	int lease_ms_max; /* the longest lease_ms of the file since start (reloads) */
 	int failover_block_ms;
 	int tilt_ms;
 	int info_timeout_ms;	/* fresh INFO during selection */

@@ -30,7 +30,7 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 	c->ops = ops;
 	c->ctx = ctx;
 	c->node_down_after_ms = cfg->controller.node_down_after_ms;
-	c->lease_ms = cfg->agent.lease_ms;
+	c->lease_ms = c->lease_ms_max = cfg->agent.lease_ms;
 	c->failover_block_ms = cfg->controller.failover_block_ms;
 	c->tilt_ms = cfg->controller.tilt_ms;
 	c->info_timeout_ms = 250;

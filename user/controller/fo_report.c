@@ -149,6 +149,9 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 	case RK_THROTTLED_MS:
 		rep->throttled_ms = n;
 		break;
+	case RK_LEASE_LEN:
+		rep->lease_len_ms = (int)clamp(n, 0, 86400000);
+		break;
 	case RK_PEER:
 		p = fo_find_node(c, peer);
 		if (p)
@@ -173,6 +176,7 @@ int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const
 	r->offset = -1;
 	r->slave_priority = 100;
 	rep->throttled_ms = -1;
+	rep->lease_len_ms = -1;
 	if (argc % 2) {
 		snprintf(why, whylen, "odd number of key/value arguments");
 		return -EINVAL;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "common/report_keys.h"
 #include "controller/fo_internal.h"
+#include "controller/lease_wait.h"
 
 /* ------------------------------------------------------------------------- */
 /* Protocol words */
@@ -366,7 +367,7 @@ void fo_say_lease_wait(struct fo_cluster *c, struct fo_shard *s, const struct fo
 		evrec_str(&e.r, "silent_peer", blocker->id);
 	else
 		evrec_int(&e.r, "wait_ms", wait_ms);
-	evrec_int(&e.r, "lease_ms", c->lease_ms);
+	evrec_int(&e.r, "lease_ms", fo_node_lease_ms(c, &c->nodes[s->primary], fo_now(c)));
 	fo_emit(c, &e);
 }
 

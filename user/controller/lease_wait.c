@@ -2,9 +2,48 @@
 /* The wait for the old primary's write lease: see lease_wait.h. */
 #include "controller/lease_wait.h"
 
+static long long span_of(long long ms)
+{
+	return ms + ms / FO_LEASE_DRIFT_DIV + 1;
+}
+
 long long fo_lease_span_ms(const struct fo_cluster *c)
 {
-	return c->lease_ms + c->lease_ms / FO_LEASE_DRIFT_DIV + 1;
+	return span_of(c->lease_ms);
+}
+
+int fo_node_lease_ms(const struct fo_cluster *c, const struct fo_node *n, long long now)
+{
+	int ms = c->lease_ms;
+
+	/* Its agent's own length when it said it, else the longest the file has had. */
+	if ((n->flags & FO_N_REPORTED) && n->rep.lease_len_ms >= 0) {
+		if (n->rep.lease_len_ms > ms)
+			ms = n->rep.lease_len_ms;
+	} else if (c->lease_ms_max > ms) {
+		ms = c->lease_ms_max;
+	}
+	if (n->lease_hold_ms > ms && now < n->lease_hold_until_ms)
+		ms = n->lease_hold_ms;
+	return ms;
+}
+
+void fo_lease_note_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep,
+			  long long now)
+{
+	int was = (n->flags & FO_N_REPORTED) ? n->rep.lease_len_ms : -1;
+
+	(void)c;
+	/* Shorter than before (or no longer said): a lease the agent took under the old
+	 * length, at the latest when it sent this report, lasts until now + that span. */
+	if (was > 0 && rep->lease_len_ms < was) {
+		long long until = now + span_of(was);
+
+		if (was >= n->lease_hold_ms || now >= n->lease_hold_until_ms) {
+			n->lease_hold_ms = was;
+			n->lease_hold_until_ms = until;
+		}
+	}
 }
 
 static bool fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
@@ -17,10 +56,12 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 			  const struct fo_node *p, enum fo_verdict v,
 			  const struct fo_node **blocker)
 {
-	long long span = fo_lease_span_ms(c), now = c->now_ms(c->ctx), end = 0;
+	long long now = c->now_ms(c->ctx), end = 0;
+	int lease_ms = fo_node_lease_ms(c, p, now);
+	long long span = span_of(lease_ms);
 
 	*blocker = NULL;
-	if (!c->lease_ms || v == FO_V_PROC_DOWN)
+	if (!lease_ms || v == FO_V_PROC_DOWN)
 		return 0;
 	if (p->named_primary_ms)
 		end = p->named_primary_ms + span;

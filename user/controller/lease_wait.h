@@ -14,7 +14,15 @@
  *    report's arrival - packet_age_ms + lease_ms). Unless the primary's last report
  *    said its lease was lapsed: peers never bring a lapsed lease back.
  *  - a peer whose agent is silent may still be answering the primary's echoes: no
- *    bound, no promotion (failover_blocked says which peer). */
+ *    bound, no promotion (failover_blocked says which peer).
+ *
+ * The lease length, per node (fo_node_lease_ms): the longest of the controller's
+ * [agent] lease_ms, the length the node's agent reports (REPORT key lease_ms, the
+ * one it runs with), and a longer one it reported before, for one span of it after
+ * its first report of a shorter one. A node that has not said its length is
+ * counted with the longest lease_ms the file has had since the controller started:
+ * a reload that changes lease_ms waits the longer of the old and new lengths until
+ * each agent has said which it runs with. */
 #ifndef FL_LEASE_WAIT_H
 #define FL_LEASE_WAIT_H
 
@@ -28,6 +36,12 @@
 
 /* The lease as the controller must count it: lease_ms plus the drift margin. */
 long long fo_lease_span_ms(const struct fo_cluster *c);
+/* The lease length (ms) to count for node n now; 0: n holds no write lease. */
+int fo_node_lease_ms(const struct fo_cluster *c, const struct fo_node *n, long long now);
+/* A REPORT from n arrived (before n->rep is replaced by rep): notes a shortened
+ * length. */
+void fo_lease_note_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep,
+			  long long now);
 /* When (monotonic ms) p's lease has certainly run out for a failover judged v; 0 when
  * no wait is needed; FO_LEASE_NEVER when a silent peer leaves it unbounded (then
  * *blocker is that peer). */
