@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 #include "controller/lease_wait.h"
 
 static void reject_log(struct ctl *c, int node, const char *node_id, const char *peer,
@@ -108,38 +109,6 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_str(out, hex);
 }
 
-/* A timeout of ms as a libevent common timeout (the last length asked for kept in
- * *ms_at, *tv_at; libevent keeps one queue per length, up to 256 lengths): thousands
- * of agents re-arm the same length at every report, and a common timeout is a queue
- * append where a plain one is a heap operation (issue 19). Shards with their own
- * down-after-milliseconds each have their length's queue. */
-static const struct timeval *common_timeout(struct ctl *c, int *ms_at, const struct timeval **tv_at,
-					    int ms)
-{
-	struct timeval tv = fl_ms_tv(ms);
-	const struct timeval *ct;
-
-	if (*ms_at != ms || !*tv_at) {
-		ct = event_base_init_common_timeout(c->base, &tv);
-		if (!ct) { /* 256 lengths in use: a plain timeout */
-			static struct timeval plain;
-
-			plain = tv;
-			return &plain;
-		}
-		*ms_at = ms;
-		*tv_at = ct;
-	}
-	return *tv_at;
-}
-
-/* How long an agent may be silent before its connection is closed: 10 heartbeats
- * (protocol.md, Limits), as a common timeout. */
-const struct timeval *ctl_agent_silent_tv(struct ctl *c)
-{
-	return common_timeout(c, &c->silent_ms, &c->silent_tv, 10 * c->cfg->agent.heartbeat_ms);
-}
-
 /* PROVE <proof>: the agent's answer to our CHALLENGE. One try per connection. */
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 {
@@ -167,6 +136,7 @@ void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 	 * the controller's (FAILOVER, SENTINEL SET … need a client login, or the
 	 * cluster secret's AUTH without client authentication). */
 	k->flags |= CTL_C_AGENT;
+	ctl_conn_role(k, CTL_ROLE_AGENT, true);
 	resp_reader_set_max_frame(k->rd, 0);
 	k->seq = 0;
 	/* Silent for 10 heartbeats: closed (protocol.md, Limits). */
@@ -224,8 +194,9 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	n = &c->fo.nodes[k->node];
 	fo_on_report(&c->fo, n, &rep);
 	/* The heartbeat deadline: judged again when it passes without a report. */
-	evtimer_add(c->node_timer[n->idx], common_timeout(c, &c->deadline_ms, &c->deadline_tv,
-							  fo_down_after_ms(&c->fo, n->shard) + 1));
+	evtimer_add(c->node_timer[n->idx],
+		    ctl_common_timeout(c, &c->deadline_ms, &c->deadline_tv,
+				       fo_down_after_ms(&c->fo, n->shard) + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");
@@ -236,9 +207,9 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
 }
 
-/* An agent's connection closes: the node has lost its agent unless another
- * connection of the same node is still up. */
-void ctl_agent_closed(struct ctl_conn *k)
+/* An agent's connection closes (the role's end, ctl_conn_free): the node has lost
+ * its agent unless another connection of the same node is still up. */
+static void ctl_agent_closed(struct ctl_conn *k)
 {
 	struct ctl *c = k->ctl;
 	struct fo_node *n = &c->fo.nodes[k->node];
@@ -266,4 +237,9 @@ void ctl_agent_timed_out(struct ctl_conn *k)
 	evrec_str(&r, "peer", k->peer);
 	evrec_int(&r, "silent_ms", 10L * k->ctl->cfg->agent.heartbeat_ms);
 	ctl_log(k->ctl, &r);
+}
+
+void ctl_agents_init(struct ctl *c)
+{
+	ctl_conn_role_register(c, CTL_ROLE_AGENT, ctl_agent_closed);
 }

@@ -21,11 +21,6 @@
 #define CTL_HA_MEMBERS_MS 5000 /* etcd's member list, for status */
 #define CTL_HA_STOP_MS	  1000 /* a clean stop waits this long for the lease revoke */
 
-bool ctl_may_act(const struct ctl *c)
-{
-	return !c->ha || ha_may_act(c->ha, fl_mono_ms());
-}
-
 static void ha_event(struct ctl *c, const char *kind, const char *why)
 {
 	struct evrec r;
@@ -186,48 +181,6 @@ int ctl_ha_save(struct ctl *c, int shard)
 		pr_warn("failed to write shard state to etcd: %s\n",
 			err == -ESTALE ? "not the leader" : strerror(-err));
 	return err;
-}
-
-struct plain_put {
-	void (*fn)(void *ctx, int err, const char *msg);
-	void *ctx;
-};
-
-static void on_plain_put(void *ctx, int err, const char *msg, struct json_object *resp)
-{
-	struct plain_put *p = ctx;
-
-	(void)resp;
-	p->fn(p->ctx, err, msg);
-	free(p);
-}
-
-int ctl_ha_put_plain(struct ctl *c, const char *rel, const char *val,
-		     void (*fn)(void *ctx, int err, const char *msg), void *ctx)
-{
-	struct plain_put *p;
-	struct json_object *b;
-	char key[512];
-	int rc;
-
-	if (!c->ha)
-		return -ENOTSUP;
-	p = malloc(sizeof(*p));
-	b = json_object_new_object();
-	if (!p || !b) {
-		free(p);
-		json_object_put(b);
-		return -ENOMEM;
-	}
-	p->fn = fn;
-	p->ctx = ctx;
-	snprintf(key, sizeof(key), "%s%s", c->cfg->etcd.prefix, rel);
-	etcd_json_add_bytes(b, "key", key, strlen(key));
-	etcd_json_add_bytes(b, "value", val, strlen(val));
-	rc = etcd_call(ha_etcd(c->ha), "/v3/kv/put", b, 0, on_plain_put, p);
-	if (rc)
-		free(p);
-	return rc;
 }
 
 /* ---- start and stop ---- */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The listen socket: accepts agents and clients, reads RESP, dispatches each
- * command to its ctl_on_<command> handler, writes and closes. */
+ * command to its ctl_on_<command> handler. What a connection is and how it ends
+ * is ctl_conn.c's; the handlers are the modules' below. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,71 +22,7 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "controller/ctl.h"
-
-void ctl_conn_free(struct ctl_conn *k)
-{
-	struct ctl *c = k->ctl;
-
-	if (k->flags & CTL_C_AGENT)
-		ctl_agent_closed(k);
-	if (k->flags & CTL_C_PUBSUB)
-		c->npubsub--;
-	for (int i = 0; i < c->cfg->nshards; i++)
-		if (c->waiter[i] == k)
-			c->waiter[i] = NULL;
-	if (k->prev)
-		k->prev->next = k->next;
-	else
-		c->conns = k->next;
-	if (k->next)
-		k->next->prev = k->prev;
-	if (k->resume)
-		event_free(k->resume);
-	if (k->deadline)
-		event_free(k->deadline);
-	if (k->login_deadline)
-		event_free(k->login_deadline);
-	if (k->rev)
-		event_free(k->rev);
-	ctl_hold_free(k);
-	c->nconns--;
-	for (int i = 0; i < k->nsubs; i++)
-		free(k->subs[i]);
-	for (int i = 0; i < k->npsubs; i++)
-		free(k->psubs[i]);
-	bufferevent_free(k->bev);
-	resp_reader_free(k->rd);
-	free(k);
-}
-
-/* Answers err and closes once it is sent (or after CTL_CLOSE_FLUSH_MS if the
- * client does not read it). */
-void ctl_conn_fatal(struct ctl_conn *k, const char *err)
-{
-	struct timeval tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS);
-
-	k->ctl->m.rejected++;
-	resp_error_reply(bufferevent_get_output(k->bev), err);
-	k->flags |= CTL_C_CLOSING;
-	ctl_conn_reading(k, false);
-	bufferevent_set_timeouts(k->bev, NULL, &tv);
-}
-
-/* Reads on or off: with the connection's own read event once it has one, else
- * with its bufferevent. */
-void ctl_conn_reading(struct ctl_conn *k, bool on)
-{
-	if (k->rev) {
-		if (on)
-			event_add(k->rev, ctl_agent_silent_tv(k->ctl));
-		else
-			event_del(k->rev);
-	} else if (on) {
-		bufferevent_enable(k->bev, EV_READ);
-	} else {
-		bufferevent_disable(k->bev, EV_READ);
-	}
-}
+#include "controller/ctl_conn.h"
 
 static void unknown_command(struct ctl_conn *k, struct resp_cmd *cmd)
 {
@@ -323,6 +260,12 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 		agent_own_reads(k);
 }
 
+/* What a resumed connection runs (ctl_conn_resume, ctl_conn_on_resume). */
+static void conn_read_buffered(struct ctl_conn *k)
+{
+	conn_read(k, NULL, 0);
+}
+
 static void on_conn_read(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
@@ -423,34 +366,6 @@ static void on_login_deadline(evutil_socket_t fd, short what, void *arg)
 		pr_warn("closing client %s: not logged in within %d ms%s\n", k->peer, CTL_LOGIN_MS,
 			supp ? " (and others from there, not logged)" : "");
 	ctl_conn_free(k);
-}
-
-void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg)
-{
-	struct ctl_conn *k = arg;
-
-	(void)fd;
-	(void)what;
-	if (k->flags & CTL_C_PENALTY) {
-		k->flags &= ~(CTL_C_PENALTY | CTL_C_WAITING);
-		ctl_conn_reading(k, true);
-		bufferevent_enable(k->bev, EV_WRITE);
-	}
-	conn_read(k, NULL, 0);
-}
-
-/* A deferred answer has been written: reads on, and the commands that came behind
- * it run from the loop, not from inside the caller. */
-void ctl_conn_resume(struct ctl_conn *k)
-{
-	k->flags &= ~CTL_C_WAITING;
-	ctl_conn_reading(k, true);
-	if (resp_pending(k->rd)) {
-		if (!k->resume)
-			k->resume = evtimer_new(k->ctl->base, ctl_conn_on_resume, k);
-		if (k->resume)
-			event_active(k->resume, EV_TIMEOUT, 0);
-	}
 }
 
 /* An event while the TLS handshake runs: done (true, reading on), or failed (said,
@@ -724,6 +639,7 @@ int ctl_listen(struct ctl *c)
 				       : !cfg->controller.tls || cfg->controller.have_listen;
 	char plain_str[300] = "";
 
+	ctl_conn_set_reader(c, conn_read_buffered);
 	c->accept_resume = evtimer_new(c->base, on_accept_resume, c);
 	if (!c->accept_resume)
 		return -ENOMEM;

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/version.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 
 /* "proc_exit SIGKILL" -> "proc_exit"; a planned switchover is "planned". */
 static void cause_of(const struct fo_failover *f, char *out, size_t len)

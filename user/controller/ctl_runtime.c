@@ -20,6 +20,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
+#include "controller/etcd.h"
 
 /* A setting: its Sentinel name, where it lives, and its bounds. SET ones are per
  * master (shard), as Sentinel's; DEBUG and CONFIG ones are the controller's. */
@@ -58,12 +60,28 @@ static const struct rt_key keys[] = {
 #define RT_VAL_MAX 256
 
 typedef char rt_vals[NKEYS][RT_VAL_MAX]; /* "" = not set at runtime */
-static rt_vals values;			 /* DEBUG and CONFIG */
-static rt_vals *mvalues;		 /* SET, one set per shard (fo.shards order) */
-static int nmvalues;
-static unsigned simulate_flags; /* SIMULATE-FAILURE */
-#define SIM_CRASH_AFTER_ELECTION  (1u << 0)
-#define SIM_CRASH_AFTER_PROMOTION (1u << 1)
+
+/* The module's state (c->runtime): what was set at runtime. */
+struct ctl_runtime {
+	rt_vals values;	  /* DEBUG and CONFIG */
+	rt_vals *mvalues; /* SET, one set per shard (fo.shards order) */
+	int nmvalues;
+};
+
+int ctl_runtime_init(struct ctl *c)
+{
+	c->runtime = calloc(1, sizeof(*c->runtime));
+	return c->runtime ? 0 : -ENOMEM;
+}
+
+void ctl_runtime_fini(struct ctl *c)
+{
+	if (!c->runtime)
+		return;
+	free(c->runtime->mvalues);
+	free(c->runtime);
+	c->runtime = NULL;
+}
 
 static int key_idx(const char *name)
 {
@@ -75,29 +93,32 @@ static int key_idx(const char *name)
 
 static int ensure_mvalues(const struct ctl *c)
 {
-	if (mvalues && nmvalues == c->fo.nshards)
+	if (c->runtime->mvalues && c->runtime->nmvalues == c->fo.nshards)
 		return 0;
-	free(mvalues);
-	nmvalues = 0;
-	mvalues = calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(*mvalues));
-	if (!mvalues)
+	free(c->runtime->mvalues);
+	c->runtime->nmvalues = 0;
+	c->runtime->mvalues =
+	    calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(*c->runtime->mvalues));
+	if (!c->runtime->mvalues)
 		return -ENOMEM;
-	nmvalues = c->fo.nshards;
+	c->runtime->nmvalues = c->fo.nshards;
 	return 0;
 }
 
 /* The value set at runtime for key i (of shard for a SET key), "" if none. */
-static const char *set_value(int shard, int i)
+static const char *set_value(const struct ctl *c, int shard, int i)
 {
 	if (keys[i].scope != RT_MASTER)
-		return values[i];
-	return mvalues && shard >= 0 && shard < nmvalues ? mvalues[shard][i] : "";
+		return c->runtime->values[i];
+	return c->runtime->mvalues && shard >= 0 && shard < c->runtime->nmvalues
+		   ? c->runtime->mvalues[shard][i]
+		   : "";
 }
 
 void ctl_runtime_auth(const struct ctl *c, int shard, const char **user, const char **pass)
 {
-	const char *u = set_value(shard, key_idx("auth-user"));
-	const char *p = set_value(shard, key_idx("auth-pass"));
+	const char *u = set_value(c, shard, key_idx("auth-user"));
+	const char *p = set_value(c, shard, key_idx("auth-pass"));
 
 	*user = u[0] ? u : c->cfg->redis.user;
 	*pass = p[0] ? p : c->cfg->redis.password;
@@ -119,14 +140,14 @@ static void current(struct ctl *c, int shard, int i, char *buf, size_t len)
 	else if (!strcmp(n, "slave-reconf-timeout"))
 		snprintf(buf, len, "%d", c->fo.repoint_timeout_ms);
 	else if (!strcmp(n, "script-max-runtime"))
-		snprintf(buf, len, "%d", ctl_hooks_max_runtime_ms());
+		snprintf(buf, len, "%d", ctl_hooks_max_runtime_ms(c));
 	else if (!strcmp(n, "script-retry-delay"))
-		snprintf(buf, len, "%d", ctl_hooks_retry_delay_ms());
+		snprintf(buf, len, "%d", ctl_hooks_retry_delay_ms(c));
 	else if (!strcmp(n, "auth-user") || !strcmp(n, "auth-pass")) {
 		ctl_runtime_auth(c, shard, &u, &p);
 		snprintf(buf, len, "%s", !strcmp(n, "auth-user") ? u : p);
-	} else if (set_value(shard, i)[0])
-		snprintf(buf, len, "%s", set_value(shard, i));
+	} else if (set_value(c, shard, i)[0])
+		snprintf(buf, len, "%s", set_value(c, shard, i));
 	else if (!strcmp(n, "quorum") || !strcmp(n, "parallel-syncs"))
 		snprintf(buf, len, "1");
 	else if (!strcmp(n, "resolve-hostnames") || !strcmp(n, "announce-hostnames"))
@@ -198,7 +219,7 @@ static int apply(struct ctl *c, int shard, int i, const char *v, char *why, size
 			else if (!strcmp(k->name, "failover-timeout"))
 				c->fo.shards[j].block_ms = (int)n;
 			/* auth-pass/auth-user: from the shard's servers' next connect on */
-			snprintf(mvalues[j][i], RT_VAL_MAX, "%s", v);
+			snprintf(c->runtime->mvalues[j][i], RT_VAL_MAX, "%s", v);
 		}
 		return 0;
 	}
@@ -207,10 +228,10 @@ static int apply(struct ctl *c, int shard, int i, const char *v, char *why, size
 	else if (!strcmp(k->name, "slave-reconf-timeout"))
 		c->fo.repoint_timeout_ms = (int)n;
 	else if (!strcmp(k->name, "script-max-runtime"))
-		ctl_hooks_set_times((int)n, -1);
+		ctl_hooks_set_times(c, (int)n, -1);
 	else if (!strcmp(k->name, "script-retry-delay"))
-		ctl_hooks_set_times(-1, (int)n);
-	snprintf(values[i], RT_VAL_MAX, "%s", v);
+		ctl_hooks_set_times(c, -1, (int)n);
+	snprintf(c->runtime->values[i], RT_VAL_MAX, "%s", v);
 	return 0;
 }
 
@@ -223,13 +244,13 @@ static void rt_path(const struct ctl *c, char *buf, size_t len)
 static void write_lines(const struct ctl *c, FILE *f)
 {
 	for (int i = 0; i < NKEYS; i++)
-		if (keys[i].scope != RT_MASTER && values[i][0])
-			fprintf(f, "%s %s\n", keys[i].name, values[i]);
-	for (int j = 0; j < nmvalues && j < c->fo.nshards; j++)
+		if (keys[i].scope != RT_MASTER && c->runtime->values[i][0])
+			fprintf(f, "%s %s\n", keys[i].name, c->runtime->values[i]);
+	for (int j = 0; j < c->runtime->nmvalues && j < c->fo.nshards; j++)
 		for (int i = 0; i < NKEYS; i++)
-			if (mvalues[j][i][0])
+			if (c->runtime->mvalues[j][i][0])
 				fprintf(f, "master %s %s %s\n", c->fo.shards[j].name, keys[i].name,
-					mvalues[j][i]);
+					c->runtime->mvalues[j][i]);
 }
 
 /* Writes every runtime value: write, fsync, rename. */
@@ -364,10 +385,11 @@ void ctl_runtime_status(struct ctl *c, struct evbuffer *b)
 {
 	bool any = false;
 
-	for (int j = -1; j < nmvalues && j < c->fo.nshards; j++) {
+	for (int j = -1; j < c->runtime->nmvalues && j < c->fo.nshards; j++) {
 		for (int i = 0; i < NKEYS; i++) {
 			const char *v =
-			    j < 0 ? (keys[i].scope == RT_MASTER ? "" : values[i]) : mvalues[j][i];
+			    j < 0 ? (keys[i].scope == RT_MASTER ? "" : c->runtime->values[i])
+				  : c->runtime->mvalues[j][i];
 
 			if (!v[0])
 				continue;
@@ -395,25 +417,55 @@ void ctl_runtime_status(struct ctl *c, struct evbuffer *b)
 		evbuffer_add_printf(b, "\n");
 }
 
-void ctl_runtime_event(struct ctl *c, const char *kind)
-{
-	(void)c;
-	if (((simulate_flags & SIM_CRASH_AFTER_ELECTION) && !strcmp(kind, "failover_start")) ||
-	    ((simulate_flags & SIM_CRASH_AFTER_PROMOTION) && !strcmp(kind, "promoted"))) {
-		pr_warn("SIMULATE-FAILURE: exiting after %s\n", kind);
-		_exit(99);
-	}
-}
-
-unsigned ctl_runtime_simulate_flags(void)
-{
-	return simulate_flags;
-}
-
 static void kv(struct evbuffer *o, const char *k, const char *v)
 {
 	resp_str(o, k);
 	resp_str(o, v);
+}
+
+/* HA mode: <prefix>rel = val in etcd, from any controller (runtime settings: not
+ * the shard state). fn gets 0 or -errno and why; returns 0 or -errno (fn then
+ * never runs). */
+struct plain_put {
+	void (*fn)(void *ctx, int err, const char *msg);
+	void *ctx;
+};
+
+static void on_plain_put(void *ctx, int err, const char *msg, struct json_object *resp)
+{
+	struct plain_put *p = ctx;
+
+	(void)resp;
+	p->fn(p->ctx, err, msg);
+	free(p);
+}
+
+static int ha_put_plain(struct ctl *c, const char *rel, const char *val,
+			void (*fn)(void *ctx, int err, const char *msg), void *ctx)
+{
+	struct plain_put *p;
+	struct json_object *b;
+	char key[512];
+	int rc;
+
+	if (!c->ha)
+		return -ENOTSUP;
+	p = malloc(sizeof(*p));
+	b = json_object_new_object();
+	if (!p || !b) {
+		free(p);
+		json_object_put(b);
+		return -ENOMEM;
+	}
+	p->fn = fn;
+	p->ctx = ctx;
+	snprintf(key, sizeof(key), "%s%s", c->cfg->etcd.prefix, rel);
+	etcd_json_add_bytes(b, "key", key, strlen(key));
+	etcd_json_add_bytes(b, "value", val, strlen(val));
+	rc = etcd_call(ha_etcd(c->ha), "/v3/kv/put", b, 0, on_plain_put, p);
+	if (rc)
+		free(p);
+	return rc;
 }
 
 /* HA mode: a SET answered once etcd has every value (or one failed). */
@@ -547,7 +599,7 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope
 			snprintf(rel, sizeof(rel), "runtime/%s/%s",
 				 shard >= 0 ? c->fo.shards[shard].name : "*", keys[i].name);
 			p->left++;
-			rc = ctl_ha_put_plain(c, rel, cmd->argv[a + 1], on_rt_put, p);
+			rc = ha_put_plain(c, rel, cmd->argv[a + 1], on_rt_put, p);
 			if (rc)
 				on_rt_put(p, rc, "etcd not reachable");
 		}
@@ -767,9 +819,9 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 
 		for (int a = 2; a < cmd->argc; a++) {
 			if (!strcasecmp(cmd->argv[a], "crash-after-election")) {
-				f |= SIM_CRASH_AFTER_ELECTION;
+				f |= CTL_SIM_CRASH_AFTER_ELECTION;
 			} else if (!strcasecmp(cmd->argv[a], "crash-after-promotion")) {
-				f |= SIM_CRASH_AFTER_PROMOTION;
+				f |= CTL_SIM_CRASH_AFTER_PROMOTION;
 			} else if (!strcasecmp(cmd->argv[a], "help")) {
 				resp_array(out, 2);
 				resp_str(out, "crash-after-election");
@@ -780,7 +832,7 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 				return true;
 			}
 		}
-		simulate_flags = f;
+		ctl_event_simulate(c, f);
 		resp_status(out, "OK");
 	} else if (!strcasecmp(sub, "is-master-down-by-addr") && cmd->argc == 6) {
 		struct fo_node *n =
