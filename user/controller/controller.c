@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/daemon.h"
 #include "common/log.h"
+#include "controller/controller.h"
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
 
@@ -240,19 +241,13 @@ static void make_myid(struct ctl *c)
 		snprintf(c->myid + 2 * i, 3, "%02x", b[i]);
 }
 
-int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
+/* The modules' states, bottom up; each module's own struct behind its pointer in
+ * struct ctl. Needs c->cfg and c->fo (the unit tests build a controller from these
+ * alone, with c->base for the events). */
+int ctl_modules_init(struct ctl *c)
 {
-	struct ctl *c = calloc(1, sizeof(*c));
-	struct evlog_opts lo = {0};
-	char err[1024];
-	int rc;
+	int rc = ctl_limits_init(c);
 
-	if (!c)
-		return -ENOMEM;
-	c->cfg = cfg;
-	c->start_ms = fl_mono_ms();
-	/* The modules' states, bottom up. */
-	rc = ctl_limits_init(c);
 	if (!rc)
 		rc = ctl_conn_init(c);
 	if (!rc)
@@ -270,8 +265,39 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	if (!rc)
 		rc = ctl_sentinel_init(c);
 	if (rc)
-		goto fail;
+		return rc;
 	ctl_agents_init(c);
+	return 0;
+}
+
+/* Top down; the connections are gone by now. */
+void ctl_modules_fini(struct ctl *c)
+{
+	ctl_sentinel_fini(c);
+	ctl_client_auth_fini(c);
+	ctl_clients_fini(c);
+	ctl_runtime_fini(c);
+	ctl_event_fini(c);
+	ctl_pubsub_fini(c);
+	ctl_hooks_stop(c);
+	ctl_conn_fini(c);
+	ctl_limits_fini(c);
+}
+
+int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
+{
+	struct ctl *c = calloc(1, sizeof(*c));
+	struct evlog_opts lo = {0};
+	char err[1024];
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = cfg;
+	c->start_ms = fl_mono_ms();
+	rc = ctl_modules_init(c);
+	if (rc)
+		goto fail;
 	ctl_fit_clients(c);
 	snprintf(c->event_log, sizeof(c->event_log), "%s",
 		 opts && opts->event_log ? opts->event_log : cfg->controller.event_log);
@@ -512,14 +538,7 @@ void ctl_free(struct ctl *c)
 	if (c->base)
 		event_base_free(c->base);
 	fo_cluster_free(&c->fo);
-	ctl_sentinel_fini(c);
-	ctl_client_auth_fini(c);
-	ctl_clients_fini(c);
-	ctl_runtime_fini(c);
-	ctl_event_fini(c);
-	ctl_pubsub_fini(c);
-	ctl_conn_fini(c);
-	ctl_limits_fini(c);
+	ctl_modules_fini(c);
 	free(c);
 }
 

@@ -38,7 +38,6 @@
 #include "common/metrics.h"
 #include "common/resp.h"
 #include "common/clock.h"
-#include "controller/controller.h"
 #include "controller/dns.h"
 #include "controller/failover.h"
 #include "controller/ha.h"
@@ -48,6 +47,10 @@ struct ctl_server;
 struct ha;
 struct ctl_state_writer;
 struct ssl_ctx_st;
+
+/* The names the client commands reply with. */
+#define CTL_VERSION	  "0.1.0"
+#define CTL_REDIS_VERSION "7.0.0" /* what INFO claims, for clients that check */
 
 #define CTL_TICK_MS	       100  /* TILT check */
 #define CTL_DNS_FIRST_CHECK_MS 1500 /* after the start-up INFO round (at most 1 s) */
@@ -196,6 +199,9 @@ struct ctl_deadline {
 /* The modules, from the top down: each calls only those below it. */
 
 /* controller.c: start-up, fo_ops, signals, reload, `flatline controller` */
+/* The modules' states, bottom up (ctl_new); needs c->cfg, c->fo and c->base. */
+int ctl_modules_init(struct ctl *c);
+void ctl_modules_fini(struct ctl *c);
 
 /* ctl_listen.c: accept, read, dispatch */
 int ctl_listen(struct ctl *c);

@@ -121,7 +121,8 @@ void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg)
 		ctl_conn_reading(k, true);
 		bufferevent_enable(k->bev, EV_WRITE);
 	}
-	k->ctl->conn->read(k);
+	if (k->ctl->conn->read)
+		k->ctl->conn->read(k);
 }
 
 /* A deferred answer has been written: reads on, and the commands that came behind
