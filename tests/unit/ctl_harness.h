@@ -68,8 +68,6 @@ static __attribute__((unused)) struct ctl *th_new(const char *text)
 	snprintf(c->myid, sizeof(c->myid), "%040d", 7);
 	c->base = event_base_new();
 	assert_non_null(c->base);
-	c->waiter = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(*c->waiter));
-	assert_non_null(c->waiter);
 	assert_int_equal(ctl_modules_init(c), 0);
 	return c;
 }
@@ -84,7 +82,6 @@ static __attribute__((unused)) void th_free(struct ctl *c)
 	fo_cluster_free(&c->fo);
 	event_base_free(c->base);
 	cfg_free(c->cfg);
-	free(c->waiter);
 	snprintf(path, sizeof(path), "%s/state.runtime", th_dir);
 	unlink(path);
 	rmdir(th_dir);

@@ -142,9 +142,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	if (c->ha && !c->stop_timer)
-		ctl_ha_stop(c); /* revoke the lease: another controller leads at once */
-	else
+	/* HA: revoke the lease, another controller leads at once (a second signal
+	 * while that runs: stop now). */
+	if (!ctl_ha_stop(c))
 		event_base_loopbreak(c->base);
 }
 
@@ -381,8 +381,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		goto fail;
 	}
 	c->shard_timer = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(struct event *));
-	c->waiter = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(struct ctl_conn *));
-	if (!c->shard_timer || !c->waiter) {
+	if (!c->shard_timer) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -398,18 +397,14 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		c->shard_timer[i] = evtimer_new(c->base, on_shard_timer, a);
 	}
 	c->servers = calloc(cfg->nnodes + 1, sizeof(struct ctl_server *));
-	c->node_timer = calloc(cfg->nnodes + 1, sizeof(struct event *));
-	c->deadline = calloc(cfg->nnodes + 1, sizeof(*c->deadline));
-	c->reject_last = calloc(cfg->nnodes + 1, sizeof(*c->reject_last));
-	if (!c->servers || !c->node_timer || !c->deadline || !c->reject_last) {
+	if (!c->servers) {
 		rc = -ENOMEM;
 		goto fail;
 	}
 	c->nnodes = cfg->nnodes;
-	for (int i = 0; i < cfg->nnodes; i++) {
-		c->deadline[i] = (struct ctl_deadline){c, i};
-		c->node_timer[i] = evtimer_new(c->base, ctl_on_node_deadline, &c->deadline[i]);
-	}
+	rc = ctl_agents_start(c);
+	if (rc)
+		goto fail;
 	rc = ctl_servers_start(c);
 	if (rc)
 		goto fail;
@@ -507,12 +502,7 @@ void ctl_free(struct ctl *c)
 	ctl_discover_fini(c);
 	ctl_servers_free(c);
 	ctl_hooks_stop(c);
-	for (int i = 0; c->node_timer && i < c->nnodes; i++)
-		if (c->node_timer[i])
-			event_free(c->node_timer[i]);
-	free(c->node_timer);
-	free(c->deadline);
-	free(c->reject_last);
+	ctl_agents_free(c);
 	for (int i = 0; c->shard_timer && i < c->cfg->nshards; i++) {
 		if (c->shard_timer[i]) {
 			free(event_get_callback_arg(c->shard_timer[i]));
@@ -520,12 +510,9 @@ void ctl_free(struct ctl *c)
 		}
 	}
 	free(c->shard_timer);
-	free(c->waiter);
 	ctl_dns_free(c);
 	ctl_metrics_free(c);
 	ctl_listen_close(c);
-	if (c->accept_resume)
-		event_free(c->accept_resume);
 	if (c->tick)
 		event_free(c->tick);
 	if (c->sigint)

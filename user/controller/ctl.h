@@ -98,6 +98,9 @@ struct ctl_metrics {
 /* Each module's state, defined in its own .c. */
 struct ctl_conn;
 struct ctl_conn_mod;
+struct ctl_listener;
+struct ctl_ha_state;
+struct ctl_agents;
 struct ctl_limits;
 struct ctl_pubsub;
 struct ctl_holds;
@@ -114,11 +117,7 @@ struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
 	struct event_base *base;
-	struct evconnlistener *lis;	/* plain: [controller] listen; NULL when TLS only */
-	struct evconnlistener *tls_lis; /* [controller] tls_listen, NULL without */
-	struct ssl_ctx_st *tls_ctx;	/* its certificate and the clients' CA */
-	struct ssl_ctx_st *srv_tls;	/* [redis] tls: to the servers, NULL without */
-	char tls_listen_str[300];
+	struct ssl_ctx_st *srv_tls; /* [redis] tls: to the servers, NULL without */
 	struct evlog *log;
 	char event_log[256];
 	char state_file[256];
@@ -129,40 +128,29 @@ struct ctl {
 	struct ctl_conn_mod *conn; /* ctl_conn.c */
 	/* Per node (nnodes of each, allocated for the cluster file): */
 	int nnodes;
-	struct ctl_server **servers;   /* ctl_servers.c */
-	struct event **node_timer;     /* heartbeat deadline */
-	struct ctl_deadline *deadline; /* its argument */
+	struct ctl_server **servers; /* ctl_servers.c */
 	struct event **shard_timer;
 	struct ctl_conn **waiter; /* per shard: the client waiting for FLATLINE FAILOVER */
 	struct event *tick, *sigint, *sigterm;
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	/* [controller] tls_listen, or [controller "id"]'s in HA mode; NULL = no TLS */
 	const struct cfg_endpoint *tls_listen_ep;
-	char ha_addr[300];	  /* HA mode: the address published in etcd (plain, else TLS) */
-	char (*reject_last)[160]; /* last rejection logged per node (+ one for unknown ids) */
-	/* libevent common timeouts (a queue, not the heap: every node's deadline has the
-	 * same length): the heartbeat deadline and an agent's read timeout, per length. */
-	int deadline_ms, silent_ms;
-	const struct timeval *deadline_tv, *silent_tv;
+	char ha_addr[300]; /* HA mode: the address published in etcd (plain, else TLS) */
 	int nconns, maxclients;
-	struct event *accept_resume; /* the listener paused on EMFILE */
-	long long accept_err_ms;     /* last accept error logged */
-	unsigned accept_errs;	     /* since */
 	struct dns_updater *dns;
 	struct ctl_dns *dnss;	 /* per shard: what DNS says and why we last wrote it */
 	struct event *dns_check; /* the drift check, every [dns] check_ms */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	/* HA mode (ctl_ha.c): NULL without an [etcd] section */
 	struct ha *ha;
-	char id[CFG_ID_MAX + 1]; /* --id: this controller's [controller "id"] */
-	bool was_leader;
-	long long ha_role_since_ms;
-	char etcd_why[256];	/* why etcd is unavailable, "" when it answers */
-	char etcd_members[256]; /* etcd's member names, or why unknown */
-	struct event *members_timer, *stop_timer;
+	char id[CFG_ID_MAX + 1];       /* --id: this controller's [controller "id"] */
+	char etcd_why[256];	       /* why etcd is unavailable, "" when it answers */
+	struct ctl_ha_state *ha_state; /* ctl_ha.c */
 	struct event *sighup;
 	struct ctl_metrics m;
 	/* The modules' states */
+	struct ctl_listener *listener;	     /* ctl_listen.c */
+	struct ctl_agents *agents;	     /* ctl_agents.c */
 	struct ctl_limits *limits;	     /* ctl_limits.c */
 	struct ctl_pubsub *pubsub;	     /* ctl_pubsub.c */
 	struct ctl_holds *holds;	     /* ctl_hold.c */
@@ -185,13 +173,6 @@ struct ctl_ha_view {
 	const char *etcd_why, *etcd_members;
 	int nctls; /* the controllers registered in etcd, this one included */
 	const char *ctl_ids[CFG_MAX_CTLS * 2], *ctl_addrs[CFG_MAX_CTLS * 2];
-};
-
-/* A node's heartbeat deadline: which node, for ctl_on_node_deadline. */
-struct ctl_deadline {
-	struct ctl *c;
-	int node;
-	int agents; /* the node's authenticated agent connections */
 };
 
 #define ARG_IS(i, s) (!strcasecmp(cmd->argv[i], s))
@@ -223,11 +204,13 @@ void ctl_failover_done(void *ctx, int shard, const char *result);
 
 /* ctl_agents.c: RESP handlers and the session's end */
 void ctl_agents_init(struct ctl *c);
+/* Per node: the heartbeat deadline, the last rejection logged. */
+int ctl_agents_start(struct ctl *c);
+void ctl_agents_free(struct ctl *c);
 void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_agent_timed_out(struct ctl_conn *k);
-void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg);
 
 /* ctl_client_auth.c */
 int ctl_client_auth_init(struct ctl *c);
@@ -255,8 +238,9 @@ void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const stru
 
 /* ctl_ha.c: HA mode's roles (below it: discovery, runtime, the outbox) */
 int ctl_ha_start(struct ctl *c);
-/* A clean stop: revokes the lease, then breaks the loop (at most 1 s). */
-void ctl_ha_stop(struct ctl *c);
+/* A clean stop: revokes the lease, then breaks the loop (at most 1 s); false
+ * without HA or when stopping already (then the caller breaks the loop). */
+bool ctl_ha_stop(struct ctl *c);
 void ctl_ha_free(struct ctl *c);
 /* Writes the shard's primary and epoch to etcd (leader only). */
 int ctl_ha_save(struct ctl *c, int shard);

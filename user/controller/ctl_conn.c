@@ -22,6 +22,9 @@ struct ctl_conn_mod {
 	void (*release[CTL_NROLES])(struct ctl_conn *k);
 	void (*read)(struct ctl_conn *k); /* the dispatcher's (ctl_listen.c) */
 	struct timeval plain;		  /* ctl_common_timeout() out of common ones */
+	/* An agent's read timeout as a libevent common timeout, per length. */
+	int silent_ms;
+	const struct timeval *silent_tv;
 };
 
 int ctl_conn_init(struct ctl *c)
@@ -242,5 +245,6 @@ const struct timeval *ctl_common_timeout(struct ctl *c, int *ms_at, const struct
  * (protocol.md, Limits), as a common timeout. */
 const struct timeval *ctl_agent_silent_tv(struct ctl *c)
 {
-	return ctl_common_timeout(c, &c->silent_ms, &c->silent_tv, 10 * c->cfg->agent.heartbeat_ms);
+	return ctl_common_timeout(c, &c->conn->silent_ms, &c->conn->silent_tv,
+				  10 * c->cfg->agent.heartbeat_ms);
 }

@@ -443,6 +443,9 @@ static void waiter_release(struct ctl_conn *k)
 
 int ctl_sentinel_init(struct ctl *c)
 {
+	c->waiter = calloc(c->cfg->nshards ? c->cfg->nshards : 1, sizeof(*c->waiter));
+	if (!c->waiter)
+		return -ENOMEM;
 	ctl_conn_role_register(c, CTL_ROLE_WAITER, waiter_release);
 	return ctl_hold_init(c, hold_wanted, answer_sentinel);
 }
@@ -450,6 +453,8 @@ int ctl_sentinel_init(struct ctl *c)
 void ctl_sentinel_fini(struct ctl *c)
 {
 	ctl_hold_fini(c);
+	free(c->waiter);
+	c->waiter = NULL;
 }
 
 static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
