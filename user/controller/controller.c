@@ -396,11 +396,6 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		a->shard = i;
 		c->shard_timer[i] = evtimer_new(c->base, on_shard_timer, a);
 	}
-	c->servers = calloc(cfg->nnodes + 1, sizeof(struct ctl_server *));
-	if (!c->servers) {
-		rc = -ENOMEM;
-		goto fail;
-	}
 	c->nnodes = cfg->nnodes;
 	rc = ctl_agents_start(c);
 	if (rc)

@@ -99,6 +99,7 @@ struct ctl_metrics {
 struct ctl_conn;
 struct ctl_conn_mod;
 struct ctl_listener;
+struct ctl_dns_state;
 struct ctl_ha_state;
 struct ctl_agents;
 struct ctl_limits;
@@ -137,9 +138,6 @@ struct ctl {
 	const struct cfg_endpoint *tls_listen_ep;
 	char ha_addr[300]; /* HA mode: the address published in etcd (plain, else TLS) */
 	int nconns, maxclients;
-	struct dns_updater *dns;
-	struct ctl_dns *dnss;	 /* per shard: what DNS says and why we last wrote it */
-	struct event *dns_check; /* the drift check, every [dns] check_ms */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	/* HA mode (ctl_ha.c): NULL without an [etcd] section */
 	struct ha *ha;
@@ -151,6 +149,7 @@ struct ctl {
 	/* The modules' states */
 	struct ctl_listener *listener;	     /* ctl_listen.c */
 	struct ctl_agents *agents;	     /* ctl_agents.c */
+	struct ctl_dns_state *dns_state;     /* ctl_dns.c */
 	struct ctl_limits *limits;	     /* ctl_limits.c */
 	struct ctl_pubsub *pubsub;	     /* ctl_pubsub.c */
 	struct ctl_holds *holds;	     /* ctl_hold.c */
@@ -289,6 +288,8 @@ void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms);
 void ctl_dns_promoted(struct ctl *c, int shard, const char *host);
 int ctl_dns_start(struct ctl *c);
 void ctl_dns_free(struct ctl *c);
+/* What DNS says of the shard's name; NULL without a [dns] section. */
+const struct ctl_dns *ctl_dns_shard(const struct ctl *c, int shard);
 
 /* ctl_metrics.c: the HTTP endpoint on [controller] metrics_listen, and the hooks */
 int ctl_metrics_start(struct ctl *c);

@@ -386,6 +386,9 @@ int ctl_servers_start(struct ctl *c)
 
 	if (rc)
 		return rc;
+	c->servers = calloc(c->cfg->nnodes + 1, sizeof(struct ctl_server *));
+	if (!c->servers)
+		return -ENOMEM;
 	for (int i = 0; i < c->cfg->nnodes; i++) {
 		const struct cfg_node *cn = &c->cfg->nodes[i];
 		struct ctl_server *s = calloc(1, sizeof(*s));
