@@ -44,15 +44,13 @@ static long long th_wall(void *ctx)
 	return fl_wall_ms();
 }
 
-static __attribute__((unused)) char th_dir[64];
-
 /* A controller on the cluster file text (th_cluster and more); its state_file in a
- * fresh directory (th_dir). */
+ * fresh directory. */
 static __attribute__((unused)) struct ctl *th_new(const char *text)
 {
 	struct ctl *c = calloc(1, sizeof(*c));
 	struct cfg *cfg = NULL;
-	char err[512] = "";
+	char err[512] = "", dir[64];
 
 	assert_non_null(c);
 	if (cfg_load_string("t.conf", text, &cfg, err, sizeof(err)))
@@ -62,9 +60,9 @@ static __attribute__((unused)) struct ctl *th_new(const char *text)
 	c->fo.now_ms = th_mono;
 	c->fo.wall_ms = th_wall;
 	c->start_ms = fl_mono_ms();
-	snprintf(th_dir, sizeof(th_dir), "/tmp/fl-ctl-test.XXXXXX");
-	assert_non_null(mkdtemp(th_dir));
-	snprintf(c->state_file, sizeof(c->state_file), "%s/state", th_dir);
+	snprintf(dir, sizeof(dir), "/tmp/fl-ctl-test.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(c->state_file, sizeof(c->state_file), "%s/state", dir);
 	snprintf(c->myid, sizeof(c->myid), "%040d", 7);
 	c->base = event_base_new();
 	assert_non_null(c->base);
@@ -82,9 +80,10 @@ static __attribute__((unused)) void th_free(struct ctl *c)
 	fo_cluster_free(&c->fo);
 	event_base_free(c->base);
 	cfg_free(c->cfg);
-	snprintf(path, sizeof(path), "%s/state.runtime", th_dir);
+	snprintf(path, sizeof(path), "%s.runtime", c->state_file);
 	unlink(path);
-	rmdir(th_dir);
+	*strrchr(c->state_file, '/') = '\0'; /* its directory */
+	rmdir(c->state_file);
 	free(c);
 }
 

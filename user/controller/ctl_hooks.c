@@ -318,6 +318,8 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg)
 	const char *ns = c->cfg->controller.notification_script;
 	const char *rs = c->cfg->controller.client_reconfig_script;
 
+	if (!c->hooks)
+		return; /* stopped */
 	if (ns[0] && notified(channel)) {
 		const char *args[] = {channel, msg};
 
