@@ -11,7 +11,8 @@
  *   ctl_status.c       `FLATLINE STATUS` as text and as JSON: printing only
  *   ctl_ha.c           HA mode ([etcd]): leader or follower, the shard state in etcd
  *   ctl_discover.c     the INFO round of every node at start (or for a new leader)
- *   ctl_runtime.c      SENTINEL SET/CONFIG/DEBUG …: runtime settings
+ *   ctl_runtime_cmd.c  SENTINEL SET/CONFIG/DEBUG/RESET …, over
+ *   ctl_runtime.c      the runtime settings (<state_file>.runtime, etcd)
  *   ctl_servers.c      requests to the Redis servers (the I/O behind struct fo_ops)
  *   ctl_dns.c          DNS wiring: the update after a promotion, drift check and repair
  *   ctl_metrics.c      Prometheus metrics;  ctl_state.c  the state file (a worker thread)
@@ -258,11 +259,14 @@ int ctl_discover_init(struct ctl *c);
 void ctl_discover_fini(struct ctl *c);
 void ctl_discover_start(struct ctl *c);
 
-/* ctl_runtime.c: runtime configuration (<state_file>.runtime) */
+/* ctl_runtime_cmd.c: the Sentinel subcommands over the runtime settings; true
+ * when cmd was one of them (answered). */
+bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+
+/* ctl_runtime.c: runtime configuration (<state_file>.runtime, or etcd) */
 int ctl_runtime_init(struct ctl *c);
 void ctl_runtime_fini(struct ctl *c);
 int ctl_runtime_load(struct ctl *c);
-bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_runtime_status(struct ctl *c, struct evbuffer *b);
 void ctl_runtime_from_etcd(struct ctl *c, const char *rel, const char *val);
 void ctl_runtime_auth(const struct ctl *c, int shard, const char **user, const char **pass);
