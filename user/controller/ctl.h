@@ -119,47 +119,50 @@ struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
 	struct event_base *base;
-	struct ssl_ctx_st *srv_tls; /* [redis] tls: to the servers, NULL without */
 	struct evlog *log;
 	char event_log[256];
 	char state_file[256];
-	char listen_str[300];
 	char myid[41];
 	long long start_ms;
+	/* The connections (ctl_conn.c; accepted by ctl_listen.c) */
 	struct ctl_conn *conns;
-	struct ctl_conn_mod *conn; /* ctl_conn.c */
-	/* Per node (nnodes of each, allocated for the cluster file): */
-	int nnodes;
-	struct ctl_server **servers; /* ctl_servers.c */
-	struct event **shard_timer;
-	struct ctl_conn **waiter; /* per shard: the client waiting for FLATLINE FAILOVER */
-	struct event *tick, *sigint, *sigterm;
+	int nconns, maxclients;
+	/* Where this controller listens (set at start; ctl_listen.c binds them) */
 	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
 	/* [controller] tls_listen, or [controller "id"]'s in HA mode; NULL = no TLS */
 	const struct cfg_endpoint *tls_listen_ep;
+	char listen_str[300];
 	char ha_addr[300]; /* HA mode: the address published in etcd (plain, else TLS) */
-	int nconns, maxclients;
-	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
-	/* HA mode (ctl_ha.c): NULL without an [etcd] section */
+	/* HA mode: NULL without an [etcd] section; what every module asks (ctl_may_act) */
 	struct ha *ha;
-	char id[CFG_ID_MAX + 1];       /* --id: this controller's [controller "id"] */
-	char etcd_why[256];	       /* why etcd is unavailable, "" when it answers */
-	struct ctl_ha_state *ha_state; /* ctl_ha.c */
-	struct event *sighup;
+	char id[CFG_ID_MAX + 1]; /* --id: this controller's [controller "id"] */
+	char etcd_why[256];	 /* why etcd is unavailable, "" when it answers */
+	/* Counted where it happens, read by ctl_metrics.c */
 	struct ctl_metrics m;
+	/* controller.c's own: the failover core's timers, the TILT tick, signals */
+	struct event **shard_timer;
+	struct event *tick, *sigint, *sigterm, *sighup;
+	/* Per shard: the client waiting for FLATLINE FAILOVER (ctl_sentinel.c's) */
+	struct ctl_conn **waiter;
 	/* The modules' states */
-	struct ctl_listener *listener;	     /* ctl_listen.c */
-	struct ctl_agents *agents;	     /* ctl_agents.c */
-	struct ctl_dns_state *dns_state;     /* ctl_dns.c */
-	struct ctl_limits *limits;	     /* ctl_limits.c */
-	struct ctl_pubsub *pubsub;	     /* ctl_pubsub.c */
-	struct ctl_holds *holds;	     /* ctl_hold.c */
-	struct ctl_events *events;	     /* ctl_event.c */
-	struct ctl_hooks *hooks;	     /* ctl_hooks.c */
-	struct ctl_runtime *runtime;	     /* ctl_runtime.c */
-	struct ctl_discovery *discover;	     /* ctl_discover.c */
-	struct ctl_client_auth *client_auth; /* ctl_client_auth.c */
-	struct ctl_clients *clients;	     /* ctl_clients.c */
+	int nnodes;
+	struct ctl_server **servers;	       /* ctl_servers.c: one per node */
+	struct ssl_ctx_st *srv_tls;	       /* ctl_servers.c: [redis] tls, NULL without */
+	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
+	struct ctl_ha_state *ha_state;	       /* ctl_ha.c */
+	struct ctl_conn_mod *conn;	       /* ctl_conn.c */
+	struct ctl_listener *listener;	       /* ctl_listen.c */
+	struct ctl_agents *agents;	       /* ctl_agents.c */
+	struct ctl_dns_state *dns_state;       /* ctl_dns.c */
+	struct ctl_limits *limits;	       /* ctl_limits.c */
+	struct ctl_pubsub *pubsub;	       /* ctl_pubsub.c */
+	struct ctl_holds *holds;	       /* ctl_hold.c */
+	struct ctl_events *events;	       /* ctl_event.c */
+	struct ctl_hooks *hooks;	       /* ctl_hooks.c */
+	struct ctl_runtime *runtime;	       /* ctl_runtime.c */
+	struct ctl_discovery *discover;	       /* ctl_discover.c */
+	struct ctl_client_auth *client_auth;   /* ctl_client_auth.c */
+	struct ctl_clients *clients;	       /* ctl_clients.c */
 };
 
 /* What status shows of HA mode. */
