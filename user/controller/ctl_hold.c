@@ -54,9 +54,10 @@ bool ctl_hold(struct ctl_conn *k, struct resp_cmd *cmd)
 
 	if (!k->hold_ev)
 		k->hold_ev = evtimer_new(k->ctl->base, on_hold, k);
+	if (k->hold_ev)
+		ctl_conn_role(k, CTL_ROLE_HELD, true); /* its event goes with the connection */
 	if (!k->hold_ev || evtimer_add(k->hold_ev, &tv))
 		return false;
-	ctl_conn_role(k, CTL_ROLE_HELD, true);
 	k->held = *cmd;
 	memset(cmd, 0, sizeof(*cmd));
 	k->ctl->holds->nheld++;
