@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* flatline controller: start-up, the first INFO round (discovery), the TILT tick,
- * signals and the `flatline controller` command line. Decisions are failover.c's;
- * the I/O behind struct fo_ops is in the ctl_*.c modules (ctl.h). */
+/* flatline controller: start-up (the modules' states, bottom up), the struct
+ * fo_ops table, the TILT tick, signals, reload and the `flatline controller`
+ * command line. Decisions are the failover core's (fo_*.c); the I/O behind
+ * struct fo_ops is in the ctl_*.c modules (ctl.h, top down). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -15,19 +16,9 @@
 #include "common/clock.h"
 #include "common/daemon.h"
 #include "common/log.h"
+#include "controller/controller.h"
 #include "controller/ctl.h"
-
-void ctl_log(struct ctl *c, struct evrec *r)
-{
-	int err;
-
-	ctl_hold_wake(c);
-	if (!c->log)
-		return;
-	err = evlog_write(c->log, r);
-	if (err)
-		pr_warn("failed to write event log %s: %s\n", c->event_log, strerror(-err));
-}
+#include "controller/ctl_conn.h"
 
 static long long clk_mono(void *ctx)
 {
@@ -64,11 +55,6 @@ static void op_timer(void *ctx, int shard, int ms)
 		evtimer_del(c->shard_timer[shard]);
 	else
 		evtimer_add(c->shard_timer[shard], &tv);
-}
-
-static void op_publish(void *ctx, const char *channel, const char *msg)
-{
-	ctl_publish(ctx, channel, msg);
 }
 
 static void op_promoted(void *ctx, int shard)
@@ -132,60 +118,12 @@ static const struct fo_ops ctl_ops = {
     .replicaof = op_replicaof,
     .timer = op_timer,
     .event = ctl_event,
-    .publish = op_publish,
+    .publish = ctl_event_sentinel,
     .promoted = op_promoted,
     .done = ctl_failover_done,
 };
 
-/* ---- discovery, TILT tick, signals ---- */
-
-static void discover_finish(struct ctl *c)
-{
-	struct evrec r;
-
-	if (!c->fo.starting || !c->discover_pending_round)
-		return;
-	c->discover_pending_round = false;
-	evtimer_del(c->discover_timer);
-	if (c->ha && !ctl_may_act(c))
-		return; /* a follower (or a leader no more): observe */
-	for (int i = 0; i < c->fo.nshards; i++)
-		fo_discover(&c->fo, &c->fo.shards[i]);
-	c->fo.starting = false;
-	evrec_begin(&r, NULL, "controller", "controller_ready");
-	for (int i = 0; i < c->fo.nshards; i++) {
-		struct fo_shard *s = &c->fo.shards[i];
-		char k[80];
-
-		snprintf(k, sizeof(k), "primary.%s", s->name);
-		evrec_str(&r, k, s->primary >= 0 ? c->fo.nodes[s->primary].id : "");
-	}
-	ctl_log(c, &r);
-	if (c->log && evlog_pin(c->log, &r))
-		pr_warn("failed to keep the controller_start record for new log segments\n");
-	pr_info("ready: %d shard(s), listening on %s\n", c->fo.nshards, c->listen_str);
-	{
-		char status[400];
-
-		snprintf(status, sizeof(status), "ready: %d shard(s), listening on %s",
-			 c->fo.nshards, c->listen_str);
-		daemon_notify_ready(c->base, status);
-	}
-	fo_evaluate(&c->fo);
-}
-
-void ctl_discover_one_done(struct ctl *c)
-{
-	if (c->discover_pending > 0 && --c->discover_pending == 0)
-		discover_finish(c);
-}
-
-static void on_discover_timer(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	discover_finish(arg);
-}
+/* ---- TILT tick, signals ---- */
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -204,23 +142,10 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	pr_info("received %s, stopping\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	if (c->ha && !c->stop_timer)
-		ctl_ha_stop(c); /* revoke the lease: another controller leads at once */
-	else
+	/* HA: revoke the lease, another controller leads at once (a second signal
+	 * while that runs: stop now). */
+	if (!ctl_ha_stop(c))
 		event_base_loopbreak(c->base);
-}
-
-void ctl_discover_start(struct ctl *c)
-{
-	struct timeval disc = fl_ms_tv(CTL_DISCOVER_MS);
-
-	c->discover_pending_round = true;
-	c->discover_pending = c->fo.nnodes;
-	evtimer_add(c->discover_timer, &disc);
-	for (int i = 0; i < c->fo.nnodes; i++)
-		ctl_server_discover(c, i, CTL_DISCOVER_MS - 100);
-	if (!c->fo.nnodes)
-		discover_finish(c);
 }
 
 /* What the controller applies while running (the rows of common/config_table.c with
@@ -315,6 +240,49 @@ static void make_myid(struct ctl *c)
 		snprintf(c->myid + 2 * i, 3, "%02x", b[i]);
 }
 
+/* The modules' states, bottom up; each module's own struct behind its pointer in
+ * struct ctl. Needs c->cfg and c->fo (the unit tests build a controller from these
+ * alone, with c->base for the events). */
+int ctl_modules_init(struct ctl *c)
+{
+	int rc = ctl_limits_init(c);
+
+	if (!rc)
+		rc = ctl_conn_init(c);
+	if (!rc)
+		rc = ctl_hooks_init(c, ctl_log);
+	if (!rc)
+		rc = ctl_pubsub_init(c);
+	if (!rc)
+		rc = ctl_event_init(c);
+	if (!rc)
+		rc = ctl_runtime_init(c);
+	if (!rc)
+		rc = ctl_clients_init(c);
+	if (!rc)
+		rc = ctl_client_auth_init(c);
+	if (!rc)
+		rc = ctl_sentinel_init(c);
+	if (rc)
+		return rc;
+	ctl_agents_init(c);
+	return 0;
+}
+
+/* Top down; the connections are gone by now. */
+void ctl_modules_fini(struct ctl *c)
+{
+	ctl_sentinel_fini(c);
+	ctl_client_auth_fini(c);
+	ctl_clients_fini(c);
+	ctl_runtime_fini(c);
+	ctl_event_fini(c);
+	ctl_pubsub_fini(c);
+	ctl_hooks_stop(c);
+	ctl_conn_fini(c);
+	ctl_limits_fini(c);
+}
+
 int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 {
 	struct ctl *c = calloc(1, sizeof(*c));
@@ -326,6 +294,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		return -ENOMEM;
 	c->cfg = cfg;
 	c->start_ms = fl_mono_ms();
+	rc = ctl_modules_init(c);
+	if (rc)
+		goto fail;
 	ctl_fit_clients(c);
 	snprintf(c->event_log, sizeof(c->event_log), "%s",
 		 opts && opts->event_log ? opts->event_log : cfg->controller.event_log);
@@ -409,8 +380,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		goto fail;
 	}
 	c->shard_timer = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(struct event *));
-	c->waiter = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(struct ctl_conn *));
-	if (!c->shard_timer || !c->waiter) {
+	if (!c->shard_timer) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -425,20 +395,14 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		a->shard = i;
 		c->shard_timer[i] = evtimer_new(c->base, on_shard_timer, a);
 	}
-	c->servers = calloc(cfg->nnodes + 1, sizeof(struct ctl_server *));
-	c->node_timer = calloc(cfg->nnodes + 1, sizeof(struct event *));
-	c->deadline = calloc(cfg->nnodes + 1, sizeof(*c->deadline));
-	c->reject_last = calloc(cfg->nnodes + 1, sizeof(*c->reject_last));
-	if (!c->servers || !c->node_timer || !c->deadline || !c->reject_last) {
-		rc = -ENOMEM;
-		goto fail;
-	}
 	c->nnodes = cfg->nnodes;
-	for (int i = 0; i < cfg->nnodes; i++) {
-		c->deadline[i] = (struct ctl_deadline){c, i};
-		c->node_timer[i] = evtimer_new(c->base, ctl_on_node_deadline, &c->deadline[i]);
-	}
+	rc = ctl_agents_start(c);
+	if (rc)
+		goto fail;
 	rc = ctl_servers_start(c);
+	if (rc)
+		goto fail;
+	rc = ctl_discover_init(c);
 	if (rc)
 		goto fail;
 	rc = ctl_hooks_start(c);
@@ -462,7 +426,6 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	c->sigint = evsignal_new(c->base, SIGINT, on_signal, c);
 	c->sigterm = evsignal_new(c->base, SIGTERM, on_signal, c);
 	c->sighup = evsignal_new(c->base, SIGHUP, on_sighup, c);
-	c->discover_timer = evtimer_new(c->base, on_discover_timer, c);
 	{
 		struct timeval tick = fl_ms_tv(CTL_TICK_MS);
 
@@ -530,14 +493,10 @@ void ctl_free(struct ctl *c)
 	}
 	ctl_ha_free(c);
 	ctl_state_stop(c);
+	ctl_discover_fini(c);
 	ctl_servers_free(c);
-	ctl_hooks_stop();
-	for (int i = 0; c->node_timer && i < c->nnodes; i++)
-		if (c->node_timer[i])
-			event_free(c->node_timer[i]);
-	free(c->node_timer);
-	free(c->deadline);
-	free(c->reject_last);
+	ctl_hooks_stop(c);
+	ctl_agents_free(c);
 	for (int i = 0; c->shard_timer && i < c->cfg->nshards; i++) {
 		if (c->shard_timer[i]) {
 			free(event_get_callback_arg(c->shard_timer[i]));
@@ -545,12 +504,9 @@ void ctl_free(struct ctl *c)
 		}
 	}
 	free(c->shard_timer);
-	free(c->waiter);
 	ctl_dns_free(c);
 	ctl_metrics_free(c);
 	ctl_listen_close(c);
-	if (c->accept_resume)
-		event_free(c->accept_resume);
 	if (c->tick)
 		event_free(c->tick);
 	if (c->sigint)
@@ -559,12 +515,11 @@ void ctl_free(struct ctl *c)
 		event_free(c->sigterm);
 	if (c->sighup)
 		event_free(c->sighup);
-	if (c->discover_timer)
-		event_free(c->discover_timer);
 	evlog_close(c->log);
 	if (c->base)
 		event_base_free(c->base);
 	fo_cluster_free(&c->fo);
+	ctl_modules_fini(c);
 	free(c);
 }
 

@@ -23,8 +23,4 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts);
 int ctl_run(struct ctl *c);
 void ctl_free(struct ctl *c);
 
-/* The names the client commands reply with. */
-#define CTL_VERSION	  "0.1.0"
-#define CTL_REDIS_VERSION "7.0.0" /* what INFO claims, for clients that check */
-
 #endif

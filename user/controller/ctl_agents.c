@@ -13,7 +13,27 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 #include "controller/lease_wait.h"
+
+/* A node's heartbeat deadline: which node, for on_node_deadline. */
+struct ctl_deadline {
+	struct ctl *c;
+	int node;
+	int agents; /* the node's authenticated agent connections */
+};
+
+/* The module's state (c->agents), per node (nnodes of each, + one for unknown ids). */
+struct ctl_agents {
+	int nnodes;
+	struct event **node_timer;     /* heartbeat deadline */
+	struct ctl_deadline *deadline; /* its argument */
+	char (*reject_last)[160];      /* last rejection logged per node */
+	/* libevent common timeouts (a queue, not the heap: every node's deadline has
+	 * the same length): the heartbeat deadline, per length. */
+	int deadline_ms;
+	const struct timeval *deadline_tv;
+};
 
 static void reject_log(struct ctl *c, int node, const char *node_id, const char *peer,
 		       const char *why)
@@ -26,13 +46,13 @@ static void reject_log(struct ctl *c, int node, const char *node_id, const char 
 	unsigned supp = 0;
 
 	snprintf(key, sizeof(key), "%s|%s", node_id, why);
-	if (!strcmp(c->reject_last[slot], key))
+	if (!strcmp(c->agents->reject_last[slot], key))
 		return; /* once per change */
 	/* Per source address, whatever node ids it makes up: the log (and the
 	 * event log's segments) cannot be flooded by rejections. */
 	if (!ctl_log_allowed(c, peer, &supp))
 		return;
-	snprintf(c->reject_last[slot], sizeof(c->reject_last[slot]), "%s", key);
+	snprintf(c->agents->reject_last[slot], sizeof(c->agents->reject_last[slot]), "%s", key);
 	pr_warn("rejected agent %s from %s: %s%s\n", log_esc(node_id, esc, sizeof(esc)), peer, why,
 		supp ? " (and others from there, not logged)" : "");
 	evrec_begin(&r, NULL, "controller", "agent_rejected");
@@ -108,38 +128,6 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_str(out, hex);
 }
 
-/* A timeout of ms as a libevent common timeout (the last length asked for kept in
- * *ms_at, *tv_at; libevent keeps one queue per length, up to 256 lengths): thousands
- * of agents re-arm the same length at every report, and a common timeout is a queue
- * append where a plain one is a heap operation (issue 19). Shards with their own
- * down-after-milliseconds each have their length's queue. */
-static const struct timeval *common_timeout(struct ctl *c, int *ms_at, const struct timeval **tv_at,
-					    int ms)
-{
-	struct timeval tv = fl_ms_tv(ms);
-	const struct timeval *ct;
-
-	if (*ms_at != ms || !*tv_at) {
-		ct = event_base_init_common_timeout(c->base, &tv);
-		if (!ct) { /* 256 lengths in use: a plain timeout */
-			static struct timeval plain;
-
-			plain = tv;
-			return &plain;
-		}
-		*ms_at = ms;
-		*tv_at = ct;
-	}
-	return *tv_at;
-}
-
-/* How long an agent may be silent before its connection is closed: 10 heartbeats
- * (protocol.md, Limits), as a common timeout. */
-const struct timeval *ctl_agent_silent_tv(struct ctl *c)
-{
-	return common_timeout(c, &c->silent_ms, &c->silent_tv, 10 * ctl_agent_heartbeat_ms(c));
-}
-
 /* PROVE <proof>: the agent's answer to our CHALLENGE. One try per connection. */
 void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 {
@@ -162,16 +150,17 @@ void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 		ctl_conn_fatal(k, "AUTH wrong key for this node");
 		return;
 	}
-	c->reject_last[n->idx][0] = '\0';
+	c->agents->reject_last[n->idx][0] = '\0';
 	/* A node's key proves the node, for its own reports: it changes no state of
 	 * the controller's (FAILOVER, SENTINEL SET … need a client login, or the
 	 * cluster secret's AUTH without client authentication). */
 	k->flags |= CTL_C_AGENT;
+	ctl_conn_role(k, CTL_ROLE_AGENT, true);
 	resp_reader_set_max_frame(k->rd, 0);
 	k->seq = 0;
 	/* Silent for 10 heartbeats: closed (protocol.md, Limits). */
 	bufferevent_set_timeouts(k->bev, ctl_agent_silent_tv(c), NULL);
-	c->deadline[n->idx].agents++;
+	c->agents->deadline[n->idx].agents++;
 	evrec_begin(&r, NULL, "controller", "agent_connected");
 	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "peer", k->peer);
@@ -181,7 +170,7 @@ void ctl_on_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 }
 
 /* A node's heartbeat deadline passed without a report: its shard is judged again. */
-void ctl_on_node_deadline(evutil_socket_t fd, short what, void *arg)
+static void on_node_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct ctl_deadline *d = arg;
 
@@ -224,8 +213,9 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	n = &c->fo.nodes[k->node];
 	fo_on_report(&c->fo, n, &rep);
 	/* The heartbeat deadline: judged again when it passes without a report. */
-	evtimer_add(c->node_timer[n->idx], common_timeout(c, &c->deadline_ms, &c->deadline_tv,
-							  fo_down_after_ms(&c->fo, n->shard) + 1));
+	evtimer_add(c->agents->node_timer[n->idx],
+		    ctl_common_timeout(c, &c->agents->deadline_ms, &c->agents->deadline_tv,
+				       fo_down_after_ms(&c->fo, n->shard) + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, c->ha ? 4 : 3);
 	resp_status(out, "OK");
@@ -236,9 +226,9 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
 }
 
-/* An agent's connection closes: the node has lost its agent unless another
- * connection of the same node is still up. */
-void ctl_agent_closed(struct ctl_conn *k)
+/* An agent's connection closes (the role's end, ctl_conn_free): the node has lost
+ * its agent unless another connection of the same node is still up. */
+static void ctl_agent_closed(struct ctl_conn *k)
 {
 	struct ctl *c = k->ctl;
 	struct fo_node *n = &c->fo.nodes[k->node];
@@ -246,9 +236,9 @@ void ctl_agent_closed(struct ctl_conn *k)
 
 	/* Counted per node, not searched for among every connection: a reconnect storm
 	 * of thousands of agents stays linear (issue 19). */
-	if (--c->deadline[k->node].agents > 0)
+	if (--c->agents->deadline[k->node].agents > 0)
 		return;
-	c->deadline[k->node].agents = 0;
+	c->agents->deadline[k->node].agents = 0;
 	evrec_begin(&r, NULL, "controller", "agent_disconnected");
 	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "peer", k->peer);
@@ -266,4 +256,46 @@ void ctl_agent_timed_out(struct ctl_conn *k)
 	evrec_str(&r, "peer", k->peer);
 	evrec_int(&r, "silent_ms", 10L * ctl_agent_heartbeat_ms(k->ctl));
 	ctl_log(k->ctl, &r);
+}
+
+void ctl_agents_init(struct ctl *c)
+{
+	ctl_conn_role_register(c, CTL_ROLE_AGENT, ctl_agent_closed);
+}
+
+int ctl_agents_start(struct ctl *c)
+{
+	int n = c->cfg->nnodes;
+	struct ctl_agents *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	c->agents = a;
+	a->node_timer = calloc(n + 1, sizeof(struct event *));
+	a->deadline = calloc(n + 1, sizeof(*a->deadline));
+	a->reject_last = calloc(n + 1, sizeof(*a->reject_last));
+	if (!a->node_timer || !a->deadline || !a->reject_last)
+		return -ENOMEM;
+	a->nnodes = n;
+	for (int i = 0; i < n; i++) {
+		a->deadline[i] = (struct ctl_deadline){c, i};
+		a->node_timer[i] = evtimer_new(c->base, on_node_deadline, &a->deadline[i]);
+	}
+	return 0;
+}
+
+void ctl_agents_free(struct ctl *c)
+{
+	struct ctl_agents *a = c->agents;
+
+	if (!a)
+		return;
+	for (int i = 0; a->node_timer && i < a->nnodes; i++)
+		if (a->node_timer[i])
+			event_free(a->node_timer[i]);
+	free(a->node_timer);
+	free(a->deadline);
+	free(a->reject_last);
+	free(a);
+	c->agents = NULL;
 }

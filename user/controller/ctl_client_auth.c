@@ -16,6 +16,7 @@
  * connection it comes on; logged once per second per address at most. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -24,14 +25,31 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 
 #define CTL_AUTH_QUEUE_MS 30000 /* answers queued per source address at most this far */
 
 static const char wrongpass[] = "WRONGPASS invalid username-password pair or user is disabled.";
 
-bool ctl_client_auth_on(const struct ctl *c)
+struct ctl_client_auth {
+	struct {
+		unsigned hash;
+		unsigned fails;
+		long long last_ms;
+		long long next_ms; /* the next failed AUTH from there is answered then */
+	} auth_src[CTL_LOG_SLOTS]; /* failed AUTHs per source address */
+};
+
+int ctl_client_auth_init(struct ctl *c)
 {
-	return c->cfg->controller.requirepass[0] || c->cfg->nusers;
+	c->client_auth = calloc(1, sizeof(*c->client_auth));
+	return c->client_auth ? 0 : -ENOMEM;
+}
+
+void ctl_client_auth_fini(struct ctl *c)
+{
+	free(c->client_auth);
+	c->client_auth = NULL;
 }
 
 /* The user's permissions if pass is its password; -1 if not (or no such user). */
@@ -83,7 +101,7 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	char src[INET6_ADDRSTRLEN + 4];
 	unsigned h = 2166136261u, supp = 0, before;
 	long long now = fl_mono_ms(), at_ms;
-	typeof(c->auth_src[0]) *a;
+	typeof(c->client_auth->auth_src[0]) *a;
 	char esc[LOG_ESC_MAX];
 	struct timeval tv;
 	bool mine;
@@ -92,7 +110,7 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	acl_peer_source(k->peer, src, sizeof(src));
 	for (const char *s = src; *s; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
-	a = &c->auth_src[h % CTL_LOG_SLOTS];
+	a = &c->client_auth->auth_src[h % CTL_LOG_SLOTS];
 	/* Its record: failures in the last minute from the addresses of this slot.
 	 * Addresses whose hashes share a slot share its turn: were another address's
 	 * failure to reset the count, a guesser alternating two colliding addresses

@@ -13,12 +13,27 @@
 #include <event2/event.h>
 #include "common/clock.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 
-static unsigned long long next_client_id;
+struct ctl_clients {
+	unsigned long long next_id; /* CLIENT ID: the last one given */
+};
+
+int ctl_clients_init(struct ctl *c)
+{
+	c->clients = calloc(1, sizeof(*c->clients));
+	return c->clients ? 0 : -ENOMEM;
+}
+
+void ctl_clients_fini(struct ctl *c)
+{
+	free(c->clients);
+	c->clients = NULL;
+}
 
 void ctl_client_opened(struct ctl_conn *k)
 {
-	k->id = ++next_client_id;
+	k->id = ++k->ctl->clients->next_id;
 	k->created_ms = k->last_cmd_ms = fl_mono_ms();
 	snprintf(k->last_cmd, sizeof(k->last_cmd), "NULL");
 }
@@ -31,32 +46,6 @@ void ctl_client_command(struct ctl_conn *k, const char *name)
 	for (i = 0; name[i] && i + 1 < sizeof(k->last_cmd); i++)
 		k->last_cmd[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
 	k->last_cmd[i] = '\0';
-}
-
-void ctl_reply_map(const struct ctl_conn *k, struct evbuffer *o, long npairs)
-{
-	if (k->flags & CTL_C_RESP3)
-		evbuffer_add_printf(o, "%%%ld\r\n", npairs);
-	else
-		resp_array(o, 2 * npairs);
-}
-
-void ctl_reply_null(const struct ctl_conn *k, struct evbuffer *o, bool array)
-{
-	if (k->flags & CTL_C_RESP3)
-		evbuffer_add(o, "_\r\n", 3);
-	else if (array)
-		resp_null_array(o);
-	else
-		resp_nil(o);
-}
-
-void ctl_reply_push(const struct ctl_conn *k, struct evbuffer *o, long n)
-{
-	if (k->flags & CTL_C_RESP3)
-		evbuffer_add_printf(o, ">%ld\r\n", n);
-	else
-		resp_array(o, n);
 }
 
 int ctl_clients_count(const struct ctl *c)

@@ -19,6 +19,18 @@ static int dns_shard(const struct ctl *c, const char *name)
 	return -1;
 }
 
+/* The module's state (c->dns_state). */
+struct ctl_dns_state {
+	struct dns_updater *dns;
+	struct ctl_dns *dnss;	 /* per shard: what DNS says and why we last wrote it */
+	struct event *dns_check; /* the drift check, every [dns] check_ms */
+};
+
+const struct ctl_dns *ctl_dns_shard(const struct ctl *c, int shard)
+{
+	return c->dns_state && c->dns_state->dnss ? &c->dns_state->dnss[shard] : NULL;
+}
+
 /* A configuration error (REFUSED, NOTAUTH, BADKEY …) is printed once per change
  * and holds back repairs for a while: no retry storm against a server that will
  * keep saying no. */
@@ -43,7 +55,7 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 
 	if (i < 0 || res->status == DNS_SUPERSEDED)
 		return;
-	d = &c->dnss[i];
+	d = &c->dns_state->dnss[i];
 	s = &c->fo.shards[i];
 	want = s->primary >= 0 ? c->fo.nodes[s->primary].host : NULL;
 	if (res->config_error) {
@@ -63,9 +75,10 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 		/* Drifted (or missing): point it at the primary, unless the server
 		 * refuses us anyway or an update is on its way. */
 		if (res->status == DNS_OK && !res->match && want && !strcmp(res->addr, want) &&
-		    !dns_held(c, d) && !dns_update_pending(c->dns, res->name) && ctl_may_act(c)) {
+		    !dns_held(c, d) && !dns_update_pending(c->dns_state->dns, res->name) &&
+		    ctl_may_act(c)) {
 			d->repair = true;
-			if (dns_update(c->dns, res->name, want))
+			if (dns_update(c->dns_state->dns, res->name, want))
 				d->repair = false;
 		}
 		return;
@@ -106,13 +119,13 @@ static void on_dns_check(evutil_socket_t fd, short what, void *arg)
 		const char *name = c->cfg->shards[i].dns_name;
 
 		if (!name[0] || s->primary < 0 || c->fo.starting || !ctl_may_act(c) ||
-		    dns_update_pending(c->dns, name))
+		    dns_update_pending(c->dns_state->dns, name))
 			continue;
-		if (dns_query(c->dns, name, c->fo.nodes[s->primary].host))
-			c->dnss[i].agrees = -1;
+		if (dns_query(c->dns_state->dns, name, c->fo.nodes[s->primary].host))
+			c->dns_state->dnss[i].agrees = -1;
 	}
 	if (c->cfg->dns.check_ms > 0)
-		event_add(c->dns_check, &tv);
+		event_add(c->dns_state->dns_check, &tv);
 }
 
 int ctl_dns_start(struct ctl *c)
@@ -122,6 +135,9 @@ int ctl_dns_start(struct ctl *c)
 	char err[DNS_ERR_MAX], hp[300];
 	int rc;
 
+	c->dns_state = calloc(1, sizeof(*c->dns_state));
+	if (!c->dns_state)
+		return -ENOMEM;
 	if (!cf->dns.enabled)
 		return 0;
 	dns_cfg_init(&d);
@@ -147,13 +163,13 @@ int ctl_dns_start(struct ctl *c)
 			return -EINVAL;
 		}
 	}
-	c->dnss = calloc(cf->nshards, sizeof(*c->dnss));
-	c->dns_check = evtimer_new(c->base, on_dns_check, c);
-	if (!c->dnss || !c->dns_check)
+	c->dns_state->dnss = calloc(cf->nshards, sizeof(*c->dns_state->dnss));
+	c->dns_state->dns_check = evtimer_new(c->base, on_dns_check, c);
+	if (!c->dns_state->dnss || !c->dns_state->dns_check)
 		return -ENOMEM;
 	for (int i = 0; i < cf->nshards; i++)
-		c->dnss[i].agrees = -1;
-	rc = dns_updater_new(&c->dns, c->base, &d, on_dns_done, c);
+		c->dns_state->dnss[i].agrees = -1;
+	rc = dns_updater_new(&c->dns_state->dns, c->base, &d, on_dns_done, c);
 	if (rc) {
 		pr_warn("failed to start the DNS updater: %s\n", strerror(-rc));
 		return rc;
@@ -162,7 +178,7 @@ int ctl_dns_start(struct ctl *c)
 	{
 		struct timeval first = fl_ms_tv(CTL_DNS_FIRST_CHECK_MS);
 
-		event_add(c->dns_check, &first);
+		event_add(c->dns_state->dns_check, &first);
 	}
 	return 0;
 }
@@ -172,24 +188,28 @@ void ctl_dns_promoted(struct ctl *c, int shard, const char *host)
 	const struct cfg_shard *cs = &c->cfg->shards[shard];
 	int rc;
 
-	if (!c->dns || !cs->dns_name[0])
+	if (!c->dns_state->dns || !cs->dns_name[0])
 		return;
 	if (!ctl_may_act(c)) {
 		pr_warn("not updating DNS %s: not the leader with a live lease\n", cs->dns_name);
 		return;
 	}
-	c->dnss[shard].repair = false;
-	c->dnss[shard].agrees = -1;
+	c->dns_state->dnss[shard].repair = false;
+	c->dns_state->dnss[shard].agrees = -1;
 	/* A failover is a reason to try again even after a configuration error. */
-	rc = dns_update(c->dns, cs->dns_name, host);
+	rc = dns_update(c->dns_state->dns, cs->dns_name, host);
 	if (rc)
 		pr_warn("failed to queue the DNS update of %s: %s\n", cs->dns_name, strerror(-rc));
 }
 
 void ctl_dns_free(struct ctl *c)
 {
-	dns_updater_free(c->dns);
-	if (c->dns_check)
-		event_free(c->dns_check);
-	free(c->dnss);
+	if (!c->dns_state)
+		return;
+	dns_updater_free(c->dns_state->dns);
+	if (c->dns_state->dns_check)
+		event_free(c->dns_state->dns_check);
+	free(c->dns_state->dnss);
+	free(c->dns_state);
+	c->dns_state = NULL;
 }

@@ -21,10 +21,14 @@
 #define CTL_HA_MEMBERS_MS 5000 /* etcd's member list, for status */
 #define CTL_HA_STOP_MS	  1000 /* a clean stop waits this long for the lease revoke */
 
-bool ctl_may_act(const struct ctl *c)
-{
-	return !c->ha || ha_may_act(c->ha, fl_mono_ms());
-}
+/* The module's state (c->ha_state); c->ha is ha.c's election, which every module
+ * asks (ctl_may_act). */
+struct ctl_ha_state {
+	bool was_leader;
+	long long role_since_ms;
+	char etcd_members[256]; /* etcd's member names, or why unknown */
+	struct event *members_timer, *stop_timer;
+};
 
 static void ha_event(struct ctl *c, const char *kind, const char *why)
 {
@@ -42,24 +46,24 @@ static void on_role(void *ctx, enum ha_role role, const char *why)
 {
 	struct ctl *c = ctx;
 
-	c->ha_role_since_ms = fl_mono_ms();
+	c->ha_state->role_since_ms = fl_mono_ms();
 	if (role == HA_LEADER) {
 		pr_info("leading (%s): learning the servers' state before acting\n", why);
 		ha_event(c, "leader_elected", why);
-		c->was_leader = true;
+		c->ha_state->was_leader = true;
 		/* Observe until the INFO round is in, as at a start. */
 		c->fo.starting = true;
 		ctl_discover_start(c);
 		return;
 	}
 	c->fo.starting = true; /* a follower observes */
-	if (c->was_leader) {
+	if (c->ha_state->was_leader) {
 		pr_warn("no longer leading: %s\n", why);
 		ha_event(c, "leader_lost", why);
 	} else {
 		pr_info("following (%s)\n", why);
 	}
-	c->was_leader = false;
+	c->ha_state->was_leader = false;
 }
 
 /* "epoch <n> primary <id>" */
@@ -134,19 +138,21 @@ static void on_members(void *ctx, int err, const char *msg, struct json_object *
 	struct json_object *ms, *m, *v;
 
 	if (err) {
-		snprintf(c->etcd_members, sizeof(c->etcd_members), "unknown (%s)", msg);
+		snprintf(c->ha_state->etcd_members, sizeof(c->ha_state->etcd_members),
+			 "unknown (%s)", msg);
 		return;
 	}
-	c->etcd_members[0] = '\0';
+	c->ha_state->etcd_members[0] = '\0';
 	if (!json_object_object_get_ex(resp, "members", &ms))
 		return;
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
-		size_t used = strlen(c->etcd_members);
+		size_t used = strlen(c->ha_state->etcd_members);
 
 		m = json_object_array_get_idx(ms, i);
-		snprintf(
-		    c->etcd_members + used, sizeof(c->etcd_members) - used, "%s%s", used ? " " : "",
-		    json_object_object_get_ex(m, "name", &v) ? json_object_get_string(v) : "?");
+		snprintf(c->ha_state->etcd_members + used, sizeof(c->ha_state->etcd_members) - used,
+			 "%s%s", used ? " " : "",
+			 json_object_object_get_ex(m, "name", &v) ? json_object_get_string(v)
+								  : "?");
 	}
 }
 
@@ -188,48 +194,6 @@ int ctl_ha_save(struct ctl *c, int shard)
 	return err;
 }
 
-struct plain_put {
-	void (*fn)(void *ctx, int err, const char *msg);
-	void *ctx;
-};
-
-static void on_plain_put(void *ctx, int err, const char *msg, struct json_object *resp)
-{
-	struct plain_put *p = ctx;
-
-	(void)resp;
-	p->fn(p->ctx, err, msg);
-	free(p);
-}
-
-int ctl_ha_put_plain(struct ctl *c, const char *rel, const char *val,
-		     void (*fn)(void *ctx, int err, const char *msg), void *ctx)
-{
-	struct plain_put *p;
-	struct json_object *b;
-	char key[512];
-	int rc;
-
-	if (!c->ha)
-		return -ENOTSUP;
-	p = malloc(sizeof(*p));
-	b = json_object_new_object();
-	if (!p || !b) {
-		free(p);
-		json_object_put(b);
-		return -ENOMEM;
-	}
-	p->fn = fn;
-	p->ctx = ctx;
-	snprintf(key, sizeof(key), "%s%s", c->cfg->etcd.prefix, rel);
-	etcd_json_add_bytes(b, "key", key, strlen(key));
-	etcd_json_add_bytes(b, "value", val, strlen(val));
-	rc = etcd_call(ha_etcd(c->ha), "/v3/kv/put", b, 0, on_plain_put, p);
-	if (rc)
-		free(p);
-	return rc;
-}
-
 /* ---- start and stop ---- */
 
 int ctl_ha_start(struct ctl *c)
@@ -251,15 +215,19 @@ int ctl_ha_start(struct ctl *c)
 	o.id = c->id;
 	o.listen = c->ha_addr;
 	o.lease_ms = cfg->etcd.lease_ms;
+	c->ha_state = calloc(1, sizeof(*c->ha_state));
+	if (!c->ha_state)
+		return -ENOMEM;
 	c->ha = ha_new(c->base, &o, &ha_ops, c);
-	c->members_timer = event_new(c->base, -1, EV_PERSIST, on_members_timer, c);
-	if (!c->ha || !c->members_timer) {
+	c->ha_state->members_timer = event_new(c->base, -1, EV_PERSIST, on_members_timer, c);
+	if (!c->ha || !c->ha_state->members_timer) {
 		pr_warn("failed to set up the etcd client\n");
 		return -ENOMEM;
 	}
-	snprintf(c->etcd_members, sizeof(c->etcd_members), "unknown (not asked yet)");
-	event_add(c->members_timer, &tv);
-	event_active(c->members_timer, EV_TIMEOUT, 0);
+	snprintf(c->ha_state->etcd_members, sizeof(c->ha_state->etcd_members),
+		 "unknown (not asked yet)");
+	event_add(c->ha_state->members_timer, &tv);
+	event_active(c->ha_state->members_timer, EV_TIMEOUT, 0);
 	return ha_start(c->ha);
 }
 
@@ -277,24 +245,29 @@ static void on_stop_timeout(evutil_socket_t fd, short what, void *arg)
 	on_stopped(arg);
 }
 
-void ctl_ha_stop(struct ctl *c)
+bool ctl_ha_stop(struct ctl *c)
 {
 	struct timeval tv = fl_ms_tv(CTL_HA_STOP_MS);
 
-	c->stop_timer = evtimer_new(c->base, on_stop_timeout, c);
-	if (c->stop_timer)
-		evtimer_add(c->stop_timer, &tv);
+	if (!c->ha || c->ha_state->stop_timer)
+		return false; /* not HA, or stopping already */
+	c->ha_state->stop_timer = evtimer_new(c->base, on_stop_timeout, c);
+	if (c->ha_state->stop_timer)
+		evtimer_add(c->ha_state->stop_timer, &tv);
 	ha_stop(c->ha, on_stopped, c);
+	return true;
 }
 
 void ctl_ha_free(struct ctl *c)
 {
-	if (c->members_timer)
-		event_free(c->members_timer);
-	if (c->stop_timer)
-		event_free(c->stop_timer);
+	if (c->ha_state && c->ha_state->members_timer)
+		event_free(c->ha_state->members_timer);
+	if (c->ha_state && c->ha_state->stop_timer)
+		event_free(c->ha_state->stop_timer);
 	ha_free(c->ha);
 	c->ha = NULL;
+	free(c->ha_state);
+	c->ha_state = NULL;
 }
 
 /* ---- what clients and status see ---- */
@@ -317,7 +290,7 @@ void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v)
 	v->revision = ha_revision(c->ha);
 	v->etcd_ok = !c->etcd_why[0];
 	v->etcd_why = c->etcd_why;
-	v->etcd_members = c->etcd_members;
+	v->etcd_members = c->ha_state->etcd_members;
 	v->endpoint = etcd_endpoint(ha_etcd(c->ha));
 	v->nctls = ha_controllers(c->ha, v->ctl_ids, v->ctl_addrs, CFG_MAX_CTLS * 2);
 }

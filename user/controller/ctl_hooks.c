@@ -9,7 +9,8 @@
  * script-retry-delay (30 s) when they exit 1 or are killed by a signal, HOOK_MAX_RUNS
  * runs at most as Sentinel's retry_num; any other exit code is final. SENTINEL
  * PENDING-SCRIPTS lists them; SENTINEL DEBUG script-max-runtime|script-retry-delay
- * sets the two times, as Sentinel's. */
+ * sets the two times, as Sentinel's. Its own records (script_retry, script_failed,
+ * script_dropped) go to the log function it was given (the event outbox's). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 
 #define HOOK_MAX_QUEUE	 256
 #define HOOK_MAX_RUNNING 16
@@ -39,29 +41,47 @@ struct hook {
 	struct hook *next;
 };
 
-static struct hook *queue; /* in order */
-static int nqueued, nrunning;
-static struct event *sigchld_ev, *tick_ev;
-static struct ctl *hooks_ctl;
-static int max_runtime_ms = 60000; /* SENTINEL_SCRIPT_MAX_RUNTIME */
-static int retry_delay_ms = 30000; /* SENTINEL_SCRIPT_RETRY_DELAY */
+/* The module's state (c->hooks). */
+struct ctl_hooks {
+	struct hook *queue; /* in order */
+	int nqueued, nrunning;
+	struct event *sigchld_ev, *tick_ev;
+	struct ctl *ctl;
+	void (*log)(struct ctl *c, struct evrec *r); /* its records: script_retry … */
+	int max_runtime_ms;			     /* SENTINEL_SCRIPT_MAX_RUNTIME */
+	int retry_delay_ms;			     /* SENTINEL_SCRIPT_RETRY_DELAY */
+};
 
-void ctl_hooks_set_times(int runtime_ms, int retry_ms)
+int ctl_hooks_init(struct ctl *c, void (*log)(struct ctl *c, struct evrec *r))
+{
+	struct ctl_hooks *H = calloc(1, sizeof(*H));
+
+	if (!H)
+		return -ENOMEM;
+	H->ctl = c;
+	H->log = log;
+	H->max_runtime_ms = 60000;
+	H->retry_delay_ms = 30000;
+	c->hooks = H;
+	return 0;
+}
+
+void ctl_hooks_set_times(struct ctl *c, int runtime_ms, int retry_ms)
 {
 	if (runtime_ms > 0)
-		max_runtime_ms = runtime_ms;
+		c->hooks->max_runtime_ms = runtime_ms;
 	if (retry_ms >= 0)
-		retry_delay_ms = retry_ms;
+		c->hooks->retry_delay_ms = retry_ms;
 }
 
-int ctl_hooks_max_runtime_ms(void)
+int ctl_hooks_max_runtime_ms(const struct ctl *c)
 {
-	return max_runtime_ms;
+	return c->hooks->max_runtime_ms;
 }
 
-int ctl_hooks_retry_delay_ms(void)
+int ctl_hooks_retry_delay_ms(const struct ctl *c)
 {
-	return retry_delay_ms;
+	return c->hooks->retry_delay_ms;
 }
 
 static void hook_free(struct hook *h)
@@ -71,18 +91,18 @@ static void hook_free(struct hook *h)
 	free(h);
 }
 
-static void unlink_hook(struct hook *h)
+static void unlink_hook(struct ctl_hooks *H, struct hook *h)
 {
-	for (struct hook **p = &queue; *p; p = &(*p)->next) {
+	for (struct hook **p = &H->queue; *p; p = &(*p)->next) {
 		if (*p == h) {
 			*p = h->next;
-			nqueued--;
+			H->nqueued--;
 			return;
 		}
 	}
 }
 
-static void log_hook(const char *kind, const struct hook *h, const char *why)
+static void log_hook(struct ctl_hooks *H, const char *kind, const struct hook *h, const char *why)
 {
 	struct evrec r;
 
@@ -91,15 +111,15 @@ static void log_hook(const char *kind, const struct hook *h, const char *why)
 	evrec_str(&r, "arg1", h->argc > 1 ? h->argv[1] : "");
 	evrec_int(&r, "retries", h->retries);
 	evrec_str(&r, "reason", why);
-	ctl_log(hooks_ctl, &r);
+	H->log(H->ctl, &r);
 }
 
-static void start_hook(struct hook *h)
+static void start_hook(struct ctl_hooks *H, struct hook *h)
 {
 	pid_t pid = fork();
 
 	if (pid < 0) {
-		h->start_ms = fl_mono_ms() + retry_delay_ms;
+		h->start_ms = fl_mono_ms() + H->retry_delay_ms;
 		pr_warn("failed to start %s: %s\n", h->argv[0], strerror(errno));
 		return;
 	}
@@ -122,27 +142,27 @@ static void start_hook(struct hook *h)
 	}
 	h->pid = pid;
 	h->start_ms = fl_mono_ms();
-	nrunning++;
+	H->nrunning++;
 }
 
-static void run_ready(void)
+static void run_ready(struct ctl_hooks *H)
 {
 	long long now = fl_mono_ms();
 
-	for (struct hook *h = queue; h && nrunning < HOOK_MAX_RUNNING; h = h->next)
+	for (struct hook *h = H->queue; h && H->nrunning < HOOK_MAX_RUNNING; h = h->next)
 		if (!h->pid && h->start_ms <= now)
-			start_hook(h);
+			start_hook(H, h);
 }
 
-static void finished(struct hook *h, int status)
+static void finished(struct ctl_hooks *H, struct hook *h, int status)
 {
 	bool retry = (WIFEXITED(status) && WEXITSTATUS(status) == 1) || WIFSIGNALED(status);
 	char why[64];
 
-	nrunning--;
+	H->nrunning--;
 	h->pid = 0;
 	if (WIFEXITED(status) && !WEXITSTATUS(status)) {
-		unlink_hook(h);
+		unlink_hook(H, h);
 		hook_free(h);
 		return;
 	}
@@ -152,94 +172,101 @@ static void finished(struct hook *h, int status)
 		snprintf(why, sizeof(why), "exit code %d", WEXITSTATUS(status));
 	if (retry && h->retries + 1 < HOOK_MAX_RUNS) {
 		h->retries++;
-		h->start_ms = fl_mono_ms() + retry_delay_ms;
-		log_hook("script_retry", h, why);
+		h->start_ms = fl_mono_ms() + H->retry_delay_ms;
+		log_hook(H, "script_retry", h, why);
 		return;
 	}
-	log_hook("script_failed", h, why);
-	unlink_hook(h);
+	log_hook(H, "script_failed", h, why);
+	unlink_hook(H, h);
 	hook_free(h);
 }
 
 static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 {
+	struct ctl_hooks *H = arg;
 	int status;
 	pid_t pid;
 
 	(void)sig;
 	(void)what;
-	(void)arg;
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (struct hook *h = queue; h; h = h->next) {
+		for (struct hook *h = H->queue; h; h = h->next) {
 			if (h->pid == pid) {
-				finished(h, status);
+				finished(H, h, status);
 				break;
 			}
 		}
 	}
-	run_ready();
+	run_ready(H);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
+	struct ctl_hooks *H = arg;
 	long long now = fl_mono_ms();
 
 	(void)fd;
 	(void)what;
-	(void)arg;
-	for (struct hook *h = queue; h; h = h->next) {
-		if (h->pid > 0 && now - h->start_ms > max_runtime_ms) {
-			pr_warn("%s ran for more than %d ms: killed\n", h->argv[0], max_runtime_ms);
+	for (struct hook *h = H->queue; h; h = h->next) {
+		if (h->pid > 0 && now - h->start_ms > H->max_runtime_ms) {
+			pr_warn("%s ran for more than %d ms: killed\n", h->argv[0],
+				H->max_runtime_ms);
 			kill(h->pid, SIGKILL); /* reaped on SIGCHLD, retried as a signal */
 		}
 	}
-	run_ready();
+	run_ready(H);
 }
 
 int ctl_hooks_start(struct ctl *c)
 {
 	const struct timeval tv = {0, 100000}; /* Sentinel's timer: 10 Hz */
+	struct ctl_hooks *H = c->hooks;
 
-	hooks_ctl = c;
 	if (!c->cfg->controller.notification_script[0] &&
 	    !c->cfg->controller.client_reconfig_script[0])
 		return 0;
-	sigchld_ev = evsignal_new(c->base, SIGCHLD, on_sigchld, NULL);
-	tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, NULL);
-	if (!sigchld_ev || !tick_ev || evsignal_add(sigchld_ev, NULL) || event_add(tick_ev, &tv))
+	H->sigchld_ev = evsignal_new(c->base, SIGCHLD, on_sigchld, H);
+	H->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, H);
+	if (!H->sigchld_ev || !H->tick_ev || evsignal_add(H->sigchld_ev, NULL) ||
+	    event_add(H->tick_ev, &tv))
 		return -ENOMEM;
 	return 0;
 }
 
-void ctl_hooks_stop(void)
+void ctl_hooks_stop(struct ctl *c)
 {
-	while (queue) {
-		struct hook *h = queue;
+	struct ctl_hooks *H = c->hooks;
 
-		queue = h->next;
+	if (!H)
+		return;
+	while (H->queue) {
+		struct hook *h = H->queue;
+
+		H->queue = h->next;
 		hook_free(h);
 	}
-	nqueued = nrunning = 0;
-	if (sigchld_ev)
-		event_free(sigchld_ev);
-	if (tick_ev)
-		event_free(tick_ev);
-	sigchld_ev = tick_ev = NULL;
+	H->nqueued = H->nrunning = 0;
+	if (H->sigchld_ev)
+		event_free(H->sigchld_ev);
+	if (H->tick_ev)
+		event_free(H->tick_ev);
+	free(H);
+	c->hooks = NULL;
 }
 
-static void schedule(const char *script, int argc, const char **args)
+static void schedule(struct ctl_hooks *H, const char *script, int argc, const char **args)
 {
 	struct hook *h, **tail;
 
-	if (nqueued >= HOOK_MAX_QUEUE) { /* drop the oldest not running, as Sentinel */
-		for (h = queue; h && h->pid; h = h->next)
+	if (H->nqueued >= HOOK_MAX_QUEUE) { /* drop the oldest not running, as Sentinel */
+		for (h = H->queue; h && h->pid; h = h->next)
 			;
 		if (!h) {
 			pr_warn("script queue full: %s %s not run\n", script, argc ? args[0] : "");
 			return;
 		}
-		log_hook("script_dropped", h, "queue full");
-		unlink_hook(h);
+		log_hook(H, "script_dropped", h, "queue full");
+		unlink_hook(H, h);
 		hook_free(h);
 	}
 	h = calloc(1, sizeof(*h));
@@ -254,11 +281,11 @@ static void schedule(const char *script, int argc, const char **args)
 			return;
 		}
 	}
-	for (tail = &queue; *tail; tail = &(*tail)->next)
+	for (tail = &H->queue; *tail; tail = &(*tail)->next)
 		;
 	*tail = h;
-	nqueued++;
-	run_ready();
+	H->nqueued++;
+	run_ready(H);
 }
 
 /* Sentinel notifies (LL_WARNING) these. */
@@ -291,10 +318,12 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg)
 	const char *ns = c->cfg->controller.notification_script;
 	const char *rs = c->cfg->controller.client_reconfig_script;
 
+	if (!c->hooks)
+		return; /* stopped */
 	if (ns[0] && notified(channel)) {
 		const char *args[] = {channel, msg};
 
-		schedule(ns, 2, args);
+		schedule(c->hooks, ns, 2, args);
 	}
 	if (rs[0] && !strcmp(channel, "+switch-master")) {
 		char name[256], oip[64], op[16], nip[64], np[16];
@@ -302,29 +331,30 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg)
 		if (sscanf(msg, "%255s %63s %15s %63s %15s", name, oip, op, nip, np) == 5) {
 			const char *args[] = {name, "leader", "start", oip, op, nip, np};
 
-			schedule(rs, 7, args);
+			schedule(c->hooks, rs, 7, args);
 		}
 	}
 }
 
-int ctl_hooks_running(void)
+int ctl_hooks_running(const struct ctl *c)
 {
-	return nrunning;
+	return c->hooks->nrunning;
 }
 
-int ctl_hooks_queued(void)
+int ctl_hooks_queued(const struct ctl *c)
 {
-	return nqueued;
+	return c->hooks->nqueued;
 }
 
 /* SENTINEL PENDING-SCRIPTS: one map per script, as Sentinel. */
 void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out)
 {
+	const struct ctl_hooks *H = k->ctl->hooks;
 	long long now = fl_mono_ms();
 	char b[32];
 
-	resp_array(out, nqueued);
-	for (struct hook *h = queue; h; h = h->next) {
+	resp_array(out, H->nqueued);
+	for (struct hook *h = H->queue; h; h = h->next) {
 		ctl_reply_map(k, out, 5);
 		resp_str(out, "argv");
 		resp_array(out, h->argc);

@@ -1,27 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Limits like Redis's for whatever reaches the controller's socket (issue 14):
- * output buffers per client class, maxclients fitted under the open-files limit,
- * and rejections logged at most once per second per source address. */
+ * maxclients fitted under the open-files limit, and rejections logged at most
+ * once per second per source address (the output buffers per client class are
+ * ctl_conn.c's). Calls nothing of the controller's. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
 
-/* client-output-buffer-limit: closed past hard, or past soft for soft_s. */
-struct ctl_out_limit {
-	const char *class;
-	size_t hard, soft;
-	int soft_s;
+struct ctl_limits {
+	struct {
+		unsigned hash;
+		long long last_ms;
+		unsigned suppressed;
+	} log_src[CTL_LOG_SLOTS]; /* rejections logged per source address */
 };
-static const struct ctl_out_limit ctl_out_normal = {"normal", 16u << 20, 4u << 20, 10};
-static const struct ctl_out_limit ctl_out_pubsub = {"pubsub", CTL_PUBSUB_MAX_OUT, 2u << 20, 60};
-/* Client authentication on, not logged in (nor an agent): its answers are NOAUTH
- * errors and handshake replies; one that does not read them is closed early. */
-static const struct ctl_out_limit ctl_out_prelogin = {"unauthenticated", 64u << 10, 64u << 10, 0};
+
+int ctl_limits_init(struct ctl *c)
+{
+	c->limits = calloc(1, sizeof(*c->limits));
+	return c->limits ? 0 : -ENOMEM;
+}
+
+void ctl_limits_fini(struct ctl *c)
+{
+	free(c->limits);
+	c->limits = NULL;
+}
 
 /* May a rejection from peer ("ip:port", "[v6]:port", "unix") be logged now? One
  * per source address per CTL_LOG_SRC_MS; *suppressed gets how many were not. A
@@ -33,11 +42,11 @@ bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed)
 	size_t n = end ? (size_t)(end - peer) : strlen(peer);
 	unsigned h = 2166136261u;
 	long long now = fl_mono_ms();
-	typeof(c->log_src[0]) *s;
+	typeof(c->limits->log_src[0]) *s;
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)peer[i]) * 16777619u;
-	s = &c->log_src[h % CTL_LOG_SLOTS];
+	s = &c->limits->log_src[h % CTL_LOG_SLOTS];
 	if (s->last_ms && now - s->last_ms < CTL_LOG_SRC_MS) {
 		s->suppressed++; /* this address, or another in its slot: wait */
 		return false;
@@ -46,40 +55,6 @@ bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed)
 	s->hash = h;
 	s->last_ms = now;
 	s->suppressed = 0;
-	return true;
-}
-
-/* Past its output buffer limit (its class's hard limit, or the soft one for
- * soft_s): true, and the caller frees it at once (a client that does not read
- * would never take an error reply). */
-bool ctl_conn_over_limit(struct ctl_conn *k)
-{
-	const struct ctl_out_limit *lim =
-	    (k->flags & CTL_C_PUBSUB) ? &ctl_out_pubsub : &ctl_out_normal;
-	size_t len = evbuffer_get_length(bufferevent_get_output(k->bev));
-	long long now;
-
-	if (len > ctl_out_prelogin.hard && !(k->flags & (CTL_C_LOGIN | CTL_C_AGENT)) &&
-	    ctl_client_auth_on(k->ctl))
-		lim = &ctl_out_prelogin;
-	unsigned supp = 0;
-
-	if (len <= lim->soft) {
-		k->soft_since_ms = 0;
-		return false;
-	}
-	now = fl_mono_ms(); /* not read per REPORT (issue 19) */
-	if (len <= lim->hard) {
-		if (!k->soft_since_ms)
-			k->soft_since_ms = now;
-		if (now - k->soft_since_ms <= lim->soft_s * 1000LL)
-			return false;
-	}
-	if (ctl_log_allowed(k->ctl, k->peer, &supp))
-		pr_warn("closing client %s: output buffer limit of class %s reached (%zu bytes "
-			"unread; hard %zu, soft %zu for %d s)%s\n",
-			k->peer, lim->class, len, lim->hard, lim->soft, lim->soft_s,
-			supp ? " (and others from there, not logged)" : "");
 	return true;
 }
 

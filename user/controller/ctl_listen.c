@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The listen socket: accepts agents and clients, reads RESP, dispatches each
- * command to its ctl_on_<command> handler, writes and closes. */
+ * command to its ctl_on_<command> handler. What a connection is and how it ends
+ * is ctl_conn.c's; the handlers are the modules' below. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,71 +22,18 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 
-void ctl_conn_free(struct ctl_conn *k)
-{
-	struct ctl *c = k->ctl;
-
-	if (k->flags & CTL_C_AGENT)
-		ctl_agent_closed(k);
-	if (k->flags & CTL_C_PUBSUB)
-		c->npubsub--;
-	for (int i = 0; i < c->cfg->nshards; i++)
-		if (c->waiter[i] == k)
-			c->waiter[i] = NULL;
-	if (k->prev)
-		k->prev->next = k->next;
-	else
-		c->conns = k->next;
-	if (k->next)
-		k->next->prev = k->prev;
-	if (k->resume)
-		event_free(k->resume);
-	if (k->deadline)
-		event_free(k->deadline);
-	if (k->login_deadline)
-		event_free(k->login_deadline);
-	if (k->rev)
-		event_free(k->rev);
-	ctl_hold_free(k);
-	c->nconns--;
-	for (int i = 0; i < k->nsubs; i++)
-		free(k->subs[i]);
-	for (int i = 0; i < k->npsubs; i++)
-		free(k->psubs[i]);
-	bufferevent_free(k->bev);
-	resp_reader_free(k->rd);
-	free(k);
-}
-
-/* Answers err and closes once it is sent (or after CTL_CLOSE_FLUSH_MS if the
- * client does not read it). */
-void ctl_conn_fatal(struct ctl_conn *k, const char *err)
-{
-	struct timeval tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS);
-
-	k->ctl->m.rejected++;
-	resp_error_reply(bufferevent_get_output(k->bev), err);
-	k->flags |= CTL_C_CLOSING;
-	ctl_conn_reading(k, false);
-	bufferevent_set_timeouts(k->bev, NULL, &tv);
-}
-
-/* Reads on or off: with the connection's own read event once it has one, else
- * with its bufferevent. */
-void ctl_conn_reading(struct ctl_conn *k, bool on)
-{
-	if (k->rev) {
-		if (on)
-			event_add(k->rev, ctl_agent_silent_tv(k->ctl));
-		else
-			event_del(k->rev);
-	} else if (on) {
-		bufferevent_enable(k->bev, EV_READ);
-	} else {
-		bufferevent_disable(k->bev, EV_READ);
-	}
-}
+/* The module's state (c->listener). */
+struct ctl_listener {
+	struct evconnlistener *lis;	/* plain: [controller] listen; NULL when TLS only */
+	struct evconnlistener *tls_lis; /* [controller] tls_listen, NULL without */
+	struct ssl_ctx_st *tls_ctx;	/* its certificate and the clients' CA */
+	char tls_listen_str[300];
+	struct event *accept_resume; /* the listener paused on EMFILE */
+	long long accept_err_ms;     /* last accept error logged */
+	unsigned accept_errs;	     /* since */
+};
 
 static void unknown_command(struct ctl_conn *k, struct resp_cmd *cmd)
 {
@@ -323,6 +271,12 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 		agent_own_reads(k);
 }
 
+/* What a resumed connection runs (ctl_conn_resume, ctl_conn_on_resume). */
+static void conn_read_buffered(struct ctl_conn *k)
+{
+	conn_read(k, NULL, 0);
+}
+
 static void on_conn_read(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
@@ -425,34 +379,6 @@ static void on_login_deadline(evutil_socket_t fd, short what, void *arg)
 	ctl_conn_free(k);
 }
 
-void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg)
-{
-	struct ctl_conn *k = arg;
-
-	(void)fd;
-	(void)what;
-	if (k->flags & CTL_C_PENALTY) {
-		k->flags &= ~(CTL_C_PENALTY | CTL_C_WAITING);
-		ctl_conn_reading(k, true);
-		bufferevent_enable(k->bev, EV_WRITE);
-	}
-	conn_read(k, NULL, 0);
-}
-
-/* A deferred answer has been written: reads on, and the commands that came behind
- * it run from the loop, not from inside the caller. */
-void ctl_conn_resume(struct ctl_conn *k)
-{
-	k->flags &= ~CTL_C_WAITING;
-	ctl_conn_reading(k, true);
-	if (resp_pending(k->rd)) {
-		if (!k->resume)
-			k->resume = evtimer_new(k->ctl->base, ctl_conn_on_resume, k);
-		if (k->resume)
-			event_active(k->resume, EV_TIMEOUT, 0);
-	}
-}
-
 /* An event while the TLS handshake runs: done (true, reading on), or failed (said,
  * rate-limited per address, and freed: true). */
 static bool ctl_tls_event(struct ctl_conn *k, struct bufferevent *bev, short what)
@@ -501,15 +427,15 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		if (!tls && send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			pr_debug("failed to refuse a client: %s\n", strerror(errno));
 		close(fd);
-		if (fl_mono_ms() - c->accept_err_ms >= 10000) {
+		if (fl_mono_ms() - c->listener->accept_err_ms >= 10000) {
 			pr_warn(
 			    "refusing clients: maxclients (%d) reached (%u refused since the last "
 			    "message)\n",
-			    c->maxclients, c->accept_errs + 1);
-			c->accept_err_ms = fl_mono_ms();
-			c->accept_errs = 0;
+			    c->maxclients, c->listener->accept_errs + 1);
+			c->listener->accept_err_ms = fl_mono_ms();
+			c->listener->accept_errs = 0;
 		} else {
-			c->accept_errs++;
+			c->listener->accept_errs++;
 		}
 		return;
 	}
@@ -540,7 +466,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	k->rd = resp_reader_new();
 	if (tls) {
-		SSL *ssl = SSL_new(c->tls_ctx);
+		SSL *ssl = SSL_new(c->listener->tls_ctx);
 
 		k->bev = ssl ? bufferevent_openssl_socket_new(c->base, fd, ssl,
 							      BUFFEREVENT_SSL_ACCEPTING,
@@ -617,10 +543,10 @@ static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->lis)
-		evconnlistener_enable(c->lis);
-	if (c->tls_lis)
-		evconnlistener_enable(c->tls_lis);
+	if (c->listener->lis)
+		evconnlistener_enable(c->listener->lis);
+	if (c->listener->tls_lis)
+		evconnlistener_enable(c->listener->tls_lis);
 }
 
 /* accept() failed. Out of descriptors (or memory): the pending connection stays
@@ -633,20 +559,21 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 	struct timeval tv = fl_ms_tv(CTL_ACCEPT_PAUSE_MS);
 
 	/* Both sockets: the descriptors they would take are the same. */
-	if (c->lis)
-		evconnlistener_disable(c->lis);
-	if (c->tls_lis)
-		evconnlistener_disable(c->tls_lis);
+	if (c->listener->lis)
+		evconnlistener_disable(c->listener->lis);
+	if (c->listener->tls_lis)
+		evconnlistener_disable(c->listener->tls_lis);
 	(void)lis;
-	evtimer_add(c->accept_resume, &tv);
-	if (fl_mono_ms() - c->accept_err_ms >= 10000) {
+	evtimer_add(c->listener->accept_resume, &tv);
+	if (fl_mono_ms() - c->listener->accept_err_ms >= 10000) {
 		pr_warn("failed to accept a connection: %s (%d clients); pausing accept for %d ms "
 			"(%u failures since the last message)\n",
-			strerror(err), c->nconns, CTL_ACCEPT_PAUSE_MS, c->accept_errs + 1);
-		c->accept_err_ms = fl_mono_ms();
-		c->accept_errs = 0;
+			strerror(err), c->nconns, CTL_ACCEPT_PAUSE_MS,
+			c->listener->accept_errs + 1);
+		c->listener->accept_err_ms = fl_mono_ms();
+		c->listener->accept_errs = 0;
 	} else {
-		c->accept_errs++;
+		c->listener->accept_errs++;
 	}
 }
 
@@ -705,14 +632,15 @@ static int listen_tls(struct ctl *c)
 {
 	char err[600];
 
-	c->tls_ctx = tls_server_ctx(c->cfg, err, sizeof(err));
-	if (!c->tls_ctx) {
+	c->listener->tls_ctx = tls_server_ctx(c->cfg, err, sizeof(err));
+	if (!c->listener->tls_ctx) {
 		pr_warn("failed to set up TLS: %s\n", err);
 		return -EINVAL;
 	}
-	c->tls_lis = bind_ep(c, c->tls_listen_ep, on_accept_tls, c->tls_listen_str,
-			     sizeof(c->tls_listen_str));
-	return c->tls_lis ? 0 : -errno;
+	c->listener->tls_lis =
+	    bind_ep(c, c->tls_listen_ep, on_accept_tls, c->listener->tls_listen_str,
+		    sizeof(c->listener->tls_listen_str));
+	return c->listener->tls_lis ? 0 : -errno;
 }
 
 int ctl_listen(struct ctl *c)
@@ -724,12 +652,17 @@ int ctl_listen(struct ctl *c)
 				       : !cfg->controller.tls || cfg->controller.have_listen;
 	char plain_str[300] = "";
 
-	c->accept_resume = evtimer_new(c->base, on_accept_resume, c);
-	if (!c->accept_resume)
+	ctl_conn_set_reader(c, conn_read_buffered);
+	c->listener = calloc(1, sizeof(*c->listener));
+	if (!c->listener)
+		return -ENOMEM;
+	c->listener->accept_resume = evtimer_new(c->base, on_accept_resume, c);
+	if (!c->listener->accept_resume)
 		return -ENOMEM;
 	if (plain) {
-		c->lis = bind_ep(c, c->listen_ep, on_accept, plain_str, sizeof(plain_str));
-		if (!c->lis)
+		c->listener->lis =
+		    bind_ep(c, c->listen_ep, on_accept, plain_str, sizeof(plain_str));
+		if (!c->listener->lis)
 			return -errno;
 	}
 	if (c->tls_listen_ep) {
@@ -738,7 +671,7 @@ int ctl_listen(struct ctl *c)
 		if (rc)
 			return rc;
 		snprintf(c->listen_str, sizeof(c->listen_str), "%.140s%stls %.140s", plain_str,
-			 plain ? ", " : "", c->tls_listen_str);
+			 plain ? ", " : "", c->listener->tls_listen_str);
 	} else {
 		snprintf(c->listen_str, sizeof(c->listen_str), "%s", plain_str);
 	}
@@ -755,13 +688,18 @@ int ctl_listen(struct ctl *c)
 
 void ctl_listen_close(struct ctl *c)
 {
-	if (c->lis)
-		evconnlistener_free(c->lis);
-	c->lis = NULL;
-	if (c->tls_lis)
-		evconnlistener_free(c->tls_lis);
-	c->tls_lis = NULL;
-	if (c->tls_ctx)
-		SSL_CTX_free(c->tls_ctx);
-	c->tls_ctx = NULL;
+	struct ctl_listener *l = c->listener;
+
+	if (!l)
+		return;
+	if (l->lis)
+		evconnlistener_free(l->lis);
+	if (l->tls_lis)
+		evconnlistener_free(l->tls_lis);
+	if (l->tls_ctx)
+		SSL_CTX_free(l->tls_ctx);
+	if (l->accept_resume)
+		event_free(l->accept_resume);
+	free(l);
+	c->listener = NULL;
 }

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/version.h"
 #include "controller/ctl.h"
+#include "controller/ctl_conn.h"
 
 /* "proc_exit SIGKILL" -> "proc_exit"; a planned switchover is "planned". */
 static void cause_of(const struct fo_failover *f, char *out, size_t len)
@@ -99,14 +100,14 @@ static void fill(void *ctx, struct evbuffer *b)
 		     "DNS UPDATEs that failed (refused, timed out, bad key).");
 	metrics_sample_u64(b, "flatline_controller_dns_update_failures_total", c->m.dns_failures,
 			   METRICS_END);
-	if (c->dnss) {
+	if (ctl_dns_shard(c, 0)) {
 		metrics_head(b, "flatline_controller_dns_drift", "gauge",
 			     "1 when the shard's DNS name does not point at its primary.");
 		for (int i = 0; i < fo->nshards; i++)
 			if (c->cfg->shards[i].dns_name[0])
 				metrics_sample(b, "flatline_controller_dns_drift",
-					       c->dnss[i].agrees == 0, "shard", fo->shards[i].name,
-					       METRICS_END);
+					       ctl_dns_shard(c, i)->agrees == 0, "shard",
+					       fo->shards[i].name, METRICS_END);
 	}
 	metrics_head(b, "flatline_controller_node_healthy", "gauge",
 		     "1 when the node's agent reports fresh and its server is up.");

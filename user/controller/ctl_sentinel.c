@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* What clients see of the controller: the Sentinel API (SENTINEL, INFO, ROLE),
- * FLATLINE STATUS/FAILOVER, pub/sub, and the events published on flatline.<kind>. */
+/* What clients see of the controller: the Sentinel API (SENTINEL, INFO, ROLE) and
+ * FLATLINE STATUS/FAILOVER; which SENTINEL questions wait while a primary changes
+ * (ctl_hold.c holds them). Pub/sub is ctl_pubsub.c's, the events ctl_event.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fnmatch.h>
 #include <unistd.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -15,66 +15,7 @@
 #include "common/log.h"
 #include "common/daemon.h"
 #include "controller/ctl.h"
-
-/* ---- pub/sub ---- */
-static void conn_send_message(struct ctl_conn *k, const char *pattern, const char *channel,
-			      const char *msg)
-{
-	struct evbuffer *out = bufferevent_get_output(k->bev);
-
-	if (pattern) {
-		ctl_reply_push(k, out, 4);
-		resp_str(out, "pmessage");
-		resp_str(out, pattern);
-	} else {
-		ctl_reply_push(k, out, 3);
-		resp_str(out, "message");
-	}
-	resp_str(out, channel);
-	resp_str(out, msg);
-}
-
-void ctl_publish(struct ctl *c, const char *channel, const char *msg)
-{
-	if (strncmp(channel, "flatline.", 9))
-		ctl_hooks_event(c, channel, msg);
-	/* No subscriber: no walk over thousands of agent connections (issue 19). */
-	for (struct ctl_conn *k = c->npubsub ? c->conns : NULL, *next; k; k = next) {
-		next = k->next;
-		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))
-			continue;
-		/* A subscriber that does not read: dropped, as Redis's pubsub output limit. */
-		if (ctl_conn_over_limit(k)) {
-			ctl_conn_free(k);
-			continue;
-		}
-		for (int i = 0; i < k->nsubs; i++)
-			if (!strcmp(k->subs[i], channel))
-				conn_send_message(k, NULL, channel, msg);
-		for (int i = 0; i < k->npsubs; i++)
-			if (!fnmatch(k->psubs[i], channel, 0))
-				conn_send_message(k, k->psubs[i], channel, msg);
-	}
-}
-
-void ctl_event(void *ctx, const char *kind, struct evrec *r)
-{
-	struct ctl *c = ctx;
-	char chan[64], line[EVREC_MAX];
-	size_t n;
-
-	evrec_end(r);
-	snprintf(line, sizeof(line), "%s", r->buf);
-	n = strlen(line);
-	if (n && line[n - 1] == '\n')
-		line[n - 1] = '\0';
-	if (log_verbosity >= LOG_LVL_DEBUG)
-		pr_debug("event %s\n", line);
-	ctl_log(c, r);
-	snprintf(chan, sizeof(chan), "flatline.%.50s", kind);
-	ctl_publish(c, chan, line);
-	ctl_runtime_event(c, kind);
-}
+#include "controller/ctl_conn.h"
 
 void ctl_failover_done(void *ctx, int shard, const char *result)
 {
@@ -420,6 +361,7 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	if (wait) {
 		c->waiter[s->idx] = k; /* set first: a failover may finish at once */
 		k->flags |= CTL_C_WAITING;
+		ctl_conn_role(k, CTL_ROLE_WAITER, true);
 	}
 	rc = fo_start(&c->fo, s, true, t ? t->idx : -1, reason, why, sizeof(why));
 	if (rc) {
@@ -450,9 +392,9 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
  * question waits that long and gets the new primary. Only GET-MASTER-ADDR-BY-NAME,
  * MASTER and MASTERS are held; the connection reads nothing behind the held one.
  * Nothing polls: every event the controller logs (a failover's steps, node_up …)
- * wakes the held questions (ctl_hold_wake) on the next loop turn, when the change is
- * whole; each also has one timer for CTL_HOLD_MAX_MS. */
-#define CTL_HOLD_MAX_MS 1000
+ * wakes the held questions (ctl_event.c's ctl_changed: ctl_hold_wake) on the next
+ * loop turn, when the change is whole; each also has one timer for CTL_HOLD_MAX_MS
+ * (ctl_hold.c). */
 
 static bool shard_unsettled(const struct ctl *c, const struct fo_shard *s)
 {
@@ -482,71 +424,37 @@ static bool hold_wanted(struct ctl *c, const struct resp_cmd *cmd)
 
 static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 
-static void on_hold(evutil_socket_t fd, short what, void *arg)
-{
-	struct ctl_conn *k = arg;
-	struct resp_cmd cmd;
-
-	(void)fd;
-	(void)what;
-	long long now = fl_mono_ms();
-
-	if (now < k->hold_until_ms && hold_wanted(k->ctl, &k->held)) {
-		struct timeval tv = fl_ms_tv(k->hold_until_ms - now);
-
-		evtimer_add(k->hold_ev, &tv);
-		return;
-	}
-	cmd = k->held;
-	memset(&k->held, 0, sizeof(k->held));
-	k->ctl->nheld--;
-	answer_sentinel(k, &cmd);
-	resp_cmd_free(&cmd);
-	ctl_conn_resume(k);
-}
-
-/* Takes cmd (left empty for the caller to free) and answers it later; false when
- * it cannot wait (no memory): answered now. */
-static bool hold(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	struct timeval tv = fl_ms_tv(CTL_HOLD_MAX_MS);
-
-	if (!k->hold_ev)
-		k->hold_ev = evtimer_new(k->ctl->base, on_hold, k);
-	if (!k->hold_ev || evtimer_add(k->hold_ev, &tv))
-		return false;
-	k->held = *cmd;
-	memset(cmd, 0, sizeof(*cmd));
-	k->ctl->nheld++;
-	k->hold_until_ms = fl_mono_ms() + CTL_HOLD_MAX_MS;
-	k->flags |= CTL_C_WAITING;
-	return true;
-}
-
-void ctl_hold_wake(struct ctl *c)
-{
-	if (!c->nheld)
-		return;
-	for (struct ctl_conn *k = c->conns; k; k = k->next)
-		if (k->held.argc && k->hold_ev)
-			event_active(k->hold_ev, EV_TIMEOUT, 0);
-}
-
-void ctl_hold_free(struct ctl_conn *k)
-{
-	if (k->hold_ev)
-		event_free(k->hold_ev);
-	k->hold_ev = NULL;
-	if (k->held.argc)
-		k->ctl->nheld--;
-	resp_cmd_free(&k->held);
-}
-
 void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 {
-	if (hold_wanted(k->ctl, cmd) && hold(k, cmd))
+	if (hold_wanted(k->ctl, cmd) && ctl_hold(k, cmd))
 		return;
 	answer_sentinel(k, cmd);
+}
+
+/* The waiter role's end (ctl_conn_free): its shard waits for nobody now. */
+static void waiter_release(struct ctl_conn *k)
+{
+	struct ctl *c = k->ctl;
+
+	for (int i = 0; i < c->cfg->nshards; i++)
+		if (c->waiter[i] == k)
+			c->waiter[i] = NULL;
+}
+
+int ctl_sentinel_init(struct ctl *c)
+{
+	c->waiter = calloc(c->cfg->nshards ? c->cfg->nshards : 1, sizeof(*c->waiter));
+	if (!c->waiter)
+		return -ENOMEM;
+	ctl_conn_role_register(c, CTL_ROLE_WAITER, waiter_release);
+	return ctl_hold_init(c, hold_wanted, answer_sentinel);
+}
+
+void ctl_sentinel_fini(struct ctl *c)
+{
+	ctl_hold_fini(c);
+	free(c->waiter);
+	c->waiter = NULL;
 }
 
 static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
@@ -655,8 +563,8 @@ void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
 		    "sentinel_tilt_since_seconds:%d\r\n"
 		    "sentinel_running_scripts:%d\r\nsentinel_scripts_queue_length:%d\r\n"
 		    "sentinel_simulate_failure_flags:%u\r\n",
-		    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(),
-		    ctl_hooks_queued() - ctl_hooks_running(), ctl_runtime_simulate_flags());
+		    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(c),
+		    ctl_hooks_queued(c) - ctl_hooks_running(c), ctl_event_simulated(c));
 		for (int i = 0; i < c->fo.nshards; i++) {
 			struct fo_shard *s = &c->fo.shards[i];
 			struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
@@ -671,100 +579,6 @@ void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
 	}
 	resp_bulk(out, (const char *)evbuffer_pullup(t, -1), evbuffer_get_length(t));
 	evbuffer_free(t);
-}
-
-static void subscribe(struct ctl_conn *k, struct resp_cmd *cmd, bool pattern, bool sub)
-{
-	struct evbuffer *out = bufferevent_get_output(k->bev);
-	char **list = pattern ? k->psubs : k->subs;
-	int *n = pattern ? &k->npsubs : &k->nsubs;
-	const char *verb = sub ? (pattern ? "psubscribe" : "subscribe")
-			       : (pattern ? "punsubscribe" : "unsubscribe");
-
-	if (sub && cmd->argc < 2) {
-		char e[96];
-
-		snprintf(e, sizeof(e), "ERR wrong number of arguments for '%s' command", verb);
-		resp_error_reply(out, e);
-		return;
-	}
-	if (sub) {
-		/* Bounded per client: CTL_MAX_SUBS names of CTL_MAX_CHANNEL bytes. */
-		int adding = 0;
-
-		for (int a = 1; a < cmd->argc; a++) {
-			if (cmd->lens[a] > CTL_MAX_CHANNEL) {
-				char e[96];
-
-				snprintf(e, sizeof(e), "ERR channel name longer than %d bytes",
-					 CTL_MAX_CHANNEL);
-				resp_error_reply(out, e);
-				return;
-			}
-			adding++;
-		}
-		if (*n + adding > CTL_MAX_SUBS) {
-			bool all_known = true;
-
-			for (int a = 1; a < cmd->argc && all_known; a++) {
-				bool known = false;
-
-				for (int i = 0; i < *n; i++)
-					known |= !strcmp(list[i], cmd->argv[a]);
-				all_known = known;
-			}
-			if (!all_known) {
-				char e[96];
-
-				snprintf(e, sizeof(e), "ERR more than %d %s per client",
-					 CTL_MAX_SUBS, pattern ? "patterns" : "channels");
-				resp_error_reply(out, e);
-				return;
-			}
-		}
-	}
-	if (!sub && cmd->argc == 1) { /* all of them */
-		if (!*n) {
-			ctl_reply_push(k, out, 3);
-			resp_str(out, verb);
-			ctl_reply_null(k, out, false);
-			resp_int(out, k->nsubs + k->npsubs);
-		}
-		while (*n) {
-			char *ch = list[--*n];
-
-			ctl_reply_push(k, out, 3);
-			resp_str(out, verb);
-			resp_str(out, ch);
-			resp_int(out, k->nsubs + k->npsubs);
-			free(ch);
-		}
-	}
-	for (int a = 1; a < cmd->argc; a++) {
-		int found = -1;
-
-		for (int i = 0; i < *n; i++)
-			if (!strcmp(list[i], cmd->argv[a]))
-				found = i;
-		if (sub && found < 0 && *n < CTL_MAX_SUBS) {
-			list[*n] = strdup(cmd->argv[a]);
-			if (list[*n])
-				++*n;
-		} else if (!sub && found >= 0) {
-			free(list[found]);
-			list[found] = list[--*n];
-		}
-		ctl_reply_push(k, out, 3);
-		resp_str(out, verb);
-		resp_str(out, cmd->argv[a]);
-		resp_int(out, k->nsubs + k->npsubs);
-	}
-	if (!(k->flags & CTL_C_PUBSUB) != !(k->nsubs + k->npsubs))
-		k->ctl->npubsub += k->nsubs + k->npsubs ? 1 : -1;
-	if (k->nsubs + k->npsubs)
-		k->flags |= CTL_C_PUBSUB;
-	else
-		k->flags &= ~CTL_C_PUBSUB;
 }
 
 void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
@@ -790,26 +604,6 @@ void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_error_reply(out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
 				      "<shard> [<node>]");
 	}
-}
-
-void ctl_on_subscribe(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	subscribe(k, cmd, false, true);
-}
-
-void ctl_on_psubscribe(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	subscribe(k, cmd, true, true);
-}
-
-void ctl_on_unsubscribe(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	subscribe(k, cmd, false, false);
-}
-
-void ctl_on_punsubscribe(struct ctl_conn *k, struct resp_cmd *cmd)
-{
-	subscribe(k, cmd, true, false);
 }
 
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd)

@@ -22,8 +22,9 @@ struct ctl_server {
 	struct ctl *ctl;
 	int node;
 	struct redis_link *link;
-	char run_id[48];      /* INFO server's, asked on every connect */
-	char last_proto[200]; /* the last protocol error printed: once per change */
+	char run_id[48];		   /* INFO server's, asked on every connect */
+	char last_proto[200];		   /* the last protocol error printed: once per change */
+	void (*discovered)(struct ctl *c); /* the start-up round's INFO answered */
 };
 
 static struct fo_node *server_node(const struct ctl_server *s)
@@ -165,8 +166,8 @@ static void on_info_reply(void *ctx, redisReply *rep, const char *err_in, void *
 	if (!ok)
 		pr_debug("failed to read INFO of %s: %s\n", n->id, err);
 	fo_on_info(&s->ctl->fo, n, ok, ok ? &info : NULL, err);
-	if (priv) /* the start-up round */
-		ctl_discover_one_done(s->ctl);
+	if (priv && s->discovered) /* the start-up round */
+		s->discovered(s->ctl);
 }
 
 static void on_ping_reply(void *ctx, redisReply *rep, const char *err, void *priv)
@@ -353,11 +354,12 @@ void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms)
 	redis_link_request(l, timeout_ms, on_replicaof_reply, (void *)m, 1, exec);
 }
 
-/* The first INFO round at start: answers count down c->discover_pending. */
-void ctl_server_discover(struct ctl *c, int node, int timeout_ms)
+/* The first INFO round at start: each answer calls done (ctl_discover.c). */
+void ctl_server_discover(struct ctl *c, int node, int timeout_ms, void (*done)(struct ctl *c))
 {
 	const char *argv[] = {"INFO", "replication"};
 
+	c->servers[node]->discovered = done;
 	redis_link_request(c->servers[node]->link, timeout_ms, on_info_reply, c, 2, argv);
 }
 
@@ -384,6 +386,9 @@ int ctl_servers_start(struct ctl *c)
 
 	if (rc)
 		return rc;
+	c->servers = calloc(c->cfg->nnodes + 1, sizeof(struct ctl_server *));
+	if (!c->servers)
+		return -ENOMEM;
 	for (int i = 0; i < c->cfg->nnodes; i++) {
 		const struct cfg_node *cn = &c->cfg->nodes[i];
 		struct ctl_server *s = calloc(1, sizeof(*s));

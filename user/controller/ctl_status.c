@@ -168,8 +168,8 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 				    ",\"epoch\":%llu,\"failover\":\"%s\",\"dns_name\":", s->epoch,
 				    fo_state_name(s->fo.state));
 		json_str(b, c->cfg->shards[i].dns_name);
-		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
-			const struct ctl_dns *d = &c->dnss[i];
+		if (ctl_dns_shard(c, i) && c->cfg->shards[i].dns_name[0]) {
+			const struct ctl_dns *d = ctl_dns_shard(c, i);
 
 			evbuffer_add_printf(b, ",\"dns_want\":");
 			json_str(b, s->primary >= 0 ? c->fo.nodes[s->primary].host : "");
@@ -276,8 +276,8 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 				    p ? c->cfg->nodes[p->idx].redis_str : "-", s->epoch,
 				    s->fo.state != FO_ST_NONE ? "  failover: " : "",
 				    s->fo.state != FO_ST_NONE ? fo_state_name(s->fo.state) : "");
-		if (c->dnss && c->cfg->shards[i].dns_name[0]) {
-			const struct ctl_dns *d = &c->dnss[i];
+		if (ctl_dns_shard(c, i) && c->cfg->shards[i].dns_name[0]) {
+			const struct ctl_dns *d = ctl_dns_shard(c, i);
 
 			evbuffer_add_printf(b, "  dns %s -> %s: %s%s%s\n",
 					    c->cfg->shards[i].dns_name, p ? p->host : "?",
