@@ -5,6 +5,9 @@
  * the server's port past the deadline toward a connection that is not allowed.
  * Driven by tests/integration/test_lease.sh. */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,6 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/if_tun.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -443,6 +451,143 @@ static void test_big_tcp(void **state)
 	assert_int_equal(run(DATA(.len0 = true, .sport = 6380)), TC_ACT_UNSPEC);
 }
 
+/* ---- Real packets on an L3 device (no Ethernet header): judged by their socket ---- */
+
+#define TUN_SELF	 "10.200.0.1"
+#define TUN_PEER	 "10.200.0.2"
+#define TUN_PORT	 6390
+#define TUN_PEER_PORT	 40000
+#define BPF_TCX_EGRESS_T 47 /* BPF_TCX_EGRESS (Linux 6.6), which older headers lack */
+
+static uint32_t sum16(const uint8_t *p, size_t n, uint32_t sum)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	return sum;
+}
+
+static uint16_t fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return htons((uint16_t)~sum);
+}
+
+/* Writes a bare TCP segment of the peer into the tun device: the host receives it. */
+static void tun_send(int fd, uint32_t seq, uint32_t ack, uint8_t flags)
+{
+	uint8_t p[40] = {0x45}, *tcp = p + 20;
+	uint32_t sum;
+
+	*(uint16_t *)(p + 2) = htons(40);
+	p[8] = 64;
+	p[9] = 6;
+	inet_pton(AF_INET, TUN_PEER, p + 12);
+	inet_pton(AF_INET, TUN_SELF, p + 16);
+	*(uint16_t *)(p + 10) = fold(sum16(p, 20, 0));
+	*(uint16_t *)tcp = htons(TUN_PEER_PORT);
+	*(uint16_t *)(tcp + 2) = htons(TUN_PORT);
+	*(uint32_t *)(tcp + 4) = htonl(seq);
+	*(uint32_t *)(tcp + 8) = htonl(ack);
+	tcp[12] = 5 << 4;
+	tcp[13] = flags;
+	*(uint16_t *)(tcp + 14) = htons(65535);
+	sum = sum16(p + 12, 8, 6 + 20); /* pseudo header: addresses, protocol, length */
+	*(uint16_t *)(tcp + 16) = fold(sum16(tcp, 20, sum));
+	assert_int_equal(write(fd, p, sizeof(p)), (ssize_t)sizeof(p));
+}
+
+/* The next IPv4 TCP segment the host sends into the tun device within ms; its TCP
+ * payload length in *data, its flags, or -1 if none came. */
+static int tun_recv(int fd, int ms, uint8_t *buf, size_t cap, int *data)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	ssize_t n;
+
+	while (poll(&pfd, 1, ms) == 1) {
+		n = read(fd, buf, cap);
+		if (n < 40 || buf[0] != 0x45 || buf[9] != 6)
+			continue;
+		*data = (int)n - 20 - (buf[32] >> 4) * 4;
+		return buf[33];
+	}
+	return -1;
+}
+
+/* On a tun device the program sees no Ethernet header: the parser finds no TCP, and the
+ * sending socket tells the server's segments. Held: they leave; lapsed: dropped; toward an
+ * allowed connection: they leave. The old program let every one through. */
+static void test_l3_device_by_socket(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(TUN_PORT)};
+	struct fl_lease_conn k = {.port = htons(TUN_PEER_PORT)};
+	uint64_t dropped = counter(FL_LC_DROPPED), allowed = counter(FL_LC_ALLOWED);
+	struct ifreq ifr = {.ifr_flags = IFF_TUN | IFF_NO_PI};
+	int tun, lsn, conn, one = 1, link, flags, data, got;
+	__u32 kind = FL_LEASE_ALLOW_AGENT;
+	uint32_t srv_seq;
+	uint8_t buf[2048];
+
+	(void)state;
+	/* A network namespace of our own (the process keeps it: this case runs last). */
+	assert_int_equal(unshare(CLONE_NEWNET), 0);
+	tun = open("/dev/net/tun", O_RDWR);
+	assert_true(tun >= 0);
+	strcpy(ifr.ifr_name, "fltun0");
+	assert_int_equal(ioctl(tun, TUNSETIFF, &ifr), 0);
+	assert_int_equal(system("ip link set lo up && ip addr add " TUN_SELF "/24 dev fltun0 && "
+				"ip link set fltun0 up"),
+			 0);
+	link = bpf_link_create(bpf_program__fd(skel->progs.fl_lease_egress),
+			       (int)if_nametoindex("fltun0"),
+			       (enum bpf_attach_type)BPF_TCX_EGRESS_T, NULL);
+	assert_true(link >= 0);
+	lsn = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(lsn >= 0);
+	setsockopt(lsn, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	inet_pton(AF_INET, TUN_SELF, &a.sin_addr);
+	assert_int_equal(bind(lsn, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lsn, 4), 0);
+
+	/* Held: the handshake and a reply pass. */
+	set_lease(TUN_PORT, 10000000000);
+	tun_send(tun, 1000, 0, 0x02); /* SYN */
+	flags = tun_recv(tun, 1000, buf, sizeof(buf), &data);
+	assert_int_equal(flags, 0x12); /* SYN ACK */
+	srv_seq = ntohl(*(uint32_t *)(buf + 24));
+	tun_send(tun, 1001, srv_seq + 1, 0x10);
+	conn = accept(lsn, NULL, NULL);
+	assert_true(conn >= 0);
+	assert_int_equal(send(conn, "+held\r\n", 7, 0), 7);
+	got = tun_recv(tun, 1000, buf, sizeof(buf), &data);
+	assert_true(got >= 0 && data == 7);
+	tun_send(tun, 1001, srv_seq + 1 + 7, 0x10);
+
+	/* Lapsed: the reply (and its retransmissions) never leave. */
+	set_lease(TUN_PORT, 0);
+	assert_int_equal(send(conn, "+lapsed\r\n", 9, 0), 9);
+	got = tun_recv(tun, 700, buf, sizeof(buf), &data);
+	assert_true(got < 0 || data == 0);
+	assert_true(counter(FL_LC_DROPPED) > dropped);
+
+	/* Allowed, by the socket's far end: a retransmission of it leaves. */
+	k.addr[10] = k.addr[11] = 0xff;
+	inet_pton(AF_INET, TUN_PEER, &k.addr[12]);
+	assert_int_equal(
+	    bpf_map_update_elem(bpf_map__fd(skel->maps.fl_lease_allow), &k, &kind, BPF_ANY), 0);
+	do
+		got = tun_recv(tun, 3000, buf, sizeof(buf), &data);
+	while (got >= 0 && data == 0);
+	assert_true(got >= 0 && data == 9);
+	assert_true(counter(FL_LC_ALLOWED) > allowed);
+	close(conn);
+	close(lsn);
+	close(link);
+	close(tun);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +604,7 @@ int main(void)
 	    cmocka_unit_test(test_ipv4_fragments),
 	    cmocka_unit_test(test_truncated_layers),
 	    cmocka_unit_test(test_big_tcp),
+	    cmocka_unit_test(test_l3_device_by_socket),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
