@@ -7,6 +7,12 @@
  * agent may be dead or stopped, the server hung and resumed. Loaded by
  * user/kern/lease_watch.c; the maps and links are pinned and outlive the agent.
  *
+ * Frames are read by bpf/parse.h (VLAN tags, IPv4 options, IPv6 extension headers). A
+ * packet whose TCP header cannot be read (an L3 device, a tunnel or IPsec, a later
+ * fragment, a chain past FL_IPV6_MAX_EXT) fails closed when its socket is the server's:
+ * judged as a reply. Not covered: the server's other ports and UNIX sockets, and a
+ * packet that has lost its socket before some device's egress.
+ *
  * The only program of flatline that drops (TC_ACT_SHOT); everything else returns
  * TC_ACT_UNSPEC so that the next program in the chain decides. */
 #include "vmlinux.h"
@@ -44,10 +50,6 @@ static __always_inline void count(__u32 what)
 	if (n)
 		*n += 1;
 }
-
-/* Bytes pulled into the linear data when the headers are not all there (enough for
- * Ethernet, two VLAN tags, IPv6 with several extension headers and TCP with options). */
-#define FL_LEASE_PULL 512
 
 /* The server's TCP header in the frame, parsed by bpf/parse.h: *tcp set when the fixed
  * TCP header is within data_end (it may be malformed: doff < 5, options cut), k->addr
@@ -155,7 +157,6 @@ int fl_lease_egress(struct __sk_buff *skb)
 {
 	struct fl_lease_conn k = {};
 	struct fl_lease_state *l;
-	enum parse_res res;
 	struct tcphdr *tcp;
 	__u32 zero = 0, len = 0, port;
 
@@ -163,15 +164,9 @@ int fl_lease_egress(struct __sk_buff *skb)
 	if (!l || !l->port)
 		return TC_ACT_UNSPEC;
 	port = l->port;
-	res = parse_seg(skb, &tcp, &k, &len);
-	/* Headers past the linear data (a forwarded or rebuilt packet): pull them in and
-	 * parse again. What is still cut short is so in the packet itself. */
-	if (!tcp && res == PARSE_TRUNCATED &&
-	    skb->len > (__u32)((void *)(long)skb->data_end - (void *)(long)skb->data)) {
-		if (bpf_skb_pull_data(skb, skb->len < FL_LEASE_PULL ? skb->len : FL_LEASE_PULL))
-			return judge_unparsed(skb, l, port);
-		res = parse_seg(skb, &tcp, &k, &len);
-	}
+	/* A header past the linear data (a packet rebuilt on the way, never what the
+	 * server's TCP sends) is not pulled in: the socket judges it as one unparsed. */
+	parse_seg(skb, &tcp, &k, &len);
 	if (!tcp)
 		return judge_unparsed(skb, l, port);
 	if (tcp->source == bpf_htons((__u16)port)) {

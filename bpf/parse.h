@@ -82,7 +82,6 @@ static __always_inline enum parse_res parse_eth(struct cursor *c, __be16 *proto)
 		return PARSE_TRUNCATED;
 	pos = eth + 1;
 	p = eth->h_proto;
-#pragma unroll
 	for (int i = 0; i < FL_MAX_VLAN; i++) {
 		if (p != bpf_htons(ETH_P_8021Q) && p != bpf_htons(ETH_P_8021AD))
 			break;
@@ -137,7 +136,7 @@ static __always_inline enum parse_res parse_ipv6(struct cursor *c, struct fl_ip 
 	struct ipv6hdr *ip6 = c->pos;
 	struct ipv6_opt_hdr *ext;
 	struct frag_hdr *fh;
-	__u32 ext_len = 0, plen;
+	__u32 plen;
 	void *pos;
 	__u8 next;
 
@@ -162,7 +161,6 @@ static __always_inline enum parse_res parse_ipv6(struct cursor *c, struct fl_ip 
 				return PARSE_TRUNCATED;
 			next = ext->nexthdr;
 			pos += ((__u32)ext->hdrlen + 1) * 8;
-			ext_len += ((__u32)ext->hdrlen + 1) * 8;
 			continue;
 		case IPPROTO_AH:
 			ext = pos;
@@ -170,7 +168,6 @@ static __always_inline enum parse_res parse_ipv6(struct cursor *c, struct fl_ip 
 				return PARSE_TRUNCATED;
 			next = ext->nexthdr;
 			pos += ((__u32)ext->hdrlen + 2) * 4;
-			ext_len += ((__u32)ext->hdrlen + 2) * 4;
 			continue;
 		case IPPROTO_FRAGMENT:
 			fh = pos;
@@ -183,7 +180,6 @@ static __always_inline enum parse_res parse_ipv6(struct cursor *c, struct fl_ip 
 			}
 			p->frag = 1;
 			pos = fh + 1;
-			ext_len += sizeof(*fh);
 			continue;
 		}
 		break;
@@ -198,7 +194,9 @@ static __always_inline enum parse_res parse_ipv6(struct cursor *c, struct fl_ip 
 		return PARSE_EXT_LIMIT;
 	}
 	p->proto = next;
-	p->l4_len = plen ? plen - ext_len : FL_LEN_UNKNOWN;
+	/* The extension headers' length as the distance walked: a sum kept in the loop
+	 * would make each path through it a state of its own for the verifier. */
+	p->l4_len = plen ? plen - (__u32)(pos - (void *)(ip6 + 1)) : FL_LEN_UNKNOWN;
 	c->pos = pos;
 	return PARSE_OK;
 }
