@@ -55,7 +55,7 @@ vmlinux:
 $(BUILD) $(BUILD)/user $(BUILD)/tests:
 	$(Q)mkdir -p $@
 
-$(BUILD)/%.bpf.tmp.o: bpf/%.bpf.c vmlinux.h $(wildcard include/*.h) | $(BUILD)
+$(BUILD)/%.bpf.tmp.o: bpf/%.bpf.c vmlinux.h $(wildcard include/*.h) $(wildcard bpf/*.h) | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Peer probing timed in the kernel, ICMP echo over IPv4 and ICMPv6 echo over IPv6
- * (extension headers walked up to FL_IPV6_MAX_EXT). At tc egress: the time each echo request of
- * this agent leaves toward a peer. At tc ingress: the matching echo reply, its RTT,
- * and the time any packet at all last came from the peer (passive liveness). An
- * agent that is itself stalled still gets true times. Loaded by user/kern/icmp_watch.c.
+ * (frames parsed by bpf/parse.h: VLAN tags, IPv4 options, IPv6 extension headers). At
+ * tc egress: the time each echo request of this agent leaves toward a peer. At tc ingress: the
+ * matching echo reply, its RTT, and the time any packet at all last came from the peer (passive
+ * liveness). An agent that is itself stalled still gets true times. Loaded by
+ * user/kern/icmp_watch.c.
  *
  * Both programs only observe: they return TC_ACT_UNSPEC (TCX_NEXT), so every other
  * tcx program and clsact filter on the device still runs and decides the packet's
@@ -14,6 +15,7 @@
 #include <bpf/bpf_endian.h>
 #include "bpf_consts.h"
 #include "icmp_event.h"
+#include "parse.h"
 
 /* Set between open and load: the ICMP/ICMPv6 echo id of this agent's probes. Requests and
  * replies with another id (someone's ping) are not ours. Zero: passive liveness only. */
@@ -44,33 +46,11 @@ struct {
 	__type(value, __u64);
 } fl_icmp_cnt SEC(".maps");
 
-struct cursor {
-	void *pos;
-	void *end;
-};
-
-enum ip_parse {
-	IP_OK = 0,
-	IP_NONE = 1,	  /* neither IPv4 nor IPv6 */
-	IP_MALFORMED = 2, /* truncated IP header, IHL < 5, total length < IHL, bad version */
-	IP_FRAGMENT = 3,  /* a fragment: addresses valid, no transport header to read */
-	IP_TRUNCATED = 4, /* IPv6: addresses valid, extension header chain cut short */
-	IP_EXT_LIMIT = 5, /* IPv6: addresses valid, more than FL_IPV6_MAX_EXT ext headers */
-};
-
-/* One parsed IP packet: its family, addresses (in the packet) and upper protocol. */
-struct ip_pkt {
-	__u32 family; /* FL_AF_INET or FL_AF_INET6 */
-	void *saddr;  /* 4 or 16 bytes */
-	void *daddr;
-	__u8 proto; /* IPPROTO_ICMP, IPPROTO_ICMPV6, ... after extension headers */
-};
-
-/* ICMP and ICMPv6 echo share this layout (RFC 792, RFC 4443 4.1). */
-struct echo_hdr {
+/* The fields of an ICMP or ICMPv6 echo header that matter here (id and seq as on the
+ * wire, network order). */
+struct echo {
 	__u8 type;
 	__u8 code;
-	__u16 csum;
 	__be16 id;
 	__be16 seq;
 };
@@ -83,131 +63,46 @@ static __always_inline void count(__u32 why)
 		*n += 1;
 }
 
-/* Ethernet: the EtherType (network order), or 0 if the frame is too short. */
-static __always_inline __u16 parse_eth(struct cursor *c)
+/* Up to the upper-layer header of an IPv4 or IPv6 Ethernet frame (bpf/parse.h);
+ * PARSE_NONE for anything else. */
+static __always_inline enum parse_res parse_frame(struct __sk_buff *skb, struct cursor *c,
+						  struct fl_ip *p)
 {
-	struct ethhdr *eth = c->pos;
-
-	if ((void *)(eth + 1) > c->end)
-		return 0;
-	c->pos = eth + 1;
-	return eth->h_proto;
-}
-
-/* IPv4, options skipped through IHL. The cursor ends at the transport header. */
-static __always_inline enum ip_parse parse_ipv4(struct cursor *c, struct ip_pkt *p)
-{
-	struct iphdr *ip = c->pos;
-	__u32 hlen;
-
-	if ((void *)(ip + 1) > c->end)
-		return IP_MALFORMED;
-	if (ip->version != 4)
-		return IP_MALFORMED;
-	hlen = ip->ihl * 4;
-	if (hlen < sizeof(*ip) || bpf_ntohs(ip->tot_len) < hlen)
-		return IP_MALFORMED;
-	if (c->pos + hlen > c->end)
-		return IP_MALFORMED;
-	c->pos += hlen;
-	p->family = FL_AF_INET;
-	p->saddr = &ip->saddr;
-	p->daddr = &ip->daddr;
-	p->proto = ip->protocol;
-	if (ip->frag_off & bpf_htons(IP_MF | IP_OFFSET))
-		return IP_FRAGMENT;
-	return IP_OK;
-}
-
-/* IPv6 and its extension headers, at most FL_IPV6_MAX_EXT of them (a bounded loop).
- * The cursor ends at the upper-layer header; p->proto names it. A fragment header
- * anywhere makes it a fragment, as IPv4's MF or offset does. */
-static __always_inline enum ip_parse parse_ipv6(struct cursor *c, struct ip_pkt *p)
-{
-	struct ipv6hdr *ip6 = c->pos;
-	struct ipv6_opt_hdr *ext;
-	__u8 next;
-
-	if ((void *)(ip6 + 1) > c->end)
-		return IP_MALFORMED;
-	if (ip6->version != 6)
-		return IP_MALFORMED;
-	c->pos = ip6 + 1;
-	p->family = FL_AF_INET6;
-	p->saddr = &ip6->saddr;
-	p->daddr = &ip6->daddr;
-	next = ip6->nexthdr;
-	for (int i = 0; i < FL_IPV6_MAX_EXT; i++) {
-		switch (next) {
-		case IPPROTO_HOPOPTS:
-		case IPPROTO_ROUTING:
-		case IPPROTO_DSTOPTS:
-		case IPPROTO_MH:
-			ext = c->pos;
-			if ((void *)(ext + 1) > c->end)
-				return IP_TRUNCATED;
-			next = ext->nexthdr;
-			c->pos += ((__u32)ext->hdrlen + 1) * 8;
-			break;
-		case IPPROTO_AH:
-			ext = c->pos;
-			if ((void *)(ext + 1) > c->end)
-				return IP_TRUNCATED;
-			next = ext->nexthdr;
-			c->pos += ((__u32)ext->hdrlen + 2) * 4;
-			break;
-		case IPPROTO_FRAGMENT:
-			p->proto = next;
-			return IP_FRAGMENT;
-		default:
-			p->proto = next;
-			return IP_OK;
-		}
-	}
-	switch (next) {
-	case IPPROTO_HOPOPTS:
-	case IPPROTO_ROUTING:
-	case IPPROTO_DSTOPTS:
-	case IPPROTO_MH:
-	case IPPROTO_AH:
-		return IP_EXT_LIMIT;
-	case IPPROTO_FRAGMENT:
-		p->proto = next;
-		return IP_FRAGMENT;
-	}
-	p->proto = next;
-	return IP_OK;
-}
-
-static __always_inline struct echo_hdr *parse_echo(struct cursor *c)
-{
-	struct echo_hdr *h = c->pos;
-
-	if ((void *)(h + 1) > c->end)
-		return NULL;
-	c->pos = h + 1;
-	return h;
-}
-
-/* Up to the upper-layer header of an IPv4 or IPv6 Ethernet frame; IP_NONE for
- * anything else. */
-static __always_inline enum ip_parse parse_frame(struct __sk_buff *skb, struct cursor *c,
-						 struct ip_pkt *p)
-{
-	__u16 proto;
+	__be16 proto;
 
 	c->pos = (void *)(long)skb->data;
 	c->end = (void *)(long)skb->data_end;
-	proto = parse_eth(c);
-	if (proto == bpf_htons(ETH_P_IP))
-		return parse_ipv4(c, p);
-	if (proto == bpf_htons(ETH_P_IPV6))
-		return parse_ipv6(c, p);
-	return IP_NONE;
+	if (parse_eth(c, &proto) != PARSE_OK)
+		return PARSE_NONE;
+	return parse_ip(c, proto, p);
+}
+
+/* The echo fields of the ICMP (IPv4) or ICMPv6 header at the cursor; false if cut short. */
+static __always_inline bool parse_echo(struct cursor *c, const struct fl_ip *p, struct echo *e)
+{
+	struct icmp6hdr *h6;
+	struct icmphdr *h;
+
+	if (p->family == FL_AF_INET) {
+		if (parse_icmp(c, &h) != PARSE_OK)
+			return false;
+		e->type = h->type;
+		e->code = h->code;
+		e->id = h->un.echo.id;
+		e->seq = h->un.echo.sequence;
+		return true;
+	}
+	if (parse_icmp6(c, &h6) != PARSE_OK)
+		return false;
+	e->type = h6->icmp6_type;
+	e->code = h6->icmp6_code;
+	e->id = h6->icmp6_dataun.u_echo.identifier;
+	e->seq = h6->icmp6_dataun.u_echo.sequence;
+	return true;
 }
 
 /* The fl_peers key of an address in the packet. */
-static __always_inline void make_key(struct fl_peer_key *key, const struct ip_pkt *p, void *addr)
+static __always_inline void make_key(struct fl_peer_key *key, const struct fl_ip *p, void *addr)
 {
 	__builtin_memset(key, 0, sizeof(*key));
 	key->family = p->family;
@@ -218,7 +113,7 @@ static __always_inline void make_key(struct fl_peer_key *key, const struct ip_pk
 }
 
 static __always_inline void make_req(struct fl_echo_key *req, const struct fl_peer_key *key,
-				     const struct echo_hdr *h)
+				     const struct echo *h)
 {
 	__builtin_memcpy(req->addr, key->addr6, sizeof(req->addr));
 	req->family = key->family;
@@ -227,7 +122,7 @@ static __always_inline void make_req(struct fl_echo_key *req, const struct fl_pe
 }
 
 /* Is the packet an echo of the family (request or reply)? */
-static __always_inline bool is_echo(const struct ip_pkt *p, const struct echo_hdr *h, bool request)
+static __always_inline bool is_echo(const struct fl_ip *p, const struct echo *h, bool request)
 {
 	if (h->code != 0)
 		return false;
@@ -236,7 +131,7 @@ static __always_inline bool is_echo(const struct ip_pkt *p, const struct echo_hd
 	return h->type == (request ? ICMPV6_ECHO_REQUEST : ICMPV6_ECHO_REPLY);
 }
 
-static __always_inline bool is_icmp(const struct ip_pkt *p)
+static __always_inline bool is_icmp(const struct fl_ip *p)
 {
 	return p->proto == (p->family == FL_AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
 }
@@ -247,25 +142,24 @@ int fl_icmp_egress(struct __sk_buff *skb)
 	struct fl_peer_stats *st;
 	struct fl_peer_key key;
 	struct fl_echo_key req;
-	struct echo_hdr *h;
-	struct ip_pkt p = {};
+	struct echo h;
+	struct fl_ip p = {};
 	struct cursor c;
 	__u64 now;
 
 	if (!targ_echo_id)
 		return TC_ACT_UNSPEC;
-	if (parse_frame(skb, &c, &p) != IP_OK || !is_icmp(&p))
+	if (parse_frame(skb, &c, &p) != PARSE_OK || p.frag || !is_icmp(&p))
 		return TC_ACT_UNSPEC;
 	make_key(&key, &p, p.daddr);
 	st = bpf_map_lookup_elem(&fl_peers, &key);
 	if (!st)
 		return TC_ACT_UNSPEC;
-	h = parse_echo(&c);
-	if (!h || !is_echo(&p, h, true) || h->id != bpf_htons(targ_echo_id))
+	if (!parse_echo(&c, &p, &h) || !is_echo(&p, &h, true) || h.id != bpf_htons(targ_echo_id))
 		return TC_ACT_UNSPEC;
 
 	now = bpf_ktime_get_ns();
-	make_req(&req, &key, h);
+	make_req(&req, &key, &h);
 	bpf_map_update_elem(&fl_echo_reqs, &req, &now, BPF_ANY);
 	__sync_fetch_and_add(&st->sent, 1);
 	st->last_tx_ns = now;
@@ -299,16 +193,17 @@ int fl_icmp_ingress(struct __sk_buff *skb)
 	struct fl_peer_stats *st;
 	struct fl_peer_key key;
 	struct fl_echo_key req;
-	struct echo_hdr *h;
-	struct ip_pkt p = {};
-	enum ip_parse res;
+	struct echo h;
+	struct fl_ip p = {};
+	enum parse_res res;
 	struct cursor c;
 	__u64 now, *sent;
 
 	res = parse_frame(skb, &c, &p);
-	if (res == IP_NONE)
+	if (res == PARSE_NONE)
 		return TC_ACT_UNSPEC;
-	if (res == IP_MALFORMED) {
+	/* No usable IP header: impossible fields, or the IP header itself cut short. */
+	if (res == PARSE_MALFORMED || (res == PARSE_TRUNCATED && !p.family)) {
 		count(FL_IC_MALFORMED);
 		return TC_ACT_UNSPEC;
 	}
@@ -321,34 +216,33 @@ int fl_icmp_ingress(struct __sk_buff *skb)
 	now = bpf_ktime_get_ns();
 	st->last_rx_ns = now;
 	__sync_fetch_and_add(&st->rx_packets, 1);
-	if (res == IP_FRAGMENT) {
+	if (res == PARSE_FRAGMENT || p.frag) {
 		count(FL_IC_FRAGMENT);
 		return TC_ACT_UNSPEC;
 	}
-	if (res == IP_TRUNCATED) {
+	if (res == PARSE_TRUNCATED) {
 		count(FL_IC_TRUNCATED);
 		return TC_ACT_UNSPEC;
 	}
-	if (res == IP_EXT_LIMIT) {
+	if (res == PARSE_EXT_LIMIT) {
 		count(FL_IC_EXT_LIMIT);
 		return TC_ACT_UNSPEC;
 	}
 	if (!is_icmp(&p) || !targ_echo_id)
 		return TC_ACT_UNSPEC;
-	h = parse_echo(&c);
-	if (!h) {
+	if (!parse_echo(&c, &p, &h)) {
 		count(FL_IC_TRUNCATED);
 		return TC_ACT_UNSPEC;
 	}
-	if (!is_echo(&p, h, false)) {
+	if (!is_echo(&p, &h, false)) {
 		count(FL_IC_OTHER);
 		return TC_ACT_UNSPEC;
 	}
-	if (h->id != bpf_htons(targ_echo_id)) {
+	if (h.id != bpf_htons(targ_echo_id)) {
 		count(FL_IC_FOREIGN);
 		return TC_ACT_UNSPEC;
 	}
-	make_req(&req, &key, h);
+	make_req(&req, &key, &h);
 	sent = bpf_map_lookup_elem(&fl_echo_reqs, &req);
 	if (!sent) {
 		__sync_fetch_and_add(&st->unmatched, 1);

@@ -11,6 +11,8 @@
 #define TC_ACT_UNSPEC	    (-1)
 #define ETH_P_IP	    0x0800
 #define ETH_P_IPV6	    0x86DD
+#define ETH_P_8021Q	    0x8100 /* VLAN tag (IEEE 802.1Q) */
+#define ETH_P_8021AD	    0x88A8 /* service VLAN tag, the outer one of QinQ (802.1ad) */
 #define ETH_HLEN	    14
 #define IPPROTO_ICMP	    1
 #define IPPROTO_TCP	    6
@@ -28,5 +30,6 @@
 #define IPPROTO_MH	 135
 #define IP_MF		 0x2000
 #define IP_OFFSET	 0x1fff
+#define IP6_OFFSET	 0xfff8 /* the fragment header's offset bits (RFC 8200 4.5) */
 
 #endif

@@ -8,9 +8,6 @@
 
 #define FL_MAX_PEERS 1024  /* entries of fl_peers */
 #define FL_MAX_ECHO  16384 /* requests in flight remembered (LRU): peers x window */
-/* IPv6 extension headers walked before the upper-layer header; a longer chain is
- * counted (FL_IC_EXT_LIMIT) and gives liveness only. Hosts send one or two. */
-#define FL_IPV6_MAX_EXT 8
 /* fl_peer_key.family: the socket API's values (BTF does not carry them). */
 #define FL_AF_INET  2
 #define FL_AF_INET6 10
@@ -69,7 +66,7 @@ enum fl_icmp_counter {
 	FL_IC_UNMATCHED = 4, /* an echo reply with our id matching no request */
 	FL_IC_TRUNCATED = 5, /* from a peer, cut short before its echo header (in the ICMP
 			      * header or in an IPv6 extension header): liveness only */
-	FL_IC_EXT_LIMIT = 6, /* from a peer, more than FL_IPV6_MAX_EXT IPv6 extension
+	FL_IC_EXT_LIMIT = 6, /* from a peer, more than FL_IPV6_MAX_EXT (bpf/parse.h) IPv6 extension
 			      * headers: liveness only */
 	FL_IC_MAX = 7,
 };
