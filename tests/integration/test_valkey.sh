@@ -234,6 +234,15 @@ test_acl_failover_promote_repoint_demote() {
 	! grep -q NOPERM "$T/controller.err" "$T"/agent-vc*.err || fail "NOPERM: $(grep -h NOPERM "$T/controller.err" "$T"/agent-vc*.err | head -n 3)"
 }
 
+# acked_reach N: the writer's record ($T/acked) has N lines, within FL_WAIT_S.
+acked_reach() {
+	local end=$((SECONDS + FL_WAIT_S))
+	until [ "$(wc -l <"$T/acked" 2>/dev/null || echo 0)" -ge "$1" ]; do
+		[ $SECONDS -le $end ] || return 1
+		sleep 0.05
+	done
+}
+
 test_planned_switchover_client_pause() {
 	need_valkey
 	BLOCK_MS=30000 setup_cluster
@@ -242,13 +251,17 @@ test_planned_switchover_client_pause() {
 		--out "$T/acked" >"$T/writer.out" 2>"$T/writer.err" &
 	wpid=$!
 	on_exit "kill $wpid"
-	sleep 1
+	# 600 writes acknowledged before the switchover and 600 after it, however fast
+	# the writer goes on a loaded machine (two fixed seconds gave 1789 here, ~690/s,
+	# against the floor of 1000 below).
+	acked_reach 600 || fail "writer before the switchover: $(wc -l <"$T/acked") acknowledged in $FL_WAIT_S s: $(tail -n 3 "$T/writer.err")"
 	"$FL" failover s --to vc2 -c "$CONF" >"$T/failover.out" 2>&1 || fail "failover: $(cat "$T/failover.out")"
 	grep -q "writes paused on vc1" "$T/failover.out" || fail "no pause: $(cat "$T/failover.out")"
 	expect_eq primary "$(primary)" "$P2"
 	wait_linked "$P1" "$P2" || fail "old primary does not follow vc2"
 	wait_linked "$P3" "$P2" || fail "vc3 does not follow vc2"
-	sleep 1
+	acked_reach $(($(wc -l <"$T/acked") + 600)) ||
+		fail "writer after the switchover: $(wc -l <"$T/acked") acknowledged in all: $(tail -n 3 "$T/writer.err")"
 	kill -TERM "$wpid"
 	wait "$wpid"
 	[ "$(jq .acked "$T/writer.out")" -gt 1000 ] || fail "writer: $(cat "$T/writer.out" "$T/writer.err")"

@@ -383,7 +383,7 @@ cl_redis_start() {
 		cl_spawn "redis-$node" "$(cl_ns "$i")" "$CL_SERVER" "${args[@]}"
 	fi
 	cl_until "$CL_WAIT_S" cl_redis_up "$i" "$logged" ||
-		cl_die "$(basename "$CL_SERVER") on $node did not start: $(tail -n 3 "$d/redis.log" 2>/dev/null)"
+		cl_die "$(basename "$CL_SERVER") on $node did not start within $CL_WAIT_S s: $(cl_redis_why "$i")"
 }
 cl_redis_ping() { cl_redis "$1" ping 2>/dev/null | grep -q PONG; }
 # cl_redis_up IDX [LINES]: it answers PING, or its log says it is ready after line LINES
@@ -392,6 +392,20 @@ cl_redis_ping() { cl_redis "$1" ping 2>/dev/null | grep -q PONG; }
 cl_redis_up() {
 	cl_redis_ping "$1" || tail -n +"$((${2:-0} + 1))" "$CL_DIR/$(cl_node "$1")/redis.log" 2>/dev/null |
 		grep -q 'Ready to accept connections'
+}
+# cl_redis_why IDX: why a server does not answer: its process, its command line, the
+# tail of its log and output, what a PING gets, its agent's last lease event.
+cl_redis_why() {
+	local node d p out
+	node=$(cl_node "$1")
+	d=$CL_DIR/$node
+	p=$(cl_pid "redis-$node")
+	if cl_running "$p"; then echo "pid $p running;"; else echo "pid ${p:-?} not running;"; fi
+	echo "command: $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline");"
+	echo "log: $(tail -n 5 "$d/redis.log" 2>/dev/null | tr '\n' '|') output: $(tail -n 3 "$CL_DIR/log/redis-$node.out" 2>/dev/null | tr '\n' '|');"
+	out=$(cl_redis "$1" ping 2>&1)
+	echo "PING: '${out:0:80}' (exit $?: 124 = no answer within ${CL_CLI_TIMEOUT:-1} s);"
+	echo "agent: $(jq -c 'select(.kind | test("lease")) | [.ts, .kind, .reason]' "$CL_DIR/events-$node.jsonl" 2>/dev/null | tail -n 2 | tr '\n' ' ')"
 }
 
 # cl_redis IDX ARGS...: the flavour's CLI against the server of host IDX (from the ctl

@@ -48,14 +48,23 @@ zone "ha.example" {
 EOF
 }
 
-# run_named: starts named on NAMED_PORT; 0 once it answers, 1 if it died or stayed mute.
+# run_named: starts named on NAMED_PORT; 0 once it answers over UDP and over TCP (what
+# the tests use: dnsupdate's default), 1 if it died, stayed mute, or could not have the
+# port. named that cannot bind one of the two says "address in use" and serves the
+# other only (a client's socket on that port, even one in TIME_WAIT, takes it for TCP).
 run_named() {
-	local end=$((SECONDS + FL_WAIT_S))
+	local end=$((SECONDS + FL_WAIT_S)) mark
+	mark=$(wc -l <"$NAMED_LOG" 2>/dev/null || echo 0)
 	named -g -c "$NAMED_DIR/named.conf" >>"$NAMED_LOG" 2>&1 &
 	NAMED_PID=$!
 	while [ $SECONDS -le $end ]; do
 		kill -0 "$NAMED_PID" 2>/dev/null || { NAMED_PID=; return 1; }
-		dig_rr ha.example. SOA | grep -q '^ns\.ha\.example\. ' && return 0
+		if tail -n +"$((mark + 1))" "$NAMED_LOG" | grep -q 'address in use'; then
+			echo "named on port $NAMED_PORT: $(tail -n +"$((mark + 1))" "$NAMED_LOG" | grep 'address in use' | head -n 1)" >&2
+			return 1
+		fi
+		dig_rr ha.example. SOA | grep -q '^ns\.ha\.example\. ' &&
+			dig_rr ha.example. SOA +tcp | grep -q '^ns\.ha\.example\. ' && return 0
 		sleep 0.05
 	done
 	return 1
@@ -71,7 +80,7 @@ stop_named() {
 }
 
 start_named() {
-	local try
+	local try lo
 	need_named
 	NAMED_DIR=$T/named
 	NAMED_LOG=$NAMED_DIR/named.log
@@ -92,8 +101,12 @@ ns	IN A	127.0.0.1
 cache	IN A	10.0.0.1
 EOF
 	on_exit stop_named
-	for try in 1 2 3 4 5; do # a random port may be taken
-		NAMED_PORT=$((20000 + RANDOM % 30000))
+	# A random port below the kernel's ephemeral range (no client socket takes one
+	# there); it may still be taken by a server: then another.
+	lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	[ "${lo:-0}" -gt 12000 ] || lo=32768
+	for try in 1 2 3 4 5; do
+		NAMED_PORT=$((10000 + RANDOM % (lo - 10000)))
 		write_named_conf
 		run_named && return 0
 		stop_named
@@ -102,5 +115,5 @@ EOF
 	fail "named did not start"
 }
 
-dig_rr() { dig +short +time=1 +tries=1 -p "$NAMED_PORT" @127.0.0.1 "$1" "$2" | grep -v '^;' | sort; }
+dig_rr() { dig +short +time=1 +tries=1 -p "$NAMED_PORT" @127.0.0.1 "$@" | grep -v '^;' | sort; } # NAME TYPE [dig options]
 soa_serial() { dig_rr ha.example. SOA | awk '{ print $3 }'; }

@@ -272,21 +272,31 @@ static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const st
 	const struct info_repl *r =
 	    n->info_ok && n->info_ms >= n->last_report_ms ? &n->info : &n->rep.repl;
 	char name[300], flags[96];
-	bool link = r->link_up == 1, serving;
+	bool link = r->link_up == 1, reached, serving, repointing, promoting;
 
 	cfg_hostport(name, sizeof(name), n->host, n->port); /* [v6]:port, as Sentinel names it */
 	/* "disconnected" (ioredis skips it, as a replica Sentinel has no link to): not
 	 * reached, or not serving yet — still a master (an old primary not converted
 	 * yet), being repointed, or fenced by its agent (write lease lapsed: its traffic
 	 * is dropped and the connections made meanwhile are closed when it comes back).
-	 * One reached but not serving is s_down too: redis-py skips only s_down/o_down
-	 * replicas. The +sdown events stay the server's health. */
-	serving = ((n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok) &&
-		  r->role != INFO_ROLE_MASTER && !(n->flags & FO_N_FIXING) &&
+	 * s_down as well (redis-py skips only s_down/o_down replicas, and when none is
+	 * left reads from the primary, for good: nothing moves that connection again):
+	 * not reached, fenced, still a master, or the replica being promoted (its
+	 * clients, killed by the promotion, must not come back to it). Not one being
+	 * repointed (a replica, or the paused old primary of a switchover): it answers,
+	 * a connection made before its REPLICAOF applies is killed with it, and without
+	 * it a reader cut off by the failover finds no replica and stays on the new
+	 * primary. The +sdown events stay the server's health. */
+	reached = ((n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok) &&
 		  n->rep.lease != FO_LEASE_LAPSED;
+	serving = reached && r->role != INFO_ROLE_MASTER && !(n->flags & FO_N_FIXING);
+	repointing = reached && (n->flags & FO_N_FIXING) &&
+		     (r->role != INFO_ROLE_MASTER ||
+		      (s->fo.state == FO_ST_REPOINT && s->fo.planned && n->idx == s->fo.from));
+	promoting = s->fo.state == FO_ST_PROMOTE && n->idx == s->fo.to;
 
 	snprintf(flags, sizeof(flags), "slave%s%s",
-		 (n->flags & FO_N_SDOWN) || !serving ? ",s_down" : "",
+		 (n->flags & FO_N_SDOWN) || promoting || !(serving || repointing) ? ",s_down" : "",
 		 serving ? "" : ",disconnected");
 	reply_instance(k, o, 21, name, n, flags, r->role == INFO_ROLE_MASTER ? "master" : "slave");
 	kv_int(o, "master-link-down-time", 0);
