@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* What the failover unit tests share: a four-node shard, an injected clock and
  * ops that record what they were asked to do. Included by test_failover.c,
- * test_fo_rank.c and test_fo_state.c (one program each). */
+ * test_fo_rank.c, test_fo_rules.c, test_fo_state.c and the others (one program each). */
 #ifndef FL_TEST_FO_HARNESS_H
 #define FL_TEST_FO_HARNESS_H
 

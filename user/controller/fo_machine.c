@@ -3,8 +3,10 @@
  * machine"). Every change of s->fo.state is made by fo_transition(), checked
  * against the table fo_tsm[from][to] (as keepalived's VRRP_TSM); every change
  * of a shard's primary or epoch by fo_set_primary(). Each state owns its
- * timeout (fo_on_timer) and its replies (fo_on_*), as sentinel.c's
- * sentinelFailoverStateMachine does.
+ * timeout (fo_on_timer) and its replies (fo_on_pause, fo_on_promote; INFO and
+ * REPLICAOF through the evaluator: fo_machine_info, fo_machine_replicaof), as
+ * sentinel.c's sentinelFailoverStateMachine does. The machine asks the rules
+ * (fo_rules.c) and never calls the evaluator (fo_eval.c) above it.
  *
  *                fo_start()
  *  +------+ ------------------> +--------+  planned   +-------+  paused   +-------------+
@@ -397,29 +399,11 @@ static void repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 }
 
 /* ------------------------------------------------------------------------- */
-/* Replies from the I/O layer, and each state's timeout */
+/* Replies from the I/O layer (INFO and REPLICAOF through the evaluator, which
+ * stores what they say of the node first), and each state's timeout */
 
-void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct info_repl *info,
-		const char *err)
+void fo_machine_info(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok)
 {
-	struct fo_shard *s = fo_shard_of(c, n);
-
-	(void)err;
-	if (ok) {
-		n->info = *info;
-		n->info_ok = 1;
-		n->info_ms = fo_now(c);
-		if (s && s->primary == n->idx && info->role == INFO_ROLE_MASTER &&
-		    info->master_replid[0] && !(s->flags & FO_S_PRIMARY_DIED))
-			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
-				 info->master_replid);
-		if (s && s->primary >= 0 && info->link_up == 1 &&
-		    fo_follows(info, &c->nodes[s->primary]))
-			n->link_up_ms = n->info_ms;
-	}
-	fo_on_reach(c, n, ok);
-	if (!s)
-		return;
 	switch (s->fo.state) {
 	case FO_ST_SELECT:
 		if (n->idx == s->fo.from || s->fo.pending <= 0)
@@ -463,14 +447,13 @@ void fo_on_promote(struct fo_cluster *c, struct fo_node *n, bool ok, const char 
 	promote_reply(c, s, n, ok, err);
 }
 
-void fo_on_replicaof(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err)
+bool fo_machine_replicaof(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
+			  const char *err)
 {
-	struct fo_shard *s = fo_shard_of(c, n);
-
-	if (s && s->fo.state == FO_ST_REPOINT)
-		repoint_reply(c, s, n, ok, err);
-	else
-		fo_repair_reply(c, n, ok, err);
+	if (s->fo.state != FO_ST_REPOINT)
+		return false;
+	repoint_reply(c, s, n, ok, err);
+	return true;
 }
 
 /* Each state owns its timeout. */
