@@ -35,6 +35,7 @@ struct rec {
 	int npubs;
 	int timer_ms;
 	int promoted, done;
+	int promoted_npubs; /* messages published when ops->promoted was last called */
 	char done_result[128];
 };
 static struct rec R;
@@ -109,6 +110,7 @@ static void op_promoted(void *ctx, int s)
 {
 	(void)ctx, (void)s;
 	R.promoted++;
+	R.promoted_npubs = R.npubs;
 }
 static void op_done(void *ctx, int s, const char *result)
 {

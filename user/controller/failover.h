@@ -366,6 +366,13 @@ int fo_transition(struct fo_cluster *c, struct fo_shard *s, enum fo_state to, co
  * PROMOTE (the promotion) and NONE (discovery, the state file); -EINVAL else. */
 int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch);
 
+/* The shard's primary is the one to name to clients (the Sentinel API, held
+ * questions): one is known and no failover runs, or the failover is past its
+ * promotion (REPOINT: the new primary accepts writes, its epoch is set and the
+ * state saved; the replicas' repoints and the old primary's demotion go on, each
+ * with its own timeout, and delay no answer). */
+bool fo_primary_settled(const struct fo_shard *s);
+
 /* At start, once INFO of the shard's nodes is in (n->info_ok): decides the
  * primary from the state file's and the servers' word; repairs follow. */
 void fo_discover(struct fo_cluster *c, struct fo_shard *s);

@@ -28,6 +28,12 @@
  *   +--------------------------------------------------------------------------------+
  *                          abort: the offset not reached in time
  *
+ * On the promotion (PROMOTE -> REPOINT), in this order: fo_set_primary(), the
+ * `promoted` event, ops->promoted (the state saved, DNS), `switch_master` and
+ * Sentinel's +switch-master, then the REPLICAOFs. From REPOINT on the shard's
+ * primary is settled (fo_primary_settled): clients are answered with the new one
+ * while the repoints run.
+ *
  * In NONE, fo_set_primary() is also how discovery at start (fo_discover), the
  * state file (fo_state_parse) and, on a follower controller, the leader's word
  * (fo_adopt) set the primary and epoch. Nothing else writes them. */
@@ -104,6 +110,11 @@ int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned 
 	s->primary = node;
 	s->epoch = epoch;
 	return 0;
+}
+
+bool fo_primary_settled(const struct fo_shard *s)
+{
+	return s->primary >= 0 && (s->fo.state == FO_ST_NONE || s->fo.state == FO_ST_REPOINT);
 }
 
 static void abort_failover(struct fo_cluster *c, struct fo_shard *s, const char *reason)
@@ -323,7 +334,9 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 }
 
 /* REPOINT: REPLICAOF <new> on every other node, the old primary included when it
- * may still answer (planned, hung); a dead one is demoted when it returns. */
+ * may still answer (planned, hung); a dead one is demoted when it returns. The new
+ * primary is named to clients from here on (fo_primary_settled): a stopped old
+ * primary's REPLICAOF waits out its timeout without holding anyone. */
 static void st_repoint(struct fo_cluster *c, struct fo_shard *s)
 {
 	struct fo_failover *f = &s->fo;
