@@ -195,15 +195,19 @@ test_oom_kill() {
 
 test_hung_then_resumed() {
 	cluster
-	local pid t1 t2 ask
+	local pid t1 t2 ask ip=$CL_CTL_IP log=$CL_CLOG lead
 	pid=$(cl_pid "redis-$(cl_node 1)")
 	on_exit "kill -CONT $pid"
+	if [ -n "$CL_HA" ]; then # the leader fails over: ask it
+		lead=$(cl_ha_leader) || fail "no leader"
+		ip=$(cl_ha_ip "$lead") log=$(cl_ha_log "$lead")
+	fi
 	kill_at STOP "$pid"
 	# Sentinel clients asking meanwhile (tests/lib/ask_primary.py): held questions and
 	# new ones learn the new primary at the promotion, not after the repoint of the
 	# stopped server (its REPLICAOF waits out its 1 s timeout).
-	cl_ctl "$PY" tests/lib/ask_primary.py "$CL_CTL_IP" "$CL_CTL_PORT" "$CL_SHARD" "$(cl_ip 1)" \
-		"$CL_CLOG" "$T0" 15 >"$T/ask.json" 2>"$T/ask.err" &
+	cl_ctl "$PY" tests/lib/ask_primary.py "$ip" "$CL_CTL_PORT" "$CL_SHARD" "$(cl_ip 1)" \
+		"$log" "$T0" 15 >"$T/ask.json" 2>"$T/ask.err" &
 	ask=$!
 	check_primary 10
 	reason_is "proc_hung stopped"
