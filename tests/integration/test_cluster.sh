@@ -195,12 +195,31 @@ test_oom_kill() {
 
 test_hung_then_resumed() {
 	cluster
-	local pid t1 t2
+	local pid t1 t2 ask ip=$CL_CTL_IP log=$CL_CLOG lead
 	pid=$(cl_pid "redis-$(cl_node 1)")
 	on_exit "kill -CONT $pid"
+	if [ -n "$CL_HA" ]; then # the leader fails over: ask it
+		lead=$(cl_ha_leader) || fail "no leader"
+		ip=$(cl_ha_ip "$lead") log=$(cl_ha_log "$lead")
+	fi
 	kill_at STOP "$pid"
+	# Sentinel clients asking meanwhile (tests/lib/ask_primary.py): held questions and
+	# new ones learn the new primary at the promotion, not after the repoint of the
+	# stopped server (its REPLICAOF waits out its 1 s timeout).
+	cl_ctl "$PY" tests/lib/ask_primary.py "$ip" "$CL_CTL_PORT" "$CL_SHARD" "$(cl_ip 1)" \
+		"$log" "$T0" 15 >"$T/ask.json" 2>"$T/ask.err" &
+	ask=$!
 	check_primary 10
 	reason_is "proc_hung stopped"
+	wait "$ask" || fail "ask_primary.py: $(cat "$T/ask.err")"
+	echo "    Sentinel clients after promoted: $(cat "$T/ask.json")" >&2
+	jq -e --arg ip "$(cl_ip "$NEW")" '.poll_ip == $ip and .poll_held and .poll_ms < 500' "$T/ask.json" >/dev/null ||
+		fail "a held get-master-addr-by-name did not learn the new primary within 500 ms of promoted: $(cat "$T/ask.json")"
+	jq -e --arg ip "$(cl_ip "$NEW")" '.fresh_ip == $ip and .fresh_ms < 500 and .fresh_before_end' "$T/ask.json" >/dev/null ||
+		fail "get-master-addr-by-name after promoted not answered with the new primary at once: $(cat "$T/ask.json")"
+	jq -e '.end_ms >= 950' "$T/ask.json" >/dev/null ||
+		fail "the stopped old primary's repoint did not take its 1 s timeout (the test proves nothing): $(cat "$T/ask.json")"
+	record "  (Sentinel clients: held $(jq .poll_ms "$T/ask.json") ms, new question $(jq .fresh_ms "$T/ask.json") ms after promoted; failover_end $(jq .end_ms "$T/ask.json") ms after)"
 	sleep 1
 	# SIGCONT: it wakes up believing it is the primary; it must be demoted at once.
 	t1=$(cl_now_ns)

@@ -139,7 +139,9 @@ slave_of() { # IDX MASTER-IDX
 master_at() { echo "master $CL_SHARD $(cl_ip "$1") 6379"; }
 
 # The stream of a failover from OLD to NEW, the third node R: Sentinel's kinds, payloads
-# and order (sentinel.c: sentinelStartFailover ... sentinelFailoverSwitchToPromotedSlave).
+# and order (sentinel.c: sentinelStartFailover ... sentinelFailoverSwitchToPromotedSlave),
+# but for +switch-master, published at the promotion (clients learn the new primary
+# then, not after the repoints), once.
 failover_stream() { # OLD NEW R [crash]
 	local o=$1 n=$2 r=$3 crash=${4:-}
 	local head=() tail=()
@@ -152,11 +154,13 @@ failover_stream() { # OLD NEW R [crash]
 		"+failover-state-send-slaveof-noone $(slave_of "$n" "$o")" \
 		"+failover-state-wait-promotion $(slave_of "$n" "$o")" \
 		"+promoted-slave $(slave_of "$n" "$o")" "+failover-state-reconf-slaves $(master_at "$o")" \
+		"+switch-master $CL_SHARD $(cl_ip "$o") 6379 $(cl_ip "$n") 6379" \
 		"+slave-reconf-sent $(slave_of "$r" "$o")" "+slave-reconf-inprog $(slave_of "$r" "$o")" \
 		"+slave-reconf-done $(slave_of "$r" "$o")" "${tail[@]}" \
 		"+failover-end $(master_at "$o")" \
-		"+switch-master $CL_SHARD $(cl_ip "$o") 6379 $(cl_ip "$n") 6379" \
 		"+slave $(slave_of "$r" "$n")"
+	[ "$(grep -c '^+switch-master ' "$CL_DIR/events.txt")" = 1 ] ||
+		fail "+switch-master published more than once: $(cat "$CL_DIR/events.txt")"
 }
 
 test_clients_sigkill() {
