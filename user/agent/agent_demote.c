@@ -42,7 +42,7 @@ void agent_demote_free(struct agent *a)
 	a->demote = NULL;
 }
 
-static void demote_failed(struct agent *a, const char *why)
+static void job_failed(struct agent *a, const char *why)
 {
 	struct agent_demote *d = a->demote;
 
@@ -62,22 +62,22 @@ static void on_demote_exec(void *ctx, redisReply *r, void *priv)
 
 	(void)ctx;
 	if (!r) {
-		demote_failed(a, "connection lost");
+		job_failed(a, "connection lost");
 		return;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		demote_failed(a, log_esc(r->str, esc, sizeof(esc)));
+		job_failed(a, log_esc(r->str, esc, sizeof(esc)));
 		return;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
 		snprintf(why, sizeof(why), "EXEC answered with type %d", r->type);
-		demote_failed(a, why);
+		job_failed(a, why);
 		return;
 	}
 	if (r->element[0]->type == REDIS_REPLY_ERROR) {
 		snprintf(why, sizeof(why), "REPLICAOF: %s",
 			 log_esc(r->element[0]->str, esc, sizeof(esc)));
-		demote_failed(a, why);
+		job_failed(a, why);
 		return;
 	}
 	/* CONFIG REWRITE fails without a config file: the demotion holds until the
@@ -101,7 +101,7 @@ static void on_demote_exec(void *ctx, redisReply *r, void *priv)
 	agent_out_kick(a);
 }
 
-static void demote_send(struct agent *a, const struct cfg_node *p)
+static void send_job(struct agent *a, const struct cfg_node *p)
 {
 	char port[16];
 	const char *multi[] = {"MULTI"}, *discard[] = {"DISCARD"}, *exec[] = {"EXEC"};
@@ -114,7 +114,7 @@ static void demote_send(struct agent *a, const struct cfg_node *p)
 	snprintf(port, sizeof(port), "%d", p->redis.port);
 	err = srvmon_send(a->srv, 1, multi, NULL, NULL);
 	if (err) {
-		demote_failed(a, strerror(-err));
+		job_failed(a, strerror(-err));
 		return;
 	}
 	if ((err = srvmon_send(a->srv, 3, replicaof, NULL, NULL)) ||
@@ -124,7 +124,7 @@ static void demote_send(struct agent *a, const struct cfg_node *p)
 	    (err = srvmon_send(a->srv, 1, exec, on_demote_exec, a))) {
 		/* Not a transaction left open for the monitor's next PING. */
 		srvmon_send(a->srv, 1, discard, NULL, NULL);
-		demote_failed(a, strerror(-err));
+		job_failed(a, strerror(-err));
 	}
 }
 
@@ -164,7 +164,7 @@ void agent_demote_answer(struct agent *a, long long epoch, const char *primary, 
 	pr_info("the controller names %s primary (epoch %lld) and the server, without the "
 		"write lease, says master: demoting it\n",
 		primary, epoch);
-	demote_send(a, p);
+	send_job(a, p);
 }
 
 /* Since when it says master (0: it does not; a server that exited is a new one when

@@ -17,7 +17,7 @@ struct agent_fence {
 	struct fence_sm sm;
 };
 
-static int fence_pause_ms(const struct agent *a)
+static int pause_ms(const struct agent *a)
 {
 	int ms = 3 * a->cfg->agent.heartbeat_ms;
 
@@ -35,13 +35,13 @@ static void on_fence_reply(void *ctx, redisReply *r, void *priv)
 	(void)a;
 }
 
-static void fence_send(struct agent *a, bool pause)
+static void send_pause(struct agent *a, bool pause)
 {
 	char ms[16];
 	const char *p[] = {"CLIENT", "PAUSE", ms, "WRITE"}, *u[] = {"CLIENT", "UNPAUSE"};
 	int err;
 
-	snprintf(ms, sizeof(ms), "%d", fence_pause_ms(a));
+	snprintf(ms, sizeof(ms), "%d", pause_ms(a));
 	err = pause ? srvmon_send(a->srv, 4, p, on_fence_reply, a)
 		    : srvmon_send(a->srv, 2, u, on_fence_reply, NULL);
 	if (err && err != -ENOTCONN)
@@ -109,21 +109,21 @@ void agent_fence_eval(struct agent *a)
 	case FENCE_NONE:
 		return;
 	case FENCE_HOLD:
-		fence_send(a, true); /* renewed before it lapses */
+		send_pause(a, true); /* renewed before it lapses */
 		return;
 	case FENCE_NOW:
-		fence_send(a, true);
+		send_pause(a, true);
 		evrec_begin(&r, NULL, a->node, "self_fenced");
 		evrec_int(&r, "controller_silent_ms", in.now_ms - a->ctl.ms);
 		evrec_int(&r, "peers_down", down);
 		evrec_int(&r, "epoch", a->ctl.epoch);
-		evrec_int(&r, "pause_ms", fence_pause_ms(a));
+		evrec_int(&r, "pause_ms", pause_ms(a));
 		agent_out_log(a, &r);
 		pr_warn("isolated primary: writes paused until the controller is reached\n");
 		break;
 	case FENCE_LIFT_CONFIRMED:
 	case FENCE_LIFT_DEMOTED:
-		fence_send(a, false);
+		send_pause(a, false);
 		evrec_begin(&r, NULL, a->node, "self_fence_lifted");
 		evrec_str(&r, "reason",
 			  in.is_replica ? "demoted: the server is a replica now"

@@ -59,7 +59,7 @@ static uint64_t peer_rt_ns(const struct agent *a)
 }
 
 /* What the lease rests on: the last renewal and the last round trips. */
-static void lease_evidence(struct agent *a, struct evrec *r, uint64_t now)
+static void add_evidence(struct agent *a, struct evrec *r, uint64_t now)
 {
 	const struct agent_lease *l = a->lease;
 
@@ -72,7 +72,7 @@ static void lease_evidence(struct agent *a, struct evrec *r, uint64_t now)
 	evrec_int(r, "lease_ms", a->cfg->agent.lease_ms);
 }
 
-static void lease_lost(struct agent *a, const char *reason, uint64_t now)
+static void mark_lost(struct agent *a, const char *reason, uint64_t now)
 {
 	struct agent_lease *l = a->lease;
 	struct evrec r;
@@ -83,7 +83,7 @@ static void lease_lost(struct agent *a, const char *reason, uint64_t now)
 	l->lost_ns = now;
 	evrec_begin(&r, NULL, a->node, "lease_lost");
 	evrec_str(&r, "reason", reason);
-	lease_evidence(a, &r, now);
+	add_evidence(a, &r, now);
 	evrec_uint(&r, "dropped_total", lease_watch_count(l->lw, FL_LC_DROPPED));
 	agent_out_log(a, &r);
 	pr_warn("write lease lost (%s): the server's replies no longer reach clients\n", reason);
@@ -101,7 +101,7 @@ bool agent_lease_held(const struct agent *a, uint64_t now)
 	return l && !l->grant_pending && lease_held(&l->sm, now);
 }
 
-static void lease_regained(struct agent *a, int killed)
+static void mark_regained(struct agent *a, int killed)
 {
 	struct agent_lease *l = a->lease;
 	uint64_t now = now_ns();
@@ -109,7 +109,7 @@ static void lease_regained(struct agent *a, int killed)
 
 	l->held = true;
 	evrec_begin(&r, NULL, a->node, "lease_regained");
-	lease_evidence(a, &r, now);
+	add_evidence(a, &r, now);
 	add_ago(&r, "without_ms", now, l->lost_ns);
 	evrec_int(&r, "connections_closed", killed);
 	agent_out_log(a, &r);
@@ -121,7 +121,7 @@ static void lease_regained(struct agent *a, int killed)
  * sockets for a retransmission: the server's client connections are destroyed first
  * (SOCK_DESTROY), all but the allowed ones, so that none reaches anyone once a
  * failover may have happened; clients reconnect. */
-static void lease_take(struct agent *a)
+static void take_in_kernel(struct agent *a)
 {
 	struct agent_lease *l = a->lease;
 	uint64_t dropped = lease_watch_count(l->lw, FL_LC_DROPPED);
@@ -143,13 +143,13 @@ static void lease_take(struct agent *a)
 		return;
 	}
 	if (!l->held)
-		lease_regained(a, killed);
+		mark_regained(a, killed);
 }
 
 /* Writes a change to the kernel. A lease coming back after drops waits for a fresh
  * CLIENT LIST first, so that a controller or replica connection made while it was
- * out is not taken for a client (lease_take). */
-static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
+ * out is not taken for a client (take_in_kernel). */
+static void apply_change(struct agent *a, enum lease_change ch, const char *why)
 {
 	struct agent_lease *l = a->lease;
 	int err;
@@ -161,7 +161,7 @@ static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
 		err = lease_watch_write(l->lw, &l->sm.k);
 		if (err)
 			pr_warn("failed to write the lease map: %s\n", strerror(-err));
-		lease_lost(a, why, now_ns());
+		mark_lost(a, why, now_ns());
 		return;
 	}
 	if (l->grant_pending)
@@ -172,13 +172,13 @@ static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
 		agent_lease_poll_clients(a, true);
 		return;
 	}
-	lease_take(a);
+	take_in_kernel(a);
 }
 
 void agent_lease_drop(struct agent *a, const char *why)
 {
 	if (a->lease)
-		lease_apply(a, lease_give_up(&a->lease->sm), why);
+		apply_change(a, lease_give_up(&a->lease->sm), why);
 }
 
 /* Once per heartbeat: a lease that ran out unrenewed is lost. */
@@ -187,7 +187,7 @@ void agent_lease_tick(struct agent *a)
 	uint64_t now = now_ns();
 
 	if (a->lease && a->lease->held && !lease_held(&a->lease->sm, now))
-		lease_lost(a, "expired", now);
+		mark_lost(a, "expired", now);
 }
 
 static void sync_allow(struct agent_lease *l, const struct fl_lease_conn *c, const __u32 *kind,
@@ -308,7 +308,7 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 	if (l->grant_pending) {
 		l->grant_pending = false;
 		if (lease_held(&l->sm, now_ns()))
-			lease_take(a);
+			take_in_kernel(a);
 	}
 }
 
@@ -329,7 +329,7 @@ void agent_lease_on_round_trip(void *ctx, const struct probe_peer_info *peer, ui
 
 	(void)peer;
 	if (a->lease)
-		lease_apply(a, lease_on_peer(&a->lease->sm, now_ns(), sent_ns), "peer");
+		apply_change(a, lease_on_peer(&a->lease->sm, now_ns(), sent_ns), "peer");
 }
 
 int agent_lease_start(struct agent *a)
@@ -380,8 +380,8 @@ void agent_lease_answer(struct agent *a, long long epoch, const char *primary, u
 	if (st->proc != SRV_UP && st->proc != SRV_BUSY && !lease_held(&l->sm, now) && primary &&
 	    !strcmp(primary, a->node))
 		return;
-	lease_apply(a, lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica),
-		    "revoked: the controller names another primary");
+	apply_change(a, lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica),
+		     "revoked: the controller names another primary");
 }
 
 void agent_lease_report(const struct agent *a, struct rep_msg *m)
