@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The failure suite (issue 8): every failure from DESIGN.md against a whole cluster
+# The failure suite: every failure from DESIGN.md against a whole cluster
 # (tests/lib/cluster.sh: three namespace hosts with a server and flatline agent, the
 # controller and BIND9 named in a fourth), with the DNS-following writer running. The
 # server is FL_FLAVOUR's (tests/lib/flavour.sh): Redis 7.0 by default;
@@ -44,7 +44,7 @@ cluster() {
 }
 writes_over() { [ "$(grep -c '^A ' "$CL_DIR/writer.out")" -gt "$1" ]; }
 
-# has_peers: the agents probe each other (issue 7's prober in the agent): a peer_up.
+# has_peers: the agents probe each other (the agent's prober): a peer_up.
 has_peers() {
 	local i
 	for _ in $(seq 100); do
@@ -56,7 +56,7 @@ has_peers() {
 	return 1
 }
 need_peers() {
-	has_peers || fail "the agents log no peer_up: no ICMP peer reports (issue 7)"
+	has_peers || fail "the agents log no peer_up: no ICMP peer reports"
 }
 
 
@@ -311,7 +311,7 @@ test_fast_restart() {
 # unthrottled: it must converge with one promotion.
 test_controller_restart() {
 	# The restarted controller must also repair DNS if the first one died between the
-	# promotion and its DNS UPDATE (issue 6: start-up and drift check, check_ms).
+	# promotion and its DNS UPDATE (start-up and drift check, check_ms).
 	FL_DNS_CONF="check_ms = 1000" cluster
 	DNS_WAIT_S=4
 	local cg='' pid last i n=0 lines=()
@@ -424,7 +424,7 @@ test_lossy_no_fault() {
 	record "${LOSS_S} s at 20 % loss (peers probing: $peers): 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, $drops packets dropped, writer $(cat "$CL_DIR/writer.json")"
 }
 
-# ---- the same on IPv6 (issue 20): ULA addresses, ICMPv6 probes, the controller on [::]
+# ---- the same on IPv6: ULA addresses, ICMPv6 probes, the controller on [::]
 # with the agents reporting to its IPv6 address, DNS AAAA, the Sentinel API's IPv6 ----
 
 # ipv6_sane: the cluster file and the answers really are IPv6.

@@ -362,8 +362,8 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	snprintf(reason, sizeof(reason), "operator (%s from %.40s)",
 		 wait ? "flatline failover" : "SENTINEL failover", k->peer);
 	if (wait && c->waiter[s->idx] && c->waiter[s->idx] != k) {
-		/* One caller waits per shard: the first keeps its answer (issue 14:
-		 * a second one used to take its place and strand it). */
+		/* One caller waits per shard: the first keeps its answer (a
+		 * second one used to take its place and strand it). */
 		resp_error_reply(out,
 				 "INPROG a flatline failover of this shard is already running");
 		return -EBUSY;

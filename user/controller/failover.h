@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Failure rules, replica ranking and the failover state machine of the
- * controller (DESIGN.md, "Replica selection"; issue 5), in the fo_*.c modules
+ * controller ("Replica selection" in docs/controller.md), in the fo_*.c modules
  * that fo_internal.h lists. Pure logic: every I/O
  * (INFO, CLIENT PAUSE, promotion, REPLICAOF, timers, events) goes through
  * struct fo_ops, and time through an injected clock, so the unit tests drive it
@@ -302,7 +302,7 @@ const char *fo_state_name(enum fo_state s);
 int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const char **argv,
 		    const size_t *lens, char *why, size_t whylen);
 
-/* The failure rules (issue 5, "Failure rules"). */
+/* The failure rules. */
 enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now_ms);
 
 /* A new REPORT from node's agent: stores it, re-judges its shard (and the shards

@@ -101,7 +101,7 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 			continue;
 		if (r->role == INFO_ROLE_SLAVE && (n->flags & FO_N_ROGUE)) {
 			/* A master we did not demote is a replica now: its agent did it
-			 * (README "Deploying with TLS"). Said as our own demotion is. */
+			 * (docs/security.md, TLS). Said as our own demotion is. */
 			n->flags &= ~FO_N_ROGUE;
 			if (fo_follows(r, p))
 				fo_say_self_demoted(c, s, n, p);

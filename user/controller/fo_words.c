@@ -615,7 +615,7 @@ void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	}
 	if (n->idx != f->from) {
 		/* The replica accepted REPLICAOF: Sentinel's three steps at once (we do
-		 * not wait for its link, see README "Sentinel compatibility"). */
+		 * not wait for its link, see docs/sentinel.md). */
 		slave_str(c, s, n, f->from, inst, sizeof(inst));
 		fo_publish(c, "+slave-reconf-sent", "%s", inst);
 		fo_publish(c, "+slave-reconf-inprog", "%s", inst);
