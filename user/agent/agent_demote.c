@@ -149,7 +149,8 @@ void agent_demote_answer(struct agent *a, long long epoch, const char *primary, 
 	};
 
 	/* [redis] tls = yes only: over plain TCP the controller's connection names
-	 * itself before the server says a byte, and the controller demotes (docs/security.md, TLS). */
+	 * itself before the server says a byte, and the controller demotes (docs/security.md, TLS).
+	 */
 	if (!d || !agent_lease_on(a) || !a->srv || !a->cfg->redis.tls)
 		return;
 	if (!demote_on_answer(&d->sm, &in))

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Client logins on the controller's socket, as Sentinel 6.2+ (docs/security.md): AUTH, HELLO ... AUTH, and what each user may run (common/acl.h).
+/* Client logins on the controller's socket, as Sentinel 6.2+ (docs/security.md): AUTH, HELLO ...
+ * AUTH, and what each user may run (common/acl.h).
  *
  * With `[controller] requirepass` or any `[user "name"]`, every command but AUTH,
  * HELLO and QUIT (and the agents' handshake, which has its own keys) needs a
