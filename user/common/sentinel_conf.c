@@ -339,12 +339,12 @@ static int monitor(struct sc_parser *p, int argc, char **argv)
 	return 0;
 }
 
-static int add_member(struct sc_parser *p, struct sc_master *m, bool sentinel, char **argv)
+static int add_member(struct sc_parser *p, struct sc_master *m, bool sentinel, const char *what,
+		      char **argv)
 {
 	struct sc_addr a = {0}, *list = sentinel ? m->sentinels : m->replicas;
 	int *n = sentinel ? &m->nsentinels : &m->nreplicas;
 	int max = sentinel ? SC_MAX_SENTINELS : SC_MAX_REPLICAS;
-	const char *what = sentinel ? "sentinel known-sentinel" : "sentinel known-replica";
 
 	if (set_addr(p, &a, what, argv[2], argv[3]))
 		return -EINVAL;
@@ -416,12 +416,12 @@ static int master_opt(struct sc_parser *p, int argc, char **argv)
 		return set_str(p, &m->auth_user, what, argv[2]);
 	} else if (!strcasecmp(o, "known-replica") || !strcasecmp(o, "known-slave")) {
 		NEED(4);
-		return add_member(p, m, false, argv);
+		return add_member(p, m, false, what, argv);
 	} else if (!strcasecmp(o, "known-sentinel")) {
 		if (argc == 4)
 			return 0; /* the old form without a runid: Sentinel ignores it too */
 		NEED(5);
-		return add_member(p, m, true, argv);
+		return add_member(p, m, true, what, argv);
 	} else if (!strcasecmp(o, "rename-command")) {
 		size_t off = strlen(m ? m->renamed : "");
 
