@@ -381,10 +381,12 @@ static void emit_timing(struct imp *im, const char *opt, size_t off, long long d
 		if (w == v)
 			continue;
 		cmt(im,
-		    "master %s has %s %lld%s: the cluster file holds one value; set it on the "
-		    "controller (kept in <state_file>.runtime): SENTINEL SET %s %s %lld",
-		    im->shards[i].name, opt, w < 0 ? dflt : w, w < 0 ? " (Sentinel's default)" : "",
-		    im->shards[i].name, opt, w < 0 ? dflt : w);
+		    "- master %s has %s %lld%s: the cluster file holds one value; set it on the "
+		    "controller (kept in <state_file>.runtime):",
+		    im->shards[i].name, opt, w < 0 ? dflt : w,
+		    w < 0 ? " (Sentinel's default)" : "");
+		fprintf(im->out, ";   SENTINEL SET %s %s %lld\n", im->shards[i].name, opt,
+			w < 0 ? dflt : w);
 	}
 }
 
@@ -437,7 +439,7 @@ static void emit_redis(struct imp *im)
 	if ((user[0] && !ini_ok(user)) || (pass[0] && !ini_ok(pass))) {
 		im->decision = true;
 		cmt(im,
-		    "NEEDS A DECISION: the user or password of master %s cannot be written "
+		    "- NEEDS A DECISION: the user or password of master %s cannot be written "
 		    "here as it is (blanks at an end, ' ;', a control character, or longer "
 		    "than 150): set [redis] user and password by hand",
 		    im->shards[m].name);
@@ -450,9 +452,9 @@ static void emit_redis(struct imp *im)
 	if (ndiff) {
 		im->decision = true;
 		cmt(im,
-		    "NEEDS A DECISION: the cluster file has one [redis] user and password for "
-		    "every server (agents and controller); these masters have other credentials:"
-		    "%s. Give their servers these, or run them under another cluster file.",
+		    "- NEEDS A DECISION: masters with other credentials:%s. The cluster file has "
+		    "one [redis] user and password for every server (agents and controller): "
+		    "give their servers these, or run them under another cluster file.",
 		    list);
 	}
 	fputc('\n', im->out);
@@ -805,6 +807,22 @@ static int write_file(const char *path, const char *text, size_t len)
 	return rc;
 }
 
+/* Each "- NEEDS A DECISION" comment of text on stderr: its lines. */
+static void print_decisions(const char *text)
+{
+	bool in = false;
+
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		int n = nl ? (int)(nl - l) : (int)strlen(l);
+
+		in = (in && !strncmp(l, ";   ", 4)) || !strncmp(l, "; - NEEDS A DECISION", 20);
+		if (in)
+			fprintf(stderr, "  %.*s\n", n, l);
+		l = nl ? nl + 1 : NULL;
+	}
+}
+
 int cmd_import(int argc, char **argv)
 {
 	static const struct option lopts[] = {{"sentinel", required_argument, NULL, 's'},
@@ -896,14 +914,7 @@ int cmd_import(int argc, char **argv)
 	if (im->decision && !im->force) {
 		pr_warn("import: the file needs a decision (lines 'NEEDS A DECISION' "
 			"below); nothing written. Resolve it, or write it anyway with --force.\n");
-		for (char *l = text; l && *l;) {
-			char *nl = strchr(l, '\n');
-
-			if (strstr(l, "NEEDS A DECISION") &&
-			    (!nl || strstr(l, "NEEDS A DECISION") < nl))
-				fprintf(stderr, "  %.*s\n", nl ? (int)(nl - l) : (int)strlen(l), l);
-			l = nl ? nl + 1 : NULL;
-		}
+		print_decisions(text);
 		goto cleanup;
 	}
 	if (output) {

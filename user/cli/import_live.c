@@ -101,7 +101,10 @@ static redisReply *ask(struct live *l, const char *cmd, const char *arg)
 
 	if (!r)
 		lfail(l, "SENTINEL %s: %s", cmd,
-		      l->rc->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+		      l->rc->err == REDIS_ERR_IO &&
+			      (errno == EAGAIN || errno == EWOULDBLOCK ||
+			       strstr(l->rc->errstr, "temporarily unavailable") ||
+			       strstr(l->rc->errstr, "timed out"))
 			  ? "no answer in time"
 			  : l->rc->errstr);
 	return r;
