@@ -719,6 +719,7 @@ static void emit(struct imp *im, const char *secret, char **text, size_t *len, i
 {
 	char stamp[32];
 	time_t now = time(NULL);
+	struct tm tm;
 
 	*rc = 0;
 	im->out = open_memstream(text, len);
@@ -726,7 +727,7 @@ static void emit(struct imp *im, const char *secret, char **text, size_t *len, i
 		*rc = -ENOMEM;
 		return;
 	}
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
 	cmt(im, "flatline cluster file written by `flatline import` at %s from:", stamp);
 	for (int k = 0; k < im->nsrcs; k++)
 		cmt(im, "  %s%s", im->srcs[k]->name, im->srcs[k]->live ? " (a live Sentinel)" : "");

@@ -102,9 +102,7 @@ int sc_split(const char *line, char **argv, int max, char *buf, size_t buflen)
 			} else if (ch == '"' || ch == '\'') {
 				inq = ch == '"';
 				insq = ch == '\'';
-				ch = 0;
-				if (*p)
-					p++;
+				p++; /* ch is a quote, not the end */
 				continue;
 			}
 			if (ch) {

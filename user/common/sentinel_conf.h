@@ -16,7 +16,7 @@
 
 #define SC_MAX_MASTERS	 64
 #define SC_MAX_REPLICAS	 32
-#define SC_MAX_SENTINELS 32
+#define SC_MAX_SENTINELS 16
 #define SC_MAX_NOTES	 128
 #define SC_MAX_ARGS	 16
 #define SC_MAX_LINE	 4096
