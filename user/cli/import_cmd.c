@@ -434,8 +434,12 @@ static void emit_redis(struct imp *im)
 		return;
 	}
 	fprintf(im->out, "[redis]\n");
-	cmt(im, "sentinel auth-user / auth-pass of master %s%s", im->shards[m].name,
-	    ndiff ? " (and the masters that have the same)" : "");
+	if (!user[0] && !pass[0])
+		cmt(im, "most masters (%s first) have no auth-user / auth-pass",
+		    im->shards[m].name);
+	else
+		cmt(im, "sentinel auth-user / auth-pass of master %s%s", im->shards[m].name,
+		    ndiff ? " (and the masters that have the same)" : "");
 	if ((user[0] && !ini_ok(user)) || (pass[0] && !ini_ok(pass))) {
 		im->decision = true;
 		cmt(im,
@@ -494,6 +498,8 @@ static void emit_script(struct imp *im, const char *opt, size_t off, const char 
 static void emit_controller(struct imp *im)
 {
 	fprintf(im->out, "[controller]\n");
+	cmt(im, "listen: flatline's default (127.0.0.1:26379) applies; beside a running Sentinel "
+		"on this host, choose another address or port");
 	emit_timing(im, "down-after-milliseconds", offsetof(struct sc_master, down_after_ms),
 		    SC_DEFAULT_DOWN_AFTER_MS, "node_down_after_ms",
 		    "a node whose agent has not reported for this long is stale, the host-failure "
