@@ -15,7 +15,8 @@
 # test_import_decisions (no servers): two masters with different auth-pass, a renamed
 #   command, per-master timings: exit 1 and nothing written without --force; with it
 #   the file passes `flatline check`, holds the common values and the SENTINEL SET lines
-#   for the others.
+#   for the others; two views of one master (files in either order): the newer
+#   config-epoch names the primary, the older view's primary is a replica.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 # shellcheck source=tests/lib/cluster.sh
@@ -137,7 +138,7 @@ serve(26902, None)' "$CL_CTL_IP"
 	timed_import 3000 --timeout 1000 --sentinel "$CL_CTL_IP:26902"
 	[ "$RC" = 1 ] && grep -q "failed to import from $CL_CTL_IP:26902: SENTINEL MASTERS: no answer in time" <<<"$ERR" ||
 		fail "silent: rc $RC: $ERR"
-	echo "    imports: files and live agree on $(topology "$T/live.conf" | grep -c '^\[node') nodes; errors in ${MS} ms at most per step" >&2
+	echo "    imports: files and live agree on $(topology "$T/live.conf" | grep -c '^\[node') nodes; a silent Sentinel: error after $MS ms (--timeout 1000)" >&2
 }
 
 test_import_decisions() {
@@ -171,6 +172,15 @@ test_import_decisions() {
 	grep -q 'parallel-syncs 2 of beta' "$T/a.out" || fail "parallel-syncs not listed"
 	expect_eq "shards" "$(grep -c '^\[shard ' "$T/a.out")" 3
 	expect_eq "beta's nodes" "$(sed -n '/^\[shard "beta"\]/,/^$/s/^nodes = //p' "$T/a.out")" "beta-1 beta-2"
+	# Two views of one master: the newer config-epoch names the primary, whatever the
+	# order of the files; the older view's primary is a replica.
+	printf 'sentinel monitor m 10.3.0.1 6379 2\nsentinel config-epoch m 1\nsentinel known-replica m 10.3.0.2 6379\nsentinel known-replica m 10.3.0.3 6379\n' >"$T/old.conf"
+	printf 'sentinel monitor m 10.3.0.2 6379 2\nsentinel config-epoch m 2\nsentinel known-replica m 10.3.0.3 6379\n' >"$T/new.conf"
+	"$FL" import "$T/old.conf" "$T/new.conf" >"$T/m1" 2>"$T/err" || fail "two views: $(cat "$T/err")"
+	"$FL" import "$T/new.conf" "$T/old.conf" >"$T/m2" 2>"$T/err" || fail "two views: $(cat "$T/err")"
+	diff <(topology "$T/m1") <(topology "$T/m2") >&2 || fail "the order of the files matters"
+	expect_eq "primary of the newer view" "$(sed -n '/^\[node "m-1"\]/,/^$/s/^redis = //p' "$T/m1")" 10.3.0.2:6379
+	expect_eq "servers" "$(grep '^redis = ' "$T/m1" | tr '\n' ' ')" "redis = 10.3.0.2:6379 redis = 10.3.0.1:6379 redis = 10.3.0.3:6379 "
 	# A renamed command needs a decision too.
 	printf 'sentinel monitor m 10.2.0.1 6379 1\nsentinel rename-command m CONFIG XC\n' >"$T/r.conf"
 	RC=0

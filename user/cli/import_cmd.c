@@ -430,7 +430,8 @@ static void emit_redis(struct imp *im)
 			cmt(im,
 			    "[redis]: a live Sentinel does not tell its auth-pass/auth-user: if "
 			    "the servers need a password, add [redis] user and password (or "
-			    "import the sentinel.conf files too)\n");
+			    "import the sentinel.conf files too)");
+		fputc('\n', im->out);
 		return;
 	}
 	fprintf(im->out, "[redis]\n");
@@ -696,19 +697,32 @@ static void emit_unmapped(struct imp *im)
 	}
 	cmt(im, "- config-epoch, leader-epoch: Sentinel's state; the controller keeps its own "
 		"epochs in its state file and learns the primary from the servers");
+	/* Each directive once, where it is first, and how many other lines have it. */
 	for (int k = 0; k < im->nsrcs; k++) {
 		const struct sc_conf *c = im->srcs[k];
 
 		for (int i = 0; i < c->nnotes; i++) {
-			const char *why = reason(c->notes[i].what);
+			const char *what = c->notes[i].what, *why = reason(what);
+			char more[32] = "";
+			bool seen = false;
+			int n = 0;
 
+			for (int k2 = 0; k2 <= k && !seen; k2++)
+				for (int i2 = 0; i2 < (k2 == k ? i : im->srcs[k2]->nnotes); i2++)
+					seen |= !strcmp(im->srcs[k2]->notes[i2].what, what);
+			if (seen)
+				continue;
+			for (int k2 = k; k2 < im->nsrcs; k2++)
+				for (int i2 = k2 == k ? i + 1 : 0; i2 < im->srcs[k2]->nnotes; i2++)
+					n += !strcmp(im->srcs[k2]->notes[i2].what, what);
+			if (n)
+				snprintf(more, sizeof(more), " and %d more", n);
+			where(at, sizeof(at), c, c->notes[i].line);
 			if (why)
-				cmt(im, "- %s (%s): %s", c->notes[i].what,
-				    where(at, sizeof(at), c, c->notes[i].line), why);
+				cmt(im, "- %s (%s%s): %s", what, at, more, why);
 			else if (goff < sizeof(gen))
-				goff += snprintf(gen + goff, sizeof(gen) - goff, " %s (%s)",
-						 c->notes[i].what,
-						 where(at, sizeof(at), c, c->notes[i].line));
+				goff += snprintf(gen + goff, sizeof(gen) - goff, " %s (%s%s)", what,
+						 at, more);
 		}
 		if (c->notes_dropped)
 			cmt(im, "- and %d more lines of %s", c->notes_dropped, c->name);
