@@ -46,6 +46,12 @@ timed_import() {
 	[ "$MS" -le "$max" ] || fail "import $* took $MS ms (bound $max): $ERR"
 }
 
+# want_err WHAT PATTERN: the last timed_import exited 1 with PATTERN on stderr.
+want_err() {
+	[ "$RC" = 1 ] || fail "$1: rc $RC: $ERR"
+	grep -q -- "$2" <<<"$ERR" || fail "$1: $ERR"
+}
+
 test_import_from_sentinels() {
 	local i f files=() a
 	need_root
@@ -110,14 +116,11 @@ test_import_from_sentinels() {
 
 	# Live Sentinels that are not there or not Sentinels: a clear error, in bounded time.
 	timed_import 3000 --timeout 1000 --sentinel "$(cl_ip 1):26999"
-	[ "$RC" = 1 ] && grep -q "failed to import from $(cl_ip 1):26999: failed to connect" <<<"$ERR" ||
-		fail "nothing on the port: rc $RC: $ERR"
+	want_err "nothing on the port" "failed to import from $(cl_ip 1):26999: failed to connect"
 	timed_import 5000 --timeout 1000 --sentinel "$CL_NET.77:26379"
-	[ "$RC" = 1 ] && grep -q "failed to import from $CL_NET.77:26379: failed to connect" <<<"$ERR" ||
-		fail "nobody at the address: rc $RC: $ERR"
+	want_err "nobody at the address" "failed to import from $CL_NET.77:26379: failed to connect"
 	timed_import 3000 --timeout 1000 --sentinel "$(cl_ip 1):6379"
-	[ "$RC" = 1 ] && grep -q "SENTINEL MASTERS: error .*(is it a Sentinel?)" <<<"$ERR" ||
-		fail "a redis-server: rc $RC: $ERR"
+	want_err "a redis-server" "SENTINEL MASTERS: error .*(is it a Sentinel?)"
 	# One answers garbage to anything, one accepts and never answers.
 	cl_spawn fake "$CL_NS_CTL" "$CL_PY" -c '
 import socket, sys, threading
@@ -133,11 +136,9 @@ serve(26902, None)' "$CL_CTL_IP"
 	cl_until 5 cl_ctl "$CL_PY" -c "import socket,sys; socket.create_connection((sys.argv[1], 26902), 1)" "$CL_CTL_IP" ||
 		fail "the fake servers did not start"
 	timed_import 3000 --timeout 1000 --sentinel "$CL_CTL_IP:26901"
-	[ "$RC" = 1 ] && grep -q "failed to import from $CL_CTL_IP:26901: SENTINEL MASTERS: " <<<"$ERR" ||
-		fail "garbage: rc $RC: $ERR"
+	want_err "garbage" "failed to import from $CL_CTL_IP:26901: SENTINEL MASTERS: "
 	timed_import 3000 --timeout 1000 --sentinel "$CL_CTL_IP:26902"
-	[ "$RC" = 1 ] && grep -q "failed to import from $CL_CTL_IP:26902: SENTINEL MASTERS: no answer in time" <<<"$ERR" ||
-		fail "silent: rc $RC: $ERR"
+	want_err "silent" "failed to import from $CL_CTL_IP:26902: SENTINEL MASTERS: no answer in time"
 	echo "    imports: files and live agree on $(topology "$T/live.conf" | grep -c '^\[node') nodes; a silent Sentinel: error after $MS ms (--timeout 1000)" >&2
 }
 
@@ -160,7 +161,8 @@ test_import_decisions() {
 	RC=0
 	"$FL" import "$T/a.conf" -o "$T/a.out" 2>"$T/err" || RC=$?
 	[ "$RC" = 1 ] || fail "differing credentials: rc $RC"
-	grep -q 'needs a decision' "$T/err" && grep -q 'gamma' "$T/err" || fail "no clear message: $(cat "$T/err")"
+	grep -q 'needs a decision' "$T/err" || fail "no clear message: $(cat "$T/err")"
+	grep -q 'gamma' "$T/err" || fail "gamma not named: $(cat "$T/err")"
 	[ ! -e "$T/a.out" ] || fail "written without --force"
 	"$FL" import --force "$T/a.conf" -o "$T/a.out" 2>"$T/err" || fail "--force: $(cat "$T/err")"
 	"$FL" check -q -c "$T/a.out" || fail "check refuses it: $(cat "$T/a.out")"
@@ -185,7 +187,8 @@ test_import_decisions() {
 	printf 'sentinel monitor m 10.2.0.1 6379 1\nsentinel rename-command m CONFIG XC\n' >"$T/r.conf"
 	RC=0
 	"$FL" import "$T/r.conf" >/dev/null 2>"$T/err" || RC=$?
-	[ "$RC" = 1 ] && grep -q 'rename-command' "$T/err" || fail "rename-command: rc $RC: $(cat "$T/err")"
+	[ "$RC" = 1 ] || fail "rename-command: rc $RC"
+	grep -q 'rename-command' "$T/err" || fail "rename-command: $(cat "$T/err")"
 }
 
 TESTS=(test_import_from_sentinels test_import_decisions)
