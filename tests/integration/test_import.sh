@@ -183,6 +183,16 @@ test_import_decisions() {
 	diff <(topology "$T/m1") <(topology "$T/m2") >&2 || fail "the order of the files matters"
 	expect_eq "primary of the newer view" "$(sed -n '/^\[node "m-1"\]/,/^$/s/^redis = //p' "$T/m1")" 10.3.0.2:6379
 	expect_eq "servers" "$(grep '^redis = ' "$T/m1" | tr '\n' ' ')" "redis = 10.3.0.2:6379 redis = 10.3.0.1:6379 redis = 10.3.0.3:6379 "
+	# A host name (resolve-hostnames yes): resolved for the probes, kept for the server.
+	printf 'sentinel resolve-hostnames yes\nsentinel monitor m localhost 6379 1\n' >"$T/h.conf"
+	"$FL" import "$T/h.conf" >"$T/h.out" 2>"$T/err" || fail "host name: $(cat "$T/err")"
+	grep -qxE 'address = (127\.0\.0\.1|::1)' "$T/h.out" || fail "host name: $(grep '^address' "$T/h.out")"
+	grep -qx 'redis = localhost:6379' "$T/h.out" || fail "host name: $(grep '^redis' "$T/h.out")"
+	printf 'sentinel monitor m localhost 6379 1\n' >"$T/h.conf"
+	RC=0
+	"$FL" import "$T/h.conf" >/dev/null 2>"$T/err" || RC=$?
+	[ "$RC" = 1 ] || fail "host name without resolve-hostnames: rc $RC"
+	grep -q "$T/h.conf:1: sentinel monitor: 'localhost' is not an IP address" "$T/err" || fail "no reason: $(cat "$T/err")"
 	# A renamed command needs a decision too.
 	printf 'sentinel monitor m 10.2.0.1 6379 1\nsentinel rename-command m CONFIG XC\n' >"$T/r.conf"
 	RC=0
