@@ -56,6 +56,11 @@ struct ssl_ctx_st;
 #define CTL_ACCEPT_PAUSE_MS 100	  /* out of descriptors: accept again after */
 #define CTL_LOG_SRC_MS	    1000  /* rejections logged per source address at most */
 #define CTL_LOG_SLOTS	    256
+/* What a connection that is not a proven agent gets per turn of the event loop
+ * before the others get theirs (issue 25): hundreds of connections sending
+ * empty lines or inline junk leave the loop turning in milliseconds. */
+#define CTL_TURN_CMDS  16
+#define CTL_TURN_BYTES 4096
 
 /* A client or agent connection. */
 struct ctl_conn {
@@ -74,6 +79,9 @@ struct ctl_conn {
 #define CTL_C_PENALTY	 (1u << 7) /* a failed AUTH: reading paused (with CTL_C_WAITING) */
 #define CTL_C_LOGIN	 (1u << 8) /* logged in as user (client authentication on) */
 #define CTL_C_TLS	 (1u << 9) /* came to tls_listen */
+/* Its turn of the loop used up (CTL_TURN_CMDS, CTL_TURN_BYTES): reading off, the
+ * rest runs from its resume timer, after every other connection's turn. */
+#define CTL_C_YIELD (1u << 10)
 /* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */
 #define CTL_C_PLAIN (1u << 12)
 /* An agent's answers are written at the end of the read callback, with the
