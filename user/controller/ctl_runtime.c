@@ -9,12 +9,15 @@
  * value wins until it is set again or the file (key) removed; `flatline status` lists
  * it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include "common/clock.h"
@@ -232,12 +235,12 @@ static void write_lines(const struct ctl *c, FILE *f)
 					mvalues[j][i]);
 }
 
-/* Writes every runtime value: write, fsync, rename. */
+/* Writes every runtime value: write (0600), fsync, rename, fsync of the directory. */
 static int flush(struct ctl *c, char *why, size_t whylen)
 {
 	char path[300], tmp[310];
-	FILE *f;
-	int rc = 0;
+	FILE *f = NULL;
+	int rc = 0, fd;
 
 	if (!c->state_file[0]) {
 		snprintf(why, whylen, "no state_file: runtime changes are not kept");
@@ -245,9 +248,17 @@ static int flush(struct ctl *c, char *why, size_t whylen)
 	}
 	rt_path(c, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	/* It holds passwords (auth-pass, sentinel-pass): 0600 whatever the umask,
+	 * also when a .tmp was left with another mode (issue 25). */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		errno = err;
 		goto fail;
+	}
 	fprintf(f, "# flatline controller: set at runtime (SENTINEL SET/CONFIG SET/DEBUG); "
 		   "wins over the cluster file\n");
 	write_lines(c, f);
@@ -257,6 +268,18 @@ static int flush(struct ctl *c, char *why, size_t whylen)
 	f = NULL;
 	if (rename(tmp, path))
 		goto fail;
+	/* The rename itself lasts only once the directory is on disk too. */
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd)) {
+		rc = -errno;
+		snprintf(why, whylen, "failed to sync the directory of %.180s: %s", path,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	close(fd);
 	return 0;
 fail:
 	rc = -errno;
@@ -585,22 +608,30 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope
 	resp_status(out, "OK");
 }
 
+/* SENTINEL CONFIG GET: a password (sentinel-pass) only to an admin (the cluster
+ * secret's AUTH, or a user with the admin category); to anyone else it is not
+ * there at all (issue 25: read users were given it). */
 static void rt_config_get(struct ctl_conn *k, const char *pattern)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
+	bool admin = (k->flags & CTL_C_LOGIN) && (k->perms & ACL_ADMIN);
 	int n = 0;
 	char v[RT_VAL_MAX];
 
+#define SHOWN(i)                                                                                   \
+	(keys[i].scope == RT_CONFIG && (admin || keys[i].kind != RT_SECRET) &&                     \
+	 !fnmatch(pattern, keys[i].name, FNM_CASEFOLD))
 	for (int i = 0; i < NKEYS; i++)
-		n += keys[i].scope == RT_CONFIG && !fnmatch(pattern, keys[i].name, FNM_CASEFOLD);
+		n += SHOWN(i);
 	ctl_reply_map(k, out, n);
 	for (int i = 0; i < NKEYS; i++) {
-		if (keys[i].scope != RT_CONFIG || fnmatch(pattern, keys[i].name, FNM_CASEFOLD))
+		if (!SHOWN(i))
 			continue;
 		current(c, -1, i, v, sizeof(v));
 		kv(out, keys[i].name, v);
 	}
+#undef SHOWN
 }
 
 static void rt_debug(struct ctl_conn *k, struct resp_cmd *cmd)
