@@ -7,8 +7,9 @@
  * login: -NOAUTH before it, -NOPERM for a command outside the user's
  * categories. Without either, the socket is as before (issue 14): anyone may
  * read, and AUTH with the cluster secret allows FAILOVER, the SENTINEL
- * commands that change state and CLIENT LIST/KILL (issue 25); once client authentication is on, the cluster
- * secret is no client password any more (it stays the nodes' key material).
+ * commands that change state and CLIENT LIST/KILL (issue 25); once client
+ * authentication is on, the cluster secret is no client password any more (it
+ * stays the nodes' key material).
  *
  * Guessing is slowed per source address (an IPv6 one's /64; attempt()): once an address has
  * failed, each of its logins, right or wrong, is answered at its turn, 50 ms
