@@ -59,7 +59,6 @@ struct ssl_ctx_st;
 /* What a connection that is not a proven agent gets per turn of the event loop
  * before the others get theirs (issue 25): hundreds of connections sending
  * empty lines or inline junk leave the loop turning in milliseconds. */
-#define CTL_TURN_CMDS  16
 #define CTL_TURN_BYTES 4096
 
 /* A client or agent connection. */
@@ -79,7 +78,7 @@ struct ctl_conn {
 #define CTL_C_PENALTY	 (1u << 7) /* a failed AUTH: reading paused (with CTL_C_WAITING) */
 #define CTL_C_LOGIN	 (1u << 8) /* logged in as user (client authentication on) */
 #define CTL_C_TLS	 (1u << 9) /* came to tls_listen */
-/* Its turn of the loop used up (CTL_TURN_CMDS, CTL_TURN_BYTES): reading off, the
+/* Its turn of the loop used up (CTL_TURN_BYTES): reading off, the
  * rest runs from its resume timer, after every other connection's turn. */
 #define CTL_C_YIELD (1u << 10)
 /* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */

@@ -257,7 +257,7 @@ static void conn_yield(struct ctl_conn *k)
 
 /* Runs the commands read: buf (len bytes, read by on_agent_read) and what the
  * bufferevent's input holds; a connection that is not a proven agent, at most
- * CTL_TURN_CMDS commands and CTL_TURN_BYTES bytes of its input per turn. */
+ * CTL_TURN_BYTES bytes of its input per turn. */
 static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 {
 	struct bufferevent *bev = k->bev;
@@ -268,7 +268,6 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 	bool direct = direct_begin(k);
 	bool turn = !(k->flags & CTL_C_AGENT), yield = false;
 	size_t fed = 0;
-	int ncmds = 0;
 	char e[200];
 	int rc;
 
@@ -279,10 +278,6 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 
 		/* Every whole command buffered, in order; a deferred answer holds the rest. */
 		while (!(k->flags & (CTL_C_CLOSING | CTL_C_WAITING))) {
-			if (turn && ncmds >= CTL_TURN_CMDS) {
-				yield = true;
-				break;
-			}
 			rc = resp_next(k->rd, &cmd);
 			if (rc == 0)
 				break;
@@ -301,7 +296,6 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 			dispatch(k, &cmd);
 			resp_cmd_free(&cmd);
 			ran = true;
-			ncmds++;
 		}
 		if (k->flags & CTL_C_WAITING) {
 			if (direct)
