@@ -102,6 +102,17 @@ test_every_command_needs_a_login() {
 		"NOPERM this user has no permissions to run the 'flatline|failover' command"
 	expect_eq "ops SENTINEL SET" "$(cli --user ops --pass "$OPS_PW" SENTINEL SET s quorum 1)" \
 		"NOPERM this user has no permissions to run the 'sentinel|set' command"
+	# A password set at runtime is not given to read users, and the
+	# file that keeps it (<state_file>.runtime) is 0600 whatever the umask.
+	expect_eq "admin CONFIG SET sentinel-pass" \
+		"$(cli -a "$ADMIN_PW" SENTINEL CONFIG SET sentinel-pass runtime-secret-0001)" OK
+	r=$(cli --user reader --pass "$READ_PW" SENTINEL CONFIG GET '*')
+	grep -qx 'sentinel-user' <<<"$r" || fail "reader CONFIG GET *: $r"
+	! grep -qE 'runtime-secret-0001|sentinel-pass' <<<"$r" || fail "a read user got sentinel-pass: $r"
+	expect_eq "reader CONFIG GET sentinel-pass" "$(cli --user reader --pass "$READ_PW" SENTINEL CONFIG GET sentinel-pass)" ""
+	expect_eq "admin CONFIG GET sentinel-pass" \
+		"$(cli -a "$ADMIN_PW" SENTINEL CONFIG GET sentinel-pass | tr '\n' ' ')" "sentinel-pass runtime-secret-0001 "
+	expect_eq "mode of $T/state.runtime (umask $(umask))" "$(stat -c %a "$T/state.runtime")" 600
 	# HELLO 3 AUTH user pass SETNAME name: logged in, RESP3, named, in one go.
 	r=$(printf 'HELLO 3 AUTH reader %s SETNAME app1\nCLIENT GETNAME\nCLIENT INFO\n' "$READ_PW" | cli)
 	grep -q '^proto 3$' <<<"$r" || fail "HELLO 3 AUTH: $r"

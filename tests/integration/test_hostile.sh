@@ -349,7 +349,69 @@ test_controller_survives_fake_redis() {
 	done
 }
 
+# ms_since T0_NS EVENT_JSON: milliseconds from T0 (date +%s%N) to the event's ts.
+ms_since() {
+	$PY -c 'import datetime, json, sys
+ts = json.loads(sys.argv[2])["ts"].replace("Z", "+00:00")
+print(round((datetime.datetime.fromisoformat(ts).timestamp() - int(sys.argv[1]) / 1e9) * 1000, 1))' "$1" "$2"
+}
+
+# No credential-free command changes another connection. With client
+# authentication off (the default), a loop of CLIENT KILL TYPE normal on one
+# connection used to cut every agent's link before HELLO, PROVE and REPORT were
+# done: a kill -9 of the primary was failed over after 1.3-4.5 s instead of ~10 ms.
+# Now CLIENT LIST and KILL need the cluster secret's AUTH, and an agent's link is
+# cut only by its ID, by an admin.
+test_controller_client_kill_loop() {
+	local agents addrs r ms ev n0 list id
+	need_cmd ss
+	setup_ctl
+	wait_nodes_healthy "$CONF" 2
+	# The agents' own links, as anyone on the host sees them (the loop also adds
+	# every address CLIENT LIST would show it).
+	addrs=$(ss -Htn state established "( dport = :$CTL_PORT )" | awk '{ print $3 }')
+	[ "$(wc -w <<<"$addrs")" -ge 2 ] || fail "agents' links not found: $addrs"
+	n0=$(count_events "$CLOG" '.kind == "agent_connected"')
+	hc kill-loop "$CTL_PORT" 4 $addrs >"$T/kill-loop.json" &
+	agents=$!
+	sleep 1 # the loop at full speed
+	t0=$(date +%s%N)
+	kill -KILL "$PID_1"
+	ev=$(wait_event "$CLOG" '.kind == "failover_end"' 15) || { tail -n 20 "$CLOG" >&2; fail "no failover while CLIENT KILL loops"; }
+	ms=$(ms_since "$t0" "$ev")
+	wait "$agents" || fail "the CLIENT KILL loop failed"
+	r=$(cat "$T/kill-loop.json")
+	echo "    kill -9 of the primary failed over after $ms ms while one connection looped CLIENT KILL: $r" >&2
+	[ "$(jq -r .to <<<"$ev")" = "hc2-$$" ] || fail "promoted $(jq -r .to <<<"$ev")"
+	awk -v ms="$ms" 'BEGIN { exit !(ms < 500) }' || fail "failover took $ms ms with a CLIENT KILL loop"
+	# Every attempt refused: nothing killed, nothing listed, not one OK or zero.
+	[ "$(jq '.sent > 1000' <<<"$r")" = true ] || fail "the loop hardly ran: $r"
+	expect_eq "CLIENT KILL / LIST answered other than NOAUTH" "$(jq -c '.errors | keys' <<<"$r")" '["NOAUTH"]'
+	expect_eq "NOAUTH answers" "$(jq '.errors.NOAUTH' <<<"$r")" "$(jq .sent <<<"$r")"
+	expect_eq "killed, listed, OK or :0 answers" "$(jq '.killed + .listed + .ok + .zero' <<<"$r")" 0
+	expect_eq "agent links cut and dialled again" "$(count_events "$CLOG" '.kind == "agent_connected"')" "$n0"
+	# What an anonymous client may still do: about itself.
+	r=$(printf 'CLIENT SETNAME app\nCLIENT GETNAME\nCLIENT ID\nCLIENT INFO\n' | redis-cli -p "$CTL_PORT")
+	grep -q '^app$' <<<"$r" && grep -q 'name=app' <<<"$r" || fail "CLIENT about itself: $r"
+	# An admin (the cluster secret) lists every link; TYPE normal still skips the
+	# agents; an agent's link is cut by its ID, and the agent dials again.
+	list=$(redis-cli -p "$CTL_PORT" -a s3cret-s3cret-s3cret --no-auth-warning client list)
+	id=$(grep 'cmd=report' <<<"$list" | head -n 1 | sed 's/^id=\([0-9]*\) .*/\1/')
+	[ -n "$id" ] || fail "no agent in CLIENT LIST after AUTH: $list"
+	redis-cli -p "$CTL_PORT" -a s3cret-s3cret-s3cret --no-auth-warning client kill type normal >/dev/null
+	sleep 0.3
+	expect_eq "agent links cut by TYPE normal" "$(count_events "$CLOG" '.kind == "agent_connected"')" "$n0"
+	expect_eq "CLIENT KILL ID of an agent" \
+		"$(redis-cli -p "$CTL_PORT" -a s3cret-s3cret-s3cret --no-auth-warning client kill id "$id")" 1
+	local end=$((SECONDS + FL_WAIT_S))
+	until [ "$(count_events "$CLOG" '.kind == "agent_connected"')" -gt "$n0" ]; do
+		[ $SECONDS -le $end ] || fail "the agent cut by its ID did not dial again"
+		sleep 0.05
+	done
+	ctl_alive "after the CLIENT KILL loop"
+}
+
 TESTS=(test_agent_survives_hostile_controller test_agent_survives_hostile_server
 	test_controller_client_limits test_controller_logs_not_floodable test_controller_maxclients
-	test_controller_durability test_controller_survives_fake_redis)
+	test_controller_durability test_controller_survives_fake_redis test_controller_client_kill_loop)
 run_tests

@@ -226,14 +226,24 @@ test_identity_and_runtime_config() {
 	[[ $out == "server redis version "*" proto 2 id "*" mode sentinel modules "* ]] || fail "HELLO: $out"
 	out=$(ctl_cli info sentinel | tr -d '\r')
 	grep -q '^# Sentinel' <<<"$out" && ! grep -q '^# Server' <<<"$out" || fail "INFO sentinel: $out"
-	cl_ctl "$PY" - "$CL_CTL_IP" "$CL_CTL_PORT" <<-'PYEOF' || fail "redis-py's client and command methods failed"
+	# CLIENT LIST shows every connection: with the cluster secret's AUTH only.
+	cl_ctl "$PY" - "$CL_CTL_IP" "$CL_CTL_PORT" "$CL_SECRET" <<-'PYEOF' || fail "redis-py's client and command methods failed"
 		import sys, redis
 		r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), decode_responses=True)
 		i = r.client_id()
 		assert r.client_setname("app") and r.client_getname() == "app"
 		assert r.client_info()["id"] == i and r.client_info()["name"] == "app"
-		assert any(c["id"] == str(i) for c in r.client_list())
+		try:
+		    r.client_list()
+		    raise SystemExit("CLIENT LIST answered without AUTH")
+		except redis.exceptions.AuthenticationError:
+		    pass
 		assert r.command_count() > 10
+		a = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), password=sys.argv[3], decode_responses=True)
+		j = a.client_id()
+		i = r.client_id()  # redis-py dials again after the NOAUTH (an AuthenticationError)
+		ids = [c["id"] for c in a.client_list()]
+		assert str(j) in ids and str(i) in ids, (i, j, ids)
 	PYEOF
 	# RESP3 after HELLO 3: a map for SENTINEL MASTER, push messages for pub/sub.
 	cl_ctl "$PY" - "$CL_CTL_IP" "$CL_CTL_PORT" "$CL_SHARD" <<-'PYEOF' || fail "RESP3 replies"

@@ -10,6 +10,14 @@ Each mode prints one line of JSON with what it saw.
   hello-flood PORT N       N HELLOs with made-up node ids, pipelined
   crlf-id PORT             a HELLO whose node id holds CR LF and a forged line
   auth-guess PORT N        N wrong AUTHs on one connection, each waiting for its answer
+  kill-loop PORT SECS [ADDR...]
+                           on one connection, as fast as answered, CLIENT KILL
+                           TYPE normal between each of: CLIENT LIST (every addr it shows
+                           is added to the targets), CLIENT KILL ADDR / the old CLIENT
+                           KILL <addr> of each target (ADDR: the agents' links, as ss
+                           shows them), CLIENT KILL ID 1..64; dials again when closed. Counts the
+                           answers: errors (by first word), zeros, and anything that
+                           killed or listed
   auth-flood PORT SECS N [SRC]
                            a guesser at full speed: N connections from SRC (default
                            127.0.0.1), each sending a wrong AUTH as soon as the last is
@@ -106,6 +114,60 @@ def auth_flood(port, secs, n, src):
     return {"secs": secs, "conns": n, "answers": answers, "wrongpass": wrongpass,
             "closed_unanswered": closes, "per_s": round(answers / secs, 2)}
 
+def kill_loop(port, secs, targets):
+    """What a connection with no credential tries to cut the agents' links."""
+    targets = list(targets)
+    out = {"sent": 0, "errors": {}, "zero": 0, "killed": 0, "ok": 0, "listed": 0,
+           "closed": 0}
+
+    def ask(f, s, *a):
+        s.sendall(enc(*a))
+        out["sent"] += 1
+        line = f.readline()
+        if not line:
+            raise ConnectionResetError
+        line = line.decode(errors="replace").rstrip("\r\n")
+        if line.startswith("-"):
+            w = line[1:].split(" ", 1)[0]
+            out["errors"][w] = out["errors"].get(w, 0) + 1
+        elif line.startswith(":"):
+            if int(line[1:]):
+                out["killed"] += int(line[1:])
+            else:
+                out["zero"] += 1
+        elif line.startswith("+"):
+            out["ok"] += 1
+        elif line.startswith("$"):
+            body = f.read(int(line[1:]) + 2).decode(errors="replace")
+            out["listed"] += 1
+            for w in body.split():
+                if w.startswith("addr=") and w[5:] not in targets:
+                    targets.append(w[5:])
+        return line
+
+    end = time.time() + secs
+    while time.time() < end:
+        try:
+            s = conn(port)
+            f = s.makefile("rb")
+            while time.time() < end:
+                # TYPE normal between every other try: a link dialled again is
+                # cut again before its handshake is done.
+                tries = [("CLIENT", "LIST")]
+                for t in targets:
+                    tries += [("CLIENT", "KILL", "ADDR", t), ("CLIENT", "KILL", t)]
+                tries += [("CLIENT", "KILL", "ID", str(i)) for i in range(1, 65)]
+                for a in tries:
+                    ask(f, s, "CLIENT", "KILL", "TYPE", "normal")
+                    ask(f, s, *a)
+                    if time.time() >= end:
+                        break
+        except OSError:
+            out["closed"] += 1
+            time.sleep(0.01)
+    out["targets"] = len(targets)
+    return out
+
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
     if mode == "status-flood":
@@ -171,6 +233,8 @@ def main():
             s.sendall(enc("AUTH", "guess-%d-guess-guess" % i))
             answers.append(f.readline().decode(errors="replace").strip()[:9])
         r = {"answers": answers}
+    elif mode == "kill-loop":
+        r = kill_loop(port, float(sys.argv[3]), sys.argv[4:])
     elif mode == "auth-flood":
         r = auth_flood(port, float(sys.argv[3]), int(sys.argv[4]),
                        sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1")

@@ -544,6 +544,32 @@ static void test_rotation(void **state)
 		assert_int_equal(ids[i], i);
 }
 
+/* The root agent's log in a directory others may write to. A link
+ * planted at the live segment's path is not followed: the open fails (ELOOP) and
+ * the link's target is untouched. */
+static void test_link_not_followed(void **state)
+{
+	struct tmpdir *t = *state;
+	struct evlog_opts o = {.path = t->path};
+	char target[160], dir[128];
+	struct evlog *l = NULL;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/log", t->dir);
+	assert_int_equal(mkdir(dir, 0750), 0);
+	snprintf(target, sizeof(target), "%s/victim", t->dir);
+	FILE *f = fopen(target, "w");
+
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	assert_int_equal(symlink(target, t->path), 0);
+	assert_int_equal(evlog_open(&l, &o), -ELOOP);
+	assert_null(l);
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_size, 9);
+}
+
 static void test_max_segments(void **state)
 {
 	struct tmpdir *t = *state;
@@ -720,6 +746,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_reject),
 	    cmocka_unit_test(test_parse_ts),
 	    cmocka_unit_test_setup_teardown(test_rotation, setup_dir, teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_link_not_followed, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_max_segments, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_pinned_start, setup_dir, teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_segments, setup_dir, teardown_dir),

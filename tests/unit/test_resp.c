@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 #include <event2/buffer.h>
 #include "common/resp.h"
@@ -231,6 +232,21 @@ static void test_replies(void **s)
 	out[n] = '\0';
 	assert_string_equal(out,
 			    "+OK\r\n-ERR bad  thing\r\n:-3\r\n$2\r\nhi\r\n$-1\r\n*2\r\n*-1\r\n");
+	/* Errors of every length around the copy buffer's (512): one line each. */
+	for (size_t len = 505; len <= 1030; len++) {
+		char e[1100], want[1200];
+
+		memset(e, 'e', len);
+		e[len] = '\0';
+		e[len / 2] = '\n';
+		e[len - 1] = '\r';
+		resp_error_reply(b, e);
+		e[len / 2] = e[len - 1] = ' ';
+		snprintf(want, sizeof(want), "-%s\r\n", e);
+		assert_int_equal(evbuffer_get_length(b), len + 3);
+		assert_memory_equal(evbuffer_pullup(b, -1), want, len + 3);
+		evbuffer_drain(b, len + 3);
+	}
 	evbuffer_free(b);
 }
 
@@ -295,6 +311,108 @@ static void test_many_args_one_block(void **s)
 	assert_int_equal(resp_pending(R), 0);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Each line consumed by moving the rest of the buffer made 16 KiB of
+ * "\n" cost ~134 MB of copying. Consuming moves nothing now; what is left of a
+ * read moves once, at the next feed. */
+static void test_empty_lines_linear(void **s)
+{
+	static char big[512 << 10], chunk[16384];
+	double t0;
+
+	(void)s;
+	memset(big, '\n', sizeof(big));
+	for (size_t i = 0; i + 1 < sizeof(big); i += 512) /* "\r\n" too */
+		big[i] = '\r';
+	memcpy(chunk, big, sizeof(chunk));
+	/* 512 Ki empty lines in one feed, a PING behind them: quadratic, ~137 GB of
+	 * copying (seconds to minutes); linear, well under a millisecond. */
+	t0 = now_s();
+	assert_int_equal(resp_feed(R, big, sizeof(big)), 0);
+	assert_int_equal(feed("PING\r\n"), 0);
+	expect_cmd(1, "PING");
+	expect_more();
+	assert_true(now_s() - t0 < 1.0);
+	assert_int_equal(resp_moved(R), 0);
+	/* 16 MiB as 1,024 reads of 16 KiB: nothing is left between reads, so
+	 * nothing is ever moved. */
+	for (int i = 0; i < 1024; i++) {
+		assert_int_equal(resp_feed(R, chunk, sizeof(chunk)), 0);
+		expect_more();
+		assert_int_equal(resp_pending(R), 0);
+	}
+	assert_int_equal(feed("PI"), 0);
+	expect_more();
+	assert_int_equal(feed("NG\r\n"), 0);
+	expect_cmd(1, "PING");
+	assert_int_equal(resp_moved(R), 0); /* the half line was at the start already */
+	assert_true(now_s() - t0 < 2.0);
+}
+
+/* One read holding many short commands, and one ending mid-command: every
+ * command is returned, and only the unfinished tail is moved. */
+static void test_many_lines_one_read(void **s)
+{
+	static char buf[1 << 20];
+	const char *line[] = {"PING\n", "x  \r\n", "\t y\n"};
+	size_t n = 0, cmds = 0, want = 0;
+	struct resp_cmd c;
+	double t0;
+
+	(void)s;
+	for (int i = 0; n + 8 <= sizeof(buf); i++, want++) {
+		memcpy(buf + n, line[i % 3], strlen(line[i % 3]));
+		n += strlen(line[i % 3]);
+	}
+	memcpy(buf + n, "PI", 2); /* half a line */
+	n += 2;
+	t0 = now_s();
+	assert_int_equal(resp_feed(R, buf, n), 0);
+	while (resp_next(R, &c) == 1) {
+		cmds++;
+		resp_cmd_free(&c);
+	}
+	assert_int_equal(cmds, want);
+	assert_int_equal(resp_pending(R), 2);
+	assert_int_equal(feed("NG\r\n"), 0);
+	expect_cmd(1, "PING");
+	assert_true(resp_moved(R) <= 2);
+	assert_true(now_s() - t0 < 2.0);
+	/* A multibulk frame split over reads, after commands: the same. */
+	assert_int_equal(feed("PING\r\n*2\r\n$4\r\nECHO\r\n$3\r\nab"), 0);
+	expect_cmd(1, "PING");
+	expect_more();
+	assert_int_equal(feed("c\r\n"), 0);
+	expect_cmd(2, "ECHO", "abc");
+	assert_int_equal(resp_pending(R), 0);
+}
+
+/* An inline line a byte at a time: found once it ends, its bytes looked at once. */
+static void test_inline_byte_by_byte(void **s)
+{
+	const char *line = "SET   key\tvalue\r\n";
+
+	(void)s;
+	for (const char *p = line; p[1]; p++) {
+		assert_int_equal(resp_feed(R, p, 1), 0);
+		expect_more();
+	}
+	assert_int_equal(resp_feed(R, "\n", 1), 0);
+	expect_cmd(3, "SET", "key", "value");
+	/* A lone CR is not an empty line: it is the start of one. */
+	assert_int_equal(feed("\r"), 0);
+	expect_more();
+	assert_int_equal(feed("\nPING\n"), 0);
+	expect_cmd(1, "PING");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -312,6 +430,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_replies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reply_numbers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_args_one_block, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_lines_linear, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_lines_one_read, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_inline_byte_by_byte, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

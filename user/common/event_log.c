@@ -299,7 +299,9 @@ static int mkdir_p(const char *dir)
 static int open_live(const char *path, uint64_t *size)
 {
 	struct stat st;
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	/* Not through a link: the agent is root and the directory may be shared
+	 * (a link planted at the path made root append to its target). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
 
 	if (fd < 0)
 		return -errno;
@@ -340,10 +342,10 @@ static int compress_file(const char *plain, const char *tmp, const char *gz)
 	ssize_t n;
 	int rc;
 
-	in = open(plain, O_RDONLY | O_CLOEXEC);
+	in = open(plain, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (in < 0)
 		return -errno;
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (out < 0) {
 		err = -errno;
 		goto cleanup;

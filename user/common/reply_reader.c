@@ -191,14 +191,7 @@ int reply_reader_next(struct reply_reader *r, redisReply **out)
 	r->line_from = 0;
 	r->elements = 0;
 	/* A buffer grown for a large reply is not kept for the small ones. */
-	if (r->f.cap > 65536 && r->f.len <= 4096) {
-		char *nb = realloc(r->f.buf, 4096);
-
-		if (nb) {
-			r->f.buf = nb;
-			r->f.cap = 4096;
-		}
-	}
+	resp_frame_trim(&r->f);
 	*out = rep;
 	return 1;
 }

@@ -2,6 +2,7 @@
 /* RESP command reader (a length guard, then one pass over the checked frame) and
  * reply writers. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ struct resp_reader {
 	/* The guard's progress through the frame at f.buf[0]. */
 	int in_frame;
 	size_t pos;	/* next header to check */
+	size_t scan;	/* an inline line: where to look for its '\n' next */
 	long remaining; /* bulk strings still to see */
 	long nargs;
 	size_t max_frame; /* RESP_MAX_FRAME, or less (resp_reader_set_max_frame) */
@@ -61,6 +63,11 @@ size_t resp_pending(const struct resp_reader *r)
 	return r->f.len;
 }
 
+size_t resp_moved(const struct resp_reader *r)
+{
+	return r->f.moved;
+}
+
 void resp_cmd_free(struct resp_cmd *cmd)
 {
 	if (cmd->block) { /* one allocation (parse_frame) */
@@ -80,6 +87,33 @@ static void consume(struct resp_reader *r, size_t n)
 	resp_frame_consume(&r->f, n);
 	r->in_frame = 0;
 	r->pos = 0;
+	r->scan = 0;
+}
+
+/* Empty lines ("\n", "\r\n") at the start: dropped in one go, as Redis ignores
+ * them. Each costs a comparison, not a command. */
+static void skip_empty_lines(struct resp_reader *r)
+{
+	static const char lf8[8] = "\n\n\n\n\n\n\n\n", crlf8[8] = "\r\n\r\n\r\n\r\n";
+	const char *b = r->f.buf;
+	size_t i = 0, n = r->f.len;
+	uint64_t lf, crlf, w;
+
+	memcpy(&lf, lf8, 8);
+	memcpy(&crlf, crlf8, 8);
+	for (;;) {
+		/* Eight bytes at a time while they are all one kind. */
+		while (i + 8 <= n && (memcpy(&w, b + i, 8), w == lf || w == crlf))
+			i += 8;
+		if (i < n && b[i] == '\n')
+			i++;
+		else if (i + 1 < n && b[i] == '\r' && b[i + 1] == '\n')
+			i += 2;
+		else
+			break;
+	}
+	if (i)
+		consume(r, i);
 }
 
 /* The message goes to r->f.err; the value is rc. */
@@ -87,11 +121,15 @@ static void consume(struct resp_reader *r, size_t n)
 
 static int inline_cmd(struct resp_reader *r, struct resp_cmd *cmd)
 {
-	char *nl = memchr(r->f.buf, '\n', r->f.len), *p, *e;
+	/* Only the bytes not looked at yet: a line that comes a byte at a time is
+	 * scanned once, not once per byte. */
+	char *nl = r->scan < r->f.len ? memchr(r->f.buf + r->scan, '\n', r->f.len - r->scan) : NULL;
+	char *p, *e;
 	size_t linelen;
 	int n = 0;
 
 	if (!nl) {
+		r->scan = r->f.len;
 		if (r->f.len > RESP_MAX_INLINE)
 			return fail(r, -EMSGSIZE, "Protocol error: too big inline request");
 		return 0;
@@ -191,6 +229,7 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 
 	for (;;) {
 		if (!r->in_frame) {
+			skip_empty_lines(r);
 			if (!r->f.len)
 				return 0;
 			if (r->f.buf[0] != '*') {
@@ -291,11 +330,27 @@ void resp_status(struct evbuffer *b, const char *s)
 
 void resp_error_reply(struct evbuffer *b, const char *s)
 {
-	/* One line: an error must not carry CR or LF. */
-	evbuffer_add(b, "-", 1);
-	for (const char *p = s; *p; p++)
-		evbuffer_add(b, (*p == '\r' || *p == '\n') ? " " : p, 1);
-	evbuffer_add(b, "\r\n", 2);
+	char t[512];
+	size_t n = 0;
+
+	/* One line: an error must not carry CR or LF. Copied through t, one
+	 * evbuffer_add per 512 bytes, not per byte (an unknown command's answer is
+	 * on a flood's path). */
+	t[n++] = '-';
+	for (const char *p = s; *p; p++) {
+		if (n == sizeof(t)) {
+			evbuffer_add(b, t, n);
+			n = 0;
+		}
+		t[n++] = (*p == '\r' || *p == '\n') ? ' ' : *p;
+	}
+	if (n + 2 > sizeof(t)) {
+		evbuffer_add(b, t, n);
+		n = 0;
+	}
+	t[n++] = '\r';
+	t[n++] = '\n';
+	evbuffer_add(b, t, n);
 }
 
 void resp_int(struct evbuffer *b, long long v)

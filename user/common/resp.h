@@ -39,6 +39,10 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd);
 const char *resp_error(const struct resp_reader *r);
 /* Bytes buffered and not yet returned as commands. */
 size_t resp_pending(const struct resp_reader *r);
+/* Bytes the reader has moved inside its buffer so far: what is left of each feed
+ * moves once, so this stays below what was fed, however it was framed (a
+ * cost measure for tests/unit/test_resp.c). */
+size_t resp_moved(const struct resp_reader *r);
 void resp_cmd_free(struct resp_cmd *cmd);
 
 /* Replies. */

@@ -21,22 +21,36 @@ void resp_frame_fini(struct resp_frame *f)
 {
 	if (f->hr)
 		redisReaderFree(f->hr);
-	free(f->buf);
+	free(f->mem);
 	memset(f, 0, sizeof(*f));
+}
+
+/* What is left moves to the start of the allocation: once per feed, so a byte is
+ * moved again only if a whole frame before it was consumed since. */
+static void compact(struct resp_frame *f)
+{
+	if (f->buf == f->mem)
+		return;
+	memmove(f->mem, f->buf, f->len);
+	f->moved += f->len;
+	f->buf = f->mem;
 }
 
 int resp_frame_feed(struct resp_frame *f, const char *buf, size_t len)
 {
+	if (!len)
+		return 0;
+	compact(f);
 	if (f->len + len > f->cap) {
 		size_t cap = f->cap ? f->cap : 4096;
 		char *nb;
 
 		while (cap < f->len + len)
 			cap *= 2;
-		nb = realloc(f->buf, cap);
+		nb = realloc(f->mem, cap);
 		if (!nb)
 			return -ENOMEM;
-		f->buf = nb;
+		f->buf = f->mem = nb;
 		f->cap = cap;
 	}
 	memcpy(f->buf + f->len, buf, len);
@@ -46,8 +60,24 @@ int resp_frame_feed(struct resp_frame *f, const char *buf, size_t len)
 
 void resp_frame_consume(struct resp_frame *f, size_t n)
 {
-	memmove(f->buf, f->buf + n, f->len - n);
+	f->buf += n;
 	f->len -= n;
+	if (!f->len)
+		f->buf = f->mem; /* empty: the next feed starts at the beginning */
+}
+
+void resp_frame_trim(struct resp_frame *f)
+{
+	char *nb;
+
+	if (f->cap <= 65536 || f->len > 4096)
+		return;
+	compact(f);
+	nb = realloc(f->mem, 4096);
+	if (nb) {
+		f->buf = f->mem = nb;
+		f->cap = 4096;
+	}
 }
 
 int resp_frame_fail(struct resp_frame *f, int rc, const char *fmt, ...)

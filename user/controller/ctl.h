@@ -69,6 +69,10 @@ struct ssl_ctx_st;
 #define CTL_ACCEPT_PAUSE_MS 100	  /* out of descriptors: accept again after */
 #define CTL_LOG_SRC_MS	    1000  /* rejections logged per source address at most */
 #define CTL_LOG_SLOTS	    256
+/* What a connection that is not a proven agent gets per turn of the event loop
+ * before the others get theirs: hundreds of connections sending
+ * empty lines or inline junk leave the loop turning in milliseconds. */
+#define CTL_TURN_BYTES 4096
 
 /* The DNS record of one shard as the controller knows it. */
 struct ctl_dns {

@@ -6,9 +6,10 @@
  * HELLO and QUIT (and the agents' handshake, which has its own keys) needs a
  * login: -NOAUTH before it, -NOPERM for a command outside the user's
  * categories. Without either, the socket is as before: anyone may
- * read, and AUTH with the cluster secret allows FAILOVER and the SENTINEL
- * commands that change state; once client authentication is on, the cluster
- * secret is no client password any more (it stays the nodes' key material).
+ * read, and AUTH with the cluster secret allows FAILOVER, the SENTINEL
+ * commands that change state and CLIENT LIST/KILL; once client
+ * authentication is on, the cluster secret is no client password any more (it
+ * stays the nodes' key material).
  *
  * Guessing is slowed per source address (an IPv6 one's /64; attempt()): once an address has
  * failed, each of its logins, right or wrong, is answered at its turn, 50 ms

@@ -142,6 +142,10 @@ static void client_kill(struct ctl_conn *k, struct resp_cmd *cmd, struct evbuffe
 			continue;
 		if ((old || skipme) && o == k)
 			continue;
+		/* An agent's link (or its handshake) only by its ID: no filter that
+		 * matches "everyone" cuts the failover's own inputs. */
+		if ((o->flags & (CTL_C_AGENT | CTL_C_CHALLENGED)) && !id)
+			continue;
 		if (id && o->id != id)
 			continue;
 		if (addr && strcmp(o->peer, addr))
@@ -165,12 +169,36 @@ static void client_kill(struct ctl_conn *k, struct resp_cmd *cmd, struct evbuffe
 		resp_error_reply(out, "ERR No such client");
 }
 
+/* May k run CLIENT's subcommand argv[1], one that reveals or changes other
+ * connections (LIST, KILL and anything else not about k itself: acl.c)? With
+ * client authentication on, ctl_client_may has already asked for the admin
+ * category; with it off, the cluster secret's AUTH is asked for, as SENTINEL
+ * FAILOVER asks for it (an anonymous CLIENT KILL loop held back every
+ * failover). Else answered here. */
+static bool client_may(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	char name[96];
+
+	if (!(acl_command_needs(cmd->argc, (const char *const *)cmd->argv, name, sizeof(name)) &
+	      ACL_ADMIN))
+		return true;
+	if ((k->flags & CTL_C_LOGIN) && (k->perms & ACL_ADMIN))
+		return true;
+	resp_error_reply(bufferevent_get_output(k->bev),
+			 ctl_client_auth_on(k->ctl)
+			     ? "NOPERM this user has no permissions to run the 'client' command"
+			     : "NOAUTH Authentication required (AUTH <cluster secret>).");
+	return false;
+}
+
 void ctl_on_client(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct evbuffer *out = bufferevent_get_output(k->bev), *t;
 	const char *sub = cmd->argc > 1 ? cmd->argv[1] : "";
 	char e[200];
 
+	if (!client_may(k, cmd))
+		return;
 	if (!strcasecmp(sub, "id") && cmd->argc == 2) {
 		resp_int(out, (long long)k->id);
 	} else if (!strcasecmp(sub, "getname") && cmd->argc == 2) {

@@ -124,6 +124,11 @@ void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg)
 		ctl_conn_reading(k, true);
 		bufferevent_enable(k->bev, EV_WRITE);
 	}
+	if (k->flags & CTL_C_YIELD) { /* its next turn (ctl_listen.c's conn_yield) */
+		k->flags &= ~CTL_C_YIELD;
+		if (!(k->flags & (CTL_C_CLOSING | CTL_C_WAITING)))
+			ctl_conn_reading(k, true);
+	}
 	if (k->ctl->conn->read)
 		k->ctl->conn->read(k);
 }

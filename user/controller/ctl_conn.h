@@ -52,6 +52,9 @@ struct ctl_conn {
 #define CTL_C_PENALTY	 (1u << 7) /* a failed AUTH: reading paused (with CTL_C_WAITING) */
 #define CTL_C_LOGIN	 (1u << 8) /* logged in as user (client authentication on) */
 #define CTL_C_TLS	 (1u << 9) /* came to tls_listen */
+/* Its turn of the loop used up (CTL_TURN_BYTES): reading off, the
+ * rest runs from its resume timer, after every other connection's turn. */
+#define CTL_C_YIELD (1u << 10)
 /* A plain socket bufferevent (not TLS): its output may be written to the fd directly. */
 #define CTL_C_PLAIN (1u << 12)
 /* An agent's answers are written at the end of the read callback, with the

@@ -187,8 +187,25 @@ static void direct_end(struct ctl_conn *k)
 
 static void agent_own_reads(struct ctl_conn *k);
 
+/* Its turn used up: reading off until its resume timer, which fires after the
+ * connections that are ready now have had their turn (a timer due at once runs
+ * after the loop's next poll; ctl_conn_on_resume reads on again). */
+static void conn_yield(struct ctl_conn *k)
+{
+	static const struct timeval now = {0, 0};
+
+	if (!k->resume)
+		k->resume = evtimer_new(k->ctl->base, ctl_conn_on_resume, k);
+	if (!k->resume)
+		return; /* it runs on when it next reads */
+	k->flags |= CTL_C_YIELD;
+	ctl_conn_reading(k, false);
+	evtimer_add(k->resume, &now);
+}
+
 /* Runs the commands read: buf (len bytes, read by on_agent_read) and what the
- * bufferevent's input holds. */
+ * bufferevent's input holds; a connection that is not a proven agent, at most
+ * CTL_TURN_BYTES bytes of its input per turn. */
 static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 {
 	struct bufferevent *bev = k->bev;
@@ -197,6 +214,8 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 	struct resp_cmd cmd;
 	bool ran = false; /* a command finished: a partial frame now is a new one */
 	bool direct = direct_begin(k);
+	bool turn = !(k->flags & CTL_C_AGENT), yield = false;
+	size_t fed = 0;
 	char e[200];
 	int rc;
 
@@ -232,16 +251,25 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 			ctl_conn_reading(k, false); /* ctl_failover_done() reads on */
 			return;
 		}
-		if (!in || !evbuffer_get_length(in) || (k->flags & CTL_C_CLOSING))
+		if (yield || !in || !evbuffer_get_length(in) || (k->flags & CTL_C_CLOSING))
 			break;
+		if (turn && fed >= CTL_TURN_BYTES) {
+			yield = true;
+			break;
+		}
 		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
 			break;
+		if (turn && v.iov_len > CTL_TURN_BYTES - fed)
+			v.iov_len = CTL_TURN_BYTES - fed;
 		if (resp_feed(k->rd, v.iov_base, v.iov_len)) {
 			ctl_conn_fatal(k, "ERR out of memory");
 			break;
 		}
 		evbuffer_drain(in, v.iov_len);
+		fed += v.iov_len;
 	}
+	if (yield && !(k->flags & CTL_C_CLOSING))
+		conn_yield(k);
 	if (direct)
 		direct_end(k);
 	if (!(k->flags & CTL_C_CLOSING) && ctl_conn_over_limit(k)) {
@@ -267,7 +295,8 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 		return;
 	}
 	if (!k->rev && (k->flags & (CTL_C_PLAIN | CTL_C_AGENT)) == (CTL_C_PLAIN | CTL_C_AGENT) &&
-	    !(k->flags & (CTL_C_CLOSING | CTL_C_WAITING | CTL_C_PUBSUB | CTL_C_PENALTY)))
+	    !(k->flags &
+	      (CTL_C_CLOSING | CTL_C_WAITING | CTL_C_PUBSUB | CTL_C_PENALTY | CTL_C_YIELD)))
 		agent_own_reads(k);
 }
 
@@ -498,6 +527,9 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	/* Small frames until AUTH or the agent handshake, as Redis limits
 	 * unauthenticated clients. */
 	resp_reader_set_max_frame(k->rd, CTL_PREAUTH_FRAME);
+	/* A turn's worth per read (conn_read): a flood of 300 connections is read
+	 * 4 KiB at a time each, not 16 (a proven agent reads on its own, 16 KiB). */
+	bufferevent_set_max_single_read(k->bev, CTL_TURN_BYTES);
 	bufferevent_setcb(k->bev, on_conn_read, on_conn_write, on_conn_event, k);
 	bufferevent_enable(k->bev, EV_READ | EV_WRITE);
 	k->next = c->conns;

@@ -8,11 +8,14 @@
  * value wins until it is set again or the file (key) removed; `flatline status` lists
  * it. */
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <event2/buffer.h>
 #include "common/clock.h"
 #include "common/log.h"
@@ -237,12 +240,12 @@ static void write_lines(const struct ctl *c, FILE *f)
 					ctl_rt_keys[i].name, c->runtime->mvalues[j][i]);
 }
 
-/* Writes every runtime value: write, fsync, rename. */
+/* Writes every runtime value: write (0600), fsync, rename, fsync of the directory. */
 int ctl_rt_flush(struct ctl *c, char *why, size_t whylen)
 {
 	char path[300], tmp[310];
-	FILE *f;
-	int rc = 0;
+	FILE *f = NULL;
+	int rc = 0, fd;
 
 	if (!c->state_file[0]) {
 		snprintf(why, whylen, "no state_file: runtime changes are not kept");
@@ -250,9 +253,17 @@ int ctl_rt_flush(struct ctl *c, char *why, size_t whylen)
 	}
 	rt_path(c, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	/* It holds passwords (auth-pass, sentinel-pass): 0600 whatever the umask,
+	 * also when a .tmp was left with another mode. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		errno = err;
 		goto fail;
+	}
 	fprintf(f, "# flatline controller: set at runtime (SENTINEL SET/CONFIG SET/DEBUG); "
 		   "wins over the cluster file\n");
 	write_lines(c, f);
@@ -262,6 +273,18 @@ int ctl_rt_flush(struct ctl *c, char *why, size_t whylen)
 	f = NULL;
 	if (rename(tmp, path))
 		goto fail;
+	/* The rename itself lasts only once the directory is on disk too. */
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd)) {
+		rc = -errno;
+		snprintf(why, whylen, "failed to sync the directory of %.180s: %s", path,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	close(fd);
 	return 0;
 fail:
 	rc = -errno;

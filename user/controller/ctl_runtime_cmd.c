@@ -239,24 +239,30 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope
 	resp_status(out, "OK");
 }
 
+/* SENTINEL CONFIG GET: a password (sentinel-pass) only to an admin (the cluster
+ * secret's AUTH, or a user with the admin category); to anyone else it is not
+ * there at all. */
 static void rt_config_get(struct ctl_conn *k, const char *pattern)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
+	bool admin = (k->flags & CTL_C_LOGIN) && (k->perms & ACL_ADMIN);
 	int n = 0;
 	char v[RT_VAL_MAX];
 
+#define SHOWN(i)                                                                                   \
+	(ctl_rt_keys[i].scope == RT_CONFIG && (admin || ctl_rt_keys[i].kind != RT_SECRET) &&       \
+	 !fnmatch(pattern, ctl_rt_keys[i].name, FNM_CASEFOLD))
 	for (int i = 0; i < CTL_RT_NKEYS; i++)
-		n += ctl_rt_keys[i].scope == RT_CONFIG &&
-		     !fnmatch(pattern, ctl_rt_keys[i].name, FNM_CASEFOLD);
+		n += SHOWN(i);
 	ctl_reply_map(k, out, n);
 	for (int i = 0; i < CTL_RT_NKEYS; i++) {
-		if (ctl_rt_keys[i].scope != RT_CONFIG ||
-		    fnmatch(pattern, ctl_rt_keys[i].name, FNM_CASEFOLD))
+		if (!SHOWN(i))
 			continue;
 		ctl_rt_current(c, -1, i, v, sizeof(v));
 		kv(out, ctl_rt_keys[i].name, v);
 	}
+#undef SHOWN
 }
 
 static void rt_debug(struct ctl_conn *k, struct resp_cmd *cmd)
