@@ -93,7 +93,8 @@ fi
 if [ ${#settings[@]} -eq 0 ]; then
 	export BENCH_SETTINGS="settings: the defaults (write lease 500 ms)"
 else
-	BENCH_SETTINGS="settings that differ from the defaults: $(IFS=,; echo "${settings[*]}" | sed 's/,/, /g')"
+	printf -v BENCH_SETTINGS '%s, ' "${settings[@]}"
+	BENCH_SETTINGS="settings that differ from the defaults: ${BENCH_SETTINGS%, }"
 	[ -n "$LEASE" ] && [ "$LEASE" != 500 ] || BENCH_SETTINGS+=" (write lease 500 ms, the default)"
 	export BENCH_SETTINGS
 fi
