@@ -125,7 +125,8 @@ address = 127.0.0.1
 redis = 127.0.0.1:$rport
 EOC
 chmod 600 "$dir/c.conf"
-"$PY" tests/lib/recpeer.py "$cport" "$dir/rec.jsonl" &
+# The cluster's secret (the peer proves the node key) and this node named primary.
+"$PY" tests/lib/recpeer.py "$cport" "$dir/rec.jsonl" --secret bench-secret-bench-secret --primary "$NODE_B" &
 peer=$!
 trap 'set +e; kill $peer 2>/dev/null; redis-cli -p $rport shutdown nosave >/dev/null 2>&1; cleanup' EXIT
 sleep 0.3
