@@ -36,6 +36,14 @@ def fmt_ms(v):
     return "%.2f s" % (v / 1000)
 
 
+def fmt_range(m, lo, hi):
+    """median (min–max) in the median's unit: "7.3 (7.1–7.6) ms", "2.24 (2.21–2.27) s"."""
+    if m >= 1000:
+        return "%.2f (%.2f–%.2f) s" % (m / 1000, lo / 1000, hi / 1000)
+    f = "%.1f" if m < 10 else "%.0f"
+    return "%s (%s–%s) ms" % (f % m, f % lo, f % hi)
+
+
 def load(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     for r in rows:
@@ -76,8 +84,7 @@ def cell(sr, fault):
     miss = len(sr) - len(vals)
     if not vals:
         return "no new primary (%d trials); lost %d" % (len(sr), lost)
-    s = "%s (%s–%s), n %d" % (fmt_ms(statistics.median(vals)), fmt_ms(min(vals)),
-                               fmt_ms(max(vals)), len(vals))
+    s = "%s, n %d" % (fmt_range(statistics.median(vals), min(vals), max(vals)), len(vals))
     if miss:
         s += ", %d without recovery" % miss
     return s + "; lost %d" % lost
