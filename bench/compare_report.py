@@ -173,12 +173,12 @@ def strip(gp, data, panels, key, ylabel, logscale, title):
     server and system that has trials."""
     rows, cols = (2, 2) if len(panels) == 4 else (1, len(panels))
     gp.append("set multiplot layout %d,%d title %s" % (rows, cols, json.dumps(title)))
-    gp.append("set lmargin 9")
+    gp.append("set lmargin 12")
     gp.append("set rmargin 2")
     for fault, ftitle, cats in panels:
         gp.append("set title %s" % json.dumps(ftitle))
         gp.append("set ylabel %s" % json.dumps(ylabel))
-        gp.append("set logscale y" if logscale else "unset logscale y\nset yrange [0:*]")
+        gp.append("set logscale y\nset yrange [1:60000]" if logscale else "unset logscale y\nset yrange [0:*]")
         gp.append("set xrange [0.4:%f]" % (len(cats) + 0.6))
         gp.append("set xtics (%s) font ',8'" % ", ".join(
             "%s %d" % (json.dumps(lbl), i + 1) for i, (lbl, _, _) in enumerate(cats)))
