@@ -76,10 +76,12 @@ def cell(sr, fault):
     if fault in SLOW:
         fo = sum(1 for r in sr if r["failed_over"])
         gaps = [r["max_gap_ms"] for r in sr if r.get("max_gap_ms") is not None]
-        return "**%d of %d failed over**; writes paused %s (max); lost %d" % (
-            fo, len(sr), fmt_ms(max(gaps)) if gaps else "-", lost) if fo else \
-            "0 of %d failed over; writes paused %s (max); lost %d" % (
-                len(sr), fmt_ms(max(gaps)) if gaps else "-", lost)
+        down = sum(1 for r in sr if r.get("detect_ms") is not None)
+        s = ("**%d of %d failed over**" if fo else "%d of %d failed over") % (fo, len(sr))
+        if down:  # declared down (node_down, +odown) whether or not it failed over
+            s += " (declared down in %d)" % down
+        return s + "; writes paused %s (max); lost %d" % (fmt_ms(max(gaps)) if gaps else "-",
+                                                         lost)
     vals = [r["first_write_ms"] for r in sr if r.get("first_write_ms") is not None]
     miss = len(sr) - len(vals)
     if not vals:
