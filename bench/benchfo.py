@@ -39,6 +39,9 @@ service = "s"
 here = os.path.dirname(os.path.abspath(__file__))
 me = {"kill": "bench-failover", "stop": "bench-hung"}.get(fault, "bench-failover")
 ctl = redis.Redis(port=ctl_port, socket_timeout=2)
+node_prefix = os.environ.get("BENCH_NODE", "n")
+# The settings that differ from the shipped defaults (bench/failover.sh): in every table.
+settings = os.environ.get("BENCH_SETTINGS", "settings: unknown (run by bench/failover.sh)")
 
 
 def primary_port():
@@ -173,6 +176,7 @@ def bench_kill(runs, rate):
                                                 gaps[-1]), file=sys.stderr)
 
     print()
+    print(settings)
     print("kill -9 of the primary -> a replica accepts a write (independent client), %d runs" % runs)
     print("  %-8s %-8s %-8s %-8s %-8s" % ("min", "p50", "p99", "max", "mean"))
     print("  %-8.2f %-8.2f %-8.2f %-8.2f %-8.2f  ms" % (min(times), pct(times, 50), pct(times, 99),
@@ -187,7 +191,7 @@ def bench_kill(runs, rate):
     print("the writer's longest time without an acknowledged write (Sentinel client, ms)")
     print("  %-8s %-8s %-8s %-8s" % ("min", "p50", "p99", "max"))
     print("  %-8.1f %-8.1f %-8.1f %-8.1f" % (min(gaps), pct(gaps, 50), pct(gaps, 99), max(gaps)))
-    print(json.dumps({"runs": runs, "writer_gap_ms": {"p50": pct(gaps, 50), "max": max(gaps)},
+    print(json.dumps({"settings": settings, "runs": runs, "writer_gap_ms": {"p50": pct(gaps, 50), "max": max(gaps)},
                       "failover_ms": {"p50": pct(times, 50), "p99": pct(times, 99),
                                       "max": max(times)},
                       "lost_per_failover": {"mean": statistics.mean(lost), "max": max(lost)}}))
@@ -201,7 +205,7 @@ return 1"""
 
 
 def node_of(port):
-    return "n%d" % (ports.index(port) + 1)
+    return "%s%d" % (node_prefix, ports.index(port) + 1)
 
 
 def events(path, kind):
@@ -312,6 +316,7 @@ while time.monotonic() < end:
     rate = (c1 - c0) / (t1 - t0)
 
     print()
+    print(settings)
     print("SIGSTOP of the primary, %d stops (stop_grace_ms 50; ping 100 ms x hung_after 5)" % stops)
     print("  %-30s %-8s %-8s %-8s %-8s" % ("", "min", "p50", "p99", "max"))
     for name, v in (("kill -> proc_hung (agent)", hung_ms), ("kill -> write accepted", promo_ms)):
@@ -319,7 +324,8 @@ while time.monotonic() < end:
                                                          max(v)))
     print("  causes: %s" % ", ".join(sorted(set(str(c) for c in causes))))
     print()
-    print("slow commands on the primary (Lua loop), %d runs each (busy_max_ms 5000)" % slow_runs)
+    print("slow commands on the primary (Lua loop), %d runs each (busy_max_ms 5000; %s)" %
+          (slow_runs, settings))
     print("  %-10s %-10s %-10s %-10s" % ("command", "failovers", "proc_busy", "proc_hung"))
     for k, (f, b, h) in slow.items():
         print("  %-10s %-10d %-10d %-10d" % ("%g s" % k, f, b, h))
@@ -334,7 +340,7 @@ while time.monotonic() < end:
         dn = s1[name][1] - s0.get(name, [0, 0])[1]
         cost[name] = dt / dn if dn else 0
         print("  %-18s %-12.0f %-12.1f %-10d" % (name, dn / (t1 - t0), cost[name], s1[name][2]))
-    print(json.dumps({"stop_hung_ms": {"p50": pct(hung_ms, 50), "max": max(hung_ms)},
+    print(json.dumps({"settings": settings, "stop_hung_ms": {"p50": pct(hung_ms, 50), "max": max(hung_ms)},
                       "stop_promoted_ms": {"p50": pct(promo_ms, 50), "p99": pct(promo_ms, 99),
                                            "max": max(promo_ms)},
                       "slow_failovers": {str(k): v[0] for k, v in slow.items()},

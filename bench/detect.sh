@@ -3,18 +3,29 @@
 # event in userspace, idle and during an exit storm; cost of the exit program.
 # Then with a real redis-server and the agent reporting to a recording peer:
 # SIGKILL -> the report reaches the peer, and SIGSTOP -> proc_hung.
-# usage: bench/detect.sh [-n KILLS] [-r REDIS_KILLS] [-s STOPS]   (root; prints tables)
+# The agent's cluster file has the shipped defaults (write lease on, lease_ms 500);
+# -L MS sets [agent] lease_ms (0: no lease), and the tables say so. Its lease program sits
+# at egress of this machine's interfaces and is removed with its pins at the end.
+# usage: bench/detect.sh [-n KILLS] [-r REDIS_KILLS] [-s STOPS] [-L LEASE_MS]
+#        (root; prints tables)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=1000 RN=200 SN=20
+N=1000 RN=200 SN=20 LEASE=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=$2; shift 2 ;;
 	-r) RN=$2; shift 2 ;;
 	-s) SN=$2; shift 2 ;;
-	*) echo "usage: $0 [-n KILLS] [-r REDIS_KILLS] [-s STOPS]" >&2; exit 2 ;;
+	-L) LEASE=$2; shift 2 ;;
+	*) echo "usage: $0 [-n KILLS] [-r REDIS_KILLS] [-s STOPS] [-L LEASE_MS]" >&2; exit 2 ;;
 	esac
 done
+[ -z "$LEASE" ] || [[ $LEASE =~ ^[0-9]+$ ]] || { echo "bench-detect: -L takes ms" >&2; exit 2; }
+SETTINGS="settings: the defaults (write lease 500 ms)"
+[ -z "$LEASE" ] || [ "$LEASE" = 500 ] ||
+	SETTINGS="settings that differ from the defaults: lease_ms = $LEASE"
+# Node ids of this run only: their pins and locks are removed at the end.
+NODE_A=bench$$ NODE_B=b$$
 [ "$(id -u)" -eq 0 ] || { echo "bench-detect: run as root" >&2; exit 1; }
 [ -n "${FL:-}" ] || make -s all tools
 FL=${FL:-$PWD/build/flatline}
@@ -31,6 +42,8 @@ cleanup() {
 	sysctl -qw kernel.bpf_stats_enabled="$stats_old"
 	rmdir "$cg" 2>/dev/null
 	rm -rf "$dir"
+	rm -rf "/sys/fs/bpf/flatline/$NODE_A" "/sys/fs/bpf/flatline/$NODE_B" \
+		"/run/flatline/agent-$NODE_A.lock" "/run/flatline/agent-$NODE_B.lock"
 }
 trap cleanup EXIT
 mkdir "$cg"
@@ -38,7 +51,7 @@ mkdir "$cg"
 # Our program is the fl_proc_exit that appears with our agent (others may run).
 exit_ids() { { bpftool prog show name fl_proc_exit --json 2>/dev/null || echo '[]'; } | jq -r 'if type == "array" then .[].id else .id end' | sort; }
 ids_before=$(exit_ids)
-"$FL" agent --node bench --watch-cgroup "$cg" --event-log "$dir/events.jsonl" 2>"$dir/agent.err" &
+"$FL" agent --node "$NODE_A" --watch-cgroup "$cg" --event-log "$dir/events.jsonl" 2>"$dir/agent.err" &
 agent=$!
 for _ in $(seq 500); do grep -q agent_start "$dir/events.jsonl" 2>/dev/null && break; sleep 0.01; done
 grep -q agent_start "$dir/events.jsonl" || { cat "$dir/agent.err"; exit 1; }
@@ -56,7 +69,7 @@ read -r t2 c2 < <(prog_stats)
 build/tools/killbench --cgroup "$cg" -n 1 --gap-us 2000000 --storm > "$dir/quiet.txt" 2>>"$dir/storm.err"
 read -r t3 c3 < <(prog_stats)
 sleep 0.2
-drops=$(bpftool map dump pinned /sys/fs/bpf/flatline/bench/fl_drops --json |
+drops=$(bpftool map dump pinned "/sys/fs/bpf/flatline/$NODE_A/fl_drops" --json |
 	jq '[.[].formatted.values[].value] | add // 0')
 
 "$PY" - "$dir" "$N" "$drops" "$t0" "$c0" "$t1" "$c1" "$t2" "$c2" "$t3" "$c3" <<'PYEOF'
@@ -82,6 +95,7 @@ runs = {k: load(k) for k in ("idle", "storm")}
 mine = {pid for r in list(runs.values()) + [load("quiet")] for pid, _ in r}
 stray = sum(1 for pid in ev if pid not in mine) + other
 storm_n = open(f"{d}/storm.err").read().strip().split("\n")[0]
+print("agent without a cluster file (--watch-cgroup: no server, no controller, no lease)")
 print(f"kill() of a watched process -> event handled by the agent ({n} kills each)")
 print(f"{'run':<8} {'seen':>6} {'p50 us':>8} {'p99 us':>8} {'max us':>8} {'kernel->agent p50/p99 us':>26}")
 for k, r in runs.items():
@@ -102,24 +116,25 @@ cat >"$dir/c.conf" <<EOC
 [cluster]
 secret = bench-secret-bench-secret
 [agent]
-lease_ms = 0 ; the write lease has its own tests (test_lease.sh), in namespaces
+${LEASE:+lease_ms = $LEASE}
 event_log = $dir/agent.jsonl
 [controller]
 listen = 127.0.0.1:$cport
-[node "b1"]
+[node "$NODE_B"]
 address = 127.0.0.1
 redis = 127.0.0.1:$rport
 EOC
 chmod 600 "$dir/c.conf"
-"$PY" tests/lib/recpeer.py "$cport" "$dir/rec.jsonl" &
+# The cluster's secret (the peer proves the node key) and this node named primary.
+"$PY" tests/lib/recpeer.py "$cport" "$dir/rec.jsonl" --secret bench-secret-bench-secret --primary "$NODE_B" &
 peer=$!
 trap 'set +e; kill $peer 2>/dev/null; redis-cli -p $rport shutdown nosave >/dev/null 2>&1; cleanup' EXIT
 sleep 0.3
-"$FL" agent -c "$dir/c.conf" --node b1 2>"$dir/agent2.err" &
+"$FL" agent -c "$dir/c.conf" --node "$NODE_B" 2>"$dir/agent2.err" &
 agent=$!
-"$PY" - "$dir" "$rport" "$RN" "$SN" <<'PYEOF'
+"$PY" - "$dir" "$rport" "$RN" "$SN" "$SETTINGS" <<'PYEOF'
 import json, os, signal, statistics, subprocess, sys, time
-d, port, rn, sn = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+d, port, rn, sn, settings = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 def start():
     p = subprocess.Popen(["redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
                           "--appendonly", "no", "--dir", d, "--logfile", f"{d}/r.log"])
@@ -163,6 +178,7 @@ for i in range(rn):
 def pct(v, q):
     v = sorted(v); return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
 print()
+print(f"agent with a cluster file; {settings}")
 print(f"SIGKILL of redis-server -> its REPORT received by the controller peer ({rn} kills)")
 print(f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
 print(f"{pct(lat,50):>8.2f} {pct(lat,99):>8.2f} {max(lat):>8.2f}")

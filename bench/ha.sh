@@ -77,7 +77,9 @@ done
 /usr/bin/python3 - "$out" "${FL_HA_LEASE_MS:-1000}" "${FL_ETCD_ELECTION_MS:-500}" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
-print("\ncontroller HA, %d trials (lease %s ms, etcd election timeout %s ms)\n" % (len(rows), sys.argv[2], sys.argv[3]))
+print("\ncontroller HA, %d trials; settings that differ from the defaults: [etcd] lease_ms %s "
+      "(default 2000); etcd's election timeout %s ms; otherwise the defaults (write lease 500 ms)\n" %
+      (len(rows), sys.argv[2], sys.argv[3]))
 print("| measure | min | median | max |")
 print("|---|---|---|---|")
 def row(name, i, scale):

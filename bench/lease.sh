@@ -135,6 +135,7 @@ for s in "${systems[@]}"; do
 done
 echo
 echo "write lease vs partitions: co-located client on the primary's host (1,000 RPUSH/s), partition ${PART_S} s; $(nproc) CPUs, kernel $(uname -r)"
+echo "flatline at the shipped defaults (write lease 500 ms, node down 1 s); Sentinel at its defaults but down-after-milliseconds 1000 (and, where named, min-replicas-to-write)"
 printf '%-16s %-6s %-3s %7s %7s %11s %8s %8s %9s %10s\n' system shape '#' acked lost 'after promo' missing \
 	fenced lease_lost promoted
 sed 's/$//' "$rows"

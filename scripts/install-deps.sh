@@ -19,6 +19,8 @@ PKGS=(
 	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils libc6-dev
 	etcd-server etcd-client
 	python3 python3-redis jq openssl
+	# the benchmarks' plots (SVG)
+	gnuplot-nox
 	# network namespaces, packet filtering, process tools
 	iproute2 nftables iputils-ping procps psmisc util-linux
 )
