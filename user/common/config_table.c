@@ -420,10 +420,9 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 
 	for (enum cfg_sect s = CFG_S_CLUSTER; s <= CFG_S_ETCD; s++) {
 		snprintf(sect, sizeof(sect), "[%s]", cfg_sect_name(s));
-		if (s == CFG_S_DNS && a->dns.enabled != b->dns.enabled) {
-			fn(ctx, s, sect, "*", NULL);
-			n++;
-		} else if (s == CFG_S_ETCD && a->etcd.enabled != b->etcd.enabled) {
+		/* A whole optional section added or removed */
+		if ((s == CFG_S_DNS && a->dns.enabled != b->dns.enabled) ||
+		    (s == CFG_S_ETCD && a->etcd.enabled != b->etcd.enabled)) {
 			fn(ctx, s, sect, "*", NULL);
 			n++;
 		}

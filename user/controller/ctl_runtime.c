@@ -423,3 +423,48 @@ void ctl_runtime_status(struct ctl *c, struct evbuffer *b)
 	if (any)
 		evbuffer_add_printf(b, "\n");
 }
+
+/* HA mode: <prefix>rel = val in etcd, from any controller (runtime settings: not
+ * the shard state). fn gets 0 or -errno and why; returns 0 or -errno (fn then
+ * never runs). */
+struct plain_put {
+	void (*fn)(void *ctx, int err, const char *msg);
+	void *ctx;
+};
+
+static void on_plain_put(void *ctx, int err, const char *msg, struct json_object *resp)
+{
+	struct plain_put *p = ctx;
+
+	(void)resp;
+	p->fn(p->ctx, err, msg);
+	free(p);
+}
+
+int ctl_rt_put_plain(struct ctl *c, const char *rel, const char *val,
+		     void (*fn)(void *ctx, int err, const char *msg), void *ctx)
+{
+	struct plain_put *p;
+	struct json_object *b;
+	char key[512];
+	int rc;
+
+	if (!c->ha)
+		return -ENOTSUP;
+	p = malloc(sizeof(*p));
+	b = json_object_new_object();
+	if (!p || !b) {
+		free(p);
+		json_object_put(b);
+		return -ENOMEM;
+	}
+	p->fn = fn;
+	p->ctx = ctx;
+	snprintf(key, sizeof(key), "%s%s", c->cfg->etcd.prefix, rel);
+	etcd_json_add_bytes(b, "key", key, strlen(key));
+	etcd_json_add_bytes(b, "value", val, strlen(val));
+	rc = etcd_call(ha_etcd(c->ha), "/v3/kv/put", b, 0, on_plain_put, p);
+	if (rc)
+		free(p);
+	return rc;
+}

@@ -33,7 +33,12 @@ int ctl_rt_check(int i, const char *v, long long *num, char *why, size_t whylen)
 int ctl_rt_apply(struct ctl *c, int shard, int i, const char *v, char *why, size_t whylen);
 /* The value in effect, as text (shard: for a SET key). */
 void ctl_rt_current(struct ctl *c, int shard, int i, char *buf, size_t len);
-/* Writes every runtime value to <state_file>.runtime: write, fsync, rename. */
+/* Writes every runtime value to <state_file>.runtime: write (0600), fsync, rename,
+ * fsync of the directory. */
 int ctl_rt_flush(struct ctl *c, char *why, size_t whylen);
+/* HA mode: <prefix>rel = val in etcd, from any controller (runtime settings: not the
+ * shard state). fn gets 0 or -errno and why; returns 0 or -errno (fn then never runs). */
+int ctl_rt_put_plain(struct ctl *c, const char *rel, const char *val,
+		     void (*fn)(void *ctx, int err, const char *msg), void *ctx);
 
 #endif

@@ -25,51 +25,6 @@ static void kv(struct evbuffer *o, const char *k, const char *v)
 	resp_str(o, v);
 }
 
-/* HA mode: <prefix>rel = val in etcd, from any controller (runtime settings: not
- * the shard state). fn gets 0 or -errno and why; returns 0 or -errno (fn then
- * never runs). */
-struct plain_put {
-	void (*fn)(void *ctx, int err, const char *msg);
-	void *ctx;
-};
-
-static void on_plain_put(void *ctx, int err, const char *msg, struct json_object *resp)
-{
-	struct plain_put *p = ctx;
-
-	(void)resp;
-	p->fn(p->ctx, err, msg);
-	free(p);
-}
-
-static int ha_put_plain(struct ctl *c, const char *rel, const char *val,
-			void (*fn)(void *ctx, int err, const char *msg), void *ctx)
-{
-	struct plain_put *p;
-	struct json_object *b;
-	char key[512];
-	int rc;
-
-	if (!c->ha)
-		return -ENOTSUP;
-	p = malloc(sizeof(*p));
-	b = json_object_new_object();
-	if (!p || !b) {
-		free(p);
-		json_object_put(b);
-		return -ENOMEM;
-	}
-	p->fn = fn;
-	p->ctx = ctx;
-	snprintf(key, sizeof(key), "%s%s", c->cfg->etcd.prefix, rel);
-	etcd_json_add_bytes(b, "key", key, strlen(key));
-	etcd_json_add_bytes(b, "value", val, strlen(val));
-	rc = etcd_call(ha_etcd(c->ha), "/v3/kv/put", b, 0, on_plain_put, p);
-	if (rc)
-		free(p);
-	return rc;
-}
-
 /* HA mode: a SET answered once etcd has every value (or one failed). */
 struct rt_put {
 	struct ctl *c;
@@ -86,15 +41,21 @@ static struct ctl_conn *conn_by_id(struct ctl *c, unsigned long long id)
 	return NULL;
 }
 
+/* The first error is the one answered. */
+static void rt_put_error(struct rt_put *p, int err, const char *msg)
+{
+	if (err && !p->err) {
+		p->err = err;
+		snprintf(p->msg, sizeof(p->msg), "%s", msg ? msg : strerror(-err));
+	}
+}
+
 static void on_rt_put(void *ctx, int err, const char *msg)
 {
 	struct rt_put *p = ctx;
 	struct ctl_conn *k;
 
-	if (err && !p->err) {
-		p->err = err;
-		snprintf(p->msg, sizeof(p->msg), "%s", msg ? msg : strerror(-err));
-	}
+	rt_put_error(p, err, msg);
 	if (--p->left > 0)
 		return;
 	k = conn_by_id(p->c, p->conn);
@@ -200,10 +161,14 @@ static void rt_set(struct ctl_conn *k, struct resp_cmd *cmd, enum rt_scope scope
 
 			snprintf(rel, sizeof(rel), "runtime/%s/%s",
 				 shard >= 0 ? c->fo.shards[shard].name : "*", ctl_rt_keys[i].name);
+			/* A put that was not sent never calls back: its count is taken
+			 * back here (rt_set holds the "until sent" count, so p lives on). */
 			p->left++;
-			rc = ha_put_plain(c, rel, cmd->argv[a + 1], on_rt_put, p);
-			if (rc)
-				on_rt_put(p, rc, "etcd not reachable");
+			rc = ctl_rt_put_plain(c, rel, cmd->argv[a + 1], on_rt_put, p);
+			if (rc) {
+				rt_put_error(p, rc, "etcd not reachable");
+				p->left--;
+			}
 		}
 	}
 	for (int a = first; a + 1 < cmd->argc; a += 2) {

@@ -454,6 +454,7 @@ static void waiter_release(struct ctl_conn *k)
 
 int ctl_sentinel_init(struct ctl *c)
 {
+	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
 	c->waiter = calloc(c->cfg->nshards ? c->cfg->nshards : 1, sizeof(*c->waiter));
 	if (!c->waiter)
 		return -ENOMEM;
