@@ -14,5 +14,6 @@ int cmd_probe(int argc, char **argv);
 int cmd_node_key(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_shadow_report(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const struct {
     {"probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)"},
     {"node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret"},
     {"check", cmd_check, "validate a cluster file and print what each process will do"},
+    {"shadow-report", cmd_shadow_report, "Sentinel's failovers beside what flatline would do"},
     {"version", cmd_version, "print the version"},
 };
 
@@ -26,7 +27,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: flatline COMMAND [OPTIONS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+		fprintf(f, "  %-13s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "\n`flatline COMMAND --help` describes each.\n");
 }
 
