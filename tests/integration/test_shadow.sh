@@ -3,15 +3,17 @@
 # (tests/lib/cluster.sh) with [controller] mode = shadow, its primary killed with -9.
 #   test_shadow_alone:    no Sentinel. would_failover and would_promote are logged within
 #                         the usual time; nothing that changes a server reaches any server
-#                         (MONITOR on every server from before the fault, and INFO
-#                         commandstats of the replicas over their whole life); nobody is
+#                         (INFO commandstats of every server over its whole life: the
+#                         killed one's just before the kill; MONITOR, which shows MULTI but
+#                         no admin command, from before the fault); nobody is
 #                         promoted; DNS unchanged; no agent holds a write lease and none
 #                         opened the lease map.
 #   test_shadow_sentinel: beside three real redis-sentinel (tests/lib/sentinels.sh,
 #                         down-after 1000 ms). Sentinel fails over; flatline logged
-#                         would_failover before Sentinel's +odown; none of flatline's
-#                         connections sent a state-changing command (Sentinel's did: the
-#                         capture sees them); flatline's primary then follows the servers
+#                         would_failover before Sentinel's +odown; flatline, connected as
+#                         an ACL user refused every state-changing command, had none
+#                         refused (ACL LOG), and MONITOR sees MULTI from Sentinel's
+#                         connections only; flatline's primary then follows the servers
 #                         (status, the Sentinel API); `flatline shadow-report` over the
 #                         logs lists the fault with both times and both choices.
 cd "$(dirname "$0")/../.." || exit 1
@@ -40,10 +42,14 @@ cluster() {
 }
 
 # monitors: MONITOR on every server, from the ctl namespace, into DIR/log/monitor-IDX.out.
+# Sentinel's promotion ends with CLIENT KILL TYPE normal, which closes monitors too:
+# each is started again at once.
 monitors() {
 	local i
 	for i in 1 2 3; do
-		cl_spawn "monitor-$i" "$CL_NS_CTL" "$CL_CLI" -h "$(cl_ip "$i")" -p 6379 monitor
+		# shellcheck disable=SC2016 # expanded by that sh
+		cl_spawn "monitor-$i" "$CL_NS_CTL" sh -c \
+			'while :; do "$0" -h "$1" -p 6379 monitor; sleep 0.01; done' "$CL_CLI" "$(cl_ip "$i")"
 	done
 	for i in 1 2 3; do
 		cl_until 5 grep -q '"' "$CL_DIR/log/monitor-$i.out" ||
@@ -63,6 +69,16 @@ no_lease() {
 }
 
 is_master() { [ "$(cl_role "$1")" = master ]; }
+# changed IDX: fails if the server ever ran a command that changes it (started with
+# --replicaof, a replica ran none; the test sends none).
+changed() {
+	local cmd
+	cl_redis "$1" info commandstats | tr -d '\r' | grep -q '^cmdstat_info:' ||
+		fail "no commandstats from $(cl_node "$1")"
+	cmd=$(cl_redis "$1" info commandstats | tr -d '\r' |
+		grep -iE '^cmdstat_(replicaof|slaveof|config|multi|exec|failover|script|client\|(kill|pause|unpause))' || true)
+	[ -z "$cmd" ] || fail "$(cl_node "$1") ran: $cmd"
+}
 ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
 wait_ctl() { cl_until "${2:-10}" ctl_ev "$1" || fail "no controller event ($1) within ${2:-10} s: $(tail -n 5 "$CL_CLOG")"; }
 ev_ms() { # JQ-FILTER: the first matching controller event's time, ms since the epoch
@@ -75,6 +91,8 @@ test_shadow_alone() {
 	cluster
 	no_lease
 	monitors
+	sleep 1 # a second of the controller's and agents' traffic to the primary
+	changed 1
 	t0=$(($(cl_now_ns) / 1000000))
 	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
 	wait_ctl '.kind == "would_promote"' 5
@@ -91,9 +109,7 @@ test_shadow_alone() {
 	sleep 3 # long enough for a promotion, a repoint and DNS to have happened
 	for i in 2 3; do
 		[ "$(cl_role "$i")" = slave ] || fail "$(cl_node "$i") is $(cl_role "$i") (promoted in shadow mode)"
-		cmd=$(cl_redis "$i" info commandstats | tr -d '\r' |
-			grep -iE '^cmdstat_(replicaof|slaveof|config|multi|exec|failover|script|client\|(kill|pause|unpause))' || true)
-		[ -z "$cmd" ] || fail "$(cl_node "$i") ran: $cmd"
+		changed "$i"
 	done
 	[ -z "$(cl_masters)" ] || fail "a master after the kill: $(cl_masters)"
 	for i in 1 2 3; do
@@ -121,12 +137,50 @@ sentinel_addrs() {
 	done
 }
 
+# restricted_user: flatline's agents and controller restarted as an ACL user that may
+# not run a state-changing command: one attempted is refused and written to ACL LOG
+# (MONITOR does not show admin commands: REPLICAOF, CONFIG, CLIENT KILL|PAUSE).
+restricted_user() {
+	local i node
+	for i in 1 2 3; do
+		cl_redis "$i" acl setuser fl on '>shadow-test-password' '~*' '&*' +@all -@admin \
+			+client\|list +client\|setname +client\|id +client\|info \
+			-multi -exec -discard -script\|kill >/dev/null || fail "ACL SETUSER on $(cl_node "$i")"
+		cl_redis "$i" acl log reset >/dev/null
+	done
+	printf '\n[redis]\nuser = fl\npassword = shadow-test-password\n' >>"$CL_CONF"
+	cl_stop controller
+	for i in 1 2 3; do cl_stop "agent-$(cl_node "$i")"; done
+	cl_controller_start || fail "the controller did not restart"
+	for i in 1 2 3; do cl_agent_start "$i"; done
+	cl_until "$CL_WAIT_S" cl_healthy || fail "not healthy as user fl: $(cl_status_json)"
+	for i in 1 2 3; do
+		connected_as_fl "$i" || fail "flatline is not connected to $(cl_node "$i") as fl"
+	done
+	# The detector can fail: a REPLICAOF as fl is refused and logged.
+	cl_redis 2 --user fl --pass shadow-test-password replicaof no one 2>&1 | grep -q NOPERM ||
+		fail "user fl may run REPLICAOF"
+	[ -n "$(acl_refused 2)" ] || fail "ACL LOG did not record the refused REPLICAOF"
+	cl_redis 2 acl log reset >/dev/null
+	[ "$(cl_role 2)" = slave ] || fail "the control REPLICAOF went through"
+}
+connected_as_fl() { cl_redis "$1" client list | grep -q ' user=fl '; }
+# acl_refused IDX: what ACL LOG says user fl was refused on that server.
+acl_refused() {
+	local log
+	log=$(cl_redis "$1" acl log | tr -d '\r')
+	if grep -x -A1 username <<<"$log" | grep -qx fl; then tr '\n' ' ' <<<"$log"; fi
+	return 0
+}
+
 test_shadow_sentinel() {
 	local i t0 tw todown new newid cmd ours
 	cluster
+	restricted_user
 	start_sentinels 1000 || fail "the sentinels did not start"
 	monitors
 	sentinel_addrs 1 2 3 >"$T/sentinel-addrs"
+	[ -z "$(acl_refused 1)" ] || fail "refused on $(cl_node 1) before the kill: $(acl_refused 1)"
 	t0=$(($(cl_now_ns) / 1000000))
 	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
 	wait_ctl '.kind == "would_promote"' 5
@@ -164,10 +218,12 @@ test_shadow_sentinel() {
 	for i in 1 2 3; do
 		grep -iE "$CHANGE" "$CL_DIR/log/monitor-$i.out" >>"$T/changes" || true
 	done
-	[ -s "$T/changes" ] || fail "MONITOR saw no state-changing command at all (not even Sentinel's)"
-	grep -qiE '"(slaveof|replicaof)" "no" "one"' "$T/changes" || fail "MONITOR did not see Sentinel's promotion"
 	ours=$(grep -vFf <(sed 's/.*/ &]/' "$T/sentinel-addrs") "$T/changes" || true)
 	[ -z "$ours" ] || fail "state-changing commands not from Sentinel: $ours"
+	for i in 2 3; do
+		[ -z "$(acl_refused "$i")" ] || fail "flatline tried on $(cl_node "$i"): $(acl_refused "$i")"
+		cl_until 5 connected_as_fl "$i" || fail "flatline no longer connected to $(cl_node "$i") as fl"
+	done
 	! ctl_ev '.kind == "promoted" or .kind == "dns_updated" or .kind == "replicas_repointed" or .kind == "old_primary_demoted"' ||
 		fail "shadow mode acted"
 	[ "$(cl_dns)" = "$(cl_ip 1)" ] || fail "DNS changed: $(cl_dns)"

@@ -253,7 +253,8 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 
 	evbuffer_add_printf(b, "cluster %s  controller %s  pid %d  up %llds%s%s%s\n", c->cfg->name,
 			    c->listen_str, getpid(), (now - c->start_ms) / 1000,
-			    c->fo.shadow ? "  SHADOW (changes nothing)" : "", c->fo.tilt ? "  TILT" : "",
+			    c->fo.shadow ? "  SHADOW (changes nothing)" : "",
+			    c->fo.tilt ? "  TILT" : "",
 			    c->ha && !ctl_may_act(c) ? ""
 			    : c->fo.starting	     ? "  (starting)"
 						     : "");
