@@ -15,5 +15,6 @@ int cmd_node_key(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_shadow_report(int argc, char **argv);
 
 #endif

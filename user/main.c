@@ -20,6 +20,7 @@ static const struct {
     {"node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret"},
     {"check", cmd_check, "validate a cluster file and print what each process will do"},
     {"import", cmd_import, "write a cluster file from sentinel.conf files or live Sentinels"},
+    {"shadow-report", cmd_shadow_report, "Sentinel's failovers beside what flatline would do"},
     {"version", cmd_version, "print the version"},
 };
 
@@ -27,7 +28,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: flatline COMMAND [OPTIONS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+		fprintf(f, "  %-13s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "\n`flatline COMMAND --help` describes each.\n");
 }
 

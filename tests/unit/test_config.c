@@ -250,6 +250,32 @@ static void test_etcd(void **state)
 	cfg_free(c);
 }
 
+/* [controller] mode: active by default, shadow, nothing else. */
+static void test_mode(void **state)
+{
+	static const char head[] = "[cluster]\nname = p\nsecret = 0123456789abcdef\n";
+	struct cfg *c = NULL;
+	char text[256], err[512] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_string("t.conf", head, &c, err, sizeof(err)), 0);
+	assert_false(c->controller.shadow);
+	cfg_free(c);
+	snprintf(text, sizeof(text), "%s[controller]\nmode = shadow\n", head);
+	assert_int_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_true(c->controller.shadow);
+	cfg_free(c);
+	snprintf(text, sizeof(text), "%s[controller]\nmode = Active\n", head);
+	assert_int_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_false(c->controller.shadow);
+	cfg_free(c);
+	c = NULL;
+	snprintf(text, sizeof(text), "%s[controller]\nmode = watch\n", head);
+	assert_int_not_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "t.conf:5: [controller] mode: not active or shadow: 'watch'"));
+	cfg_free(c);
+}
+
 /* The TLS keys (docs/security.md, TLS): defaults, tls_address from
  * tls_listen, and each cross-check with its file:line message. */
 static void test_tls_keys(void **state)
@@ -603,6 +629,7 @@ int main(void)
 	    cmocka_unit_test(test_hung_cause_defaults),
 	    cmocka_unit_test(test_endpoints),
 	    cmocka_unit_test(test_etcd),
+	    cmocka_unit_test(test_mode),
 	    cmocka_unit_test(test_tls_keys),
 	    cmocka_unit_test(test_ha_tls_keys),
 	    cmocka_unit_test(test_file_mode_and_nul),

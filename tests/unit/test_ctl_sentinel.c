@@ -80,6 +80,28 @@ static void test_other_subcommands(void **state)
 	assert_false(k->flags & CTL_C_WAITING);
 }
 
+/* Shadow mode ([controller] mode = shadow): no failover by command either. */
+static void test_shadow_refuses_failover(void **state)
+{
+	struct ctl_conn *k = th_conn(C, "10.1.0.1:5000");
+
+	(void)state;
+	th_primary(C, "n1");
+	C->fo.shadow = true;
+	k->flags |= CTL_C_AUTH;
+	th_run(k, ctl_on_sentinel, "SENTINEL failover s");
+	assert_string_equal(th_out(k), "-ERR shadow mode: this controller changes no server "
+				       "([controller] mode = shadow)\r\n");
+	th_run(k, ctl_on_flatline, "FLATLINE FAILOVER s");
+	assert_string_equal(th_out(k), "-ERR shadow mode: this controller changes no server "
+				       "([controller] mode = shadow)\r\n");
+	assert_false(k->flags & CTL_C_WAITING);
+	assert_int_equal(C->fo.shards[0].fo.state, FO_ST_NONE);
+	assert_false(ctl_may_change(C));
+	C->fo.shadow = false;
+	assert_true(ctl_may_change(C));
+}
+
 /* No primary: the question waits, reading nothing behind it, and is answered once
  * something changed and the shard has one. */
 static void test_held_until_changed(void **state)
@@ -164,6 +186,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_get_master_addr, th_setup, th_teardown),
 	    cmocka_unit_test_setup_teardown(test_master_and_masters, th_setup, th_teardown),
 	    cmocka_unit_test_setup_teardown(test_other_subcommands, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_shadow_refuses_failover, th_setup, th_teardown),
 	    cmocka_unit_test_setup_teardown(test_held_until_changed, th_setup, th_teardown),
 	    cmocka_unit_test_setup_teardown(test_pubsub_from_the_outbox, th_setup, th_teardown),
 	    cmocka_unit_test_setup_teardown(test_simulate_flags, th_setup, th_teardown),

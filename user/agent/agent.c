@@ -170,6 +170,7 @@ static int start_cluster(struct agent *a)
 	    .info_interval_ms = c->agent.heartbeat_ms,
 	    .stop_grace_ms = c->agent.stop_grace_ms,
 	    .busy_max_ms = c->agent.busy_max_ms,
+	    .no_script_kill = c->controller.shadow,
 	    .sched = a->sw,
 	};
 	struct reporter_opts ro = {

@@ -89,8 +89,8 @@ void agent_fence_eval(struct agent *a)
 	struct evrec r;
 	int down = 0;
 
-	if (!a->fence || !a->cfg->agent.self_fence)
-		return;
+	if (!a->fence || !a->cfg->agent.self_fence || a->cfg->controller.shadow)
+		return; /* off, or shadow mode ([controller] mode): no CLIENT PAUSE */
 	/* Reachable = a round trip within peer_down_after_ms (an echo reply that got all
 	 * the way in); packets that merely arrived prove the peer alive, not that we
 	 * reach it. A peer not judged yet counts as reachable, as before. */

@@ -340,6 +340,12 @@ int agent_lease_start(struct agent *a)
 
 	if (!a->cfg->agent.lease_ms)
 		return 0;
+	if (a->cfg->controller.shadow) {
+		/* [controller] mode = shadow: no write lease (and so no self-demotion,
+		 * which needs it): another system decides who writes. */
+		pr_info("shadow mode: no write lease\n");
+		return 0;
+	}
 	if (!a->me->redis.port || a->me->redis.unix_path[0]) {
 		pr_warn("the write lease guards TCP only: %s is a unix socket, lease off\n",
 			a->me->redis_str);

@@ -400,6 +400,12 @@ static void check_busy_max(struct srvmon *m, int64_t now)
 	if (m->st.proc != SRV_BUSY || !m->busy_since_ms ||
 	    now - m->busy_since_ms < m->o.busy_max_ms)
 		return;
+	if (!m->kill_sent_ms && m->o.no_script_kill) {
+		m->kill_sent_ms = now;
+		pr_info("server %s busy for %lld ms: shadow mode, not sending SCRIPT KILL\n",
+			m->where, (long long)(now - m->busy_since_ms));
+		return;
+	}
 	if (!m->kill_sent_ms) {
 		m->kill_sent_ms = now;
 		pr_info("server %s busy for %lld ms: sending SCRIPT KILL\n", m->where,

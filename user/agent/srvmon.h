@@ -121,8 +121,9 @@ struct srvmon_opts {
 	int ping_interval_ms;
 	int hung_after;
 	int info_interval_ms;
-	int stop_grace_ms; /* stopped or frozen this long = hung */
-	int busy_max_ms;   /* busy this long: SCRIPT KILL, then hung if it cannot be killed */
+	int stop_grace_ms;   /* stopped or frozen this long = hung */
+	int busy_max_ms;     /* busy this long: SCRIPT KILL, then hung if it cannot be killed */
+	bool no_script_kill; /* shadow mode: SCRIPT KILL not sent (judged as if it failed) */
 	struct sched_watch *sched; /* the kernel's scheduler state; NULL: PING alone */
 	struct ssl_ctx_st *tls;	   /* [redis] tls: the server over TLS, NULL: plain */
 	const char *tls_host;	   /* the name its certificate carries; NULL: ep's host */

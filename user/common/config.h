@@ -128,6 +128,9 @@ struct cfg {
 		 * with it or any [user], every command but AUTH/HELLO/QUIT needs a login. */
 		char requirepass[256];
 		bool agent_address_check; /* an agent must connect from its node's address */
+		/* mode = shadow: judge and log, change nothing (no command that changes a
+		 * server, no DNS update, no write lease); read by agents and controller. */
+		bool shadow;
 	} controller;
 	struct {
 		char user[128];

@@ -8,10 +8,27 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "common/config.h"
 #include "common/config_internal.h"
 
 #define MS_MAX 86400000
+
+/* [controller] mode: active (acts) or shadow (docs/sentinel.md, "Shadow mode"). */
+static bool set_mode(struct parser *p, const struct cfg_key *k, const char *v, void *field)
+{
+	bool *shadow = field;
+
+	if (!strcasecmp(v, "active"))
+		*shadow = false;
+	else if (!strcasecmp(v, "shadow"))
+		*shadow = true;
+	else {
+		perr(p, p->line, k->name, "not active or shadow: '%s'", v);
+		return false;
+	}
+	return true;
+}
 
 #define A  CFG_P_AGENT
 #define C  CFG_P_CONTROLLER
@@ -162,6 +179,8 @@ const struct cfg_key cfg_keys[] = {
      F(controller.tls_auth_clients), C, 0, .doc = "yes, optional or no: client certificates"},
     {CFG_S_CONTROLLER, "requirepass", .type = CFG_T_SECRET, .def = NULL, F(controller.requirepass),
      C | L, 0, .doc = "the default client user's password"},
+    {CFG_S_CONTROLLER, "mode", CUSTOM(set_mode), .def = "active", F(controller.shadow), AC, 0,
+     .doc = "active, or shadow: judge and log what would be done, change nothing"},
     {CFG_S_CONTROLLER, "agent_address_check", .type = CFG_T_BOOL, .def = "no",
      F(controller.agent_address_check), C, C,
      .doc = "an agent must connect from its node's address"},

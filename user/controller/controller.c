@@ -74,14 +74,16 @@ static void op_promoted(void *ctx, int shard)
 }
 
 /* Commands that change a server go out only while this controller may act (HA: the
- * leader with a live lease). One withheld is not answered: the failover state that
- * sent it times out and aborts, as for a server that did not answer. */
+ * leader with a live lease), and never in shadow mode. One withheld is not answered:
+ * the failover state that sent it times out and aborts, as for a server that did not
+ * answer. In shadow mode the core sends none (a failover ends before its promotion,
+ * repairs are off: fo_shadow.c); this is the one gate all the same. */
 static bool may_send(struct ctl *c, const char *what, int node)
 {
-	if (ctl_may_act(c))
+	if (ctl_may_change(c))
 		return true;
-	pr_warn("not sending %s to %s: not the leader with a live lease\n", what,
-		c->fo.nodes[node].id);
+	pr_warn("not sending %s to %s: %s\n", what, c->fo.nodes[node].id,
+		c->fo.shadow ? "shadow mode" : "not the leader with a live lease");
 	return false;
 }
 
@@ -109,6 +111,22 @@ static void op_replicaof(void *ctx, int node, int master, int timeout_ms)
 		ctl_op_replicaof(ctx, node, master, timeout_ms);
 }
 
+/* Shadow mode: Sentinel's messages of a failover in progress are not published (no
+ * failover is made here: subscribers hear +sdown, +odown and, when the servers name
+ * another primary, +switch-master). */
+static void op_publish(void *ctx, const char *channel, const char *msg)
+{
+	static const char *const acting[] = {"+new-epoch",	"+try-failover",
+					     "+elected-leader", "+failover-state-",
+					     "+selected-slave", "-failover-abort"};
+	struct ctl *c = ctx;
+
+	for (size_t i = 0; c->fo.shadow && i < sizeof(acting) / sizeof(acting[0]); i++)
+		if (!strncmp(channel, acting[i], strlen(acting[i])))
+			return;
+	ctl_event_sentinel(ctx, channel, msg);
+}
+
 static const struct fo_ops ctl_ops = {
     .ping = ctl_op_ping,
     .info = ctl_op_info,
@@ -118,7 +136,7 @@ static const struct fo_ops ctl_ops = {
     .replicaof = op_replicaof,
     .timer = op_timer,
     .event = ctl_event,
-    .publish = ctl_event_sentinel,
+    .publish = op_publish,
     .promoted = op_promoted,
     .done = ctl_failover_done,
 };
@@ -342,6 +360,13 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	c->fo.now_ms = clk_mono;
 	c->fo.wall_ms = clk_wall;
 	c->fo.starting = true;
+	c->fo.shadow = cfg->controller.shadow || (opts && opts->shadow);
+	if (c->fo.shadow)
+		pr_info("shadow mode: judging and logging what would be done, changing nothing\n");
+	if (c->fo.shadow && !cfg->controller.shadow)
+		pr_warn("--shadow: the agents read [controller] mode from %s: set mode = shadow "
+			"there too, or they keep their write lease and self-fencing\n",
+			cfg->path);
 	rc = ctl_runtime_load(c);
 	if (rc < 0)
 		pr_warn("failed to read %s.runtime: %s\n", c->state_file, strerror(-rc));
@@ -450,6 +475,7 @@ int ctl_run(struct ctl *c)
 	evrec_str(&r, "listen", c->listen_str);
 	evrec_int(&r, "pid", getpid());
 	evrec_str(&r, "myid", c->myid);
+	evrec_str(&r, "mode", c->fo.shadow ? "shadow" : "active");
 	if (c->ha) {
 		evrec_str(&r, "controller_id", c->id);
 		evrec_str(&r, "etcd_prefix", c->cfg->etcd.prefix);
@@ -527,12 +553,14 @@ void ctl_free(struct ctl *c)
 
 static const char controller_usage[] =
     "usage: flatline controller -c FILE [--id ID] [--event-log PATH] [--state-file PATH]\n"
-    "                           [--allow-root] [-v]\n"
+    "                           [--shadow] [--allow-root] [-v]\n"
     "\n"
     "  -c, --config FILE    the cluster file\n"
     "  --id ID              HA mode (an [etcd] section): this controller's [controller \"ID\"]\n"
     "  --event-log PATH     event log (default: [controller] event_log)\n"
     "  --state-file PATH    state file (default: [controller] state_file)\n"
+    "  --shadow             judge and log what would be done, change nothing\n"
+    "                       (as [controller] mode = shadow)\n"
     "  --allow-root         run even as root (it needs no privilege: run it as a user)\n"
     "  -v, --verbose        more messages (twice: every event on stderr)\n";
 
@@ -545,6 +573,7 @@ int cmd_controller(int argc, char **argv)
 	    {"id", required_argument, NULL, 'i'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"allow-root", no_argument, NULL, 'R'},
+	    {"shadow", no_argument, NULL, 'S'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -575,6 +604,9 @@ int cmd_controller(int argc, char **argv)
 			break;
 		case 'R':
 			allow_root = true;
+			break;
+		case 'S':
+			o.shadow = true;
 			break;
 		case 'h':
 			fputs(controller_usage, stdout);

@@ -14,6 +14,7 @@ struct ctl_opts {
 	const char *event_log;	/* NULL: [controller] event_log */
 	const char *state_file; /* NULL: [controller] state_file */
 	const char *id;		/* HA mode: this controller's [controller "id"] */
+	bool shadow;		/* --shadow: as [controller] mode = shadow */
 };
 
 /* Loads the state file, binds the listen address, starts the first INFO round.

@@ -268,6 +268,12 @@ static inline bool ctl_may_act(const struct ctl *c)
 {
 	return !c->ha || ha_may_act(c->ha, fl_mono_ms());
 }
+/* May it change a server or DNS now: may act, and not in shadow mode ([controller]
+ * mode = shadow or --shadow: judge and say, change nothing; fo_shadow.c). */
+static inline bool ctl_may_change(const struct ctl *c)
+{
+	return !c->fo.shadow && ctl_may_act(c);
+}
 
 /* ctl_discover.c: the INFO round of every node, then fo_discover (at start, and
  * for a new leader). */

@@ -76,7 +76,7 @@ static void on_dns_done(const struct dns_result *res, void *ctx)
 		 * refuses us anyway or an update is on its way. */
 		if (res->status == DNS_OK && !res->match && want && !strcmp(res->addr, want) &&
 		    !dns_held(c, d) && !dns_update_pending(c->dns_state->dns, res->name) &&
-		    ctl_may_act(c)) {
+		    ctl_may_change(c)) {
 			d->repair = true;
 			if (dns_update(c->dns_state->dns, res->name, want))
 				d->repair = false;
@@ -190,8 +190,9 @@ void ctl_dns_promoted(struct ctl *c, int shard, const char *host)
 
 	if (!c->dns_state->dns || !cs->dns_name[0])
 		return;
-	if (!ctl_may_act(c)) {
-		pr_warn("not updating DNS %s: not the leader with a live lease\n", cs->dns_name);
+	if (!ctl_may_change(c)) {
+		pr_warn("not updating DNS %s: %s\n", cs->dns_name,
+			c->fo.shadow ? "shadow mode" : "not the leader with a live lease");
 		return;
 	}
 	c->dns_state->dnss[shard].repair = false;

@@ -37,7 +37,9 @@ void ctl_metrics_failover_done(struct ctl *c, const struct fo_shard *s, const ch
 {
 	const struct fo_failover *f = &s->last;
 	char cause[32];
-	const char *res = !strcmp(result, "ok") ? "ok" : "aborted";
+	const char *res = !strcmp(result, "ok")	      ? "ok"
+			  : !strcmp(result, "shadow") ? "shadow" /* would have: fo_shadow.c */
+						      : "aborted";
 	int i;
 
 	if (!strcmp(res, "ok"))

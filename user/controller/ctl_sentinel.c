@@ -333,6 +333,11 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 		resp_error_reply(out, "NOAUTH Authentication required (AUTH <cluster secret>).");
 		return -EACCES;
 	}
+	if (c->fo.shadow) {
+		resp_error_reply(out, "ERR shadow mode: this controller changes no server "
+				      "([controller] mode = shadow)");
+		return -EPERM;
+	}
 	if (to) {
 		t = fo_find_node(&c->fo, to);
 		if (!t) {

@@ -141,9 +141,9 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 	json_str(b, c->listen_str);
 	evbuffer_add_printf(b,
 			    ",\"myid\":\"%s\",\"pid\":%d,\"uptime_ms\":%lld,\"tilt\":%s,"
-			    "\"starting\":%s",
+			    "\"starting\":%s,\"mode\":\"%s\"",
 			    c->myid, getpid(), now - c->start_ms, c->fo.tilt ? "true" : "false",
-			    c->fo.starting ? "true" : "false");
+			    c->fo.starting ? "true" : "false", c->fo.shadow ? "shadow" : "active");
 	ha_json(c, b);
 	{
 		char err[512];
@@ -251,8 +251,9 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 {
 	long long now = fl_mono_ms();
 
-	evbuffer_add_printf(b, "cluster %s  controller %s  pid %d  up %llds%s%s\n", c->cfg->name,
+	evbuffer_add_printf(b, "cluster %s  controller %s  pid %d  up %llds%s%s%s\n", c->cfg->name,
 			    c->listen_str, getpid(), (now - c->start_ms) / 1000,
+			    c->fo.shadow ? "  SHADOW (changes nothing)" : "",
 			    c->fo.tilt ? "  TILT" : "",
 			    c->ha && !ctl_may_act(c) ? ""
 			    : c->fo.starting	     ? "  (starting)"

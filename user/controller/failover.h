@@ -192,6 +192,9 @@ struct fo_failover {
 	(1u << 2)		     /* the primary was down, no failover since: its history is    \
 				      * checked when it returns */
 #define FO_S_EMPTY_RESTART (1u << 3) /* it returned with another, shorter history: failing over */
+#define FO_S_SHADOWED                                                                              \
+	(1u << 4) /* shadow mode: would_failover said for this primary's failure; nothing          \
+		   * more until it is up again or the servers name another (fo_shadow.c) */
 
 struct fo_shard {
 	const char *name;
@@ -260,6 +263,10 @@ struct fo_cluster {
 	int offset_wait_ms;	/* planned: how long the target may take to catch up */
 	int offset_poll_ms;	/* planned: INFO of the target this often while waiting */
 	bool starting;		/* topology not learned yet: observe only (set by the controller) */
+	/* Shadow mode ([controller] mode = shadow): judge, say what would be done
+	 * (would_failover, would_promote), change nothing; the primary follows the
+	 * servers' roles (fo_shadow.c). */
+	bool shadow;
 	/* TILT */
 	bool tilt;
 	long long tilt_since_ms, tilt_until_ms;

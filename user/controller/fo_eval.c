@@ -178,7 +178,7 @@ static void primary_up(struct fo_cluster *c, struct fo_shard *s, long long now)
 			s->flags &=
 			    ~(FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART); /* its history holds */
 	}
-	if (!c->tilt && !c->starting)
+	if (!c->tilt && !c->starting && !c->shadow)
 		repair_shard(c, s, now);
 }
 
@@ -224,6 +224,8 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 
 	if (s->primary < 0 || s->fo.state != FO_ST_NONE)
 		return;
+	if (c->shadow && fo_shadow_follow(c, s, now))
+		return; /* the servers named another primary (fo_shadow.c) */
 	p = &c->nodes[s->primary];
 	v = fo_judge(c, p, now);
 	if (!(p->flags & FO_N_SDOWN)) {
@@ -236,7 +238,7 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 		s->flags |= FO_S_ODOWN;
 		fo_say_odown(c, s, true);
 	}
-	if (s->flags & FO_S_NO_GOOD_REPLICA || c->starting)
+	if (s->flags & (FO_S_NO_GOOD_REPLICA | FO_S_SHADOWED) || c->starting)
 		return; /* retried when a report changes; nothing before the topology is known */
 	if (!fo_may_failover(c, s, v, false, why, sizeof(why))) {
 		s->lease_wait_since_ms = 0;

@@ -120,4 +120,14 @@ void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 			  const char *err);
 void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *ok, const char *bad);
 
+/* fo_shadow.c (shadow mode) */
+/* The failover of s got to its promotion: says would_failover and would_promote
+ * (the first candidate, the ranking) and marks the shard FO_S_SHADOWED; the
+ * machine then ends the failover without promoting. */
+void fo_shadow_would(struct fo_cluster *c, struct fo_shard *s);
+/* In state NONE: the servers' roles name another primary than s's (a failover
+ * someone else made): takes it, as discovery does (primary_followed, +switch-master).
+ * Clears FO_S_SHADOWED once the primary is up. True if the primary changed. */
+bool fo_shadow_follow(struct fo_cluster *c, struct fo_shard *s, long long now);
+
 #endif

@@ -297,6 +297,11 @@ static void st_promote(struct fo_cluster *c, struct fo_shard *s)
 	struct fo_failover *f = &s->fo;
 	struct fo_node *n;
 
+	if (c->shadow) { /* shadow mode: said, not done (fo_shadow.c) */
+		fo_shadow_would(c, s);
+		abort_failover(c, s, "shadow");
+		return;
+	}
 	if (f->cand_next >= f->ncand) {
 		abort_failover(c, s, "every candidate refused or timed out on promotion");
 		return;

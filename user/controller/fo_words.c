@@ -490,6 +490,8 @@ void fo_say_failover_start(struct fo_cluster *c, struct fo_shard *s)
 		evrec_str(&e.r, "target", c->nodes[f->target].id);
 	if (!f->planned && c->lease_ms)
 		evrec_int(&e.r, "lease_wait_ms", s->lease_waited_ms);
+	if (c->shadow)
+		evrec_bool(&e.r, "shadow", true); /* judged only: ends in would_failover */
 	fo_emit(c, &e);
 	fo_step(c, s, "failover_start %s: %s%s", p->id, f->reason, f->planned ? " (planned)" : "");
 	/* Sentinel's order (sentinelStartFailover, sentinelFailoverWaitStart): the

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Shadow mode in the failover core (controller/fo_shadow.c): a failover is judged and
+ * runs its selection, then says would_failover and would_promote and ends ("shadow")
+ * with no promotion, no REPLICAOF, no pause and the primary unchanged; when the
+ * servers name another primary (Sentinel failed over), the core follows them. With
+ * the four-node shard of fo_harness.h. */
+#include "fo_harness.h"
+
+static char ev_would_failover[4096], ev_would_promote[4096], ev_followed[4096];
+static struct fo_ops sops;
+
+static void shadow_event(void *ctx, const char *kind, struct evrec *r)
+{
+	if (!strcmp(kind, "would_failover"))
+		snprintf(ev_would_failover, sizeof(ev_would_failover), "%.*s", (int)r->len, r->buf);
+	else if (!strcmp(kind, "would_promote"))
+		snprintf(ev_would_promote, sizeof(ev_would_promote), "%.*s", (int)r->len, r->buf);
+	else if (!strcmp(kind, "primary_followed"))
+		snprintf(ev_followed, sizeof(ev_followed), "%.*s", (int)r->len, r->buf);
+	op_event(ctx, kind, r);
+}
+
+static int shadow_setup(void **state)
+{
+	int rc = setup(state);
+
+	sops = ops;
+	sops.event = shadow_event;
+	C.ops = &sops;
+	C.shadow = true;
+	ev_would_failover[0] = ev_would_promote[0] = ev_followed[0] = '\0';
+	return rc;
+}
+
+/* Nothing that changes a server was asked of the ops. */
+static void assert_no_action(void)
+{
+	for (int i = 0; i < R.ncalls; i++)
+		if (!strncmp(R.calls[i], "promote", 7) || !strncmp(R.calls[i], "replicaof", 9) ||
+		    !strncmp(R.calls[i], "pause", 5) || !strncmp(R.calls[i], "unpause", 7))
+			fail_msg("shadow mode asked for \"%s\"", R.calls[i]);
+}
+
+static void kill_primary(void)
+{
+	struct info_repl i2 = slave_info("n1", 0, 990), i3 = slave_info("n1", 0, 1000),
+			 i4 = slave_info("n1", 0, 995);
+
+	healthy();
+	R.mono += 10;
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_true(evented("node_down") && evented("failover_start"));
+	assert_true(called("info n2") && called("info n3") && called("info n4"));
+	R.mono += 3;
+	fo_on_info(&C, N("n2"), true, &i2, NULL);
+	fo_on_info(&C, N("n4"), true, &i4, NULL);
+	fo_on_info(&C, N("n3"), true, &i3, NULL);
+}
+
+static void test_shadow_would_not_does(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	kill_primary();
+	assert_true(evented("replica_selected"));
+	assert_true(evented("would_failover") && evented("would_promote"));
+	assert_true(evented("failover_abort"));
+	assert_no_action();
+	assert_int_equal(R.promoted, 0);
+	assert_int_equal(s->primary, N("n1")->idx);
+	assert_int_equal(s->epoch, 0);
+	assert_int_equal(s->fo.state, FO_ST_NONE);
+	assert_int_equal(R.done, 1);
+	assert_string_equal(R.done_result, "shadow");
+	/* The events' fields: what, from whom, why, the ranking, the timeline. */
+	assert_non_null(strstr(ev_would_failover, "\"shard\":\"s\""));
+	assert_non_null(strstr(ev_would_failover, "\"from\":\"n1\""));
+	assert_non_null(strstr(ev_would_failover, "\"reason\":\"proc_exit\""));
+	assert_non_null(strstr(ev_would_failover, "\"started_ms\":1796032800000"));
+	assert_non_null(strstr(ev_would_failover, "\"elapsed_ms\":3"));
+	assert_non_null(strstr(ev_would_failover, "\"down_ms\":0,"));
+	assert_non_null(strstr(ev_would_failover, "+0 ms failover_start n1: proc_exit"));
+	assert_non_null(strstr(ev_would_failover, "; +3 ms replica_selected n3"));
+	assert_non_null(strstr(ev_would_promote, "\"instance\":\"n3\""));
+	assert_non_null(strstr(ev_would_promote, "\"ranking\":\"n3 n4 n2\""));
+	/* Sentinel's words for a failover in progress are the controller's to withhold;
+	 * the core still says +sdown/+odown, never +switch-master for a promotion. */
+	assert_true(published("+odown master s 10.0.0.1 6379"));
+	assert_false(published("+switch-master"));
+	/* Said once: more reports of the dead primary start nothing. */
+	clear_rec();
+	R.mono += 100;
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 990);
+	R.mono += 20000; /* past the block window */
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_false(evented("failover_start"));
+	assert_false(evented("would_failover"));
+	assert_no_action();
+	/* It returns (restarted by hand): up again, nothing repaired, nothing sent. */
+	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_true(evented("node_up"));
+	assert_no_action();
+	assert_int_equal(s->primary, N("n1")->idx);
+	/* The next failure is judged again. */
+	clear_rec();
+	R.mono += 10;
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_true(evented("failover_start"));
+}
+
+/* Sentinel promoted n3 after the kill: the servers' roles are the truth. */
+static void test_shadow_follows_the_servers(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	kill_primary();
+	assert_true(evented("would_promote"));
+	clear_rec();
+	R.mono += 1500;
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	report("n3", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1200);
+	assert_true(evented("primary_followed"));
+	assert_int_equal(s->primary, N("n3")->idx);
+	assert_int_equal(s->epoch, 1);
+	assert_int_equal(R.promoted, 1); /* the state saved (DNS is the controller's gate) */
+	assert_true(published("+switch-master s 10.0.0.1 6379 10.0.0.3 6379"));
+	assert_non_null(strstr(ev_followed, "\"instance\":\"n3\""));
+	assert_non_null(strstr(ev_followed, "\"from\":\"n1\""));
+	/* The others follow n3 by Sentinel's hand; the old primary returns as a master
+	 * Sentinel will demote: nothing is repaired here. */
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n3", 1, 1200);
+	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n3", 1, 1200);
+	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 0);
+	assert_no_action();
+	assert_int_equal(s->primary, N("n3")->idx);
+	assert_false(evented("failover_start"));
+}
+
+/* A switchover by Sentinel (SENTINEL FAILOVER): the primary, up, becomes a replica of
+ * another master; two masters at once are left until the servers agree. */
+static void test_shadow_follows_a_switchover(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	healthy();
+	R.mono += 10;
+	report("n2", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_int_equal(s->primary, N("n1")->idx); /* n1 still says master */
+	assert_false(evented("primary_followed"));
+	report("n1", FO_PROC_UP, INFO_ROLE_SLAVE, "n2", 1, 1000);
+	assert_true(evented("primary_followed"));
+	assert_int_equal(s->primary, N("n2")->idx);
+	assert_no_action();
+	assert_false(evented("failover_start"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_shadow_would_not_does, shadow_setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shadow_follows_the_servers, shadow_setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_shadow_follows_a_switchover, shadow_setup,
+					    teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
