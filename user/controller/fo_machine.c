@@ -26,6 +26,10 @@
  *   +--------------------------------------------------------------------------------+
  *                          abort: the offset not reached in time
  *
+ * PROMOTE, where ops->record is set (HA mode), first records "the candidate at the
+ * next epoch" (fo_on_record) and sends the promotion only once that is written; a
+ * record that fails or times out aborts the failover (nothing was promoted).
+ *
  * In NONE, fo_set_primary() is also how discovery at start (fo_discover), the
  * state file (fo_state_parse) and, on a follower controller, the leader's word
  * (fo_adopt) set the primary and epoch. Nothing else writes them. */
@@ -293,6 +297,50 @@ static void st_promote(struct fo_cluster *c, struct fo_shard *s)
 	n = &c->nodes[f->cand[f->cand_next++]];
 	f->pending = 1;
 	f->to = n->idx;
+	if (c->ops->record) {
+		/* The decision first, where a successor reads it (HA: etcd, fenced by the
+		 * leader's key): a leader that cannot record it does not promote. A new
+		 * epoch for every candidate, above any the record may already hold. */
+		unsigned long long e = s->epoch > s->epoch_floor ? s->epoch : s->epoch_floor;
+		int r;
+
+		if (f->rec_epoch > e)
+			e = f->rec_epoch;
+		f->rec_epoch = e + 1;
+		f->recording = true;
+		r = c->ops->record(c->ctx, s->idx, n->idx, f->rec_epoch);
+		if (!r)
+			return; /* fo_on_record */
+		f->recording = false;
+		if (r < 0) {
+			abort_failover(c, s, "the promotion could not be recorded");
+			return;
+		}
+	}
+	c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
+}
+
+void fo_on_record(struct fo_cluster *c, struct fo_shard *s, unsigned long long epoch, bool ok,
+		  const char *err)
+{
+	struct fo_failover *f = &s->fo;
+	struct fo_node *n;
+	char why[160];
+
+	if (f->state != FO_ST_PROMOTE || !f->recording || epoch != f->rec_epoch || f->to < 0)
+		return; /* a late answer */
+	f->recording = false;
+	n = &c->nodes[f->to];
+	if (!ok) {
+		/* Not the next candidate: the record is what failed, not the server. */
+		snprintf(why, sizeof(why), "failed to record %s at epoch %llu: %s", n->id, epoch,
+			 err ? err : "?");
+		abort_failover(c, s, why);
+		return;
+	}
+	fo_step(c, s, "recorded %s at epoch %llu", n->id, epoch);
+	if (c->ops->timer) /* the promotion's own time, from now */
+		c->ops->timer(c->ctx, s->idx, state_timeout_ms(c, FO_ST_PROMOTE));
 	c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
 }
 
@@ -308,7 +356,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		st_promote(c, s);
 		return;
 	}
-	if (fo_set_primary(c, s, n->idx, s->epoch + 1))
+	if (fo_set_primary(c, s, n->idx, f->rec_epoch ? f->rec_epoch : s->epoch + 1))
 		return;
 	f->epoch = s->epoch;
 	s->primary_replid[0] = '\0';
@@ -494,6 +542,10 @@ void fo_on_timer(struct fo_cluster *c, struct fo_shard *s)
 			wait_offset_poll(c, s);
 		break;
 	case FO_ST_PROMOTE:
+		if (f->recording) {
+			fo_on_record(c, s, f->rec_epoch, false, "timed out");
+			break;
+		}
 		promote_reply(c, s, &c->nodes[f->to], false, "timed out");
 		break;
 	case FO_ST_REPOINT:

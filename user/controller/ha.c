@@ -23,6 +23,7 @@ struct ha_call {
 	unsigned gen;
 	long long sent_ms;
 	ha_put_fn put_fn;
+	ha_get_fn get_fn;
 	void *put_ctx;
 	struct ha_call *next, **pprev;
 };
@@ -765,6 +766,48 @@ int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn
 	if (etcd_call(h->etcd, "/v3/kv/txn",
 		      txn_put_if_leader_rev(h, h->leader_rev, key, val, len, 0), 0, on_put,
 		      c) < 0) {
+		call_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void on_get(void *ctx, int err, const char *msg, struct json_object *resp)
+{
+	struct ha_call *c = ctx;
+	ha_get_fn fn = c->get_fn;
+	void *fctx = c->put_ctx;
+	struct json_object *kvs;
+	char val[512];
+	int len = -1;
+
+	call_free(c);
+	if (err) {
+		fn(fctx, err, msg, NULL);
+		return;
+	}
+	if (json_object_object_get_ex(resp, "kvs", &kvs) && json_object_array_length(kvs) > 0) {
+		len = etcd_json_get_bytes(json_object_array_get_idx(kvs, 0), "value", val,
+					  sizeof(val));
+		if (len < 0) {
+			fn(fctx, -EPROTO, "unreadable value", NULL);
+			return;
+		}
+	}
+	fn(fctx, 0, "", len < 0 ? NULL : val);
+}
+
+int ha_get(struct ha *h, const char *rel, ha_get_fn fn, void *ctx)
+{
+	struct ha_call *c = call_new(h);
+	char key[512];
+
+	if (!c)
+		return -ENOMEM;
+	c->get_fn = fn;
+	c->put_ctx = ctx;
+	snprintf(key, sizeof(key), "%s%s", h->prefix, rel);
+	if (etcd_call(h->etcd, "/v3/kv/range", kv_body(h, key), 0, on_get, c) < 0) {
 		call_free(c);
 		return -ENOMEM;
 	}
