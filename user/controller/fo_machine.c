@@ -565,6 +565,24 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 	char why[128];
 	int nm, pick = fo_discover_pick(c, s, why, sizeof(why), &nm);
 
+	if (pick < 0 && spi >= 0 && c->nodes[spi].info_ok &&
+	    c->nodes[spi].info.role == INFO_ROLE_SLAVE) {
+		/* The record names a replica: the promotion was recorded but not made (the
+		 * leader stopped in between, or the write timed out and was applied). The
+		 * primary is still the one it follows; its failure is handled as any, at
+		 * an epoch above the record's. */
+		struct fo_node *m = fo_node_by_addr(c, c->nodes[spi].info.master_host,
+						    c->nodes[spi].info.master_port);
+
+		if (m && m->shard == s->idx && m->idx != spi &&
+		    !fo_set_primary(c, s, m->idx, s->epoch)) {
+			s->epoch_floor = s->epoch;
+			fo_say_primary_discovered(c, s, spi,
+						  "the recorded primary was never promoted: "
+						  "the primary is still the one it follows");
+		}
+		return;
+	}
 	if (pick < 0) {
 		if (spi < 0)
 			fo_say_primary_unknown(c, s, nm);
