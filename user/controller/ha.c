@@ -43,6 +43,8 @@ struct ha {
 	unsigned gen; /* bumped on every start over */
 	int64_t lease_id;
 	long long deadline_ms; /* monotonic: act only before this */
+	long long ttl_ms;      /* the TTL etcd granted */
+	bool suspended;	       /* leader past its deadline, waiting for a keep-alive answer */
 	int64_t leader_rev;    /* create revision of our leader key */
 	char leader[64];       /* the leader's id, "" unknown */
 	int64_t rev;	       /* last revision seen */
@@ -232,6 +234,10 @@ static void on_kv(struct ha *h, struct json_object *kv, bool deleted)
 				event_active(h->campaign_ev, 0, 0);
 		} else {
 			leader_from(h, val);
+			if (h->role == HA_LEADER && strcmp(h->leader, h->o.id)) {
+				start_over(h, "another controller holds the leader key");
+				return;
+			}
 		}
 	} else if (!strncmp(rel, "controllers/", 12)) {
 		ctl_set(h, rel + 12, val, deleted);
@@ -416,8 +422,15 @@ static bool lease_renewed(struct ha *h, struct json_object *o, long long sent_ms
 	if (ttl <= 0)
 		return false;
 	deadline = sent_ms + ttl * 1000 - h->o.margin_ms;
+	h->ttl_ms = ttl * 1000;
 	if (deadline > h->deadline_ms)
 		h->deadline_ms = deadline;
+	if (h->suspended && now_ms() < h->deadline_ms) {
+		/* etcd renews only a lease that has not expired: ours held, so did the
+		 * leader key on it, and nobody else led meanwhile. */
+		h->suspended = false;
+		pr_info("ha: a keep-alive answered: the lease held; acting again\n");
+	}
 	tv = fl_ms_tv((long)(h->deadline_ms - now_ms()));
 	evtimer_add(h->deadline_timer, &tv);
 	return true;
@@ -521,6 +534,22 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(h->deadline_timer, &tv);
 		return;
 	}
+	/* Past the deadline the leader stops acting (ha_may_act), but it keeps its lease
+	 * for one TTL more: etcd without a raft leader for a moment (the member that led
+	 * it died) answers no keep-alive until it has elected another, and then renews
+	 * every lease that has not expired, ours included. Only a lease etcd has surely
+	 * expired by now ends the lead; a keep-alive answered before resumes it. */
+	if (h->role == HA_LEADER && h->deadline_ms && now_ms() < h->deadline_ms + h->ttl_ms) {
+		struct timeval tv = fl_ms_tv((long)(h->deadline_ms + h->ttl_ms - now_ms()));
+
+		if (!h->suspended)
+			pr_warn("ha: the lease's deadline passed without a keep-alive answer: not "
+				"acting until one answers (%lld ms at most)\n",
+				h->deadline_ms + h->ttl_ms - now_ms());
+		h->suspended = true;
+		evtimer_add(h->deadline_timer, &tv);
+		return;
+	}
 	start_over(h, "the lease's deadline passed without a keep-alive answer");
 }
 
@@ -570,6 +599,7 @@ static void start_over(struct ha *h, const char *why)
 	evtimer_del(h->deadline_timer);
 	h->lease_id = 0;
 	h->deadline_ms = 0;
+	h->suspended = false;
 	if (h->role == HA_LEADER)
 		set_role(h, HA_FOLLOWER, why);
 	else
