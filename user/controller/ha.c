@@ -363,19 +363,39 @@ static void on_range(void *ctx, int err, const char *msg, struct json_object *re
 	struct json_object *kvs, *hdr;
 	char end[160];
 	size_t elen;
+	unsigned gen_now;
 
+	if (err && c->gen == h->gen && !h->stopping && h->role == HA_LEADER) {
+		/* A leader reading again after its watch or a keep-alive failed (etcd
+		 * electing a new raft leader answers "leader changed"): not a reason to
+		 * give up the lead (the lease decides); read again a little later. */
+		struct timeval tv = fl_ms_tv(100);
+
+		if (err != -EIO)
+			set_health(h, false, msg);
+		call_free(c);
+		evtimer_add(h->resync_ev, &tv);
+		return;
+	}
 	if (!answer_ok(c, err, msg, "read the cluster state from etcd")) {
 		call_free(c);
 		return;
 	}
 	call_free(c);
+	gen_now = h->gen;
 	h->nctls = 0;
 	h->leader[0] = '\0';
 	if (json_object_object_get_ex(resp, "header", &hdr))
 		h->rev = etcd_json_get_i64(hdr, "revision", 0);
 	if (json_object_object_get_ex(resp, "kvs", &kvs))
-		for (size_t i = 0; i < json_object_array_length(kvs); i++)
+		for (size_t i = 0; i < json_object_array_length(kvs) && gen_now == h->gen; i++)
 			on_kv(h, json_object_array_get_idx(kvs, i), false);
+	if (gen_now != h->gen)
+		return; /* started over (another controller's leader key) */
+	if (h->role == HA_LEADER && !h->leader[0]) {
+		start_over(h, "the leader key is gone");
+		return;
+	}
 	elen = etcd_prefix_end(h->prefix, h->plen, end, sizeof(end));
 	etcd_watch_free(h->watch);
 	h->watch = etcd_watch_start(h->etcd, h->prefix, h->plen, end, elen, h->rev + 1,
