@@ -9,7 +9,7 @@
  * heartbeat (INFO in full on each new connection, then INFO replication) as the
  * agent's srvmon does. The REPORT is built from the agent's key table
  * (common/report_keys.c) and the server's INFO parsed by the agent's parser
- * (common/info.c), key for key as agent_events.c builds it, without the peer keys (no ICMP
+ * (common/info.c), key for key as agent_report.c builds it, without the peer keys (no ICMP
  * probing here) and without BPF: the process path is the agent's rule for its
  * server connection, nothing more:
  *   - a refused connection (nothing listens): proc down;
@@ -172,7 +172,7 @@ static void add(struct msg *m, enum report_key k, const char *fmt, ...)
 	m->used += n + 1;
 }
 
-/* As agent_events.c's build_report, without peers, exit cause (no BPF) and fencing. */
+/* As agent_report.c's agent_report_build, without peers, exit cause (no BPF) and fencing. */
 static void build(struct node *n, struct msg *m)
 {
 	const struct info_repl *i = &n->info;

@@ -85,8 +85,8 @@ static void kv(struct args *a, enum report_key k, const char *peer, const char *
 	a->used += n + 1;
 }
 
-/* What an agent of a healthy node sends (agent_events.c's build_report), with ICMP verdicts
- * on the two other nodes of its shard. */
+/* What an agent of a healthy node sends (agent_report.c's agent_report_build), with ICMP
+ * verdicts on the two other nodes of its shard. */
 static void build(const struct fo_cluster *c, const struct fo_node *n, struct args *a)
 {
 	const struct fo_shard *s = &c->shards[n->shard];

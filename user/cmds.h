@@ -13,6 +13,7 @@ int cmd_peers(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_node_key(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const struct {
     {"probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)"},
     {"node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret"},
     {"check", cmd_check, "validate a cluster file and print what each process will do"},
+    {"import", cmd_import, "write a cluster file from sentinel.conf files or live Sentinels"},
     {"version", cmd_version, "print the version"},
 };
 

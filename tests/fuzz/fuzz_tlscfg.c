@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* libFuzzer harness: the TLS keys of the cluster file (README, "Deploying with
- * TLS"): tls_listen, tls_address, tls_cert, tls_key, tls_ca, tls_auth_clients in
+/* libFuzzer harness: the TLS keys of the cluster file (docs/security.md,
+ * TLS): tls_listen, tls_address, tls_cert, tls_key, tls_ca, tls_auth_clients in
  * [controller], tls_cert/tls_key/tls_ca in [agent], tls, tls_ca, tls_cert, tls_key,
  * tls_server_name in [redis]. The input's lines go into a valid cluster file, each
  * line's first byte choosing its section, so that nearly every input reaches the TLS

@@ -175,7 +175,7 @@ test_ha_etcd_auth() {
 	check_primary
 	sed "s/^password = .*/password = wrong-password-$$/" "$CL_CONF" >"$bad"
 	printf '[controller "cbad"]\nlisten = %s:26390\n' "$(cl_ha_ip "$lead")" >>"$bad"
-	chmod 600 "$bad" # it holds secrets (issue 14: refused otherwise)
+	chmod 600 "$bad" # it holds secrets (refused otherwise)
 	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller --allow-root -c "$bad" --id cbad \
 		--event-log "$CL_DIR/bad.jsonl"
 	sleep 2
@@ -199,7 +199,7 @@ test_ha_etcd_tls() {
 	check_primary
 	grep -v '^cert = \|^key = ' "$CL_CONF" >"$bad"
 	printf '[controller "cbad"]\nlisten = %s:26390\n' "$(cl_ha_ip "$lead")" >>"$bad"
-	chmod 600 "$bad" # it holds secrets (issue 14: refused otherwise)
+	chmod 600 "$bad" # it holds secrets (refused otherwise)
 	cl_spawn ctl-bad "$(cl_ha_ns "$lead")" "$FL" controller --allow-root -c "$bad" --id cbad \
 		--event-log "$CL_DIR/bad.jsonl"
 	sleep 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The agent with a cluster file (issue 4): real redis-server, a recording
+# The agent with a cluster file: real redis-server, a recording
 # controller peer (tests/lib/recpeer.py), real BPF.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
@@ -195,7 +195,7 @@ test_config_errors() {
 	check_conf '[controller]\nlisten = nowhere:0\n' "$f:2: [controller] listen: not host:port"
 	check_conf '[node "n1"]\naddress = 127.0.0.1\n' "$f:1: [node \"n1\"] redis: missing"
 	check_conf '[cluster]\nsecret = 0123456789abcdef\n[node "n2"]\naddress = 127.0.0.1\nredis = h:1\n' "node n1 is not in $f"
-	# Secrets as ssh treats keys (issue 14).
+	# Secrets as ssh treats keys.
 	check_conf '[node "n1"]\naddress = 127.0.0.1\nredis = h:1\n' "$f:1: [cluster] secret: missing"
 	check_conf '[cluster]\nsecret = short\n' "$f:2: [cluster] secret: too short (5 bytes)"
 	check_conf '[cluster]\nsecret = 0123456789abcdef ;x\n' "a ';' after a space starts a comment"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client authentication apart from node credentials (issue 14, parts 2 and 4), as
+# Client authentication apart from node credentials, as
 # Sentinel 6.2+ does it: [controller] requirepass and [user "name"] sections. Real
 # controller, real agents (real BPF), real redis-server; real client libraries
 # (redis-py, ioredis) logging in with the API password; an attacker guessing
@@ -177,7 +177,7 @@ test_guessing_is_slowed_per_address() {
 	lines=$((after - before))
 	echo "    guesser, 50 connections for 20 s: $r; $lines lines on stderr; controller CPU $((t1 - t0)) ticks, peak RSS $(hwm_kb "$CTL_PID") kB" >&2
 	jq -e '.answers >= 5' <<<"$r" >/dev/null || fail "the guesser got no answers at all: $r"
-	# Unslowed it would be tens of thousands a second (issue 14: 350,000/s).
+	# Unslowed it would be tens of thousands a second (350,000/s).
 	jq -e '.per_s <= 5' <<<"$r" >/dev/null || fail "guessing not slowed: $r"
 	jq -e '.wrongpass == .answers' <<<"$r" >/dev/null || fail "a guess got another answer than WRONGPASS: $r"
 	[ "$lines" -le 30 ] || fail "failed AUTHs logged $lines lines in 20 s"

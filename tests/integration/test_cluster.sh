@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The failure suite (issue 8): every failure from DESIGN.md against a whole cluster
+# The failure suite: every failure from DESIGN.md against a whole cluster
 # (tests/lib/cluster.sh: three namespace hosts with a server and flatline agent, the
 # controller and BIND9 named in a fourth), with the DNS-following writer running. The
 # server is FL_FLAVOUR's (tests/lib/flavour.sh): Redis 7.0 by default;
@@ -44,7 +44,7 @@ cluster() {
 }
 writes_over() { [ "$(grep -c '^A ' "$CL_DIR/writer.out")" -gt "$1" ]; }
 
-# has_peers: the agents probe each other (issue 7's prober in the agent): a peer_up.
+# has_peers: the agents probe each other (the agent's prober): a peer_up.
 has_peers() {
 	local i
 	for _ in $(seq 100); do
@@ -56,7 +56,7 @@ has_peers() {
 	return 1
 }
 need_peers() {
-	has_peers || fail "the agents log no peer_up: no ICMP peer reports (issue 7)"
+	has_peers || fail "the agents log no peer_up: no ICMP peer reports"
 }
 
 
@@ -195,12 +195,31 @@ test_oom_kill() {
 
 test_hung_then_resumed() {
 	cluster
-	local pid t1 t2
+	local pid t1 t2 ask ip=$CL_CTL_IP log=$CL_CLOG lead
 	pid=$(cl_pid "redis-$(cl_node 1)")
 	on_exit "kill -CONT $pid"
+	if [ -n "$CL_HA" ]; then # the leader fails over: ask it
+		lead=$(cl_ha_leader) || fail "no leader"
+		ip=$(cl_ha_ip "$lead") log=$(cl_ha_log "$lead")
+	fi
 	kill_at STOP "$pid"
+	# Sentinel clients asking meanwhile (tests/lib/ask_primary.py): held questions and
+	# new ones learn the new primary at the promotion, not after the repoint of the
+	# stopped server (its REPLICAOF waits out its 1 s timeout).
+	cl_ctl "$PY" tests/lib/ask_primary.py "$ip" "$CL_CTL_PORT" "$CL_SHARD" "$(cl_ip 1)" \
+		"$log" "$T0" 15 >"$T/ask.json" 2>"$T/ask.err" &
+	ask=$!
 	check_primary 10
 	reason_is "proc_hung stopped"
+	wait "$ask" || fail "ask_primary.py: $(cat "$T/ask.err")"
+	echo "    Sentinel clients after promoted: $(cat "$T/ask.json")" >&2
+	jq -e --arg ip "$(cl_ip "$NEW")" '.poll_ip == $ip and .poll_held and .poll_ms < 500' "$T/ask.json" >/dev/null ||
+		fail "a held get-master-addr-by-name did not learn the new primary within 500 ms of promoted: $(cat "$T/ask.json")"
+	jq -e --arg ip "$(cl_ip "$NEW")" '.fresh_ip == $ip and .fresh_ms < 500 and .fresh_before_end' "$T/ask.json" >/dev/null ||
+		fail "get-master-addr-by-name after promoted not answered with the new primary at once: $(cat "$T/ask.json")"
+	jq -e '.end_ms >= 950' "$T/ask.json" >/dev/null ||
+		fail "the stopped old primary's repoint did not take its 1 s timeout (the test proves nothing): $(cat "$T/ask.json")"
+	record "  (Sentinel clients: held $(jq .poll_ms "$T/ask.json") ms, new question $(jq .fresh_ms "$T/ask.json") ms after promoted; failover_end $(jq .end_ms "$T/ask.json") ms after)"
 	sleep 1
 	# SIGCONT: it wakes up believing it is the primary; it must be demoted at once.
 	t1=$(cl_now_ns)
@@ -292,7 +311,7 @@ test_fast_restart() {
 # unthrottled: it must converge with one promotion.
 test_controller_restart() {
 	# The restarted controller must also repair DNS if the first one died between the
-	# promotion and its DNS UPDATE (issue 6: start-up and drift check, check_ms).
+	# promotion and its DNS UPDATE (start-up and drift check, check_ms).
 	FL_DNS_CONF="check_ms = 1000" cluster
 	DNS_WAIT_S=4
 	local cg='' pid last i n=0 lines=()
@@ -405,7 +424,7 @@ test_lossy_no_fault() {
 	record "${LOSS_S} s at 20 % loss (peers probing: $peers): 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, $drops packets dropped, writer $(cat "$CL_DIR/writer.json")"
 }
 
-# ---- the same on IPv6 (issue 20): ULA addresses, ICMPv6 probes, the controller on [::]
+# ---- the same on IPv6: ULA addresses, ICMPv6 probes, the controller on [::]
 # with the agents reporting to its IPv6 address, DNS AAAA, the Sentinel API's IPv6 ----
 
 # ipv6_sane: the cluster file and the answers really are IPv6.

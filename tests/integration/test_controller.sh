@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The controller (issue 5): real redis-server x3 on loopback, real agents (BPF, root),
+# The controller: real redis-server x3 on loopback, real agents (BPF, root),
 # real controller. Failover on kill -9 and SIGSTOP, the old primary demoted, planned
 # switchover without losing an acknowledged write, a Sentinel client following,
 # state file and bad input.
@@ -335,7 +335,7 @@ test_bad_input() {
 	redis-cli -p "$CTL_PORT" info | grep -q "master0:name=s,status=ok" || fail "INFO"
 }
 
-# An agent connection reads with its own event once proved (issue 19): pipelined
+# An agent connection reads with its own event once proved: pipelined
 # REPORTs split across writes are answered in order, and an agent silent for 10
 # heartbeats (1 s here) is closed with agent_timeout, not before.
 test_silent_agent_closed() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The controller keeps the shard's name on its primary (issue 6): real BIND9 named,
+# The controller keeps the shard's name on its primary: real BIND9 named,
 # real redis-server x3 on three loopback addresses (127.0.0.21-23, so each primary
 # has its own address), real agents and controller.
 cd "$(dirname "$0")/../.." || exit 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DNS UPDATE with TSIG against a real BIND9 named (issue 6), through user/controller/dns.c driven by
+# DNS UPDATE with TSIG against a real BIND9 named, through user/controller/dns.c driven by
 # build/tools/dnsupdate on a libevent loop. Traffic goes to 127.0.0.1 only.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh

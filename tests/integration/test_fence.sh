@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Self-fencing (issue 7, part 5): a primary whose host is cut off pauses its own
+# Self-fencing: a primary whose host is cut off pauses its own
 # writes, and lifts the pause only on the controller's word. Namespaces: a bridge,
 # host a (redis primary + agent n1), host b (peer n2 + the recording controller),
 # addresses in 198.18.1.0/24 that exist only inside them; all removed on exit.

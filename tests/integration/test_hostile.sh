@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile peers (issue 14): fake controllers and fake servers that send replies
+# Hostile peers: fake controllers and fake servers that send replies
 # nobody asked for, huge or endless replies, deep nesting, a slow drip. The
 # processes stay alive with bounded memory, close that one link with a clear
 # message and dial again. Real agent (real BPF), real redis-server where a real
@@ -12,7 +12,7 @@ N1=h1-$$
 # peaks near 20 MiB; a reply is bounded at 4 MiB and held at most three times.
 # Under ASan (make check-integration-asan: BUILD=build-asan) freed memory sits in
 # its quarantine (256 MiB at most) and every block carries redzones: 512 MiB (the
-# floods took the controller to 1.26-1.5 GiB before issue 14; the subscriber
+# floods took the controller to 1.26-1.5 GiB before the output limits; the subscriber
 # flood peaks near 400 MiB under ASan, 150 MiB the STATUS flood). make test runs
 # the same tests on the plain build with the 64 MiB bound.
 if [[ ${BUILD:-build} == *asan* ]]; then

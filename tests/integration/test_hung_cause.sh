@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hung with a cause from the scheduler (issue 13): real redis-server, real BPF
+# Hung with a cause from the scheduler: real redis-server, real BPF
 # (bpf/sched.bpf.c), a recording controller peer. A busy server is alive, a
 # stopped one is hung at stop_grace_ms, the others at hung_after with a cause.
 cd "$(dirname "$0")/../.." || exit 1

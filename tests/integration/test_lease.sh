@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The write lease (issue 12): no server acknowledges a client write after another server
+# The write lease: no server acknowledges a client write after another server
 # of its shard was promoted, in every partition shape, with the agent dead or stopped.
 #
 # Each test brings up its own cluster (tests/lib/cluster.sh: three namespace hosts, the

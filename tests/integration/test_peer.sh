@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host-failure detection (issue 7): ICMP echo timed in the kernel, the verdict on
+# Host-failure detection: ICMP echo timed in the kernel, the verdict on
 # each peer. Every test builds its own namespaces: a bridge namespace and two
 # "hosts" (a: the prober, b: the peer) joined to it by veth pairs, addresses in
 # 198.18.0.0/24 (RFC 2544's benchmarking range) that exist only inside them. No

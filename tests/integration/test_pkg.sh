@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Production pieces (issue 17): `flatline version` and `check`, the manual, the
+# Production pieces: `flatline version` and `check`, the manual, the
 # systemd units, the Debian package, least privilege, SIGHUP, journald levels and
 # the Prometheus metrics.
 cd "$(dirname "$0")/../.." || exit 1
@@ -364,7 +364,7 @@ test_controller_refuses_root() {
 	[ ! -e "$T/c.jsonl" ] || fail "it started anyway"
 	cp "$FL" "$T/flatline"
 	chmod 0755 "$T" "$T/flatline"
-	chown nobody "$T/c.conf" # 0600: it holds the secret (issue 14); nobody reads it
+	chown nobody "$T/c.conf" # 0600: it holds the secret; nobody reads it
 	mkdir -m 0777 "$T/run"
 	$PY tests/lib/notifyrec.py "$T/run/notify.sock" "$T/notify.log" &
 	on_exit "kill $!"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Process-death detection in the kernel (issue 2): real BPF, real processes.
+# Process-death detection in the kernel: real BPF, real processes.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 

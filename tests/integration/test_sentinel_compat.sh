@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# flatline's Sentinel API against a real redis-sentinel on the same kind of cluster
-# (issue 16): the same servers (tests/lib/cluster.sh's three namespace hosts), first
+# flatline's Sentinel API against a real redis-sentinel on the same kind of cluster:
+# the same servers (tests/lib/cluster.sh's three namespace hosts), first
 # watched by one Debian redis-sentinel (quorum 1), then by flatline. Each answers the
 # same commands (tests/lib/compat.py: reply types and field names, command by command)
 # and runs the same planned switchover (SENTINEL FAILOVER after AUTH), its event
-# stream recorded (PSUBSCRIBE *). The comparison is printed as two tables (the README's
+# stream recorded (PSUBSCRIBE *). The comparison is printed as two tables (docs/sentinel.md's
 # "Sentinel compatibility" lists the differences and why); a difference that is not a
 # known one fails the test.
 cd "$(dirname "$0")/../.." || exit 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Client libraries nobody here wrote, with their default options, following the shard
-# through the controller's Sentinel API (issue 16): ioredis (npm, the version pinned in
+# through the controller's Sentinel API: ioredis (npm, the version pinned in
 # tests/node/package.json, installed by scripts/install-deps.sh) and redis-py (Debian's
 # python3-redis). Each test brings up a cluster (tests/lib/cluster.sh), starts four
 # applications (tests/node/app.js, tests/lib/clientapp.py, each a writer — RPUSH at
@@ -19,7 +19,7 @@
 #
 # test_clients_vs_sentinel runs the same applications through the same two faults
 # against three real redis-sentinel (Debian's) on the same kind of cluster and prints
-# the error counts side by side (README, "Sentinel compatibility").
+# the error counts side by side (docs/sentinel.md).
 # test_clients_ha_discovery: HA mode, every controller discovered (SENTINEL SENTINELS,
 # ioredis's updateSentinels), runtime settings in etcd. test_runtime_per_shard:
 # SENTINEL SET per master, kept over a restart. test_hooks_async_timeout_retry:
@@ -139,7 +139,9 @@ slave_of() { # IDX MASTER-IDX
 master_at() { echo "master $CL_SHARD $(cl_ip "$1") 6379"; }
 
 # The stream of a failover from OLD to NEW, the third node R: Sentinel's kinds, payloads
-# and order (sentinel.c: sentinelStartFailover ... sentinelFailoverSwitchToPromotedSlave).
+# and order (sentinel.c: sentinelStartFailover ... sentinelFailoverSwitchToPromotedSlave),
+# but for +switch-master, published at the promotion (clients learn the new primary
+# then, not after the repoints), once.
 failover_stream() { # OLD NEW R [crash]
 	local o=$1 n=$2 r=$3 crash=${4:-}
 	local head=() tail=()
@@ -152,11 +154,13 @@ failover_stream() { # OLD NEW R [crash]
 		"+failover-state-send-slaveof-noone $(slave_of "$n" "$o")" \
 		"+failover-state-wait-promotion $(slave_of "$n" "$o")" \
 		"+promoted-slave $(slave_of "$n" "$o")" "+failover-state-reconf-slaves $(master_at "$o")" \
+		"+switch-master $CL_SHARD $(cl_ip "$o") 6379 $(cl_ip "$n") 6379" \
 		"+slave-reconf-sent $(slave_of "$r" "$o")" "+slave-reconf-inprog $(slave_of "$r" "$o")" \
 		"+slave-reconf-done $(slave_of "$r" "$o")" "${tail[@]}" \
 		"+failover-end $(master_at "$o")" \
-		"+switch-master $CL_SHARD $(cl_ip "$o") 6379 $(cl_ip "$n") 6379" \
 		"+slave $(slave_of "$r" "$n")"
+	[ "$(grep -c '^+switch-master ' "$CL_DIR/events.txt")" = 1 ] ||
+		fail "+switch-master published more than once: $(cat "$CL_DIR/events.txt")"
 }
 
 test_clients_sigkill() {
@@ -386,7 +390,7 @@ settled() {
 # Three redis-sentinel (Debian's, quorum 2, down-after-milliseconds 1000 as flatline's
 # node_down_after_ms here) on the same kind of cluster, the same four applications with
 # their defaults; kill -9 of the primary, then SENTINEL FAILOVER. Prints the errors each
-# application saw in each (the README's table); checks that every application follows.
+# application saw in each (docs/sentinel.md's table); checks that every application follows.
 test_clients_vs_sentinel() {
 	local p d a t1 t2 t3 old figs=""
 	need_clients

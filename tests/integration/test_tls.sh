@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TLS everywhere (issue 14, part 3): certificates made here with the openssl CLI,
+# TLS everywhere: certificates made here with the openssl CLI,
 # real redis-servers on their tls-port only (port 0, tls-replication yes,
 # tls-auth-clients yes), the controller on tls_listen only, agents and the
 # controller speaking TLS to the servers and agents to the controller; a planned

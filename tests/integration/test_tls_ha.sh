@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TLS in HA mode (issue 14 part 3, issue 15): a real etcd on loopback, three
+# TLS in HA mode: a real etcd on loopback, three
 # controllers ([controller "cN"] tls_listen only, no plain socket, the certificate
 # files shared in [controller]), two real redis-servers on their tls-port only, an
 # agent per server reporting to every controller over TLS (each controller's

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/flavour.sh
 PY=/usr/bin/python3
 
-# The least a [redis] user needs for everything flatline sends (README, "Valkey").
+# The least a [redis] user needs for everything flatline sends (docs/servers.md).
 FL_ACL=(resetchannels -@all +ping +info +auth +hello "+client|setname" "+client|pause"
 	"+client|unpause" "+client|kill" +replicaof "+config|rewrite" +multi +exec)
 ACL_USER=flatline ACL_PASS=fl-pw

@@ -32,20 +32,14 @@ import time
 import redis
 from redis.sentinel import Sentinel, MasterNotFoundError
 
+from clwriter import split_hp
+
 stop = False
 
 
 def on_term(signum, frame):
     global stop
     stop = True
-
-
-def split_hp(s, default_port):
-    if s.startswith("["):
-        host, _, rest = s[1:].partition("]")
-        return host, int(rest[1:]) if rest.startswith(":") else default_port
-    host, _, port = s.rpartition(":")
-    return host, int(port or default_port)
 
 
 def error_name(e):

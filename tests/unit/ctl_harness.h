@@ -87,6 +87,24 @@ static __attribute__((unused)) void th_free(struct ctl *c)
 	free(c);
 }
 
+/* The test's controller: th_setup makes it on th_cluster, th_teardown frees it
+ * (cmocka fixtures; a test file with another cluster file sets C itself). */
+static struct ctl *C;
+
+static __attribute__((unused)) int th_setup(void **state)
+{
+	(void)state;
+	C = th_new(th_cluster);
+	return 0;
+}
+
+static __attribute__((unused)) int th_teardown(void **state)
+{
+	(void)state;
+	th_free(C);
+	return 0;
+}
+
 /* A client connection from peer ("10.1.2.3:4000"). */
 static __attribute__((unused)) struct ctl_conn *th_conn(struct ctl *c, const char *peer)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* What the failover unit tests share: a four-node shard, an injected clock and
  * ops that record what they were asked to do. Included by test_failover.c,
- * test_fo_rank.c and test_fo_state.c (one program each). */
+ * test_fo_rank.c, test_fo_rules.c, test_fo_state.c and the others (one program each). */
 #ifndef FL_TEST_FO_HARNESS_H
 #define FL_TEST_FO_HARNESS_H
 
@@ -35,6 +35,7 @@ struct rec {
 	int npubs;
 	int timer_ms;
 	int promoted, done;
+	int promoted_npubs; /* messages published when ops->promoted was last called */
 	char done_result[128];
 };
 static struct rec R;
@@ -109,6 +110,7 @@ static void op_promoted(void *ctx, int s)
 {
 	(void)ctx, (void)s;
 	R.promoted++;
+	R.promoted_npubs = R.npubs;
 }
 static void op_done(void *ctx, int s, const char *result)
 {

@@ -199,7 +199,7 @@ static const struct {
      "t.conf:5: [controller \"c1\"]: controller defined twice"},
     {"[etcd]\nendpoints = http://a:1\n[controller \"c1\"]\nport = 1\n",
      "t.conf:4: [controller \"c1\"] port: unknown key"},
-    /* Secrets, as ssh handles keys (issue 14). */
+    /* Secrets, as ssh handles keys. */
     {"[cluster]\nname = x\n", "t.conf:1: [cluster] secret: missing: agents and clients"},
     {"[agent]\nheartbeat_ms = 100\n", "t.conf:1: [cluster] secret: missing"},
     {"[cluster]\nsecret =\n", "t.conf:2: [cluster] secret: empty: a secret of at least 16 bytes"},
@@ -250,7 +250,7 @@ static void test_etcd(void **state)
 	cfg_free(c);
 }
 
-/* The TLS keys (README, "Deploying with TLS"): defaults, tls_address from
+/* The TLS keys (docs/security.md, TLS): defaults, tls_address from
  * tls_listen, and each cross-check with its file:line message. */
 static void test_tls_keys(void **state)
 {

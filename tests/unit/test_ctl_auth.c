@@ -16,26 +16,10 @@ static const char auth_cluster[] =
     "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6380\n"
     "[shard \"s\"]\nnodes = n1 n2\n";
 
-static struct ctl *C;
-
 static int setup_auth(void **state)
 {
 	(void)state;
 	C = th_new(auth_cluster);
-	return 0;
-}
-
-static int setup_plain(void **state)
-{
-	(void)state;
-	C = th_new(th_cluster);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	th_free(C);
 	return 0;
 }
 
@@ -255,16 +239,17 @@ static void test_fatal(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_noauth_then_login, setup_auth, teardown),
-	    cmocka_unit_test_setup_teardown(test_user_permissions, setup_auth, teardown),
+	    cmocka_unit_test_setup_teardown(test_noauth_then_login, setup_auth, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_user_permissions, setup_auth, th_teardown),
 	    cmocka_unit_test_setup_teardown(test_failed_logins_wait_their_turn, setup_auth,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_cluster_secret, setup_plain, teardown),
-	    cmocka_unit_test_setup_teardown(test_output_limits, setup_plain, teardown),
-	    cmocka_unit_test_setup_teardown(test_output_limit_before_login, setup_auth, teardown),
-	    cmocka_unit_test_setup_teardown(test_log_rate_per_address, setup_plain, teardown),
-	    cmocka_unit_test_setup_teardown(test_reply_types, setup_plain, teardown),
-	    cmocka_unit_test_setup_teardown(test_fatal, setup_plain, teardown),
+					    th_teardown),
+	    cmocka_unit_test_setup_teardown(test_cluster_secret, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_output_limits, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_output_limit_before_login, setup_auth,
+					    th_teardown),
+	    cmocka_unit_test_setup_teardown(test_log_rate_per_address, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_reply_types, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_fatal, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,22 +5,6 @@
  * setting from etcd. */
 #include "ctl_harness.h"
 
-static struct ctl *C;
-
-static int setup(void **state)
-{
-	(void)state;
-	C = th_new(th_cluster);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	th_free(C);
-	return 0;
-}
-
 static void read_file(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "r");
@@ -202,13 +186,14 @@ static void test_from_etcd(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_set_needs_auth, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_set_applies_and_keeps, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_set_checks_every_pair_first, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_config_and_debug, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_simulate_failure, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_load_skips_bad_lines, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_from_etcd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_set_needs_auth, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_set_applies_and_keeps, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_set_checks_every_pair_first, th_setup,
+					    th_teardown),
+	    cmocka_unit_test_setup_teardown(test_config_and_debug, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_simulate_failure, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_load_skips_bad_lines, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_from_etcd, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

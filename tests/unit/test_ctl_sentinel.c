@@ -6,22 +6,6 @@
  * its connection goes. */
 #include "ctl_harness.h"
 
-static struct ctl *C;
-
-static int setup(void **state)
-{
-	(void)state;
-	C = th_new(th_cluster);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	th_free(C);
-	return 0;
-}
-
 static void test_get_master_addr(void **state)
 {
 	struct ctl_conn *k = th_conn(C, "10.1.0.1:5000");
@@ -177,12 +161,12 @@ static void test_simulate_flags(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_get_master_addr, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_master_and_masters, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_other_subcommands, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_held_until_changed, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_pubsub_from_the_outbox, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_simulate_flags, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_get_master_addr, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_master_and_masters, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_other_subcommands, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_held_until_changed, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_pubsub_from_the_outbox, th_setup, th_teardown),
+	    cmocka_unit_test_setup_teardown(test_simulate_flags, th_setup, th_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

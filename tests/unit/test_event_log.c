@@ -68,6 +68,26 @@ static void test_escaping(void **state)
 	}
 }
 
+/* The kind rides in the record as given, for counters that do not read the JSON. */
+static void test_kind_carried(void **state)
+{
+	char longer[EVREC_KIND_MAX + 8];
+	struct evrec r;
+
+	(void)state;
+	evrec_begin(&r, &ts0, "n1", "proc_exit");
+	evrec_str(&r, "kind", "not_this_one");
+	assert_string_equal(r.kind, "proc_exit");
+	evrec_begin(&r, &ts0, "n1", NULL);
+	assert_string_equal(r.kind, "");
+	assert_non_null(strstr(evrec_end(&r), "\"kind\":null"));
+	memset(longer, 'k', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	evrec_begin(&r, &ts0, "n1", longer);
+	assert_int_equal(strlen(r.kind), EVREC_KIND_MAX - 1);
+	assert_memory_equal(r.kind, longer, EVREC_KIND_MAX - 1);
+}
+
 static void test_value_types(void **state)
 {
 	static const char want[] =
@@ -692,6 +712,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_escaping),
+	    cmocka_unit_test(test_kind_carried),
 	    cmocka_unit_test(test_value_types),
 	    cmocka_unit_test(test_overflow),
 	    cmocka_unit_test(test_round_trip),

@@ -94,6 +94,7 @@ static void test_process_path_failover(void **state)
 	assert_true(called("info n2") && called("info n3") && called("info n4"));
 	assert_false(called("info n1"));
 	assert_int_equal(s->fo.state, FO_ST_SELECT);
+	assert_false(fo_primary_settled(s)); /* the old primary is down, none promoted yet */
 	/* A second report in conflict never starts a second failover. */
 	report("n1", FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
 	assert_int_equal(s->fo.state, FO_ST_SELECT);
@@ -110,8 +111,16 @@ static void test_process_path_failover(void **state)
 	assert_int_equal(R.promoted, 1);
 	assert_true(
 	    published("+promoted-slave slave 10.0.0.3:6379 10.0.0.3 6379 @ s 10.0.0.1 6379"));
-	/* Sentinel's order: +switch-master only after +failover-end. */
-	assert_false(published("+switch-master"));
+	/* Clients learn the new primary at the promotion: +switch-master now, after the
+	 * state was saved (ops->promoted), before any replica answered; held questions
+	 * are answered from here on (fo_primary_settled). */
+	assert_true(published("+switch-master s 10.0.0.1 6379 10.0.0.3 6379"));
+	assert_true(pub_index("+promoted-slave") < pub_index("+switch-master") &&
+		    pub_index("+failover-state-reconf-slaves") < pub_index("+switch-master"));
+	assert_true(R.promoted_npubs <= pub_index("+switch-master"));
+	assert_false(published("+failover-end"));
+	assert_int_equal(s->fo.state, FO_ST_REPOINT);
+	assert_true(fo_primary_settled(s));
 	assert_true(called("replicaof n2 n3") && called("replicaof n4 n3"));
 	assert_false(called("replicaof n1 n3")); /* dead: demoted when it returns */
 	fo_on_replicaof(&C, N("n2"), true, NULL);
@@ -122,9 +131,10 @@ static void test_process_path_failover(void **state)
 	assert_true(evented("replicas_repointed") && evented("failover_end"));
 	assert_true(published("+failover-end master s 10.0.0.1 6379"));
 	assert_true(published("+switch-master s 10.0.0.1 6379 10.0.0.3 6379"));
-	assert_true(pub_index("-odown master s 10.0.0.1 6379") < pub_index("+failover-end") &&
-		    pub_index("+failover-end") < pub_index("+switch-master") &&
-		    pub_index("+switch-master") <
+	assert_true(pub_index("+switch-master") <
+			pub_index("+slave-reconf-sent slave 10.0.0.2:6379 10.0.0.2 6379 @ s") &&
+		    pub_index("-odown master s 10.0.0.1 6379") < pub_index("+failover-end") &&
+		    pub_index("+failover-end") <
 			pub_index("+slave slave 10.0.0.2:6379 10.0.0.2 6379 @ s 10.0.0.3 6379"));
 	assert_true(
 	    pub_index("+new-epoch 1") < pub_index("+try-failover") &&

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The failover model at scale (issue 19): no fixed node limit, node look-up by id,
+/* The failover model at scale: no fixed node limit, node look-up by id,
  * and a REPORT judged against its own shard (and the shards of the peers it names),
  * not against the whole cluster. */
 #include <errno.h>

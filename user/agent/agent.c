@@ -4,9 +4,11 @@
  * libevent loop: the ring buffer's epoll fd, signals and timers.
  *
  * This file: options, start-up (config, watches, prober, cluster links,
- * capabilities), reload, and the loop. What the agent hears goes through
- * agent_events.c, the write lease is agent_lease.c, self-fencing agent_fence.c,
- * Prometheus agent_metrics.c. */
+ * capabilities), reload, and the loop; it registers every callback. What the agent
+ * hears goes through agent_events.c, the REPORT is agent_report.c, the write lease
+ * agent_lease.c, self-fencing agent_fence.c, self-demotion agent_demote.c, Prometheus
+ * agent_metrics.c, and every output (log lines, report kicks) agent_out.c; their
+ * layers: agent_layers.h. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -22,7 +24,7 @@
 #include "common/log.h"
 #include "common/daemon.h"
 #include "cmds.h"
-#include "agent/agent_internal.h"
+#include "agent/agent_layers.h"
 
 static const char agent_usage[] =
     "usage: flatline agent [-c FILE] [--node ID] [--watch-pid PID]... [--watch-cgroup PATH]...\n"
@@ -49,9 +51,9 @@ static int start_probe(struct agent *a)
 {
 	struct probe_opts po = {.base = a->base,
 				.node = a->node,
-				.on_change = on_peer_change,
-				.on_route = on_peer_route,
-				.on_round_trip = on_round_trip,
+				.on_change = agent_on_peer_change,
+				.on_route = agent_on_peer_route,
+				.on_round_trip = agent_lease_on_round_trip,
 				.ctx = a};
 	char why[256];
 	struct evrec r;
@@ -89,7 +91,7 @@ static int start_probe(struct agent *a)
 				evrec_str(&r, "peer", n->id);
 				evrec_str(&r, "addr", n->address);
 				evrec_str(&r, "reason", why);
-				agent_log(a, &r);
+				agent_out_log(a, &r);
 			}
 			if (n == a->me)
 				continue;
@@ -110,13 +112,14 @@ static bool wants_probe(const struct agent *a)
 	       (a->cfg && a->me->shard >= 0 && a->cfg->shards[a->me->shard].nnodes > 1);
 }
 
-static void on_fence_tick(evutil_socket_t fd, short what, void *arg)
+/* Every heartbeat: the lease's expiry and CLIENT LIST, and self-fencing. */
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
-	lease_tick(arg);
-	lease_poll_clients(arg, false);
-	fence_eval_now(arg);
+	agent_lease_tick(arg);
+	agent_lease_poll_clients(arg, false);
+	agent_fence_eval(arg);
 }
 
 /* TLS contexts from the cluster file (common/tls.h): to the controller when it has
@@ -149,12 +152,13 @@ static int agent_tls(const struct cfg *c, SSL_CTX **ctl, SSL_CTX **srv)
 /* With a cluster file: the server monitor and the controller link. */
 static int start_cluster(struct agent *a)
 {
-	static const struct srvmon_ops sops = {.changed = on_srv_changed,
-					       .connected = on_srv_connected,
-					       .note = on_srv_note,
-					       .ping = on_ping_rtt};
-	static const struct reporter_ops rops = {
-	    .build = build_report, .event = on_rep_event, .answer = on_rep_answer};
+	static const struct srvmon_ops sops = {.changed = agent_on_srv_changed,
+					       .connected = agent_lease_on_srv_connected,
+					       .note = agent_on_srv_note,
+					       .ping = agent_metrics_on_ping};
+	static const struct reporter_ops rops = {.build = agent_report_build,
+						 .event = agent_on_rep_event,
+						 .answer = agent_on_rep_answer};
 	const struct cfg *c = a->cfg;
 	struct srvmon_opts so = {
 	    .ep = a->me->redis,
@@ -196,17 +200,21 @@ static int start_cluster(struct agent *a)
 	SSL_CTX_free(so.tls);
 	if (a->nrep < nctl)
 		return -ENOMEM;
-	a->fence_ev = event_new(a->base, -1, EV_PERSIST, on_fence_tick, a);
-	if (!a->srv || !a->fence_ev)
+	a->heartbeat_ev = event_new(a->base, -1, EV_PERSIST, on_heartbeat, a);
+	if (!a->srv || !a->heartbeat_ev)
 		return -ENOMEM;
-	a->ctl_answer_ms = fl_mono_ms(); /* isolation is counted from start at the earliest */
-	err = start_lease(a);
+	a->ctl.ms = fl_mono_ms(); /* isolation is counted from start at the earliest */
+	err = agent_fence_start(a);
+	if (!err)
+		err = agent_demote_start(a);
+	if (!err)
+		err = agent_lease_start(a);
 	if (err)
 		return err;
 	srvmon_start(a->srv);
 	for (int i = 0; i < a->nrep; i++)
 		reporter_start(a->rep[i]);
-	return event_add(a->fence_ev, &tick);
+	return event_add(a->heartbeat_ev, &tick);
 }
 
 static void on_ringbuf(evutil_socket_t fd, short what, void *arg)
@@ -254,8 +262,8 @@ static void reload_done(void *ctx)
 			pr_warn("failed to derive node %s's key: keeping the one in use\n",
 				a->node);
 	}
-	if (a->fence_ev)
-		event_add(a->fence_ev, &tick);
+	if (a->heartbeat_ev)
+		event_add(a->heartbeat_ev, &tick);
 }
 
 static void agent_reload(struct agent *a)
@@ -275,7 +283,7 @@ static void agent_reload(struct agent *a)
 		    err);
 		evrec_begin(&r, NULL, a->node, "config_rejected");
 		evrec_str(&r, "error", err);
-		agent_log(a, &r);
+		agent_out_log(a, &r);
 		return;
 	}
 	if (!cfg_find_node(n, a->node)) {
@@ -292,7 +300,7 @@ static void agent_reload(struct agent *a)
 	evrec_str(&r, "needs_restart", rr.restart);
 	evrec_str(&r, "applied", rr.applied);
 	evrec_str(&r, "refused", rr.refused);
-	agent_log(a, &r);
+	agent_out_log(a, &r);
 	cfg_free(n);
 }
 
@@ -321,13 +329,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		evrec_begin(&r, NULL, a->node, "events_dropped");
 		evrec_uint(&r, "dropped", drops - a->drops_seen);
 		evrec_uint(&r, "total", drops);
-		agent_log(a, &r);
+		agent_out_log(a, &r);
 		pr_warn("ring buffer full: %llu events lost\n",
 			(unsigned long long)(drops - a->drops_seen));
 		a->drops_seen = drops;
 	}
-	if (a->lw && lease_watch_rescan(a->lw) > 0)
-		pr_info("write lease attached to new interfaces\n");
+	agent_lease_rescan(a);
 	evlog_sync(a->log);
 }
 
@@ -516,7 +523,7 @@ static int arm_watches(struct agent *a)
 			evrec_begin(&r, NULL, a->node, "proc_exit");
 			evrec_int(&r, "pid", a->pids[i]);
 			evrec_str(&r, "cause", "unknown: exited while the watch was being set up");
-			agent_log(a, &r);
+			agent_out_log(a, &r);
 		}
 	}
 	return 0;
@@ -538,7 +545,7 @@ static void log_agent_start(struct agent *a)
 	if (a->cfg)
 		evrec_bool(&r, "sched_state", a->sw != NULL);
 	evrec_str(&r, "caps", caps_names(a->caps, caps, sizeof(caps)));
-	agent_log(a, &r);
+	agent_out_log(a, &r);
 	if (a->log && evlog_pin(a->log, &r))
 		pr_warn("failed to keep the agent_start record for new log segments\n");
 	evlog_sync(a->log);
@@ -572,7 +579,7 @@ static int check_caps(const struct agent *a)
 static int drop_caps(struct agent *a)
 {
 	/* The write lease's tc programs (lease_watch) likewise. */
-	uint64_t keep = a->probe || a->lw ? AGENT_RUN_PROBE_CAPS : 0, eff;
+	uint64_t keep = a->probe || agent_lease_on(a) ? AGENT_RUN_PROBE_CAPS : 0, eff;
 	char names[256];
 	int err;
 
@@ -627,7 +634,7 @@ static int agent_run(struct agent *a)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = start_metrics(a);
+	err = agent_metrics_start(a);
 	if (err)
 		goto cleanup;
 	err = drop_caps(a);
@@ -660,13 +667,17 @@ cleanup:
 		event_free(ev_sched);
 	if (ev_hup)
 		event_free(ev_hup);
-	if (a->fence_ev)
-		event_free(a->fence_ev);
-	metrics_close(a->metrics);
+	if (a->heartbeat_ev)
+		event_free(a->heartbeat_ev);
+	agent_metrics_close(a);
+	/* The links first: a command pending on the monitor's is answered (NULL) into the
+	 * glue as it goes, so the glue's state goes after them. */
 	srvmon_free(a->srv);
 	for (int i = 0; i < a->nrep; i++)
 		reporter_free(a->rep[i]);
-	lease_watch_close(a->lw); /* the pins stay: the lease outlives the agent */
+	agent_lease_close(a);
+	agent_demote_free(a);
+	agent_fence_free(a);
 	probe_close(a->probe);
 	event_base_free(a->base);
 	return err;
@@ -675,13 +686,15 @@ cleanup:
 int cmd_agent(int argc, char **argv)
 {
 	struct agent a = {.event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1};
-	struct proc_watch_opts po = {.cb = on_proc_event, .ctx = &a};
+	struct proc_watch_opts po = {.cb = agent_on_proc_event, .ctx = &a};
 	struct evrec r;
 	int err;
 
 	err = parse_args(&a, argc, argv);
 	if (err)
 		return err < 0 ? 0 : err;
+	if (agent_out_open(&a))
+		return 1;
 	daemon_libbpf_messages();
 	/* From here on every failure goes through cleanup: a.cfg may be loaded. */
 	err = a.config ? load_config(&a) : 0;
@@ -707,7 +720,8 @@ int cmd_agent(int argc, char **argv)
 	if (err)
 		goto cleanup;
 	if (a.cfg) {
-		struct sched_watch_opts so = {.node = a.node, .cb = on_sched_event, .ctx = &a};
+		struct sched_watch_opts so = {
+		    .node = a.node, .cb = agent_on_sched_event, .ctx = &a};
 
 		/* Without it a silent server is judged by PING alone (cause unknown). */
 		err = sched_watch_open(&a.sw, &so);
@@ -722,7 +736,7 @@ int cmd_agent(int argc, char **argv)
 	err = agent_run(&a);
 	evrec_begin(&r, NULL, a.node, "agent_stop");
 	evrec_str(&r, "reason", err ? "error" : "signal");
-	agent_log(&a, &r);
+	agent_out_log(&a, &r);
 cleanup:
 	sched_watch_close(a.sw);
 	proc_watch_close(a.pw);
@@ -730,5 +744,6 @@ cleanup:
 	if (a.lock_fd >= 0)
 		close(a.lock_fd);
 	cfg_free(a.cfg);
+	agent_out_close(&a);
 	return err ? 1 : 0;
 }

@@ -4,15 +4,20 @@
  * (CLIENT PAUSE WRITE / UNPAUSE). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "common/clock.h"
 #include "common/log.h"
-#include "agent/agent_internal.h"
+#include "agent/fence.h"
+#include "agent/agent_layers.h"
 
-/* --- self-fencing --------------------------------------------------------- */
+/* Self-fencing's glue state: what fence_eval() keeps between evaluations. */
+struct agent_fence {
+	struct fence_sm sm;
+};
 
-static int fence_pause_ms(const struct agent *a)
+static int pause_ms(const struct agent *a)
 {
 	int ms = 3 * a->cfg->agent.heartbeat_ms;
 
@@ -30,13 +35,13 @@ static void on_fence_reply(void *ctx, redisReply *r, void *priv)
 	(void)a;
 }
 
-static void fence_send(struct agent *a, bool pause)
+static void send_pause(struct agent *a, bool pause)
 {
 	char ms[16];
 	const char *p[] = {"CLIENT", "PAUSE", ms, "WRITE"}, *u[] = {"CLIENT", "UNPAUSE"};
 	int err;
 
-	snprintf(ms, sizeof(ms), "%d", fence_pause_ms(a));
+	snprintf(ms, sizeof(ms), "%d", pause_ms(a));
 	err = pause ? srvmon_send(a->srv, 4, p, on_fence_reply, a)
 		    : srvmon_send(a->srv, 2, u, on_fence_reply, NULL);
 	if (err && err != -ENOTCONN)
@@ -44,7 +49,30 @@ static void fence_send(struct agent *a, bool pause)
 			strerror(-err));
 }
 
-void fence_eval_now(struct agent *a)
+int agent_fence_start(struct agent *a)
+{
+	a->fence = calloc(1, sizeof(*a->fence));
+	return a->fence ? 0 : -ENOMEM;
+}
+
+bool agent_fence_fenced(const struct agent *a)
+{
+	return a->fence && a->fence->sm.fenced;
+}
+
+void agent_fence_report(const struct agent *a, struct rep_msg *m)
+{
+	if (agent_fence_fenced(a))
+		rep_add_key(m, RK_FENCED, NULL, "1");
+}
+
+void agent_fence_free(struct agent *a)
+{
+	free(a->fence);
+	a->fence = NULL;
+}
+
+void agent_fence_eval(struct agent *a)
 {
 	const struct srv_state *st = srvmon_state(a->srv);
 	struct fence_in in = {
@@ -53,15 +81,15 @@ void fence_eval_now(struct agent *a)
 	    .is_primary = st->have_info && st->info.role == INFO_ROLE_MASTER,
 	    .is_replica = st->have_info && st->info.role == INFO_ROLE_SLAVE,
 	    .have_peers = a->probe && probe_npeers(a->probe) > 0,
-	    .ctl_answer_ms = a->ctl_answer_ms,
-	    .ctl_epoch = a->ctl_epoch,
-	    .ctl_primary = a->ctl_primary,
+	    .ctl_answer_ms = a->ctl.ms,
+	    .ctl_epoch = a->ctl.epoch,
+	    .ctl_primary = a->ctl.primary,
 	    .me = a->node,
 	};
 	struct evrec r;
 	int down = 0;
 
-	if (!a->cfg->agent.self_fence)
+	if (!a->fence || !a->cfg->agent.self_fence)
 		return;
 	/* Reachable = a round trip within peer_down_after_ms (an echo reply that got all
 	 * the way in); packets that merely arrived prove the peer alive, not that we
@@ -77,33 +105,33 @@ void fence_eval_now(struct agent *a)
 			down++;
 	}
 	in.any_peer_reachable = in.have_peers && down < probe_npeers(a->probe);
-	switch (fence_eval(&a->fence, &in)) {
+	switch (fence_eval(&a->fence->sm, &in)) {
 	case FENCE_NONE:
 		return;
 	case FENCE_HOLD:
-		fence_send(a, true); /* renewed before it lapses */
+		send_pause(a, true); /* renewed before it lapses */
 		return;
 	case FENCE_NOW:
-		fence_send(a, true);
+		send_pause(a, true);
 		evrec_begin(&r, NULL, a->node, "self_fenced");
-		evrec_int(&r, "controller_silent_ms", in.now_ms - a->ctl_answer_ms);
+		evrec_int(&r, "controller_silent_ms", in.now_ms - a->ctl.ms);
 		evrec_int(&r, "peers_down", down);
-		evrec_int(&r, "epoch", a->ctl_epoch);
-		evrec_int(&r, "pause_ms", fence_pause_ms(a));
-		agent_log(a, &r);
+		evrec_int(&r, "epoch", a->ctl.epoch);
+		evrec_int(&r, "pause_ms", pause_ms(a));
+		agent_out_log(a, &r);
 		pr_warn("isolated primary: writes paused until the controller is reached\n");
 		break;
 	case FENCE_LIFT_CONFIRMED:
 	case FENCE_LIFT_DEMOTED:
-		fence_send(a, false);
+		send_pause(a, false);
 		evrec_begin(&r, NULL, a->node, "self_fence_lifted");
 		evrec_str(&r, "reason",
 			  in.is_replica ? "demoted: the server is a replica now"
 					: "the controller confirmed this node as primary");
-		evrec_int(&r, "epoch", a->ctl_epoch);
-		evrec_str(&r, "primary", a->ctl_primary);
-		agent_log(a, &r);
+		evrec_int(&r, "epoch", a->ctl.epoch);
+		evrec_str(&r, "primary", a->ctl.primary);
+		agent_out_log(a, &r);
 		break;
 	}
-	kick_reports(a);
+	agent_out_kick(a);
 }

@@ -11,9 +11,28 @@
 #include <sys/socket.h>
 #include "common/clock.h"
 #include "common/log.h"
-#include "agent/agent_internal.h"
+#include "agent/lease.h"
+#include "kern/lease_watch.h"
+#include "agent/agent_layers.h"
 
-/* --- the write lease ------------------------------------------------------ */
+/* The write lease's glue state; a->lease is NULL while the lease is off. */
+struct agent_lease {
+	struct lease_watch *lw; /* the kernel side: map, tcx programs, pins */
+	struct lease_sm sm;	/* the pure decision (agent/lease.h) */
+	bool held;		/* as written to the kernel and logged */
+	bool grant_pending;	/* taken back after drops: waits for a fresh CLIENT LIST */
+	uint64_t lost_ns;	/* when it was last lost (0: never held by this agent) */
+	unsigned int polls;	/* CLIENT LIST polls asked while held (every tenth goes) */
+	/* Connections that flow without the lease: ours, then CLIENT LIST's. */
+	struct fl_lease_conn allow[FL_LEASE_MAX_ALLOW];
+	__u32 allow_kind[FL_LEASE_MAX_ALLOW];
+	int nallow;
+	struct fl_lease_conn own; /* the monitor connection's far end as the server sees it */
+	bool have_own;
+	/* CLIENT LIST's answer, parsed (here rather than on the stack: 2 KiB). */
+	struct fl_lease_conn listed[FL_LEASE_MAX_ALLOW];
+	__u32 listed_kind[FL_LEASE_MAX_ALLOW];
+};
 
 static uint64_t now_ns(void)
 {
@@ -40,51 +59,61 @@ static uint64_t peer_rt_ns(const struct agent *a)
 }
 
 /* What the lease rests on: the last renewal and the last round trips. */
-static void lease_evidence(struct agent *a, struct evrec *r, uint64_t now)
+static void add_evidence(struct agent *a, struct evrec *r, uint64_t now)
 {
-	evrec_str(r, "source", lease_source_name(a->lease.k.source));
-	add_ago(r, "renewed_ago_ms", now, a->lease.k.renewed_ns);
-	add_ago(r, "controller_answer_ago_ms", now, a->ctl_answer_ns);
+	const struct agent_lease *l = a->lease;
+
+	evrec_str(r, "source", lease_source_name(l->sm.k.source));
+	add_ago(r, "renewed_ago_ms", now, l->sm.k.renewed_ns);
+	add_ago(r, "controller_answer_ago_ms", now, a->ctl.ns);
 	add_ago(r, "peer_round_trip_ago_ms", now, peer_rt_ns(a));
-	evrec_int(r, "epoch", a->lease.k.epoch);
-	evrec_str(r, "controller_primary", a->ctl_primary);
+	evrec_int(r, "epoch", l->sm.k.epoch);
+	evrec_str(r, "controller_primary", a->ctl.primary);
 	evrec_int(r, "lease_ms", a->cfg->agent.lease_ms);
 }
 
-static void lease_lost(struct agent *a, const char *reason, uint64_t now)
+static void mark_lost(struct agent *a, const char *reason, uint64_t now)
 {
+	struct agent_lease *l = a->lease;
 	struct evrec r;
 
-	if (!a->lease_held)
+	if (!l->held)
 		return;
-	a->lease_held = false;
-	a->lease_lost_ns = now;
+	l->held = false;
+	l->lost_ns = now;
 	evrec_begin(&r, NULL, a->node, "lease_lost");
 	evrec_str(&r, "reason", reason);
-	lease_evidence(a, &r, now);
-	evrec_uint(&r, "dropped_total", lease_watch_count(a->lw, FL_LC_DROPPED));
-	agent_log(a, &r);
+	add_evidence(a, &r, now);
+	evrec_uint(&r, "dropped_total", lease_watch_count(l->lw, FL_LC_DROPPED));
+	agent_out_log(a, &r);
 	pr_warn("write lease lost (%s): the server's replies no longer reach clients\n", reason);
 }
 
-/* The lease as the kernel has it: taken (not waiting for a CLIENT LIST), unexpired. */
-bool kernel_held(const struct agent *a, uint64_t now)
+bool agent_lease_on(const struct agent *a)
 {
-	return a->lw && !a->grant_pending && lease_held(&a->lease, now);
+	return a->lease != NULL;
 }
 
-static void lease_regained(struct agent *a, int killed)
+bool agent_lease_held(const struct agent *a, uint64_t now)
 {
+	const struct agent_lease *l = a->lease;
+
+	return l && !l->grant_pending && lease_held(&l->sm, now);
+}
+
+static void mark_regained(struct agent *a, int killed)
+{
+	struct agent_lease *l = a->lease;
 	uint64_t now = now_ns();
 	struct evrec r;
 
-	a->lease_held = true;
+	l->held = true;
 	evrec_begin(&r, NULL, a->node, "lease_regained");
-	lease_evidence(a, &r, now);
-	add_ago(&r, "without_ms", now, a->lease_lost_ns);
+	add_evidence(a, &r, now);
+	add_ago(&r, "without_ms", now, l->lost_ns);
 	evrec_int(&r, "connections_closed", killed);
-	agent_log(a, &r);
-	pr_info("write lease held (from the %s)\n", lease_source_name(a->lease.k.source));
+	agent_out_log(a, &r);
+	pr_info("write lease held (from the %s)\n", lease_source_name(l->sm.k.source));
 }
 
 /* Takes the lease in the kernel. If the kernel dropped replies since it was last
@@ -92,13 +121,14 @@ static void lease_regained(struct agent *a, int killed)
  * sockets for a retransmission: the server's client connections are destroyed first
  * (SOCK_DESTROY), all but the allowed ones, so that none reaches anyone once a
  * failover may have happened; clients reconnect. */
-static void lease_take(struct agent *a)
+static void take_in_kernel(struct agent *a)
 {
-	uint64_t dropped = lease_watch_count(a->lw, FL_LC_DROPPED);
+	struct agent_lease *l = a->lease;
+	uint64_t dropped = lease_watch_count(l->lw, FL_LC_DROPPED);
 	int killed = 0, err;
 
-	if (dropped != a->lease.k.dropped_mark) {
-		killed = lease_kill_conns(a->me->redis.port, a->allow, a->nallow);
+	if (dropped != l->sm.k.dropped_mark) {
+		killed = lease_kill_conns(a->me->redis.port, l->allow, l->nallow);
 		if (killed < 0) {
 			pr_warn("failed to close the server's client connections: %s; lease not "
 				"taken\n",
@@ -106,97 +136,100 @@ static void lease_take(struct agent *a)
 			return;
 		}
 	}
-	a->lease.k.dropped_mark = dropped;
-	err = lease_watch_write(a->lw, &a->lease.k);
+	l->sm.k.dropped_mark = dropped;
+	err = lease_watch_write(l->lw, &l->sm.k);
 	if (err) {
 		pr_warn("failed to write the lease map: %s\n", strerror(-err));
 		return;
 	}
-	if (!a->lease_held)
-		lease_regained(a, killed);
+	if (!l->held)
+		mark_regained(a, killed);
 }
 
 /* Writes a change to the kernel. A lease coming back after drops waits for a fresh
  * CLIENT LIST first, so that a controller or replica connection made while it was
- * out is not taken for a client (lease_take). */
-static void lease_apply(struct agent *a, enum lease_change ch, const char *why)
+ * out is not taken for a client (take_in_kernel). */
+static void apply_change(struct agent *a, enum lease_change ch, const char *why)
 {
+	struct agent_lease *l = a->lease;
 	int err;
 
-	if (ch == LEASE_SAME || !a->lw)
+	if (ch == LEASE_SAME || !l)
 		return;
 	if (ch == LEASE_REVOKED) {
-		a->grant_pending = false;
-		err = lease_watch_write(a->lw, &a->lease.k);
+		l->grant_pending = false;
+		err = lease_watch_write(l->lw, &l->sm.k);
 		if (err)
 			pr_warn("failed to write the lease map: %s\n", strerror(-err));
-		lease_lost(a, why, now_ns());
+		mark_lost(a, why, now_ns());
 		return;
 	}
-	if (a->grant_pending)
+	if (l->grant_pending)
 		return; /* the CLIENT LIST answer takes it, with the latest deadline */
 	if (ch == LEASE_GRANTED &&
-	    lease_watch_count(a->lw, FL_LC_DROPPED) != a->lease.k.dropped_mark) {
-		a->grant_pending = true;
-		lease_poll_clients(a, true);
+	    lease_watch_count(l->lw, FL_LC_DROPPED) != l->sm.k.dropped_mark) {
+		l->grant_pending = true;
+		agent_lease_poll_clients(a, true);
 		return;
 	}
-	lease_take(a);
+	take_in_kernel(a);
 }
 
-void lease_drop(struct agent *a, const char *why)
+void agent_lease_drop(struct agent *a, const char *why)
 {
-	if (a->lw)
-		lease_apply(a, lease_give_up(&a->lease), why);
+	if (a->lease)
+		apply_change(a, lease_give_up(&a->lease->sm), why);
 }
 
 /* Once per heartbeat: a lease that ran out unrenewed is lost. */
-void lease_tick(struct agent *a)
+void agent_lease_tick(struct agent *a)
 {
 	uint64_t now = now_ns();
 
-	if (a->lw && a->lease_held && !lease_held(&a->lease, now))
-		lease_lost(a, "expired", now);
+	if (a->lease && a->lease->held && !lease_held(&a->lease->sm, now))
+		mark_lost(a, "expired", now);
 }
 
-static void sync_allow(struct agent *a, const struct fl_lease_conn *c, const __u32 *kind, int n)
+static void sync_allow(struct agent_lease *l, const struct fl_lease_conn *c, const __u32 *kind,
+		       int n)
 {
 	int err;
 
-	a->nallow = 0;
-	if (a->have_own) {
-		a->allow[0] = a->own;
-		a->allow_kind[0] = FL_LEASE_ALLOW_AGENT;
-		a->nallow = 1;
+	l->nallow = 0;
+	if (l->have_own) {
+		l->allow[0] = l->own;
+		l->allow_kind[0] = FL_LEASE_ALLOW_AGENT;
+		l->nallow = 1;
 	}
-	for (int i = 0; i < n && a->nallow < FL_LEASE_MAX_ALLOW; i++) {
-		if (a->have_own && !memcmp(&c[i], &a->own, sizeof(a->own)))
+	for (int i = 0; i < n && l->nallow < FL_LEASE_MAX_ALLOW; i++) {
+		if (l->have_own && !memcmp(&c[i], &l->own, sizeof(l->own)))
 			continue;
-		a->allow[a->nallow] = c[i];
-		a->allow_kind[a->nallow++] = kind[i];
+		l->allow[l->nallow] = c[i];
+		l->allow_kind[l->nallow++] = kind[i];
 	}
-	err = lease_watch_set_allow(a->lw, a->allow, a->allow_kind, a->nallow);
+	err = lease_watch_set_allow(l->lw, l->allow, l->allow_kind, l->nallow);
 	if (err)
 		pr_warn("failed to update the lease's allowed connections: %s\n", strerror(-err));
 }
 
 /* The monitor connection is up: allow it before its first command goes out. */
-void on_srv_connected(void *ctx, int fd)
+void agent_lease_on_srv_connected(void *ctx, int fd)
 {
 	struct agent *a = ctx;
+	struct agent_lease *l = a->lease;
 	struct sockaddr_storage ss = {0};
 	socklen_t len = sizeof(ss);
+	int ours;
 
-	if (!a->lw)
+	if (!l)
 		return;
-	a->have_own = fd >= 0 && !getsockname(fd, (struct sockaddr *)&ss, &len) &&
+	l->have_own = fd >= 0 && !getsockname(fd, (struct sockaddr *)&ss, &len) &&
 		      (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
-	if (a->have_own)
-		lease_conn_make(&a->own, (struct sockaddr *)&ss);
+	if (l->have_own)
+		lease_conn_make(&l->own, (struct sockaddr *)&ss);
 	/* Keep the others known so far (their kinds are kept with them). */
-	sync_allow(a, a->allow + (a->nallow && a->allow_kind[0] == FL_LEASE_ALLOW_AGENT),
-		   a->allow_kind + (a->nallow && a->allow_kind[0] == FL_LEASE_ALLOW_AGENT),
-		   a->nallow - (a->nallow && a->allow_kind[0] == FL_LEASE_ALLOW_AGENT));
+	ours = l->nallow && l->allow_kind[0] == FL_LEASE_ALLOW_AGENT;
+	sync_allow(l, l->allow + ours, l->allow_kind + ours, l->nallow - ours);
 }
 
 /* "addr=1.2.3.4:5678" (or "[::1]:5678") of a CLIENT LIST line into k. */
@@ -247,14 +280,15 @@ static bool client_field(const char *line, const char *key, const char *want, bo
 
 static void on_client_list(void *ctx, redisReply *r, void *priv)
 {
-	static struct fl_lease_conn c[FL_LEASE_MAX_ALLOW];
-	static __u32 kind[FL_LEASE_MAX_ALLOW];
 	struct agent *a = priv; /* ctx is the monitor's (srvmon_send) */
+	struct agent_lease *l = a->lease;
+	struct fl_lease_conn *c = l ? l->listed : NULL;
+	__u32 *kind = l ? l->listed_kind : NULL;
 	char line[1024];
 	int n = 0;
 
 	(void)ctx;
-	if (!r || r->type != REDIS_REPLY_STRING || !a->lw)
+	if (!r || r->type != REDIS_REPLY_STRING || !l)
 		return;
 	for (const char *p = r->str; *p && n < FL_LEASE_MAX_ALLOW;) {
 		size_t len = strcspn(p, "\n");
@@ -270,41 +304,40 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 		if (k && client_addr(line, &c[n]))
 			kind[n++] = k;
 	}
-	sync_allow(a, c, kind, n);
-	if (a->grant_pending) {
-		a->grant_pending = false;
-		if (lease_held(&a->lease, now_ns()))
-			lease_take(a);
+	sync_allow(l, c, kind, n);
+	if (l->grant_pending) {
+		l->grant_pending = false;
+		if (lease_held(&l->sm, now_ns()))
+			take_in_kernel(a);
 	}
 }
 
 /* Every heartbeat while the lease is not held (the list then decides who is
  * served), every tenth while it is (so that it is current when the lease runs out);
  * now: at once (a lease waiting to be taken). */
-void lease_poll_clients(struct agent *a, bool now)
+void agent_lease_poll_clients(struct agent *a, bool now)
 {
-	static unsigned int n;
 	const char *argv[] = {"CLIENT", "LIST"};
 
-	if (a->lw && (now || !kernel_held(a, now_ns()) || n++ % 10 == 0))
+	if (a->lease && (now || !agent_lease_held(a, now_ns()) || a->lease->polls++ % 10 == 0))
 		srvmon_send(a->srv, 2, argv, on_client_list, a);
 }
 
-void on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns)
+void agent_lease_on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns)
 {
 	struct agent *a = ctx;
 
 	(void)peer;
-	if (a->lw)
-		lease_apply(a, lease_on_peer(&a->lease, now_ns(), sent_ns), "peer");
+	if (a->lease)
+		apply_change(a, lease_on_peer(&a->lease->sm, now_ns(), sent_ns), "peer");
 }
 
-int start_lease(struct agent *a)
+int agent_lease_start(struct agent *a)
 {
 	struct fl_lease_state st;
+	struct agent_lease *l;
 	int err;
 
-	demote_init(&a->demote);
 	if (!a->cfg->agent.lease_ms)
 		return 0;
 	if (!a->me->redis.port || a->me->redis.unix_path[0]) {
@@ -312,35 +345,71 @@ int start_lease(struct agent *a)
 			a->me->redis_str);
 		return 0;
 	}
-	err = lease_watch_open(&a->lw, a->node, a->me->redis.port);
-	if (err)
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	err = lease_watch_open(&l->lw, a->node, a->me->redis.port);
+	if (!err)
+		err = lease_watch_read(l->lw, &st);
+	if (err) {
+		lease_watch_close(l->lw);
+		free(l);
 		return err;
-	err = lease_watch_read(a->lw, &st);
-	if (err)
-		return err;
-	lease_init(&a->lease, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
+	}
+	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
 	/* A lease left by a previous agent still runs: kept, renewed as before. */
-	a->lease_held = lease_held(&a->lease, now_ns());
+	l->held = lease_held(&l->sm, now_ns());
+	a->lease = l;
 	pr_info("write lease for port %d: %s, pins in %s\n", a->me->redis.port,
-		a->lease_held ? "held (left by the previous agent)" : "not held",
-		lease_watch_pin_dir(a->lw));
+		l->held ? "held (left by the previous agent)" : "not held",
+		lease_watch_pin_dir(l->lw));
 	return 0;
 }
 
-void lease_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns)
+void agent_lease_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns)
 {
 	const struct srv_state *st = srvmon_state(a->srv);
 	bool replica = st->have_info && st->info.role == INFO_ROLE_SLAVE;
+	struct agent_lease *l = a->lease;
 	uint64_t now = now_ns();
 
-	if (!a->lw)
+	if (!l)
 		return;
 	/* A server that is not answering takes no lease: the controller may be failing
 	 * over because of it, and this answer may be an old one. */
-	if (st->proc != SRV_UP && st->proc != SRV_BUSY && !lease_held(&a->lease, now) && primary &&
+	if (st->proc != SRV_UP && st->proc != SRV_BUSY && !lease_held(&l->sm, now) && primary &&
 	    !strcmp(primary, a->node))
 		return;
-	lease_apply(a,
-		    lease_on_controller(&a->lease, now, sent_ns, epoch, primary, a->node, replica),
-		    "revoked: the controller names another primary");
+	apply_change(a, lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica),
+		     "revoked: the controller names another primary");
+}
+
+void agent_lease_report(const struct agent *a, struct rep_msg *m)
+{
+	const struct agent_lease *l = a->lease;
+	uint64_t now = now_ns();
+	bool held;
+
+	if (!l)
+		return;
+	held = agent_lease_held(a, now);
+	rep_add_key(m, RK_LEASE, NULL, "%s", held ? "held" : "lapsed");
+	rep_add_key(m, RK_LEASE_MS_LEFT, NULL, "%llu",
+		    held ? (unsigned long long)((l->sm.k.deadline_ns - now) / 1000000) : 0ull);
+	rep_add_key(m, RK_LEASE_SOURCE, NULL, "%s", lease_source_name(l->sm.k.source));
+}
+
+void agent_lease_rescan(struct agent *a)
+{
+	if (a->lease && lease_watch_rescan(a->lease->lw) > 0)
+		pr_info("write lease attached to new interfaces\n");
+}
+
+void agent_lease_close(struct agent *a)
+{
+	if (!a->lease)
+		return;
+	lease_watch_close(a->lease->lw); /* the pins stay: the lease outlives the agent */
+	free(a->lease);
+	a->lease = NULL;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Self-demotion (README "Deploying with TLS"): an old primary that the controller
+/* Self-demotion (docs/security.md, TLS): an old primary that the controller
  * cannot reach turns its own server into a replica. Pure logic on an injected
  * clock; the agent sends the transaction (agent_demote.c).
  *

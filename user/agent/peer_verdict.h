@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The verdict on one peer (issue 7, "Verdict"): pure logic, fed once per probe
+/* The verdict on one peer: pure logic, fed once per probe
  * round with what the kernel measured, on an injected clock.
  *
  * A peer is DOWN when, for down_after, no reply and no other packet arrived from it

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Client authentication on the controller's socket, as Sentinel 6.2+ does it
- * (README, "Security"): `[controller] requirepass` (the default user's
+ * (docs/security.md): `[controller] requirepass` (the default user's
  * password) and `[user "name"]` sections with a password and the commands they
  * may run. Pure functions: what a command needs, the `commands` line, HELLO's
  * arguments, a peer's address against a node's. The controller applies them

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The cluster file (DESIGN.md, "The cluster file"): git-config style INI read
+/* The cluster file (flatline.conf(5)): git-config style INI read
  * with inih. Every key is validated; an error names file, line, section, key. */
 #ifndef FL_CONFIG_H
 #define FL_CONFIG_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The cluster file once read: defaults, the cross-section checks, endpoints
- * (cfg_parse_endpoint, cfg_hostport) and the probe address warnings. The defaults
- * are the table's (config_table.c). */
+/* The cluster file once read: defaults, the cross-section checks and the probe
+ * address warnings. Called by the reader (config_load.c); the defaults are the
+ * table's (config_table.c); the endpoint parsing is the model's (config.c). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -10,41 +10,6 @@
 #include <string.h>
 #include "common/config.h"
 #include "common/config_internal.h"
-
-const char *cfg_hostport(char *buf, size_t len, const char *host, int port)
-{
-	snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
-	return buf;
-}
-
-const char *cfg_address_unprobeable(const char *address)
-{
-	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	static const unsigned char zero[16];
-	unsigned char a[16];
-
-	if (inet_pton(AF_INET, address, a) == 1) {
-		if (!memcmp(a, zero, 4))
-			return "0.0.0.0 is no host's address";
-		if (a[0] >= 224 && a[0] <= 239)
-			return "a multicast address is no host's own";
-		if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
-			return "the broadcast address is no host's own";
-		return NULL;
-	}
-	if (inet_pton(AF_INET6, address, a) != 1)
-		return "not an IPv4 or IPv6 address";
-	if (!memcmp(a, zero, 16))
-		return ":: is no host's address";
-	if (a[0] == 0xff)
-		return "a multicast address is no host's own";
-	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
-		return "an IPv6 link-local address needs an interface the cluster file cannot "
-		       "name; use the host's global or ULA (fd00::/8) address";
-	if (!memcmp(a, mapped, 12))
-		return "an IPv4-mapped IPv6 address is probed as neither; write the IPv4 address";
-	return NULL;
-}
 
 int cfg_probe_warning(const struct cfg *c, const struct cfg_node *n, char *buf, size_t len)
 {
@@ -385,55 +350,4 @@ void validate(struct parser *p)
 		     "openssl rand -base64 24)",
 		     CFG_MIN_SECRET);
 	}
-}
-
-int cfg_parse_endpoint(const char *s, struct cfg_endpoint *ep, int default_port)
-{
-	const char *colon, *host = s;
-	size_t hlen;
-	char *end;
-	long port;
-	unsigned char buf[16];
-
-	memset(ep, 0, sizeof(*ep));
-	if (!strncmp(s, "unix:", 5)) {
-		if (s[5] != '/' || strlen(s + 5) >= sizeof(ep->unix_path))
-			return -EINVAL;
-		memcpy(ep->unix_path, s + 5, strlen(s + 5) + 1);
-		return 0;
-	}
-	if (s[0] == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (!rb)
-			return -EINVAL;
-		host = s + 1;
-		hlen = rb - host;
-		colon = rb[1] == ':' ? rb + 1 : NULL;
-		if (rb[1] && !colon)
-			return -EINVAL;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon && strchr(s, ':') != colon)
-			return -EINVAL; /* bare IPv6 needs brackets */
-		hlen = colon ? (size_t)(colon - s) : strlen(s);
-	}
-	if (hlen == 0 || hlen >= sizeof(ep->host))
-		return -EINVAL;
-	memcpy(ep->host, host, hlen);
-	ep->host[hlen] = '\0';
-	for (const char *h = ep->host; *h; h++)
-		if (!isalnum((unsigned char)*h) && !strchr(".-_:", *h))
-			return -EINVAL;
-	if (s[0] == '[' && inet_pton(AF_INET6, ep->host, buf) != 1)
-		return -EINVAL;
-	ep->port = default_port;
-	if (colon) {
-		errno = 0;
-		port = strtol(colon + 1, &end, 10);
-		if (!colon[1] || *end || errno || port <= 0 || port > 65535)
-			return -EINVAL;
-		ep->port = port;
-	}
-	return 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* What the cluster file reader's files share (config.c, config_keys.c,
- * config_check.c): the parser state and the functions one file calls in another.
- * Not an interface: only user/common/config*.c include it. */
+/* What the cluster file reader's files share (config_load.c, config_check.c,
+ * config_table.c, config_keys.c, config.c): the parser state and the functions
+ * one file calls in a file below it. Not an interface: only user/common/config*.c
+ * include it. */
 #ifndef FL_CONFIG_INTERNAL_H
 #define FL_CONFIG_INTERNAL_H
 
@@ -44,13 +45,15 @@ struct parser {
 	bool holds_secret; /* this file sets a secret: its mode matters */
 	int secret_line;
 	int cluster_line; /* of the [cluster] header */
+	/* config_load.c's parse_file(), which an [include] (cfg_set_include, below
+	 * the reader) reads its file with; NULL for the table's defaults. */
+	int (*parse_include)(struct parser *p, const char *path);
 };
 
 /* config.c */
 void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 bool valid_id(const char *s);
-int parse_file(struct parser *p, const char *path);
 
 /* config_keys.c: one key by its row (base: struct cfg, or the named section's
  * struct), and the custom setters the table names. */

@@ -2,7 +2,9 @@
 /* The value setters of the cluster file's keys (int, bool, string, secret, path,
  * endpoint, IP, DNS name), each range-checked with a file:line message on error;
  * the custom setters of the keys that need more (TLS sockets, lists, words); and
- * cfg_set_key(), which sets one key by its row of the table (config_table.c). */
+ * cfg_set_key(), which sets one key by its row of the table (config_table.c).
+ * Below the table, above the model (config.c): an [include] reads its file
+ * through p->parse_include, the reader's (config_load.c), not by name. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -439,7 +441,7 @@ bool cfg_set_include(struct parser *p, const struct cfg_key *k, const char *v, v
 	q.nkeys_seen = 0;
 	q.depth = p->depth + 1;
 	q.holds_secret = false;
-	rc = parse_file(&q, v);
+	rc = p->parse_include(&q, v);
 	/* What the included file added is ours. */
 	p->shard_nodes = q.shard_nodes;
 	p->shard_nodes_line = q.shard_nodes_line;

@@ -2,7 +2,7 @@
 /* The table of the cluster file's keys (config.h, "The table of keys"): one row
  * per key with its section, type, bounds, default, field, who reads it, who applies
  * a change on SIGHUP, and one line of description; as Redis's static_configs[].
- * The reader (config.c, through cfg_set_key), the defaults, cfg_diff(), both
+ * The reader (config_load.c, through cfg_set_key), the defaults, cfg_diff(), both
  * daemons' reloads, `flatline check` and tests/unit/test_config_table.c (against
  * docs/man/flatline.conf.5.md) walk it. */
 #include <stddef.h>

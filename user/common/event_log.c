@@ -110,6 +110,7 @@ void evrec_begin(struct evrec *r, const struct timespec *ts, const char *node, c
 	snprintf(t + n, sizeof(t) - n, ".%06ldZ", (long)(ts->tv_nsec / 1000));
 	r->len = 0;
 	r->overflow = 0;
+	snprintf(r->kind, sizeof(r->kind), "%s", kind ? kind : "");
 	put(r, "{", 1);
 	add_field(r, "ts", t, true);
 	add_field(r, "node", node, true);

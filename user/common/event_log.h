@@ -13,16 +13,20 @@
 #define EVLOG_DEFAULT_MAX_BYTES (64u << 20)
 #define EVLOG_DEFAULT_SEGMENTS	8
 #define EVREC_MAX		4096 /* one event line, newline included */
+#define EVREC_KIND_MAX		64   /* the kind as the record carries it, '\0' included */
 
 /* One event being built: evrec_begin(), fields, then evlog_write(). */
 struct evrec {
 	char buf[EVREC_MAX];
 	size_t len;
 	int overflow; /* a field did not fit: the record is cut at the last whole field */
+	/* The kind given to evrec_begin(), for whoever counts or routes the record without
+	 * reading its JSON: "" for a NULL kind, cut at EVREC_KIND_MAX - 1 bytes. */
+	char kind[EVREC_KIND_MAX];
 };
 
-/* ts NULL = now (CLOCK_REALTIME). Writes {"ts":"…Z","node":…,"kind":…
- * A NULL string value is written as null; invalid UTF-8 bytes as \ufffd. */
+/* ts NULL = now (CLOCK_REALTIME). Writes {"ts":"…Z","node":…,"kind":… and keeps the
+ * kind in r->kind. A NULL string value is written as null; invalid UTF-8 bytes as \ufffd. */
 void evrec_begin(struct evrec *r, const struct timespec *ts, const char *node, const char *kind);
 void evrec_str(struct evrec *r, const char *key, const char *val);
 void evrec_int(struct evrec *r, const char *key, long long val);

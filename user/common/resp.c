@@ -145,7 +145,7 @@ static int inline_cmd(struct resp_reader *r, struct resp_cmd *cmd)
 /* The frame at buf[0..end) is complete and within limits: the guard has checked
  * every header and the CR LF after every bulk string, so it is read here in one
  * pass into one allocation (argv, lens and the strings, each NUL-terminated):
- * no allocation per argument (issue 19: this is every REPORT's path). */
+ * no allocation per argument (this is every REPORT's path). */
 static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 {
 	size_t n = (size_t)r->nargs, data = 0, pos, at, hend, head;

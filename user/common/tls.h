@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* TLS with OpenSSL, shared by the agent, the controller and the CLI: contexts built
- * from the cluster file's tls_* keys (README, "Deploying with TLS"), the per-
+ * from the cluster file's tls_* keys (docs/security.md, TLS), the per-
  * connection SSL of a client (SNI, the peer's host name or IP verified), and the
  * reason a handshake failed, in words. Files are read here, when a daemon starts,
  * and a file that cannot be used is named with its cluster-file line:

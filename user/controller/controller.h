@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The controller daemon (`flatline controller`): one libevent loop serving agents
  * (HELLO/REPORT, docs/protocol.md) and Sentinel-compatible clients on one listen
- * address, talking to the servers through hiredis async, deciding with failover.c. */
+ * address, talking to the servers through redis_link.c, deciding with the fo_*.c core. */
 #ifndef FL_CONTROLLER_H
 #define FL_CONTROLLER_H
 

@@ -59,7 +59,7 @@ struct ssl_ctx_st;
 #define CTL_RETRY_MIN_MS       100  /* reconnecting to a server */
 #define CTL_RETRY_MAX_MS       1000
 #define CTL_PROTO_VERSION      AUTH_PROTO_VERSION
-/* Limits like Redis's (issue 14), for whatever can reach the socket. */
+/* Limits like Redis's, for whatever can reach the socket. */
 #define CTL_MAX_CLIENTS	    10000	/* Redis's maxclients default */
 #define CTL_FD_RESERVE	    64		/* descriptors kept for servers, files, DNS */
 #define CTL_PREAUTH_FRAME   (64u << 10) /* largest frame before AUTH or the agent handshake */

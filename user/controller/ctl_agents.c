@@ -235,7 +235,7 @@ static void ctl_agent_closed(struct ctl_conn *k)
 	struct evrec r;
 
 	/* Counted per node, not searched for among every connection: a reconnect storm
-	 * of thousands of agents stays linear (issue 19). */
+	 * of thousands of agents stays linear. */
 	if (--c->agents->deadline[k->node].agents > 0)
 		return;
 	c->agents->deadline[k->node].agents = 0;

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Client logins on the controller's socket, as Sentinel 6.2+ (README,
- * "Security"): AUTH, HELLO ... AUTH, and what each user may run (common/acl.h).
+/* Client logins on the controller's socket, as Sentinel 6.2+ (docs/security.md): AUTH, HELLO ...
+ * AUTH, and what each user may run (common/acl.h).
  *
  * With `[controller] requirepass` or any `[user "name"]`, every command but AUTH,
  * HELLO and QUIT (and the agents' handshake, which has its own keys) needs a
  * login: -NOAUTH before it, -NOPERM for a command outside the user's
- * categories. Without either, the socket is as before (issue 14): anyone may
+ * categories. Without either, the socket is as before: anyone may
  * read, and AUTH with the cluster secret allows FAILOVER and the SENTINEL
  * commands that change state; once client authentication is on, the cluster
  * secret is no client password any more (it stays the nodes' key material).

@@ -201,7 +201,7 @@ bool ctl_conn_over_limit(struct ctl_conn *k)
 		k->soft_since_ms = 0;
 		return false;
 	}
-	now = fl_mono_ms(); /* not read per REPORT (issue 19) */
+	now = fl_mono_ms(); /* not read per REPORT */
 	if (len <= lim->hard) {
 		if (!k->soft_since_ms)
 			k->soft_since_ms = now;
@@ -221,7 +221,7 @@ bool ctl_conn_over_limit(struct ctl_conn *k)
 /* A timeout of ms as a libevent common timeout (the last length asked for kept in
  * *ms_at, *tv_at; libevent keeps one queue per length, up to 256 lengths): thousands
  * of agents re-arm the same length at every report, and a common timeout is a queue
- * append where a plain one is a heap operation (issue 19). Shards with their own
+ * append where a plain one is a heap operation. Shards with their own
  * down-after-milliseconds each have their length's queue. */
 const struct timeval *ctl_common_timeout(struct ctl *c, int *ms_at, const struct timeval **tv_at,
 					 int ms)

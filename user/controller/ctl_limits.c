@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Limits like Redis's for whatever reaches the controller's socket (issue 14):
+/* Limits like Redis's for whatever reaches the controller's socket:
  * maxclients fitted under the open-files limit, and rejections logged at most
  * once per second per source address (the output buffers per client class are
  * ctl_conn.c's). Calls nothing of the controller's. */

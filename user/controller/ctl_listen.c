@@ -134,7 +134,7 @@ static void on_conn_write(struct bufferevent *bev, void *arg)
 		ctl_conn_free(k);
 }
 
-/* An agent's answers, written at once (issue 19). The bufferevent would add its
+/* An agent's answers, written at once. The bufferevent would add its
  * write event (an epoll change), wake on it, write, and remove it (another): two
  * syscalls per REPORT. A plain agent connection with nothing pending instead reads
  * with EV_WRITE off, and what its commands answered is written to the socket here;
@@ -214,7 +214,7 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 				snprintf(e, sizeof(e), "ERR %s", resp_error(k->rd));
 				unsigned supp = 0;
 
-				/* Said once per second per address at most (issue 14). */
+				/* Said once per second per address at most. */
 				if (ctl_log_allowed(k->ctl, k->peer, &supp))
 					pr_warn("closing client %s: %s%s\n", k->peer,
 						resp_error(k->rd),
@@ -286,7 +286,7 @@ static void on_conn_read(struct bufferevent *bev, void *arg)
 /* An agent's socket readable (or silent for 10 heartbeats). One recv() into a
  * buffer on the stack, fed to the RESP reader: the bufferevent's read asks the
  * kernel how much is readable first (ioctl FIONREAD), one system call more per
- * REPORT (issue 19). The reader's limits are the same: every byte goes through
+ * REPORT. The reader's limits are the same: every byte goes through
  * resp_feed(). A full buffer leaves the rest readable: the event fires again. */
 static void on_agent_read(evutil_socket_t fd, short what, void *arg)
 {

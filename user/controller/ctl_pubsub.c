@@ -37,7 +37,7 @@ static void conn_send_message(struct ctl_conn *k, const char *pattern, const cha
 /* To every subscriber of channel (by name or pattern). */
 void ctl_pubsub_publish(struct ctl *c, const char *channel, const char *msg)
 {
-	/* No subscriber: no walk over thousands of agent connections (issue 19). */
+	/* No subscriber: no walk over thousands of agent connections. */
 	for (struct ctl_conn *k = c->pubsub->npubsub ? c->conns : NULL, *next; k; k = next) {
 		next = k->next;
 		if (!(k->flags & CTL_C_PUBSUB) || (k->flags & CTL_C_CLOSING))

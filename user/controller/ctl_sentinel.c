@@ -362,8 +362,8 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	snprintf(reason, sizeof(reason), "operator (%s from %.40s)",
 		 wait ? "flatline failover" : "SENTINEL failover", k->peer);
 	if (wait && c->waiter[s->idx] && c->waiter[s->idx] != k) {
-		/* One caller waits per shard: the first keeps its answer (issue 14:
-		 * a second one used to take its place and strand it). */
+		/* One caller waits per shard: the first keeps its answer (a
+		 * second one used to take its place and strand it). */
 		resp_error_reply(out,
 				 "INPROG a flatline failover of this shard is already running");
 		return -EBUSY;
@@ -395,7 +395,8 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 /* ---- a question held while the primary changes ----
  *
  * A client that asks where the primary is while its shard is between two primaries
- * (the primary down or a failover running) is answered when the shard has one again,
+ * (the primary down, or a failover before its promotion) is answered when the shard
+ * has one again (fo_primary_settled: at the promotion, not after the repoints),
  * CTL_HOLD_MAX_MS at most, instead of at once with the old address or a master
  * flagged s_down/o_down: redis-py's default raises MasterNotFoundError on the latter
  * and ioredis connects to a dead server. The failover lasts milliseconds; the
@@ -410,7 +411,7 @@ static bool shard_unsettled(const struct ctl *c, const struct fo_shard *s)
 {
 	if (c->ha && !ctl_may_act(c) && c->etcd_why[0])
 		return false; /* a follower cut off from etcd answers at once (no master) */
-	return s->fo.state != FO_ST_NONE || s->primary < 0 || (s->flags & FO_S_ODOWN) ||
+	return !fo_primary_settled(s) || (s->flags & FO_S_ODOWN) ||
 	       (c->fo.nodes[s->primary].flags & FO_N_SDOWN);
 }
 

@@ -86,7 +86,7 @@ static void on_server_down(void *ctx, const char *why, int err)
 {
 	struct ctl_server *s = ctx;
 
-	/* What answers at a server's address may not be Redis (issue 14): a
+	/* What answers at a server's address may not be Redis: a
 	 * protocol error is a warning, once per change; the link dials again. */
 	if (err == EPROTO && strcmp(s->last_proto, why)) {
 		snprintf(s->last_proto, sizeof(s->last_proto), "%s", why);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* FLATLINE STATUS (`flatline status`): the cluster as text and as JSON. Printing
- * only: what it prints is decided in failover.c and the other modules. */
+ * only: what it prints is decided in the fo_*.c core and the other modules. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Failure rules, replica ranking and the failover state machine of the
- * controller (DESIGN.md, "Replica selection"; issue 5), in the fo_*.c modules
+ * controller ("Replica selection" in docs/controller.md), in the fo_*.c modules
  * that fo_internal.h lists. Pure logic: every I/O
  * (INFO, CLIENT PAUSE, promotion, REPLICAOF, timers, events) goes through
  * struct fo_ops, and time through an injected clock, so the unit tests drive it
@@ -300,7 +300,7 @@ static inline int fo_block_ms(const struct fo_cluster *c, const struct fo_shard 
 	return s->block_ms ? s->block_ms : c->failover_block_ms;
 }
 /* The node whose replication address is host:port, or NULL. */
-struct fo_node *fo_node_by_addr(struct fo_cluster *c, const char *host, int port);
+struct fo_node *fo_node_by_addr(const struct fo_cluster *c, const char *host, int port);
 
 /* Protocol words. */
 enum fo_proc fo_proc_parse(const char *s);
@@ -313,7 +313,7 @@ const char *fo_state_name(enum fo_state s);
 int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const char **argv,
 		    const size_t *lens, char *why, size_t whylen);
 
-/* The failure rules (issue 5, "Failure rules"). */
+/* The failure rules. */
 enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now_ms);
 
 /* A new REPORT from node's agent: stores it, re-judges its shard (and the shards
@@ -338,8 +338,21 @@ int fo_rank(const struct fo_cluster *c, const struct fo_shard *s, int from, cons
 	    long long since_ms, int *out, int max);
 
 /* TILT: called every 100 ms or so with both clocks; a stall or jump larger than
- * FO_TILT_TRIGGER_MS enters TILT for tilt_ms. Returns true while in TILT. */
+ * FO_TILT_TRIGGER_MS enters TILT for tilt_ms (tilt_start), and its end (tilt_end)
+ * judges everything afresh (fo_evaluate). Returns true while in TILT. */
 bool fo_tilt_tick(struct fo_cluster *c);
+/* The TILT rule (fo_rules.c, pure): what the tick at (mono_ms, wall_ms) means, from
+ * the last tick's clocks and the TILT state in c; *stall_ms and *jump_ms say the gap
+ * of the monotonic clock and how far the wall clock moved apart from it. */
+enum fo_tilt_step {
+	FO_TILT_NONE = 0, /* not in TILT, and no stall or jump */
+	FO_TILT_ENTER,	  /* a stall or jump: enter TILT */
+	FO_TILT_AGAIN,	  /* a stall or jump while in TILT: its end moves later */
+	FO_TILT_STAY,	  /* in TILT, not over yet */
+	FO_TILT_LEAVE,	  /* in TILT, and its time is over */
+};
+enum fo_tilt_step fo_tilt_judge(const struct fo_cluster *c, long long mono_ms, long long wall_ms,
+				long long *stall_ms, long long *jump_ms);
 /* May shard s start a failover now for verdict v (block window, TILT, one at a time)?
  * why says why not. */
 bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum fo_verdict v,
@@ -373,6 +386,13 @@ int fo_transition(struct fo_cluster *c, struct fo_shard *s, enum fo_state to, co
 /* The one place a shard's primary and epoch change: accepted only in state
  * PROMOTE (the promotion) and NONE (discovery, the state file); -EINVAL else. */
 int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch);
+
+/* The shard's primary is the one to name to clients (the Sentinel API, held
+ * questions): one is known and no failover runs, or the failover is past its
+ * promotion (REPOINT: the new primary accepts writes, its epoch is set and the
+ * state saved; the replicas' repoints and the old primary's demotion go on, each
+ * with its own timeout, and delay no answer). */
+bool fo_primary_settled(const struct fo_shard *s);
 
 /* At start, once INFO of the shard's nodes is in (n->info_ok): decides the
  * primary from the state file's and the servers' word; repairs follow. */

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Applying the failure rules: each node's flags from its verdict (said only
- * when they change), each shard's primary checked in state NONE (ODOWN, a
- * failover started through the state machine), and repairs outside a failover
- * (an old primary back as a master, stray replicas). */
+/* The evaluator, the failover core's entry: reports, agent connections, the
+ * servers' replies and the TILT tick are applied to the model here. Each node's
+ * flags from its verdict (said only when they change), each shard's primary
+ * checked in state NONE (ODOWN, a failover started through the state machine),
+ * repairs outside a failover (an old primary back as a master, stray replicas),
+ * and TILT entered and left. It asks the rules (fo_rules.c) and drives the machine
+ * (fo_machine.c), which never call back up. */
 #include <stdio.h>
 #include <string.h>
 #include "controller/fo_internal.h"
@@ -98,7 +101,7 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 			continue;
 		if (r->role == INFO_ROLE_SLAVE && (n->flags & FO_N_ROGUE)) {
 			/* A master we did not demote is a replica now: its agent did it
-			 * (README "Deploying with TLS"). Said as our own demotion is. */
+			 * (docs/security.md, TLS). Said as our own demotion is. */
 			n->flags &= ~FO_N_ROGUE;
 			if (fo_follows(r, p))
 				fo_say_self_demoted(c, s, n, p);
@@ -121,7 +124,7 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 	}
 }
 
-void fo_repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err)
+static void repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err)
 {
 	struct fo_shard *s = fo_shard_of(c, n);
 	struct fo_node *p = s && s->primary >= 0 ? &c->nodes[s->primary] : NULL;
@@ -161,12 +164,12 @@ static void primary_up(struct fo_cluster *c, struct fo_shard *s, long long now)
 	}
 	if (s->flags & FO_S_PRIMARY_DIED) {
 		const struct info_repl *pr = fo_latest(p);
-		struct fo_node *b = fo_restarted_empty(c, s);
+		int b = fo_restarted_empty(c, s);
 
 		if (c->tilt || c->starting)
 			return; /* observe only; and no repair before this is settled */
-		if (b && !(s->flags & FO_S_NO_GOOD_REPLICA)) {
-			fo_say_restarted_empty(c, s, b);
+		if (b >= 0 && !(s->flags & FO_S_NO_GOOD_REPLICA)) {
+			fo_say_restarted_empty(c, s, &c->nodes[b]);
 			s->flags |= FO_S_EMPTY_RESTART;
 			fo_start(c, s, false, -1, "primary_restarted_empty", why, sizeof(why));
 			return;
@@ -212,7 +215,8 @@ static bool lease_run_out(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	return false;
 }
 
-void fo_check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
+/* The primary of s in state NONE: ODOWN, failover start, repairs. */
+static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 {
 	struct fo_node *p;
 	enum fo_verdict v;
@@ -256,14 +260,14 @@ void fo_evaluate(struct fo_cluster *c)
 	for (int i = 0; i < c->nnodes; i++)
 		update_node(c, &c->nodes[i], now);
 	for (int i = 0; i < c->nshards; i++)
-		fo_check_shard(c, &c->shards[i], now);
+		check_shard(c, &c->shards[i], now);
 }
 
 static void evaluate_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 {
 	for (int i = 0; i < s->nnodes; i++)
 		update_node(c, &c->nodes[s->nodes[i]], now);
-	fo_check_shard(c, s, now);
+	check_shard(c, s, now);
 }
 
 void fo_evaluate_node(struct fo_cluster *c, struct fo_node *n)
@@ -351,4 +355,69 @@ void fo_on_agent(struct fo_cluster *c, struct fo_node *n, bool connected)
 	else
 		n->flags &= ~FO_N_AGENT;
 	fo_evaluate_node(c, n);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Replies from the I/O layer: what they say of the node, then the machine's part */
+
+void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct info_repl *info,
+		const char *err)
+{
+	struct fo_shard *s = fo_shard_of(c, n);
+
+	(void)err;
+	if (ok) {
+		n->info = *info;
+		n->info_ok = 1;
+		n->info_ms = fo_now(c);
+		if (s && s->primary == n->idx && info->role == INFO_ROLE_MASTER &&
+		    info->master_replid[0] && !(s->flags & FO_S_PRIMARY_DIED))
+			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
+				 info->master_replid);
+		if (s && s->primary >= 0 && info->link_up == 1 &&
+		    fo_follows(info, &c->nodes[s->primary]))
+			n->link_up_ms = n->info_ms;
+	}
+	fo_on_reach(c, n, ok);
+	if (s)
+		fo_machine_info(c, s, n, ok);
+}
+
+void fo_on_replicaof(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err)
+{
+	struct fo_shard *s = fo_shard_of(c, n);
+
+	if (!s || !fo_machine_replicaof(c, s, n, ok, err))
+		repair_reply(c, n, ok, err);
+}
+
+/* ------------------------------------------------------------------------- */
+/* TILT: the rule judges the tick (fo_tilt_judge), this applies it */
+
+bool fo_tilt_tick(struct fo_cluster *c)
+{
+	long long mono = c->now_ms(c->ctx), wall = c->wall_ms(c->ctx), stall, jump;
+	enum fo_tilt_step step = fo_tilt_judge(c, mono, wall, &stall, &jump);
+
+	c->last_tick_mono_ms = mono;
+	c->last_tick_wall_ms = wall;
+	switch (step) {
+	case FO_TILT_ENTER:
+		c->tilt_since_ms = mono;
+		/* fall through */
+	case FO_TILT_AGAIN:
+		fo_say_tilt_start(c, stall, jump, step == FO_TILT_ENTER);
+		c->tilt = true;
+		c->tilt_until_ms = mono + c->tilt_ms;
+		return true;
+	case FO_TILT_LEAVE:
+		c->tilt = false;
+		fo_say_tilt_end(c, mono - c->tilt_since_ms);
+		fo_evaluate(c);
+		return false;
+	case FO_TILT_STAY:
+		return true;
+	default:
+		return false;
+	}
 }

@@ -3,11 +3,16 @@
  * which is failover.h):
  *   fo_model.c      the cluster's nodes and shards, set-up and look-ups
  *   fo_report.c     REPORT parsing (keys from common/report_keys.h)
- *   fo_rules.c      the pure failure rules, TILT, the block window, discovery's choice
- *   fo_rank.c       replica ranking
- *   fo_eval.c       applying the rules: node flags, shard checks, repairs
+ *   fo_eval.c       the evaluator, the core's entry: reports, agents, replies and
+ *                   the TILT tick applied to the model (node flags, shard checks,
+ *                   repairs); starts failovers and hands their replies down to
  *   fo_machine.c    the failover state machine: every transition, every change of
- *                   a shard's primary or epoch
+ *                   a shard's primary or epoch; asks the rules, never the evaluator
+ *   fo_rules.c      the pure failure rules, TILT, the block window, discovery's
+ *                   choice: the model in, a verdict out, nothing changed
+ *   fo_rank.c       replica ranking
+ * Calls run one way: fo_eval -> fo_machine -> fo_rules (each may also use the
+ * model, ranking and wording below them).
  *   fo_words.c      the wording: events, Sentinel messages, timeline steps
  *   fo_state_file.c the durable state file */
 #ifndef FL_FO_INTERNAL_H
@@ -38,22 +43,26 @@ const struct info_repl *fo_latest(const struct fo_node *n);
 /* n reported within node_down_after_ms. */
 bool fo_fresh(const struct fo_cluster *c, const struct fo_node *n, long long now);
 /* The primary of s returned after dying, with another, shorter history than a
- * replica: that replica (following the primary would wipe it), else NULL. */
-struct fo_node *fo_restarted_empty(struct fo_cluster *c, struct fo_shard *s);
+ * replica: that replica's node index (following the primary would wipe it), else -1. */
+int fo_restarted_empty(const struct fo_cluster *c, const struct fo_shard *s);
 /* Discovery's choice of s's primary from the nodes' INFO: a node index, or -1
  * (why says how it was chosen, *nmasters how many masters answered). */
-int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, size_t whylen,
+int fo_discover_pick(const struct fo_cluster *c, const struct fo_shard *s, char *why, size_t whylen,
 		     int *nmasters);
 /* Fields of a report whose change may turn "no good replica" into a good one. */
 bool fo_report_changed(const struct fo_report *a, const struct fo_report *b);
 /* The peer verdicts of a and b differ. */
 bool fo_report_peers_changed(const struct fo_report *a, const struct fo_report *b);
 
-/* fo_eval.c */
-/* The answer to a REPLICAOF sent by a repair (outside a failover). */
-void fo_repair_reply(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
-/* The primary of s in state NONE: ODOWN, failover start, repairs. */
-void fo_check_shard(struct fo_cluster *c, struct fo_shard *s, long long now);
+/* fo_machine.c: the replies that belong to a failover in progress, handed down by
+ * the evaluator (fo_on_info, fo_on_replicaof in fo_eval.c) once it has stored what
+ * they say about the node. */
+/* INFO of n (stored already): counts it in SELECT, reads the offset in WAIT_OFFSET. */
+void fo_machine_info(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok);
+/* REPLICAOF's answer: true if the failover in REPOINT sent it (taken), false if it
+ * is a repair's (the evaluator's). */
+bool fo_machine_replicaof(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
+			  const char *err);
 
 /* fo_words.c: events (kind passed to ops->event with the record) */
 struct fo_event {

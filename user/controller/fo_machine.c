@@ -3,8 +3,10 @@
  * machine"). Every change of s->fo.state is made by fo_transition(), checked
  * against the table fo_tsm[from][to] (as keepalived's VRRP_TSM); every change
  * of a shard's primary or epoch by fo_set_primary(). Each state owns its
- * timeout (fo_on_timer) and its replies (fo_on_*), as sentinel.c's
- * sentinelFailoverStateMachine does.
+ * timeout (fo_on_timer) and its replies (fo_on_pause, fo_on_promote; INFO and
+ * REPLICAOF through the evaluator: fo_machine_info, fo_machine_replicaof), as
+ * sentinel.c's sentinelFailoverStateMachine does. The machine asks the rules
+ * (fo_rules.c) and never calls the evaluator (fo_eval.c) above it.
  *
  *                fo_start()
  *  +------+ ------------------> +--------+  planned   +-------+  paused   +-------------+
@@ -29,6 +31,12 @@
  * PROMOTE, where ops->record is set (HA mode), first records "the candidate at the
  * next epoch" (fo_on_record) and sends the promotion only once that is written; a
  * record that fails or times out aborts the failover (nothing was promoted).
+ *
+ * On the promotion (PROMOTE -> REPOINT), in this order: fo_set_primary(), the
+ * `promoted` event, ops->promoted (the state saved, DNS), `switch_master` and
+ * Sentinel's +switch-master, then the REPLICAOFs. From REPOINT on the shard's
+ * primary is settled (fo_primary_settled): clients are answered with the new one
+ * while the repoints run.
  *
  * In NONE, fo_set_primary() is also how discovery at start (fo_discover), the
  * state file (fo_state_parse) and, on a follower controller, the leader's word
@@ -106,6 +114,11 @@ int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned 
 	s->primary = node;
 	s->epoch = epoch;
 	return 0;
+}
+
+bool fo_primary_settled(const struct fo_shard *s)
+{
+	return s->primary >= 0 && (s->fo.state == FO_ST_NONE || s->fo.state == FO_ST_REPOINT);
 }
 
 static void abort_failover(struct fo_cluster *c, struct fo_shard *s, const char *reason)
@@ -369,7 +382,9 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 }
 
 /* REPOINT: REPLICAOF <new> on every other node, the old primary included when it
- * may still answer (planned, hung); a dead one is demoted when it returns. */
+ * may still answer (planned, hung); a dead one is demoted when it returns. The new
+ * primary is named to clients from here on (fo_primary_settled): a stopped old
+ * primary's REPLICAOF waits out its timeout without holding anyone. */
 static void st_repoint(struct fo_cluster *c, struct fo_shard *s)
 {
 	struct fo_failover *f = &s->fo;
@@ -445,29 +460,11 @@ static void repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 }
 
 /* ------------------------------------------------------------------------- */
-/* Replies from the I/O layer, and each state's timeout */
+/* Replies from the I/O layer (INFO and REPLICAOF through the evaluator, which
+ * stores what they say of the node first), and each state's timeout */
 
-void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct info_repl *info,
-		const char *err)
+void fo_machine_info(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok)
 {
-	struct fo_shard *s = fo_shard_of(c, n);
-
-	(void)err;
-	if (ok) {
-		n->info = *info;
-		n->info_ok = 1;
-		n->info_ms = fo_now(c);
-		if (s && s->primary == n->idx && info->role == INFO_ROLE_MASTER &&
-		    info->master_replid[0] && !(s->flags & FO_S_PRIMARY_DIED))
-			snprintf(s->primary_replid, sizeof(s->primary_replid), "%s",
-				 info->master_replid);
-		if (s && s->primary >= 0 && info->link_up == 1 &&
-		    fo_follows(info, &c->nodes[s->primary]))
-			n->link_up_ms = n->info_ms;
-	}
-	fo_on_reach(c, n, ok);
-	if (!s)
-		return;
 	switch (s->fo.state) {
 	case FO_ST_SELECT:
 		if (n->idx == s->fo.from || s->fo.pending <= 0)
@@ -511,14 +508,13 @@ void fo_on_promote(struct fo_cluster *c, struct fo_node *n, bool ok, const char 
 	promote_reply(c, s, n, ok, err);
 }
 
-void fo_on_replicaof(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err)
+bool fo_machine_replicaof(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
+			  const char *err)
 {
-	struct fo_shard *s = fo_shard_of(c, n);
-
-	if (s && s->fo.state == FO_ST_REPOINT)
-		repoint_reply(c, s, n, ok, err);
-	else
-		fo_repair_reply(c, n, ok, err);
+	if (s->fo.state != FO_ST_REPOINT)
+		return false;
+	repoint_reply(c, s, n, ok, err);
+	return true;
 }
 
 /* Each state owns its timeout. */

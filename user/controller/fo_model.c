@@ -153,7 +153,7 @@ static bool host_eq(const char *a, const char *b)
 	       (!strcmp(b, "localhost") && !strcmp(a, "127.0.0.1"));
 }
 
-struct fo_node *fo_node_by_addr(struct fo_cluster *c, const char *host, int port)
+struct fo_node *fo_node_by_addr(const struct fo_cluster *c, const char *host, int port)
 {
 	for (int i = 0; i < c->nnodes; i++)
 		if (c->nodes[i].port == port && host_eq(c->nodes[i].host, host))

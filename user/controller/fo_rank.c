@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Replica ranking (DESIGN.md, "Replica selection"), apart from the state
+/* Replica ranking (docs/controller.md, "Replica selection"), apart from the state
  * machine as Sentinel's sentinelSelectSlave/compareSlavesForPromotion are:
  * connected to the failed primary and on its history first (highest offset,
  * then priority), then the others by priority, offset, id; a full sync last. */

@@ -16,7 +16,7 @@ static int parse_ll(const char *s, long long *v)
 	char *end;
 	int i;
 
-	/* The usual case, up to 18 digits (no overflow), without strtoll (issue 19);
+	/* The usual case, up to 18 digits (no overflow), without strtoll;
 	 * anything else as strtoll reads it. */
 	for (i = 0; i < 18 && p[i] >= '0' && p[i] <= '9'; i++)
 		n = n * 10 + (p[i] - '0');
@@ -31,7 +31,7 @@ static int parse_ll(const char *s, long long *v)
 	return errno || *end ? -EINVAL : 0;
 }
 
-/* v (len bytes) into dst, cut to fit as snprintf would (no printf per key: issue 19). */
+/* v (len bytes) into dst, cut to fit as snprintf would (no printf per key). */
 static void copy_str(char *dst, size_t size, const char *v, size_t len)
 {
 	if (len >= size)

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The failure rules (docs/controller.md, "When it fails over"): pure judgements
- * on the model, no I/O. fo_judge (a node's verdict), the block window and TILT,
- * the restarted-empty check, and discovery's choice of a primary at start. */
+/* The failure rules (docs/controller.md, "When it fails over"): pure judgements.
+ * Each takes the model (read only) and the time, and returns a verdict; none
+ * changes state, does I/O or calls the evaluator or the machine above it (the
+ * evaluator, fo_eval.c, and the machine, fo_machine.c, apply the verdicts).
+ * fo_judge (a node's verdict), TILT (fo_tilt_judge) and the block window
+ * (fo_may_failover), the restarted-empty check, and discovery's choice of a
+ * primary at start. */
 #include <stdio.h>
 #include <string.h>
 #include "controller/fo_internal.h"
@@ -65,30 +69,21 @@ bool fo_report_peers_changed(const struct fo_report *a, const struct fo_report *
 /* ------------------------------------------------------------------------- */
 /* TILT and the block window */
 
-bool fo_tilt_tick(struct fo_cluster *c)
+enum fo_tilt_step fo_tilt_judge(const struct fo_cluster *c, long long mono_ms, long long wall_ms,
+				long long *stall_ms, long long *jump_ms)
 {
-	long long mono = c->now_ms(c->ctx), wall = c->wall_ms(c->ctx);
-	long long dm = mono - c->last_tick_mono_ms, dw = wall - c->last_tick_wall_ms;
+	long long dm = mono_ms - c->last_tick_mono_ms, dw = wall_ms - c->last_tick_wall_ms;
 	bool first = !c->last_tick_mono_ms && !c->last_tick_wall_ms;
 
-	c->last_tick_mono_ms = mono;
-	c->last_tick_wall_ms = wall;
+	*stall_ms = dm;
+	*jump_ms = dw - dm;
 	if (!first && c->tilt_ms > 0 &&
 	    (dm > FO_TILT_TRIGGER_MS || dw - dm > FO_TILT_TRIGGER_MS ||
-	     dm - dw > FO_TILT_TRIGGER_MS)) {
-		if (!c->tilt)
-			c->tilt_since_ms = mono;
-		fo_say_tilt_start(c, dm, dw - dm, !c->tilt);
-		c->tilt = true;
-		c->tilt_until_ms = mono + c->tilt_ms;
-		return true;
-	}
-	if (c->tilt && mono >= c->tilt_until_ms) {
-		c->tilt = false;
-		fo_say_tilt_end(c, mono - c->tilt_since_ms);
-		fo_evaluate(c);
-	}
-	return c->tilt;
+	     dm - dw > FO_TILT_TRIGGER_MS))
+		return c->tilt ? FO_TILT_AGAIN : FO_TILT_ENTER;
+	if (c->tilt)
+		return mono_ms >= c->tilt_until_ms ? FO_TILT_LEAVE : FO_TILT_STAY;
+	return FO_TILT_NONE;
 }
 
 bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum fo_verdict v,
@@ -121,17 +116,18 @@ bool fo_may_failover(const struct fo_cluster *c, const struct fo_shard *s, enum 
 
 /* The primary returned without a failover in between. If its replication history is
  * not the one its replicas carry, and shorter (a restart without persistence, or from
- * an old file), following it would wipe them: returns the replica that has more. */
-struct fo_node *fo_restarted_empty(struct fo_cluster *c, struct fo_shard *s)
+ * an old file), following it would wipe them: returns the replica that has more (its
+ * node index), else -1. */
+int fo_restarted_empty(const struct fo_cluster *c, const struct fo_shard *s)
 {
-	struct fo_node *p = &c->nodes[s->primary], *best = NULL;
+	const struct fo_node *p = &c->nodes[s->primary], *best = NULL;
 	const struct info_repl *pr = fo_latest(p);
 	long long best_off = -1;
 
 	if (!pr || pr->role != INFO_ROLE_MASTER || pr->offset < 0 || !pr->master_replid[0])
-		return NULL;
+		return -1;
 	for (int i = 0; i < s->nnodes; i++) {
-		struct fo_node *n = &c->nodes[s->nodes[i]];
+		const struct fo_node *n = &c->nodes[s->nodes[i]];
 		const struct info_repl *r = fo_latest(n);
 
 		if (n == p || !r || (n->flags & FO_N_SDOWN) || r->role != INFO_ROLE_SLAVE ||
@@ -143,13 +139,13 @@ struct fo_node *fo_restarted_empty(struct fo_cluster *c, struct fo_shard *s)
 			best_off = r->offset;
 		}
 	}
-	return best;
+	return best ? best->idx : -1;
 }
 
 /* ------------------------------------------------------------------------- */
 /* Discovery's choice at start */
 
-int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, size_t whylen,
+int fo_discover_pick(const struct fo_cluster *c, const struct fo_shard *s, char *why, size_t whylen,
 		     int *nmasters)
 {
 	int masters[FO_MAX_SHARD_NODES], nm = 0, pick = -1;
@@ -157,7 +153,7 @@ int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, 
 
 	why[0] = '\0';
 	for (int i = 0; i < s->nnodes; i++) {
-		struct fo_node *n = &c->nodes[s->nodes[i]];
+		const struct fo_node *n = &c->nodes[s->nodes[i]];
 
 		if (n->info_ok && n->info.role == INFO_ROLE_MASTER)
 			masters[nm++] = n->idx;
@@ -195,8 +191,8 @@ int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, 
 		int best = -1, tie = 0;
 
 		for (int i = 0; i < nm; i++) {
-			struct fo_node *n = &c->nodes[masters[i]];
-			struct fo_node *b = best >= 0 ? &c->nodes[best] : NULL;
+			const struct fo_node *n = &c->nodes[masters[i]];
+			const struct fo_node *b = best >= 0 ? &c->nodes[best] : NULL;
 
 			if (!b || n->info.connected_slaves > b->info.connected_slaves ||
 			    (n->info.connected_slaves == b->info.connected_slaves &&
@@ -215,7 +211,7 @@ int fo_discover_pick(struct fo_cluster *c, const struct fo_shard *s, char *why, 
 	} else if (spi < 0) {
 		/* No master answers: the one the replicas follow. */
 		for (int i = 0; i < s->nnodes && pick < 0; i++) {
-			struct fo_node *n = &c->nodes[s->nodes[i]], *m;
+			const struct fo_node *n = &c->nodes[s->nodes[i]], *m;
 
 			if (!n->info_ok || n->info.role != INFO_ROLE_SLAVE)
 				continue;

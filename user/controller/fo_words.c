@@ -579,7 +579,7 @@ void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	if (!c->nodes)
 		return; /* never: the model is set up (for the analyzer) */
 	/* Still named under the old master, as Sentinel does until +switch-master
-	 * (published after +failover-end, fo_say_failover_end). */
+	 * (published at the end of this function). */
 	slave_str(c, s, n, from, inst, sizeof(inst));
 	/* As Sentinel sees it: the replica now reports master, then is promoted. */
 	fo_publish(c, "-role-change", "%s new reported role is master", inst);
@@ -594,6 +594,11 @@ void fo_say_switch_master(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	evrec_str(&e.r, "new_addr", n->host);
 	evrec_int(&e.r, "new_port", n->port);
 	fo_emit(c, &e);
+	/* Clients learn the new primary now, not after the repoints (Sentinel publishes
+	 * +switch-master after +failover-end, once every replica is reconfigured: a
+	 * stopped old primary would hold every client for its REPLICAOF's timeout). */
+	fo_publish(c, "+switch-master", "%s %s %d %s %d", s->name, o->host, o->port, n->host,
+		   n->port);
 	fo_step(c, s, "switch_master %s:%d -> %s:%d", o->host, o->port, n->host, n->port);
 }
 
@@ -610,7 +615,7 @@ void fo_say_repoint_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 	}
 	if (n->idx != f->from) {
 		/* The replica accepted REPLICAOF: Sentinel's three steps at once (we do
-		 * not wait for its link, see README "Sentinel compatibility"). */
+		 * not wait for its link, see docs/sentinel.md). */
 		slave_str(c, s, n, f->from, inst, sizeof(inst));
 		fo_publish(c, "+slave-reconf-sent", "%s", inst);
 		fo_publish(c, "+slave-reconf-inprog", "%s", inst);
@@ -642,15 +647,14 @@ void fo_say_failover_end(struct fo_cluster *c, struct fo_shard *s, const char *o
 	fo_step(c, s, "replicas_repointed to %s: %s%s%s", to->id, ok[0] ? ok : "(none)",
 		bad[0] ? "; failed: " : "", bad);
 	/* Sentinel's end (sentinelFailoverSwitchToPromotedSlave): -odown of a master
-	 * that died, +failover-end and +switch-master under the old master, then every
-	 * other node as a replica of the new one; the old primary still down is
-	 * +sdown as such, the old primary demoted (planned, hung) is converted. */
+	 * that died, +failover-end under the old master (+switch-master went out at
+	 * the promotion: fo_say_switch_master), then every other node as a replica of
+	 * the new one; the old primary still down is +sdown as such, the old primary
+	 * demoted (planned, hung) is converted. */
 	fo_master_str(c, s, f->from, m, sizeof(m));
 	if (!f->planned && (c->nodes[f->from].flags & FO_N_SDOWN))
 		fo_publish(c, "-odown", "%s", m);
 	fo_publish(c, "+failover-end", "%s", m);
-	fo_publish(c, "+switch-master", "%s %s %d %s %d", s->name, c->nodes[f->from].host,
-		   c->nodes[f->from].port, to->host, to->port);
 	for (int i = 0; i < s->nnodes; i++) {
 		const struct fo_node *n = &c->nodes[s->nodes[i]];
 		char inst[400];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Controller high availability: one leader among the controllers, chosen and fenced
- * by etcd (issue 15). Every controller
+ * by etcd. Every controller
  *   - holds an etcd lease (TTL lease_ms, kept alive every lease_ms / 3) and registers
  *     itself under <prefix>controllers/<id> on that lease (SENTINEL sentinels);
  *   - campaigns for <prefix>leader with a transaction "create it on my lease if it

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The controller waits for the old primary's write lease (README, "The write lease"),
+/* The controller waits for the old primary's write lease (docs/agent.md, the write lease),
  * not longer: after host_down or a hung server it promotes only once the lease has
  * certainly run out, from the last evidence it and the peers have, with a margin for
  * clock-rate drift. A death the kernel saw (proc_exit, OOM kill) needs no wait.
