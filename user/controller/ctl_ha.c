@@ -184,6 +184,7 @@ struct ha_write {
 	int shard;
 	unsigned long long epoch;
 	bool record; /* ctl_ha_record's (answers the machine) */
+	int64_t sent_ns;
 	char val[160];
 };
 
@@ -262,9 +263,15 @@ static void on_put(void *ctx, int err, const char *msg)
 			reread(c, w->shard);
 		}
 	}
-	if (w->record)
+	if (w->record) {
+		int64_t took_us = (fl_mono_ns() - w->sent_ns) / 1000;
+
 		fo_on_record(&c->fo, s, w->epoch, !err,
 			     err == -ESTALE ? "not the leader any more" : msg);
+		if (!err) /* after the promotion went out */
+			pr_info("etcd: recorded shard/%s = '%s' in %lld.%03lld ms\n", s->name,
+				w->val, (long long)took_us / 1000, (long long)took_us % 1000);
+	}
 	free(w);
 }
 
@@ -296,6 +303,7 @@ static int write_state(struct ctl *c, int shard, int node, unsigned long long ep
 		free(w); /* recorded before the promotion already */
 		return 0;
 	}
+	w->sent_ns = fl_mono_ns();
 	err = ha_put(c->ha, key, w->val, strlen(w->val), on_put, w);
 	if (err) {
 		pr_warn("failed to write shard state to etcd: %s\n",
