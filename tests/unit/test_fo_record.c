@@ -56,9 +56,10 @@ static void test_recorded_before_promotion(void **state)
 	assert_false(called("promote n3")); /* not before the record is written */
 	assert_int_equal(R.promoted, 0);
 	assert_int_equal(s->primary, N("n1")->idx);
-	fo_on_record(&C, s, 2, true, NULL); /* not the one asked: ignored */
+	fo_on_record(&C, s, N("n3")->idx, 2, true, NULL); /* not the one asked: ignored */
+	fo_on_record(&C, s, N("n2")->idx, 1, true, NULL);
 	assert_false(called("promote n3"));
-	fo_on_record(&C, s, 1, true, NULL);
+	fo_on_record(&C, s, N("n3")->idx, 1, true, NULL);
 	assert_true(called("promote n3"));
 	assert_int_equal(R.timer_ms, C.promote_timeout_ms + 50); /* its own time again */
 	fo_on_promote(&C, N("n3"), true, NULL);
@@ -75,7 +76,7 @@ static void test_record_fails_aborts(void **state)
 	(void)state;
 	s = to_promote();
 	assert_true(called("record n3 1"));
-	fo_on_record(&C, s, 1, false, "etcd timed out");
+	fo_on_record(&C, s, N("n3")->idx, 1, false, "etcd timed out");
 	assert_int_equal(s->fo.state, FO_ST_NONE);
 	assert_true(evented("failover_abort"));
 	assert_non_null(strstr(R.done_result, "failed to record n3 at epoch 1"));
@@ -85,7 +86,7 @@ static void test_record_fails_aborts(void **state)
 	assert_int_equal(s->epoch, 0);
 	assert_int_equal(R.promoted, 0);
 	/* A late success of that write changes nothing here. */
-	fo_on_record(&C, s, 1, true, NULL);
+	fo_on_record(&C, s, N("n3")->idx, 1, true, NULL);
 	assert_false(called("promote n3"));
 	/* The write may have been applied: the record holds epoch 1 (read again), so
 	 * the retry takes epoch 2. */
@@ -101,7 +102,7 @@ static void test_record_fails_aborts(void **state)
 		fo_on_timer(&C, s); /* the others did not answer in time */
 	}
 	assert_true(called("record n3 2"));
-	fo_on_record(&C, s, 2, true, NULL);
+	fo_on_record(&C, s, N("n3")->idx, 2, true, NULL);
 	fo_on_promote(&C, N("n3"), true, NULL);
 	assert_int_equal(s->epoch, 2);
 }
@@ -141,11 +142,11 @@ static void test_next_candidate_new_epoch(void **state)
 
 	(void)state;
 	s = to_promote();
-	fo_on_record(&C, s, 1, true, NULL);
+	fo_on_record(&C, s, N("n3")->idx, 1, true, NULL);
 	fo_on_promote(&C, N("n3"), false, "ERR refused");
 	/* The next candidate is recorded at its own epoch, not the refused one's. */
 	assert_true(called("record n4 2"));
-	fo_on_record(&C, s, 2, true, NULL);
+	fo_on_record(&C, s, N("n4")->idx, 2, true, NULL);
 	assert_true(called("promote n4"));
 	fo_on_promote(&C, N("n4"), true, NULL);
 	assert_int_equal(s->primary, N("n4")->idx);

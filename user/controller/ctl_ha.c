@@ -181,7 +181,7 @@ static void on_members_timer(evutil_socket_t fd, short what, void *arg)
 /* One write or read in flight for a shard. */
 struct ha_write {
 	struct ctl *c;
-	int shard;
+	int shard, node;
 	unsigned long long epoch;
 	bool record; /* ctl_ha_record's (answers the machine) */
 	int64_t sent_ns;
@@ -266,7 +266,7 @@ static void on_put(void *ctx, int err, const char *msg)
 	if (w->record) {
 		int64_t took_us = (fl_mono_ns() - w->sent_ns) / 1000;
 
-		fo_on_record(&c->fo, s, w->epoch, !err,
+		fo_on_record(&c->fo, s, w->node, w->epoch, !err,
 			     err == -ESTALE ? "not the leader any more" : msg);
 		if (!err) /* after the promotion went out */
 			pr_info("etcd: recorded shard/%s = '%s' in %lld.%03lld ms\n", s->name,
@@ -295,6 +295,7 @@ static int write_state(struct ctl *c, int shard, int node, unsigned long long ep
 		return -ENOMEM;
 	w->c = c;
 	w->shard = shard;
+	w->node = node;
 	w->epoch = epoch;
 	w->record = record;
 	snprintf(key, sizeof(key), "shard/%s", s->name);

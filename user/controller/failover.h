@@ -369,10 +369,11 @@ void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct i
 		const char *err);
 void fo_on_pause(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
 void fo_on_promote(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
-/* The answer to ops->record for (shard, epoch): ok, the promotion goes out; otherwise
- * the failover aborts (and starts again as after any failed step). */
-void fo_on_record(struct fo_cluster *c, struct fo_shard *s, unsigned long long epoch, bool ok,
-		  const char *err);
+/* The answer to ops->record for (shard, node, epoch): ok, the promotion goes out;
+ * otherwise the failover aborts (and starts again as after any failed step). An
+ * answer for another node or epoch than the one being recorded is ignored. */
+void fo_on_record(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch,
+		  bool ok, const char *err);
 void fo_on_replicaof(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
 void fo_on_timer(struct fo_cluster *c, struct fo_shard *s);
 

@@ -333,15 +333,16 @@ static void st_promote(struct fo_cluster *c, struct fo_shard *s)
 	c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
 }
 
-void fo_on_record(struct fo_cluster *c, struct fo_shard *s, unsigned long long epoch, bool ok,
-		  const char *err)
+void fo_on_record(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch,
+		  bool ok, const char *err)
 {
 	struct fo_failover *f = &s->fo;
 	struct fo_node *n;
 	char why[160];
 
-	if (f->state != FO_ST_PROMOTE || !f->recording || epoch != f->rec_epoch || f->to < 0)
-		return; /* a late answer */
+	if (f->state != FO_ST_PROMOTE || !f->recording || epoch != f->rec_epoch || f->to < 0 ||
+	    node != f->to)
+		return; /* a late answer (of an aborted attempt) */
 	f->recording = false;
 	n = &c->nodes[f->to];
 	if (!ok) {
@@ -539,7 +540,7 @@ void fo_on_timer(struct fo_cluster *c, struct fo_shard *s)
 		break;
 	case FO_ST_PROMOTE:
 		if (f->recording) {
-			fo_on_record(c, s, f->rec_epoch, false, "timed out");
+			fo_on_record(c, s, f->to, f->rec_epoch, false, "timed out");
 			break;
 		}
 		promote_reply(c, s, &c->nodes[f->to], false, "timed out");
