@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The promotion recorded first (HA mode, ops->record): nothing is promoted until the
  * record is written; a record that fails or times out aborts the failover; every
- * candidate and every retry takes an epoch above any the record may hold. */
+ * candidate and every retry takes an epoch above any the record may hold. And what a
+ * new leader's discovery makes of a record that is behind (a newer master adopted) or
+ * ahead (a recorded primary never promoted). */
 #include "fo_harness.h"
 
 static struct fo_ops rec_ops;
@@ -153,6 +155,70 @@ static void test_next_candidate_new_epoch(void **state)
 	assert_int_equal(s->epoch, 2);
 }
 
+static struct info_repl master_info(long long off, int nrepl, const char *replid)
+{
+	struct info_repl i = slave_info("n1", 0, off);
+
+	i.role = INFO_ROLE_MASTER;
+	i.master_host[0] = '\0';
+	i.master_port = 0;
+	i.connected_slaves = nrepl;
+	snprintf(i.master_replid, sizeof(i.master_replid), "%s", replid);
+	return i;
+}
+
+/* A new leader's INFO round: the recorded primary n1 restarted empty, n2 is a master
+ * its predecessor promoted without recording it, n3 and n4 follow n2. n2 is adopted
+ * (at the next epoch), not overwritten by a fresh promotion. */
+static void test_discover_adopts_newer_master(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	s->primary = N("n1")->idx;
+	s->epoch = 0;
+	set_info("n1", master_info(0, 0, "replid-empty"));
+	set_info("n2", master_info(90000, 2, "replid-n2"));
+	set_info("n3", slave_info("n2", 1, 90000));
+	set_info("n4", slave_info("n2", 1, 89990));
+	fo_discover(&C, s);
+	assert_int_equal(s->primary, N("n2")->idx);
+	assert_int_equal(s->epoch, 1);
+	assert_int_equal(R.promoted, 1); /* recorded */
+	assert_true(evented("primary_discovered"));
+	assert_false(called("promote n3") || called("promote n4"));
+	/* The recorded primary with its history intact stays, another master or not. */
+	teardown(state);
+	setup_rec(state);
+	s = fo_find_shard(&C, "s");
+	s->primary = N("n1")->idx;
+	set_info("n1", master_info(5000, 2, "replid-a"));
+	set_info("n2", master_info(4000, 1, "replid-b"));
+	fo_discover(&C, s);
+	assert_int_equal(s->primary, N("n1")->idx);
+	assert_int_equal(R.promoted, 0);
+}
+
+/* The record names n2, never promoted (its leader stopped in between): n2 still
+ * follows n1, which does not answer. The primary is n1 (not a replica), and the next
+ * promotion takes an epoch above the record's. */
+static void test_discover_recorded_not_promoted(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	s->primary = N("n2")->idx;
+	s->epoch = 1;
+	set_info("n2", slave_info("n1", 0, 1000));
+	set_info("n3", slave_info("n1", 0, 1000));
+	fo_discover(&C, s);
+	assert_int_equal(s->primary, N("n1")->idx);
+	assert_int_equal(s->epoch, 1);
+	assert_int_equal(s->epoch_floor, 1);
+	assert_int_equal(R.promoted, 0);
+	assert_true(evented("primary_discovered"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -160,6 +226,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_record_fails_aborts, setup_rec, teardown),
 	    cmocka_unit_test_setup_teardown(test_record_timeout_and_refusal, setup_rec, teardown),
 	    cmocka_unit_test_setup_teardown(test_next_candidate_new_epoch, setup_rec, teardown),
+	    cmocka_unit_test_setup_teardown(test_discover_adopts_newer_master, setup_rec, teardown),
+	    cmocka_unit_test_setup_teardown(test_discover_recorded_not_promoted, setup_rec,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
