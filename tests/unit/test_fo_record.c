@@ -200,8 +200,8 @@ static void test_discover_adopts_newer_master(void **state)
 }
 
 /* The record names n2, never promoted (its leader stopped in between): n2 still
- * follows n1, which does not answer. The primary is n1 (not a replica), and the next
- * promotion takes an epoch above the record's. */
+ * follows n1, which does not answer. The primary is n1 (not a replica) at the epoch
+ * before the record's, and the promotion takes the recorded epoch. */
 static void test_discover_recorded_not_promoted(void **state)
 {
 	struct fo_shard *s = fo_find_shard(&C, "s");
@@ -213,10 +213,26 @@ static void test_discover_recorded_not_promoted(void **state)
 	set_info("n3", slave_info("n1", 0, 1000));
 	fo_discover(&C, s);
 	assert_int_equal(s->primary, N("n1")->idx);
-	assert_int_equal(s->epoch, 1);
-	assert_int_equal(s->epoch_floor, 1);
+	assert_int_equal(s->epoch, 0);
 	assert_int_equal(R.promoted, 0);
 	assert_true(evented("primary_discovered"));
+	/* n1's failure: the promotion takes the recorded epoch, nothing was promoted at it. */
+	clear_rec();
+	{
+		struct info_repl i2 = slave_info("n1", 0, 1000), i3 = slave_info("n1", 0, 990);
+
+		R.mono += 10;
+		report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+		assert_int_equal(s->fo.state, FO_ST_SELECT);
+		fo_on_info(&C, N("n2"), true, &i2, NULL);
+		fo_on_info(&C, N("n3"), true, &i3, NULL);
+		fo_on_timer(&C, s);
+	}
+	assert_true(called("record n2 1"));
+	fo_on_record(&C, s, N("n2")->idx, 1, true, NULL);
+	fo_on_promote(&C, N("n2"), true, NULL);
+	assert_int_equal(s->primary, N("n2")->idx);
+	assert_int_equal(s->epoch, 1);
 }
 
 int main(void)

@@ -566,14 +566,15 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 	    c->nodes[spi].info.role == INFO_ROLE_SLAVE) {
 		/* The record names a replica: the promotion was recorded but not made (the
 		 * leader stopped in between, or the write timed out and was applied). The
-		 * primary is still the one it follows; its failure is handled as any, at
-		 * an epoch above the record's. */
+		 * primary is still the one it follows, at the epoch before the record's:
+		 * its failure is handled as any, and the promotion takes the recorded
+		 * epoch (the same record again when the same replica is chosen), since
+		 * nothing was promoted at it. */
 		struct fo_node *m = fo_node_by_addr(c, c->nodes[spi].info.master_host,
 						    c->nodes[spi].info.master_port);
 
 		if (m && m->shard == s->idx && m->idx != spi &&
-		    !fo_set_primary(c, s, m->idx, s->epoch)) {
-			s->epoch_floor = s->epoch;
+		    !fo_set_primary(c, s, m->idx, s->epoch ? s->epoch - 1 : 0)) {
 			fo_say_primary_discovered(c, s, spi,
 						  "the recorded primary was never promoted: "
 						  "the primary is still the one it follows");
