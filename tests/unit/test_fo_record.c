@@ -24,6 +24,7 @@ static int setup_rec(void **state)
 	rec_ops = ops;
 	rec_ops.record = op_record;
 	C.ops = &rec_ops;
+	C.record_first = true;
 	record_ret = 0;
 	recorded_epoch = 0;
 	return 0;

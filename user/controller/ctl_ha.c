@@ -357,6 +357,7 @@ int ctl_ha_start(struct ctl *c)
 	if (!c->ha_state->shards)
 		return -ENOMEM;
 	c->ha_state->nshards = c->fo.nshards;
+	c->fo.record_first = true; /* ctl_ha_record */
 	c->ha = ha_new(c->base, &o, &ha_ops, c);
 	c->ha_state->members_timer = event_new(c->base, -1, EV_PERSIST, on_members_timer, c);
 	if (!c->ha || !c->ha_state->members_timer) {

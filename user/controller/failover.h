@@ -271,6 +271,7 @@ struct fo_cluster {
 	int offset_wait_ms;	/* planned: how long the target may take to catch up */
 	int offset_poll_ms;	/* planned: INFO of the target this often while waiting */
 	bool starting;		/* topology not learned yet: observe only (set by the controller) */
+	bool record_first;	/* HA: a promotion is recorded (ops->record) before it is made */
 	/* TILT */
 	bool tilt;
 	long long tilt_since_ms, tilt_until_ms;

@@ -562,7 +562,7 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 	char why[128];
 	int nm, pick = fo_discover_pick(c, s, why, sizeof(why), &nm);
 
-	if (pick < 0 && spi >= 0 && c->nodes[spi].info_ok &&
+	if (c->record_first && pick < 0 && spi >= 0 && c->nodes[spi].info_ok &&
 	    c->nodes[spi].info.role == INFO_ROLE_SLAVE) {
 		/* The record names a replica: the promotion was recorded but not made (the
 		 * leader stopped in between, or the write timed out and was applied). The
