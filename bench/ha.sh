@@ -8,8 +8,8 @@
 #             another leads
 #   failover  the primary SIGKILLed with etcd on the leader's path -> promoted, and ->
 #             the writer's first acknowledged write on the new primary
-#   (etcd is not on the failover path: the leader acts under its lease and writes
-#   the new primary and epoch to etcd after the promotion, one transaction)
+#   (one etcd transaction on the failover path: the leader records the new primary
+#   and epoch, fenced by its leader key, before it sends the promotion)
 # Prints min / median / max over the trials.
 # usage: bench/ha.sh [-n TRIALS]   (root; FL_HA_LEASE_MS, FL_ETCD_ELECTION_MS as the harness)
 set -euo pipefail
@@ -92,5 +92,5 @@ if rows:
     row("primary SIGKILL -> promoted (ms)", 3, 1)
     row("primary SIGKILL -> first acknowledged write (ms)", 4, 1)
     row("acknowledged writes lost", 5, 1)
-    print("\netcd round trips on the failover's path: 0 (the leader's lease fences it); after it: 1 transaction per promotion")
+    print("\netcd round trips on the failover's path: 1 (the promotion is recorded, fenced by the leader key, before it is sent)")
 PY

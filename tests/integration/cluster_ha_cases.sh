@@ -132,6 +132,37 @@ test_ha_etcd_member_down() {
 	expect_ms "$J" first_write_ms 1000
 }
 
+# etcd loses quorum right before the primary dies, while the leader's lease still
+# holds: the leader decides the failover but cannot record it, so it promotes nobody
+# (each attempt aborts: "failed to record"); quorum back: exactly one promotion, no
+# acknowledged write lost.
+test_ha_record_fails_at_promotion() {
+	cluster
+	local lead a b np
+	lead=$(cl_ha_leader) || fail "no leader"
+	CL_CLOG=$(cl_ha_log "$lead")
+	a=$((lead % 3 + 1))
+	b=$((a % 3 + 1))
+	kill -STOP "$(cl_pid "etcd-e$a")" "$(cl_pid "etcd-e$b")"
+	on_exit "kill -CONT $(cl_pid "etcd-e$a") $(cl_pid "etcd-e$b")"
+	kill_at KILL "$(cl_pid "redis-$(cl_node 1)")"
+	cl_until 5 ctl_ev '.kind == "failover_abort" and (.reason | test("failed to record"))' ||
+		fail "no failover aborted for its record: $(jq -c 'select(.kind | test("failover|promoted|leader"))' "$CL_CLOG" | tail -n 4)"
+	sleep 2
+	[ -z "$(cl_masters)" ] || fail "a promotion that was not recorded: $(cl_masters)"
+	! cat "$CL_DIR"/controller-c*.jsonl | jq -e 'select(.kind == "promoted")' >/dev/null ||
+		fail "promoted without a record: $(cat "$CL_DIR"/controller-c*.jsonl | jq -c 'select(.kind == "promoted")')"
+	kill -CONT "$(cl_pid "etcd-e$a")" "$(cl_pid "etcd-e$b")"
+	cl_until 10 cl_ha_leader_ready || fail "no leader after quorum came back"
+	CL_CLOG=$(cl_ha_log "$(cl_ha_leader)")
+	check_primary 15
+	np=$(cat "$CL_DIR"/controller-c*.jsonl | jq -c 'select(.kind == "promoted")' | wc -l)
+	[ "$np" = 1 ] || fail "$np promotions: $(cat "$CL_DIR"/controller-c*.jsonl | jq -c 'select(.kind == "promoted") | {ts, controller_id, instance, epoch}')"
+	cl_redis_start "$OLD"
+	old_back_as_replica
+	finish "etcd without quorum at the promotion, the primary SIGKILLed"
+}
+
 # etcd with authentication: the controllers log in (user and password from the
 # cluster file) and work as without it; one with a wrong password says why and never
 # leads.
@@ -209,4 +240,4 @@ api_of_is() {
 }
 
 TESTS+=(test_ha_leader_killed test_ha_cut_from_etcd test_ha_etcd_quorum_lost
-	test_ha_etcd_member_down test_ha_sentinel_view test_ha_etcd_auth test_ha_etcd_tls)
+	test_ha_etcd_member_down test_ha_record_fails_at_promotion test_ha_sentinel_view test_ha_etcd_auth test_ha_etcd_tls)

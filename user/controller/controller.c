@@ -63,8 +63,9 @@ static void op_promoted(void *ctx, int shard)
 	struct fo_shard *s = &c->fo.shards[shard];
 
 	ctl_metrics_promoted(c, s);
-	/* Off the promotion's path: the state goes to a worker thread (or to etcd),
-	 * DNS and the repoints go out at once. */
+	/* Off the promotion's path: the state goes to a worker thread (HA: etcd holds it
+	 * already, op_record; a primary found at a start is written here), DNS and the
+	 * repoints go out at once. */
 	if (c->ha)
 		ctl_ha_save(c, shard);
 	else
@@ -105,6 +106,19 @@ static void op_promote(void *ctx, int node, int timeout_ms)
 		ctl_op_promote(ctx, node, timeout_ms);
 }
 
+/* HA mode: the decision goes to etcd, fenced by the leader key, before the promotion
+ * (ops->record); one controller writes its state file after it (op_promoted). */
+static int op_record(void *ctx, int shard, int node, unsigned long long epoch)
+{
+	struct ctl *c = ctx;
+
+	if (!c->ha)
+		return 1;
+	if (!may_send(c, "the promotion's record", node))
+		return -EPERM;
+	return ctl_ha_record(c, shard, node, epoch) ? -EIO : 0;
+}
+
 static void op_replicaof(void *ctx, int node, int master, int timeout_ms)
 {
 	if (may_send(ctx, "REPLICAOF", node))
@@ -133,6 +147,7 @@ static const struct fo_ops ctl_ops = {
     .pause = op_pause,
     .unpause = op_unpause,
     .promote = op_promote,
+    .record = op_record,
     .replicaof = op_replicaof,
     .timer = op_timer,
     .event = ctl_event,

@@ -258,8 +258,13 @@ int ctl_ha_start(struct ctl *c);
  * without HA or when stopping already (then the caller breaks the loop). */
 bool ctl_ha_stop(struct ctl *c);
 void ctl_ha_free(struct ctl *c);
-/* Writes the shard's primary and epoch to etcd (leader only). */
+/* Writes the shard's primary and epoch to etcd (leader only); nothing when the record
+ * holds them already (ctl_ha_record). */
 int ctl_ha_save(struct ctl *c, int shard);
+/* ops->record: writes "node is the primary at epoch" to etcd, fenced by the leader key,
+ * and answers fo_on_record. After a write of unknown outcome (timed out) it first
+ * reads the record again (the shard's epoch_floor) and refuses until it has. */
+int ctl_ha_record(struct ctl *c, int shard, int node, unsigned long long epoch);
 int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max);
 void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
 /* May this controller act on servers and DNS now? Always without HA; in HA mode

@@ -23,7 +23,15 @@
 
 /* The module's state (c->ha_state); c->ha is ha.c's election, which every module
  * asks (ctl_may_act). */
+struct ctl_ha_shard {
+	char val[160]; /* the value this leader last wrote, "" none */
+	bool unsure;   /* a write's outcome is unknown: read the record before the next */
+	bool reading;  /* that read is in flight */
+};
+
 struct ctl_ha_state {
+	struct ctl_ha_shard *shards;
+	int nshards;
 	bool was_leader;
 	long long role_since_ms;
 	char etcd_members[256]; /* etcd's member names, or why unknown */
@@ -47,6 +55,8 @@ static void on_role(void *ctx, enum ha_role role, const char *why)
 	struct ctl *c = ctx;
 
 	c->ha_state->role_since_ms = fl_mono_ms();
+	for (int i = 0; i < c->ha_state->nshards; i++)
+		c->ha_state->shards[i].val[0] = '\0'; /* a new term: write again */
 	if (role == HA_LEADER) {
 		pr_info("leading (%s): learning the servers' state before acting\n", why);
 		ha_event(c, "leader_elected", why);
@@ -168,30 +178,154 @@ static void on_members_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the state ---- */
 
+/* One write or read in flight for a shard. */
+struct ha_write {
+	struct ctl *c;
+	int shard, node;
+	unsigned long long epoch;
+	bool record; /* ctl_ha_record's (answers the machine) */
+	int64_t sent_ns;
+	char val[160];
+};
+
+static struct ctl_ha_shard *ha_shard(struct ctl *c, int shard)
+{
+	return shard >= 0 && shard < c->ha_state->nshards ? &c->ha_state->shards[shard] : NULL;
+}
+
+static void on_reread(void *ctx, int err, const char *msg, const char *val)
+{
+	struct ha_write *w = ctx;
+	struct ctl *c = w->c;
+	struct ctl_ha_shard *hs = c->ha_state ? ha_shard(c, w->shard) : NULL;
+	struct fo_shard *s = &c->fo.shards[w->shard];
+	unsigned long long epoch = 0;
+	char id[CFG_ID_MAX + 1];
+
+	free(w);
+	if (!hs)
+		return;
+	hs->reading = false;
+	if (err) {
+		pr_warn("etcd: reading shard/%s again failed: %s (read again before the next "
+			"promotion)\n",
+			s->name, msg);
+		return;
+	}
+	if (val && !parse_shard_state(val, &epoch, id, sizeof(id)) && epoch > s->epoch_floor)
+		s->epoch_floor = epoch;
+	hs->unsure = false;
+	pr_info("etcd: shard/%s holds '%s': the next promotion takes an epoch above %llu\n",
+		s->name, val ? val : "(nothing)",
+		s->epoch > s->epoch_floor ? s->epoch : s->epoch_floor);
+}
+
+/* After a write of unknown outcome: read the record again before the next one. */
+static void reread(struct ctl *c, int shard)
+{
+	struct ctl_ha_shard *hs = ha_shard(c, shard);
+	struct ha_write *w;
+	char key[128];
+
+	if (!hs || hs->reading)
+		return;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return;
+	w->c = c;
+	w->shard = shard;
+	snprintf(key, sizeof(key), "shard/%s", c->fo.shards[shard].name);
+	if (ha_get(c->ha, key, on_reread, w)) {
+		free(w);
+		return;
+	}
+	hs->reading = true;
+}
+
 static void on_put(void *ctx, int err, const char *msg)
 {
-	struct ctl *c = ctx;
+	struct ha_write *w = ctx;
+	struct ctl *c = w->c;
+	struct ctl_ha_shard *hs = c->ha_state ? ha_shard(c, w->shard) : NULL;
+	struct fo_shard *s = &c->fo.shards[w->shard];
 
-	if (err)
+	if (!err) {
+		if (w->epoch > s->epoch_floor)
+			s->epoch_floor = w->epoch;
+		if (hs)
+			snprintf(hs->val, sizeof(hs->val), "%s", w->val);
+	} else {
 		pr_warn("failed to write shard state to etcd: %s\n", msg);
-	(void)c;
+		if (hs && err != -ESTALE) {
+			/* It may have been applied all the same. */
+			hs->unsure = true;
+			hs->val[0] = '\0';
+			reread(c, w->shard);
+		}
+	}
+	if (w->record) {
+		int64_t took_us = (fl_mono_ns() - w->sent_ns) / 1000;
+
+		fo_on_record(&c->fo, s, w->node, w->epoch, !err,
+			     err == -ESTALE ? "not the leader any more" : msg);
+		if (!err) /* after the promotion went out */
+			pr_info("etcd: recorded shard/%s = '%s' in %lld.%03lld ms\n", s->name,
+				w->val, (long long)took_us / 1000, (long long)took_us % 1000);
+	}
+	free(w);
+}
+
+static int write_state(struct ctl *c, int shard, int node, unsigned long long epoch, bool record)
+{
+	const struct fo_shard *s = &c->fo.shards[shard];
+	struct ctl_ha_shard *hs = ha_shard(c, shard);
+	struct ha_write *w;
+	char key[128];
+	int err;
+
+	if (hs && hs->unsure) {
+		reread(c, shard);
+		pr_warn("not writing shard/%s to etcd: the outcome of the last write is unknown "
+			"(reading it again)\n",
+			s->name);
+		return -EAGAIN;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->c = c;
+	w->shard = shard;
+	w->node = node;
+	w->epoch = epoch;
+	w->record = record;
+	snprintf(key, sizeof(key), "shard/%s", s->name);
+	snprintf(w->val, sizeof(w->val), "epoch %llu primary %s", epoch, c->fo.nodes[node].id);
+	if (!record && hs && !strcmp(hs->val, w->val)) {
+		free(w); /* recorded before the promotion already */
+		return 0;
+	}
+	w->sent_ns = fl_mono_ns();
+	err = ha_put(c->ha, key, w->val, strlen(w->val), on_put, w);
+	if (err) {
+		pr_warn("failed to write shard state to etcd: %s\n",
+			err == -ESTALE ? "not the leader" : strerror(-err));
+		free(w);
+	}
+	return err;
 }
 
 int ctl_ha_save(struct ctl *c, int shard)
 {
 	const struct fo_shard *s = &c->fo.shards[shard];
-	char key[128], val[160];
-	int err;
 
 	if (s->primary < 0)
 		return 0;
-	snprintf(key, sizeof(key), "shard/%s", s->name);
-	snprintf(val, sizeof(val), "epoch %llu primary %s", s->epoch, c->fo.nodes[s->primary].id);
-	err = ha_put(c->ha, key, val, strlen(val), on_put, c);
-	if (err)
-		pr_warn("failed to write shard state to etcd: %s\n",
-			err == -ESTALE ? "not the leader" : strerror(-err));
-	return err;
+	return write_state(c, shard, s->primary, s->epoch, false);
+}
+
+int ctl_ha_record(struct ctl *c, int shard, int node, unsigned long long epoch)
+{
+	return write_state(c, shard, node, epoch, true);
 }
 
 /* ---- start and stop ---- */
@@ -218,6 +352,12 @@ int ctl_ha_start(struct ctl *c)
 	c->ha_state = calloc(1, sizeof(*c->ha_state));
 	if (!c->ha_state)
 		return -ENOMEM;
+	c->ha_state->shards =
+	    calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(struct ctl_ha_shard));
+	if (!c->ha_state->shards)
+		return -ENOMEM;
+	c->ha_state->nshards = c->fo.nshards;
+	c->fo.record_first = true; /* ctl_ha_record */
 	c->ha = ha_new(c->base, &o, &ha_ops, c);
 	c->ha_state->members_timer = event_new(c->base, -1, EV_PERSIST, on_members_timer, c);
 	if (!c->ha || !c->ha_state->members_timer) {
@@ -266,6 +406,8 @@ void ctl_ha_free(struct ctl *c)
 		event_free(c->ha_state->stop_timer);
 	ha_free(c->ha);
 	c->ha = NULL;
+	if (c->ha_state)
+		free(c->ha_state->shards);
 	free(c->ha_state);
 	c->ha_state = NULL;
 }

@@ -178,7 +178,9 @@ struct fo_failover {
 	int repointed, repoint_failed;
 	long long pause_offset; /* planned: the primary's offset once paused */
 	bool paused;
-	unsigned long long epoch; /* after promotion */
+	bool recording;		      /* PROMOTE: the decision is being recorded (ops->record) */
+	unsigned long long rec_epoch; /* the epoch recorded (or being) for f->to, 0 none */
+	unsigned long long epoch;     /* after promotion */
 	char reason[96];
 	char result[96]; /* "" while running; "ok" or why it aborted */
 	struct fo_step steps[FO_TIMELINE_MAX];
@@ -203,6 +205,9 @@ struct fo_shard {
 	int nnodes;
 	int primary; /* node index, -1 unknown */
 	unsigned long long epoch;
+	/* The highest epoch the record (HA: etcd) is known to hold: a promotion takes the
+	 * next epoch above both (a record write that timed out may have been applied). */
+	unsigned long long epoch_floor;
 	unsigned flags;
 	long long last_failover_end_ms; /* monotonic, 0 = never */
 	char primary_replid[48];	/* the primary's replication id, as last seen */
@@ -228,6 +233,12 @@ struct fo_ops {
 	void (*unpause)(void *ctx, int node);
 	/* The promotion transaction; answer with fo_on_promote(). */
 	void (*promote)(void *ctx, int node, int timeout_ms);
+	/* Optional (HA mode): records the decision "node is the shard's primary at epoch"
+	 * where a successor reads it, BEFORE the promotion is sent; answer with
+	 * fo_on_record(). Returns 0 (started: the answer follows), > 0 (nothing to record
+	 * here: promote at once) or < 0 (cannot even start: the failover aborts). NULL: as
+	 * > 0 (the state file is written after the promotion, ops->promoted). */
+	int (*record)(void *ctx, int shard, int node, unsigned long long epoch);
 	/* REPLICAOF host port of master; answer with fo_on_replicaof(). */
 	void (*replicaof)(void *ctx, int node, int master, int timeout_ms);
 	/* Calls fo_on_timer(shard) after ms (replaces the shard's previous timer); ms < 0 cancels.
@@ -267,6 +278,7 @@ struct fo_cluster {
 	 * (would_failover, would_promote), change nothing; the primary follows the
 	 * servers' roles (fo_shadow.c). */
 	bool shadow;
+	bool record_first; /* HA: a promotion is recorded (ops->record) before it is made */
 	/* TILT */
 	bool tilt;
 	long long tilt_since_ms, tilt_until_ms;
@@ -365,6 +377,11 @@ void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct i
 		const char *err);
 void fo_on_pause(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
 void fo_on_promote(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
+/* The answer to ops->record for (shard, node, epoch): ok, the promotion goes out;
+ * otherwise the failover aborts (and starts again as after any failed step). An
+ * answer for another node or epoch than the one being recorded is ignored. */
+void fo_on_record(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch,
+		  bool ok, const char *err);
 void fo_on_replicaof(struct fo_cluster *c, struct fo_node *n, bool ok, const char *err);
 void fo_on_timer(struct fo_cluster *c, struct fo_shard *s);
 

@@ -28,6 +28,10 @@
  *   +--------------------------------------------------------------------------------+
  *                          abort: the offset not reached in time
  *
+ * PROMOTE, where ops->record is set (HA mode), first records "the candidate at the
+ * next epoch" (fo_on_record) and sends the promotion only once that is written; a
+ * record that fails or times out aborts the failover (nothing was promoted).
+ *
  * On the promotion (PROMOTE -> REPOINT), in this order: fo_set_primary(), the
  * `promoted` event, ops->promoted (the state saved, DNS), `switch_master` and
  * Sentinel's +switch-master, then the REPLICAOFs. From REPOINT on the shard's
@@ -311,6 +315,51 @@ static void st_promote(struct fo_cluster *c, struct fo_shard *s)
 	n = &c->nodes[f->cand[f->cand_next++]];
 	f->pending = 1;
 	f->to = n->idx;
+	if (c->ops->record) {
+		/* The decision first, where a successor reads it (HA: etcd, fenced by the
+		 * leader's key): a leader that cannot record it does not promote. A new
+		 * epoch for every candidate, above any the record may already hold. */
+		unsigned long long e = s->epoch > s->epoch_floor ? s->epoch : s->epoch_floor;
+		int r;
+
+		if (f->rec_epoch > e)
+			e = f->rec_epoch;
+		f->rec_epoch = e + 1;
+		f->recording = true;
+		r = c->ops->record(c->ctx, s->idx, n->idx, f->rec_epoch);
+		if (!r)
+			return; /* fo_on_record */
+		f->recording = false;
+		if (r < 0) {
+			abort_failover(c, s, "the promotion could not be recorded");
+			return;
+		}
+	}
+	c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
+}
+
+void fo_on_record(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch,
+		  bool ok, const char *err)
+{
+	struct fo_failover *f = &s->fo;
+	struct fo_node *n;
+	char why[160];
+
+	if (f->state != FO_ST_PROMOTE || !f->recording || epoch != f->rec_epoch || f->to < 0 ||
+	    node != f->to)
+		return; /* a late answer (of an aborted attempt) */
+	f->recording = false;
+	n = &c->nodes[f->to];
+	if (!ok) {
+		/* Not the next candidate: the record is what failed, not the server. */
+		snprintf(why, sizeof(why), "failed to record %s at epoch %llu: %s", n->id, epoch,
+			 err ? err : "?");
+		abort_failover(c, s, why);
+		return;
+	}
+	fo_step(c, s, "recorded %s at epoch %llu", n->id, epoch);
+	if (c->ops->timer) /* the promotion's own time, from now */
+		c->ops->timer(c->ctx, s->idx, state_timeout_ms(c, FO_ST_PROMOTE));
 	c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
 }
 
@@ -326,7 +375,7 @@ static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		st_promote(c, s);
 		return;
 	}
-	if (fo_set_primary(c, s, n->idx, s->epoch + 1))
+	if (fo_set_primary(c, s, n->idx, f->rec_epoch ? f->rec_epoch : s->epoch + 1))
 		return;
 	f->epoch = s->epoch;
 	s->primary_replid[0] = '\0';
@@ -495,6 +544,10 @@ void fo_on_timer(struct fo_cluster *c, struct fo_shard *s)
 			wait_offset_poll(c, s);
 		break;
 	case FO_ST_PROMOTE:
+		if (f->recording) {
+			fo_on_record(c, s, f->to, f->rec_epoch, false, "timed out");
+			break;
+		}
 		promote_reply(c, s, &c->nodes[f->to], false, "timed out");
 		break;
 	case FO_ST_REPOINT:
@@ -514,6 +567,25 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 	char why[128];
 	int nm, pick = fo_discover_pick(c, s, why, sizeof(why), &nm);
 
+	if (c->record_first && pick < 0 && spi >= 0 && c->nodes[spi].info_ok &&
+	    c->nodes[spi].info.role == INFO_ROLE_SLAVE) {
+		/* The record names a replica: the promotion was recorded but not made (the
+		 * leader stopped in between, or the write timed out and was applied). The
+		 * primary is still the one it follows, at the epoch before the record's:
+		 * its failure is handled as any, and the promotion takes the recorded
+		 * epoch (the same record again when the same replica is chosen), since
+		 * nothing was promoted at it. */
+		struct fo_node *m = fo_node_by_addr(c, c->nodes[spi].info.master_host,
+						    c->nodes[spi].info.master_port);
+
+		if (m && m->shard == s->idx && m->idx != spi &&
+		    !fo_set_primary(c, s, m->idx, s->epoch ? s->epoch - 1 : 0)) {
+			fo_say_primary_discovered(c, s, spi,
+						  "the recorded primary was never promoted: "
+						  "the primary is still the one it follows");
+		}
+		return;
+	}
 	if (pick < 0) {
 		if (spi < 0)
 			fo_say_primary_unknown(c, s, nm);

@@ -160,7 +160,28 @@ int fo_discover_pick(const struct fo_cluster *c, const struct fo_shard *s, char 
 	}
 	*nmasters = nm;
 	if (spi >= 0 && c->nodes[spi].info_ok && c->nodes[spi].info.role == INFO_ROLE_MASTER) {
+		const struct info_repl *sr = &c->nodes[spi].info;
+
 		pick = spi; /* the state file and the server agree */
+		/* Unless another master carries a newer history, its replicas attached: a
+		 * promotion our predecessor made but did not record (the recorded one
+		 * restarted empty). Adopted, not overwritten by a fresh promotion. */
+		for (int i = 0; i < nm; i++) {
+			const struct fo_node *m = &c->nodes[masters[i]];
+
+			if (m->idx == spi || m->info.connected_slaves <= sr->connected_slaves ||
+			    m->info.offset <= sr->offset ||
+			    !strcmp(m->info.master_replid, sr->master_replid))
+				continue;
+			if (pick != spi && m->info.offset <= c->nodes[pick].info.offset)
+				continue;
+			pick = m->idx;
+			snprintf(why, whylen,
+				 "a master with a newer history than the recorded primary %s "
+				 "(offset %lld, %d replica(s); it has %lld, %d)",
+				 c->nodes[spi].id, m->info.offset, m->info.connected_slaves,
+				 sr->offset, sr->connected_slaves);
+		}
 	} else if (nm == 1) {
 		pick = masters[0];
 		snprintf(why, whylen, "the only master among the reachable nodes");

@@ -23,6 +23,7 @@ struct ha_call {
 	unsigned gen;
 	long long sent_ms;
 	ha_put_fn put_fn;
+	ha_get_fn get_fn;
 	void *put_ctx;
 	struct ha_call *next, **pprev;
 };
@@ -42,6 +43,8 @@ struct ha {
 	unsigned gen; /* bumped on every start over */
 	int64_t lease_id;
 	long long deadline_ms; /* monotonic: act only before this */
+	long long ttl_ms;      /* the TTL etcd granted */
+	bool suspended;	       /* leader past its deadline, waiting for a keep-alive answer */
 	int64_t leader_rev;    /* create revision of our leader key */
 	char leader[64];       /* the leader's id, "" unknown */
 	int64_t rev;	       /* last revision seen */
@@ -231,6 +234,10 @@ static void on_kv(struct ha *h, struct json_object *kv, bool deleted)
 				event_active(h->campaign_ev, 0, 0);
 		} else {
 			leader_from(h, val);
+			if (h->role == HA_LEADER && strcmp(h->leader, h->o.id)) {
+				start_over(h, "another controller holds the leader key");
+				return;
+			}
 		}
 	} else if (!strncmp(rel, "controllers/", 12)) {
 		ctl_set(h, rel + 12, val, deleted);
@@ -356,19 +363,39 @@ static void on_range(void *ctx, int err, const char *msg, struct json_object *re
 	struct json_object *kvs, *hdr;
 	char end[160];
 	size_t elen;
+	unsigned gen_now;
 
+	if (err && c->gen == h->gen && !h->stopping && h->role == HA_LEADER) {
+		/* A leader reading again after its watch or a keep-alive failed (etcd
+		 * electing a new raft leader answers "leader changed"): not a reason to
+		 * give up the lead (the lease decides); read again a little later. */
+		struct timeval tv = fl_ms_tv(100);
+
+		if (err != -EIO)
+			set_health(h, false, msg);
+		call_free(c);
+		evtimer_add(h->resync_ev, &tv);
+		return;
+	}
 	if (!answer_ok(c, err, msg, "read the cluster state from etcd")) {
 		call_free(c);
 		return;
 	}
 	call_free(c);
+	gen_now = h->gen;
 	h->nctls = 0;
 	h->leader[0] = '\0';
 	if (json_object_object_get_ex(resp, "header", &hdr))
 		h->rev = etcd_json_get_i64(hdr, "revision", 0);
 	if (json_object_object_get_ex(resp, "kvs", &kvs))
-		for (size_t i = 0; i < json_object_array_length(kvs); i++)
+		for (size_t i = 0; i < json_object_array_length(kvs) && gen_now == h->gen; i++)
 			on_kv(h, json_object_array_get_idx(kvs, i), false);
+	if (gen_now != h->gen)
+		return; /* started over (another controller's leader key) */
+	if (h->role == HA_LEADER && !h->leader[0]) {
+		start_over(h, "the leader key is gone");
+		return;
+	}
 	elen = etcd_prefix_end(h->prefix, h->plen, end, sizeof(end));
 	etcd_watch_free(h->watch);
 	h->watch = etcd_watch_start(h->etcd, h->prefix, h->plen, end, elen, h->rev + 1,
@@ -415,8 +442,15 @@ static bool lease_renewed(struct ha *h, struct json_object *o, long long sent_ms
 	if (ttl <= 0)
 		return false;
 	deadline = sent_ms + ttl * 1000 - h->o.margin_ms;
+	h->ttl_ms = ttl * 1000;
 	if (deadline > h->deadline_ms)
 		h->deadline_ms = deadline;
+	if (h->suspended && now_ms() < h->deadline_ms) {
+		/* etcd renews only a lease that has not expired: ours held, so did the
+		 * leader key on it, and nobody else led meanwhile. */
+		h->suspended = false;
+		pr_info("ha: a keep-alive answered: the lease held; acting again\n");
+	}
 	tv = fl_ms_tv((long)(h->deadline_ms - now_ms()));
 	evtimer_add(h->deadline_timer, &tv);
 	return true;
@@ -520,6 +554,22 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(h->deadline_timer, &tv);
 		return;
 	}
+	/* Past the deadline the leader stops acting (ha_may_act), but it keeps its lease
+	 * for one TTL more: etcd without a raft leader for a moment (the member that led
+	 * it died) answers no keep-alive until it has elected another, and then renews
+	 * every lease that has not expired, ours included. Only a lease etcd has surely
+	 * expired by now ends the lead; a keep-alive answered before resumes it. */
+	if (h->role == HA_LEADER && h->deadline_ms && now_ms() < h->deadline_ms + h->ttl_ms) {
+		struct timeval tv = fl_ms_tv((long)(h->deadline_ms + h->ttl_ms - now_ms()));
+
+		if (!h->suspended)
+			pr_warn("ha: the lease's deadline passed without a keep-alive answer: not "
+				"acting until one answers (%lld ms at most)\n",
+				h->deadline_ms + h->ttl_ms - now_ms());
+		h->suspended = true;
+		evtimer_add(h->deadline_timer, &tv);
+		return;
+	}
 	start_over(h, "the lease's deadline passed without a keep-alive answer");
 }
 
@@ -569,6 +619,7 @@ static void start_over(struct ha *h, const char *why)
 	evtimer_del(h->deadline_timer);
 	h->lease_id = 0;
 	h->deadline_ms = 0;
+	h->suspended = false;
 	if (h->role == HA_LEADER)
 		set_role(h, HA_FOLLOWER, why);
 	else
@@ -765,6 +816,48 @@ int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn
 	if (etcd_call(h->etcd, "/v3/kv/txn",
 		      txn_put_if_leader_rev(h, h->leader_rev, key, val, len, 0), 0, on_put,
 		      c) < 0) {
+		call_free(c);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void on_get(void *ctx, int err, const char *msg, struct json_object *resp)
+{
+	struct ha_call *c = ctx;
+	ha_get_fn fn = c->get_fn;
+	void *fctx = c->put_ctx;
+	struct json_object *kvs;
+	char val[512];
+	int len = -1;
+
+	call_free(c);
+	if (err) {
+		fn(fctx, err, msg, NULL);
+		return;
+	}
+	if (json_object_object_get_ex(resp, "kvs", &kvs) && json_object_array_length(kvs) > 0) {
+		len = etcd_json_get_bytes(json_object_array_get_idx(kvs, 0), "value", val,
+					  sizeof(val));
+		if (len < 0) {
+			fn(fctx, -EPROTO, "unreadable value", NULL);
+			return;
+		}
+	}
+	fn(fctx, 0, "", len < 0 ? NULL : val);
+}
+
+int ha_get(struct ha *h, const char *rel, ha_get_fn fn, void *ctx)
+{
+	struct ha_call *c = call_new(h);
+	char key[512];
+
+	if (!c)
+		return -ENOMEM;
+	c->get_fn = fn;
+	c->put_ctx = ctx;
+	snprintf(key, sizeof(key), "%s%s", h->prefix, rel);
+	if (etcd_call(h->etcd, "/v3/kv/range", kv_body(h, key), 0, on_get, c) < 0) {
 		call_free(c);
 		return -ENOMEM;
 	}

@@ -78,6 +78,10 @@ int64_t ha_revision(const struct ha *h);
  * leader key is ours. */
 int ha_put(struct ha *h, const char *rel, const char *val, size_t len, ha_put_fn fn, void *ctx);
 
+/* Reads <prefix>rel (any role): fn gets its value (NULL: absent) or an error. */
+typedef void (*ha_get_fn)(void *ctx, int err, const char *msg, const char *val);
+int ha_get(struct ha *h, const char *rel, ha_get_fn fn, void *ctx);
+
 /* The controllers registered (id and listen address), this one included. */
 int ha_controllers(const struct ha *h, const char **ids, const char **addrs, int max);
 
