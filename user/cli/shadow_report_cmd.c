@@ -4,6 +4,7 @@
  * when flatline would have, which replica each chose, and the faults one saw and the
  * other did not. The parsing and grouping are common/shadow_log.c. */
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,13 +225,21 @@ int cmd_shadow_report(int argc, char **argv)
 			if (ne < 64)
 				elogs[ne++] = optarg;
 			break;
-		case 'w':
-			window_ms = atoll(optarg);
-			if (window_ms <= 0) {
+		case 'w': {
+			char *end;
+
+			errno = 0;
+			window_ms = strtoll(optarg, &end, 10);
+			if (errno || end == optarg || *end || window_ms <= 0) {
+				fprintf(stderr,
+					"flatline shadow-report: --window-ms wants a positive "
+					"number of milliseconds, not '%s'\n",
+					optarg);
 				fputs(shadow_report_usage, stderr);
 				return 2;
 			}
 			break;
+		}
 		case 'h':
 			fputs(shadow_report_usage, stdout);
 			return 0;

@@ -2,6 +2,8 @@
 /* Sentinel's log lines and flatline's events as one record, and the faults they
  * make (shadow_log.h); `flatline shadow-report` (cli/shadow_report_cmd.c) reads
  * the files and prints. */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,19 +27,48 @@ static void hostport(char *out, size_t len, const char *ip, const char *port)
 	snprintf(out, len, "%s:%s", ip, port);
 }
 
+/* A decimal number at *p followed by sep (' ' also eats further blanks); *p past it. */
+static bool field(const char **p, int *out, char sep)
+{
+	char *end;
+	long v;
+
+	if (**p < '0' || **p > '9')
+		return false;
+	errno = 0;
+	v = strtol(*p, &end, 10);
+	if (errno || v > 1000000000 || *end != sep)
+		return false;
+	*out = (int)v;
+	*p = end + 1;
+	while (sep == ' ' && **p == ' ')
+		(*p)++;
+	return true;
+}
+
 int sl_parse_sentinel(const char *line, struct sl_event *e)
 {
-	char mon[8], lvl, ev[32], a[5][64];
-	int pid, day, year, hh, mm, ss, ms, off = 0, na;
-	char role;
+	char mon[8], ev[32], a[5][64];
+	int pid, day, year, hh, mm, ss, ms, off, na;
+	const char *p = line;
 	struct tm tm = {0};
 	time_t t;
 
 	memset(e, 0, sizeof(*e));
-	if (sscanf(line, "%d:%c %d %3s %d %d:%d:%d.%d %c %n", &pid, &role, &day, mon, &year, &hh,
-		   &mm, &ss, &ms, &lvl, &off) != 10 ||
-	    !off)
+	/* "PID:R DD Mon YYYY HH:MM:SS.mmm L rest" (Sentinel's serverLog) */
+	if (!field(&p, &pid, ':') || !p[0] || p[1] != ' ')
 		return 0;
+	p += 2;
+	if (!field(&p, &day, ' ') || strlen(p) < 4 || p[3] != ' ')
+		return 0;
+	memcpy(mon, p, 3);
+	mon[3] = '\0';
+	p += 4;
+	if (!field(&p, &year, ' ') || !field(&p, &hh, ':') || !field(&p, &mm, ':') ||
+	    !field(&p, &ss, '.') || !field(&p, &ms, ' ') || !p[0] || p[1] != ' ')
+		return 0;
+	off = (int)(p + 2 - line);
+	(void)pid;
 	tm.tm_mon = month_of(mon);
 	if (tm.tm_mon < 0)
 		return 0;
