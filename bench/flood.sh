@@ -34,6 +34,8 @@ FL=${FL:-$PWD/build/flatline}
 dir=$(mktemp -d /tmp/flatline-bench-flood.XXXXXX)
 cp "$FL" "$dir/flatline" # a rebuild during the run must not break it
 FL=$dir/flatline
+# free_port and the rest of what the tests share (FL is set above: testlib keeps it)
+. tests/lib/testlib.sh
 PY=/usr/bin/python3
 ctl= pids=()
 stop_row() {
@@ -51,13 +53,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 12000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-}
 cpu_ns() { awk '{ print $1 }' "/proc/$1/schedstat"; }
 
 row() { # MODE CONNS: one line of the table
