@@ -217,6 +217,10 @@ test_second_agent_refused() {
 	set -e
 	[ $rc -ne 0 ] || fail "second agent for the same node started"
 	grep -q "another agent or prober (pid $AGENT_PID) is running" "$T/err" || fail "unclear message: $(cat "$T/err")"
+	# A clean stop takes its lock file with it (a SIGKILLed one leaves it to the next).
+	[ -e /run/flatline/agent-dup1.lock ] || fail "no lock file while the agent runs"
+	stop_agent
+	[ ! -e /run/flatline/agent-dup1.lock ] || fail "the lock file outlived the agent's clean stop"
 }
 
 # Bad input: one readable line and a non-zero status each.

@@ -742,8 +742,7 @@ cleanup:
 	sched_watch_close(a.sw);
 	proc_watch_close(a.pw);
 	evlog_close(a.log);
-	if (a.lock_fd >= 0)
-		close(a.lock_fd);
+	daemon_unlock_node(a.node, a.lock_fd);
 	cfg_free(a.cfg);
 	agent_out_close(&a);
 	return err ? 1 : 0;

@@ -330,7 +330,6 @@ cleanup:
 	if (c.rtt)
 		fclose(c.rtt);
 	evlog_close(c.log);
-	if (c.lock_fd >= 0)
-		close(c.lock_fd);
+	daemon_unlock_node(c.node, c.lock_fd);
 	return err ? 1 : 0;
 }

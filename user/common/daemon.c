@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
@@ -31,6 +32,20 @@ void daemon_libbpf_messages(void)
 	libbpf_set_print(libbpf_print);
 }
 
+static void lock_path(char *path, size_t len, const char *node)
+{
+	snprintf(path, len, "%s/agent-%s.lock", DAEMON_LOCK_DIR, node);
+}
+
+/* Whether fd is still the file at path: a holder that stopped unlinks it after we
+ * opened it, and a lock on an unlinked file locks nothing. */
+static bool still_linked(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int daemon_lock_node(const char *node)
 {
 	char path[PATH_MAX], buf[32];
@@ -41,27 +56,48 @@ int daemon_lock_node(const char *node)
 		pr_warn("failed to create %s: %s\n", DAEMON_LOCK_DIR, strerror(errno));
 		return err;
 	}
-	snprintf(path, sizeof(path), "%s/agent-%s.lock", DAEMON_LOCK_DIR, node);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		err = -errno;
-		pr_warn("failed to open lock %s: %s\n", path, strerror(errno));
-		return err;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-		buf[n > 0 ? n : 0] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		pr_warn(
-		    "failed to lock node %s: another agent or prober (pid %s) is running for it\n",
-		    node, n > 0 ? buf : "?");
+	lock_path(path, sizeof(path), node);
+	for (int tries = 0;; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd < 0) {
+			err = -errno;
+			pr_warn("failed to open lock %s: %s\n", path, strerror(errno));
+			return err;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB)) {
+			n = (int)pread(fd, buf, sizeof(buf) - 1, 0);
+			buf[n > 0 ? n : 0] = '\0';
+			buf[strcspn(buf, "\n")] = '\0';
+			pr_warn("failed to lock node %s: another agent or prober (pid %s) is "
+				"running for it\n",
+				node, n > 0 ? buf : "?");
+			close(fd);
+			return -EBUSY;
+		}
+		if (still_linked(fd, path))
+			break;
 		close(fd);
-		return -EBUSY;
+		if (tries >= 100) {
+			pr_warn("failed to lock node %s: %s keeps being removed\n", node, path);
+			return -EAGAIN;
+		}
 	}
 	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) || pwrite(fd, buf, n, 0) != n)
 		pr_warn("failed to write lock %s: %s\n", path, strerror(errno));
 	return fd;
+}
+
+void daemon_unlock_node(const char *node, int fd)
+{
+	char path[PATH_MAX];
+
+	if (fd < 0)
+		return;
+	lock_path(path, sizeof(path), node);
+	if (still_linked(fd, path))
+		unlink(path);
+	close(fd);
 }
 
 int daemon_parse_ms(const char *opt, const char *s, int max_ms, int *out)

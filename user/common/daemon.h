@@ -14,6 +14,9 @@ void daemon_libbpf_messages(void);
  * SIGKILLed one never blocks the next). Returns the fd, or -errno with a message
  * naming the holder's pid. */
 int daemon_lock_node(const char *node);
+/* At a clean stop: removes the lock file (while still holding it) and closes fd. A
+ * killed process leaves the file behind; the next holder reuses it. */
+void daemon_unlock_node(const char *node, int fd);
 
 /* "--opt S": milliseconds in [1, max_ms]; -EINVAL with a message. */
 int daemon_parse_ms(const char *opt, const char *s, int max_ms, int *out);
