@@ -98,7 +98,8 @@ $(BUILD)/itests/%: tests/integration/%.c $(BUILD)/libflatline.a $(SKELS)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -MMD -MP $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -lcmocka -o $@
 
 # Benchmark helpers (bench/*.c) and tools the tests share (tests/lib/*.c).
-TOOLS := $(patsubst bench/%.c,$(BUILD)/tools/%,$(wildcard bench/*.c)) $(BUILD)/tools/dnsupdate
+TOOLS := $(patsubst bench/%.c,$(BUILD)/tools/%,$(wildcard bench/*.c)) $(BUILD)/tools/dnsupdate \
+	$(BUILD)/tools/nfqdelay
 $(BUILD)/tools/%: bench/%.c
 	$(call msg,CC-TOOL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
@@ -117,7 +118,11 @@ $(BUILD)/tools/serversim: bench/serversim.c
 $(BUILD)/tools/dnsupdate: tests/lib/dnsupdate.c $(BUILD)/libflatline.a
 	$(call msg,CC-TOOL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< $(BUILD)/libflatline.a $(LDLIBS) -o $@
-integration test: $(BUILD)/tools/dnsupdate
+# The delayed-link holder (tests/lib/cluster.sh cl_delay) speaks NFQUEUE.
+$(BUILD)/tools/nfqdelay: tests/lib/nfqdelay.c
+	$(call msg,CC-TOOL,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -lnetfilter_queue -o $@
+integration test: $(BUILD)/tools/dnsupdate $(BUILD)/tools/nfqdelay
 
 unit: $(UNIT_BINS)
 integration: $(BUILD)/flatline $(ITEST_BINS)

@@ -28,7 +28,7 @@ ROOT=$PWD
 MINUTES=5 FAULTS=0 SEED=$((RANDOM * 32768 + RANDOM)) FLAVOUR=redis HA='' SYSTEM=flatline
 KINDS_ARG='' TARGET=mixed DIR='' SETS=()
 KINDS=(server_kill server_stop server_restart agent_kill agent_stop ctl_kill ctl_stop
-	host_kill cut_full cut_in cut_out cut_ctl cut_peers split loss switchover)
+	host_kill cut_full cut_in cut_out cut_ctl cut_peers split loss delay switchover)
 usage() { sed -n '13,25p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -213,6 +213,9 @@ fault_begin() {
 		FAULT_MATE=$(( i % 3 + 1 ))
 		split_cut "$i" "$FAULT_MATE" ;;
 	loss) cl_loss 20 ;;
+	delay) # the host's links slow by 50-400 ms (from the fault's length: the seed replays it), +-20 %
+		FAULT_DELAY=$((50 + FAULT_MS % 351))
+		cl_delay "$FAULT_DELAY" $((FAULT_DELAY / 5)) "$i" ;;
 	switchover) # refused (a failover ended less than failover_block_ms ago) is recorded as such
 		FAULT_OK=false
 		if [ "$SYSTEM" = sentinel ]; then
@@ -242,6 +245,7 @@ fault_end() {
 	cut_full | cut_in | cut_out | cut_ctl | cut_peers) pt_heal "$i" ;;
 	split) pt_heal "$i"; pt_heal "$FAULT_MATE"; split_heal_third "$i" "$FAULT_MATE" ;;
 	loss) cl_loss_off ;;
+	delay) cl_delay_off ;;
 	switchover) ;;
 	esac
 	return 0
@@ -289,7 +293,7 @@ schedule() {
 		seed, target, kinds = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 		r = random.Random(seed)
 		long_ms = {"server_stop": (1000, 4000), "agent_stop": (500, 2000), "ctl_stop": (500, 2000),
-		           "loss": (3000, 8000), "switchover": (0, 0)}
+		           "loss": (3000, 8000), "delay": (2000, 6000), "switchover": (0, 0)}
 		for _ in range(1000):
 		    bag = list(kinds)
 		    r.shuffle(bag)
@@ -331,7 +335,7 @@ while read -r kind tsel ms quiet; do
 	p=$(primary_idx) || { say "no primary known before fault $((n + 1))"; p=1; }
 	i=$(resolve "$p" "$tsel")
 	t0=$(now_ns)
-	FAULT_OK=true
+	FAULT_OK=true FAULT_MS=$ms
 	fault_begin "$kind" "$i"
 	sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
 	fault_end "$kind" "$i"
@@ -348,6 +352,7 @@ done < <(schedule)
 say "$n faults; healing and converging"
 for i in 1 2 3; do pt_heal "$i"; done
 cl_loss_off
+cl_delay_off
 cl_until 60 converged || say "did not converge: masters $(cl_masters | tr '\n' ' ')"
 sleep 3
 clients_stop

@@ -14,6 +14,9 @@ PKGS=(
 	dpkg-dev lintian systemd groff-base man-db prometheus
 	# tests and quality gates
 	libcmocka-dev cppcheck clang-tidy clang-format libclang-rt-14-dev
+	# the delayed-link holder (tests/lib/nfqdelay.c: an NFQUEUE, as there is no netem;
+	# iptables' NFQUEUE target, as nftables' queue statement may not be built)
+	libnetfilter-queue-dev iptables
 	# real peers the tests run (valkey-server 8.0 is built from ../shared/vendor: make,
 	# gcc and libc6-dev are all that build needs, BUILD_TLS=no)
 	redis-server redis-tools redis-sentinel bind9 bind9-dnsutils bind9-utils libc6-dev

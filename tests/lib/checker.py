@@ -47,7 +47,7 @@ from collections import defaultdict
 
 # Faults that may legitimately move the primary when their target is the primary.
 CAPABLE = {"server_kill", "server_stop", "server_restart", "host_kill", "cut_full", "cut_out",
-           "split", "switchover"}
+           "split", "switchover", "delay"}
 EXPLAIN_AFTER_NS = 15 * 10**9  # a failover this long after a capable fault ended is still its
 
 

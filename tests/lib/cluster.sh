@@ -36,6 +36,7 @@ CL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=tests/lib/flavour.sh
 . "$CL_ROOT/tests/lib/flavour.sh"
 FL=${FL:-$CL_ROOT/build/flatline}
+FL_NFQDELAY=${FL_NFQDELAY:-$CL_ROOT/build/tools/nfqdelay}
 CL_PY=/usr/bin/python3 # Debian's python3 with python3-redis (not a pyenv on PATH)
 CL_WAIT_S=${CL_WAIT_S:-15}
 
@@ -246,6 +247,46 @@ cl_loss_off() {
 	local i
 	for i in 1 2 3; do cl_in "$i" nft delete table inet flloss 2>/dev/null; done
 	cl_ctl nft delete table inet flloss 2>/dev/null
+	return 0
+}
+# cl_delay MS JITTER IDX...: every packet into or out of those hosts' namespaces (IDX
+# or ctl) held MS ms (± JITTER, uniform) by an NFQUEUE holder (tests/lib/nfqdelay.c;
+# the kernel has no netem, and nftables' own queue statement is not built: the
+# iptables NFQUEUE target, through nftables' xtables compatibility). The rule bypasses
+# a holder that is gone: a delay never becomes a cut.
+cl_delay_rules() { # -I|-D DEV: the rules in or out of this namespace
+	local op=$1 dev=$2 t
+	for t in iptables ip6tables; do
+		"$t" -w "$op" INPUT -i "$dev" -j NFQUEUE --queue-num 7 --queue-bypass || return 1
+		"$t" -w "$op" OUTPUT -o "$dev" -j NFQUEUE --queue-num 7 --queue-bypass || return 1
+	done
+}
+cl_delay() {
+	local ms=$1 jit=$2 i dev ns run; shift 2
+	for i in "$@"; do
+		dev=eth0 ns=$(cl_ns "$i") run=(cl_in "$i")
+		[ "$i" = ctl ] && dev=br0 ns=$CL_NS_CTL run=(cl_ctl)
+		cl_stop "nfqdelay-$i"
+		: >"$CL_DIR/log/nfqdelay-$i.out"
+		cl_spawn "nfqdelay-$i" "$ns" "$FL_NFQDELAY" -q 7 -d "$ms" -j "$jit" -s "$RANDOM"
+		cl_until 5 grep -qs '^nfqdelay: queue' "$CL_DIR/log/nfqdelay-$i.out" ||
+			{ cl_log "nfqdelay on $i did not start: $(tail -n 2 "$CL_DIR/log/nfqdelay-$i.out")"; return 1; }
+		[ -f "$CL_DIR/delay-$i" ] && continue # the rules are there (a new holder, a new delay)
+		"${run[@]}" bash -c "$(declare -f cl_delay_rules); cl_delay_rules -I $dev" ||
+			{ cl_log "the NFQUEUE rules on $i failed"; return 1; }
+		echo "$dev" >"$CL_DIR/delay-$i"
+	done
+}
+cl_delay_off() {
+	local i dev
+	for i in 1 2 3 ctl; do
+		[ -f "$CL_DIR/delay-$i" ] || continue
+		dev=$(cat "$CL_DIR/delay-$i")
+		if [ "$i" = ctl ]; then cl_ctl bash -c "$(declare -f cl_delay_rules); cl_delay_rules -D $dev"
+		else cl_in "$i" bash -c "$(declare -f cl_delay_rules); cl_delay_rules -D $dev"; fi
+		rm -f "$CL_DIR/delay-$i"
+		cl_stop "nfqdelay-$i"
+	done
 	return 0
 }
 cl_loss_counts() { # packets dropped so far, all namespaces
