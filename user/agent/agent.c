@@ -588,7 +588,7 @@ static int drop_caps(struct agent *a)
 	/* Shadow mode with a lease to take when the controller says active: what opening
 	 * it needs (loading and attaching the program). */
 	if (a->srv && a->shadow && a->cfg->agent.lease_ms)
-		keep |= AGENT_LOAD_CAPS | AGENT_RUN_PROBE_CAPS;
+		keep |= AGENT_LOAD_CAPS | CAPS_BIT(CAP_NET_ADMIN);
 	char names[256];
 	int err;
 
