@@ -159,8 +159,9 @@ void agent_fence_free(struct agent *a);
 /* Opens the lease (lease_ms > 0, a TCP server, not shadow mode): a->lease stays NULL
  * when off. */
 int agent_lease_start(struct agent *a);
-/* Shadow mode heard: the lease given up and disarmed (nothing dropped); active: opened
- * if it was not, armed and taken from that answer at once. 0 or -errno. */
+/* Shadow mode heard: the lease given up and disarmed (nothing dropped); active: armed
+ * and taken from that answer at once, or, not open yet (the agent started in shadow
+ * mode), opened now and armed by the next answer. 0 or -errno. */
 int agent_lease_set_shadow(struct agent *a, bool shadow, long long epoch, const char *primary,
 			   uint64_t sent_ns);
 bool agent_lease_on(const struct agent *a);

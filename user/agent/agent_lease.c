@@ -403,9 +403,11 @@ static void park(struct agent *a)
 	pr_info("shadow mode: write lease given up and disarmed\n");
 }
 
-/* Active: armed with the grant of the answer that said so, in one write, so that no
- * reply is dropped in between (and no connection closed for it). An answer that
- * grants nothing (another node named primary) arms it not held: as when active. */
+/* Active: armed with the grant of a controller answer, in one write, so that no
+ * reply is dropped in between (and no connection closed for it). An answer naming
+ * another node primary arms it not held, as when active; one naming this node that
+ * grants nothing (it came too late, the server is not up) leaves it parked for the
+ * next answer. */
 static void unpark(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns)
 {
 	const struct srv_state *st = srvmon_state(a->srv);
@@ -418,6 +420,8 @@ static void unpark(struct agent *a, long long epoch, const char *primary, uint64
 	lease_give_up(&l->sm);
 	if (up || !primary || strcmp(primary, a->node))
 		lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica);
+	if (!lease_held(&l->sm, now) && primary && !strcmp(primary, a->node))
+		return;
 	l->sm.k.port = a->me->redis.port;
 	l->sm.k.dropped_mark = lease_watch_count(l->lw, FL_LC_DROPPED);
 	err = lease_watch_write(l->lw, &l->sm.k);
@@ -446,10 +450,12 @@ int agent_lease_set_shadow(struct agent *a, bool shadow, long long epoch, const 
 		return 0;
 	}
 	if (!a->lease) {
+		/* Opened parked; the next answer arms it (agent_lease_answer): this one is
+		 * older by the time the program took to load and attach. */
 		err = lease_open(a, false);
-		if (err || !a->lease)
-			return err;
-		agent_lease_on_srv_connected(a, srvmon_fd(a->srv));
+		if (!err && a->lease)
+			agent_lease_on_srv_connected(a, srvmon_fd(a->srv));
+		return err;
 	}
 	if (a->lease->parked)
 		unpark(a, epoch, primary, sent_ns);
@@ -463,6 +469,10 @@ void agent_lease_answer(struct agent *a, long long epoch, const char *primary, u
 	struct agent_lease *l = a->lease;
 	uint64_t now = now_ns();
 
+	if (l && l->parked && !a->shadow) {
+		unpark(a, epoch, primary, sent_ns); /* active, not armed yet */
+		return;
+	}
 	if (!agent_lease_on(a))
 		return;
 	/* A server that is not answering takes no lease: the controller may be failing
