@@ -22,7 +22,8 @@
 #   test_shadow_flag:  `flatline controller --shadow` with mode = active in the file:
 #                      the agents hear it in the answers to their reports and hold no
 #                      lease (disarmed in the kernel: a stopped agent leaves the server
-#                      answering); FLATLINE MODE active: the leases held at once (a
+#                      answering); FLATLINE MODE active refused (NOTSAFE) while an
+#                      agent is silent; then the leases held at once (a
 #                      stopped agent's server stops answering); FLATLINE MODE shadow:
 #                      given up again.
 cd "$(dirname "$0")/../.." || exit 1
@@ -66,6 +67,7 @@ lease_port() {
 }
 admin() { cl_ctl "$CL_CLI" --no-auth-warning -a "$CL_SECRET" -h "$CL_CTL_IP" -p "$CL_CTL_PORT" "$@"; }
 cutover() { cl_ctl "$FL" cutover -c "$CL_CONF" "$@"; }
+safe() { cutover "$@" >/dev/null 2>&1; }
 # names_agent IDX: cutover says not safe (exit 1), naming that node's agent.
 names_agent() {
 	local rc=0
@@ -241,6 +243,7 @@ test_cutover() {
 }
 
 test_shadow_flag() {
+	local out
 	cluster ""
 	cl_until 5 lease_held 1 || fail "no lease held in active mode: $(leases)"
 	cl_stop controller
@@ -261,6 +264,14 @@ test_shadow_flag() {
 	[ "$(admin flatline mode)" = shadow ] || fail "FLATLINE MODE does not say shadow"
 	cl_ctl "$CL_CLI" -h "$CL_CTL_IP" -p "$CL_CTL_PORT" flatline mode active 2>&1 | grep -q NOAUTH ||
 		fail "FLATLINE MODE active without AUTH was not refused"
+	# Not while it is unsafe (an agent silent past node_down_after_ms), unless forced.
+	kill -STOP "$(cl_pid "agent-$(cl_node 3)")"
+	sleep 1.5
+	out=$(admin flatline mode active 2>&1)
+	kill -CONT "$(cl_pid "agent-$(cl_node 3)")"
+	grep -q "NOTSAFE not safe: $CL_SHARD $(cl_node 3): its agent" <<<"$out" || fail "FLATLINE MODE active not refused with an agent silent: $out"
+	[ "$(admin flatline mode)" = shadow ] || fail "the refused switch switched"
+	cl_until 5 safe || fail "cutover not safe once the agent runs again"
 	admin flatline mode active | grep -q OK || fail "FLATLINE MODE active refused"
 	cl_until 2 lease_held 1 || fail "the primary's agent did not take its lease: $(leases)"
 	[ "$(lease_port 1)" = 6379 ] || fail "the lease is not armed"

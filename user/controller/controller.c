@@ -208,14 +208,16 @@ static void reload_done(void *ctx)
 static const char *reload_check(void *ctx, const struct cfg_key *k, const struct cfg *old,
 				const struct cfg *new)
 {
-	static char why[160];
+	static char why[400];
 	struct ctl *c = ctx;
 
 	/* [controller] mode: switched here, where it can still be refused (a failover
-	 * in progress); the agents hear it in their next answer (ctl_mode.c). */
+	 * in progress; going active, what `flatline cutover` would call not safe); the
+	 * agents hear it in their next answer (ctl_mode.c). */
 	if (k->sect == CFG_S_CONTROLLER && !strcmp(k->name, "mode"))
-		return ctl_set_mode(c, new->controller.shadow, "reload", why, sizeof(why)) ? why
-											   : NULL;
+		return ctl_set_mode(c, new->controller.shadow, false, "reload", why, sizeof(why))
+			   ? why
+			   : NULL;
 	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "heartbeat_ms") &&
 	    c->silent_heartbeat_ms < old->agent.heartbeat_ms)
 		c->silent_heartbeat_ms = old->agent.heartbeat_ms;

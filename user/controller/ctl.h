@@ -281,9 +281,10 @@ static inline bool ctl_may_change(const struct ctl *c)
 	return !c->fo.shadow && ctl_may_act(c);
 }
 
-/* ctl_mode.c: shadow or active while running. 0, or -EBUSY and why (a failover is
- * in progress); by says who (an event mode_changed is logged). */
-int ctl_set_mode(struct ctl *c, bool shadow, const char *by, char *why, size_t whylen);
+/* ctl_mode.c: shadow or active while running. 0, or -EBUSY and why (a failover is in
+ * progress), or -EAGAIN and the first reason of fo_cutover_check (going active, not
+ * forced); by says who (an event mode_changed is logged). */
+int ctl_set_mode(struct ctl *c, bool shadow, bool force, const char *by, char *why, size_t whylen);
 void ctl_on_flatline_mode(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_flatline_cutover(struct ctl_conn *k, struct resp_cmd *cmd);
 

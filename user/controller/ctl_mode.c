@@ -13,14 +13,39 @@
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
 
-int ctl_set_mode(struct ctl *c, bool shadow, const char *by, char *why, size_t whylen)
+/* The first reason not to go active, and how many there are. */
+struct first_reason {
+	char text[200];
+	int n;
+};
+
+static void keep_first(void *ctx, const char *why)
+{
+	struct first_reason *f = ctx;
+
+	if (!f->n++)
+		snprintf(f->text, sizeof(f->text), "%s", why);
+}
+
+int ctl_set_mode(struct ctl *c, bool shadow, bool force, const char *by, char *why, size_t whylen)
 {
 	bool was = c->fo.shadow;
+	struct first_reason f = {.n = 0};
 	struct evrec r;
 	int rc;
 
 	if (was == shadow)
 		return 0;
+	/* Active would act at once on what the check finds (a primary down: a failover;
+	 * a server in another role: a repair): not without FORCE. */
+	if (!shadow && !force &&
+	    fo_cutover_check(&c->fo, c->fo.now_ms(c->fo.ctx), keep_first, &f) > 0) {
+		snprintf(why, whylen,
+			 "not safe: %s%s (flatline cutover lists every reason; FLATLINE MODE "
+			 "active FORCE switches anyway)",
+			 f.text, f.n > 1 ? ", and more" : "");
+		return -EAGAIN;
+	}
 	rc = fo_shadow_set(&c->fo, shadow);
 	if (rc) {
 		snprintf(why, whylen, "a failover is in progress: try again when it has ended");
@@ -38,14 +63,19 @@ int ctl_set_mode(struct ctl *c, bool shadow, const char *by, char *why, size_t w
 	return 0;
 }
 
-/* FLATLINE MODE [active|shadow]: the mode (no argument), or set it (auth). */
+/* FLATLINE MODE [active [FORCE]|shadow]: the mode (no argument), or set it (auth). */
 void ctl_on_flatline_mode(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
-	char why[160], e[200], by[128];
-	bool shadow;
+	char why[400], e[440], by[128];
+	bool shadow, force = cmd->argc == 4 && !strcasecmp(cmd->argv[3], "FORCE");
+	int rc;
 
+	if (cmd->argc == 4 && !force) {
+		resp_error_reply(out, "ERR usage: FLATLINE MODE [active [FORCE]|shadow]");
+		return;
+	}
 	if (cmd->argc == 2) {
 		resp_status(out, c->fo.shadow ? "shadow" : "active");
 		return;
@@ -55,16 +85,17 @@ void ctl_on_flatline_mode(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(cmd->argv[2], "active")) {
 		shadow = false;
 	} else {
-		resp_error_reply(out, "ERR usage: FLATLINE MODE [active|shadow]");
+		resp_error_reply(out, "ERR usage: FLATLINE MODE [active [FORCE]|shadow]");
 		return;
 	}
 	if (!(k->flags & CTL_C_AUTH)) {
 		resp_error_reply(out, "NOAUTH Authentication required (AUTH <cluster secret>).");
 		return;
 	}
-	snprintf(by, sizeof(by), "FLATLINE MODE from %s", k->peer);
-	if (ctl_set_mode(c, shadow, by, why, sizeof(why))) {
-		snprintf(e, sizeof(e), "BUSY %s", why);
+	snprintf(by, sizeof(by), "FLATLINE MODE%s from %s", force ? " FORCE" : "", k->peer);
+	rc = ctl_set_mode(c, shadow, force, by, why, sizeof(why));
+	if (rc) {
+		snprintf(e, sizeof(e), "%s %s", rc == -EAGAIN ? "NOTSAFE" : "BUSY", why);
 		resp_error_reply(out, e);
 		return;
 	}
