@@ -22,6 +22,7 @@ struct agent_lease {
 	bool held;		/* as written to the kernel and logged */
 	bool grant_pending;	/* taken back after drops: waits for a fresh CLIENT LIST */
 	bool parked;		/* shadow mode heard: disarmed in the kernel (port 0), off */
+	uint64_t opened_ns;	/* opened parked at this time: armed by a later report's answer */
 	uint64_t lost_ns;	/* when it was last lost (0: never held by this agent) */
 	unsigned int polls;	/* CLIENT LIST polls asked while held (every tenth goes) */
 	/* Connections that flow without the lease: ours, then CLIENT LIST's. */
@@ -360,6 +361,7 @@ static int lease_open(struct agent *a, bool armed)
 	}
 	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
 	l->parked = !armed;
+	l->opened_ns = armed ? 0 : now_ns();
 	/* A lease left by a previous agent still runs: kept, renewed as before. */
 	l->held = armed && lease_held(&l->sm, now_ns());
 	a->lease = l;
@@ -417,6 +419,8 @@ static void unpark(struct agent *a, long long epoch, const char *primary, uint64
 	uint64_t now = now_ns();
 	int err;
 
+	if (sent_ns < l->opened_ns)
+		return; /* answers a report sent before the lease was loaded: too old */
 	lease_give_up(&l->sm);
 	if (up || !primary || strcmp(primary, a->node))
 		lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica);
@@ -450,8 +454,9 @@ int agent_lease_set_shadow(struct agent *a, bool shadow, long long epoch, const 
 		return 0;
 	}
 	if (!a->lease) {
-		/* Opened parked; the next answer arms it (agent_lease_answer): this one is
-		 * older by the time the program took to load and attach. */
+		/* Opened parked; the answer to a report sent from now on arms it
+		 * (agent_lease_answer): this one is older by the time the program took to
+		 * load and attach, and would leave little of the lease. */
 		err = lease_open(a, false);
 		if (!err && a->lease)
 			agent_lease_on_srv_connected(a, srvmon_fd(a->srv));
