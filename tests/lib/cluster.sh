@@ -467,10 +467,10 @@ cl_linked() {
 		[ "$(cl_info "$1" master_link_status)" = up ]
 }
 
-cl_controller_start() {
+cl_controller_start() { # [OPTION...]: more options of `flatline controller`
 	local since
 	since=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
-	cl_spawn controller "$CL_NS_CTL" "$FL" controller --allow-root -c "$CL_CONF" -v
+	cl_spawn controller "$CL_NS_CTL" "$FL" controller --allow-root -c "$CL_CONF" -v "$@"
 	cl_until "$CL_WAIT_S" cl_has_event "$CL_CLOG" \
 		".kind == \"controller_ready\" and .ts >= \"$since\"" ||
 		cl_die "controller did not start: $(tail -n 5 "$CL_DIR/log/controller.out")"

@@ -7,7 +7,8 @@
 #
 #   SENTINEL_PIDS=()             before each trial: the sentinels it starts
 #   start_sentinels [DOWN_MS]    start them (down-after-milliseconds DOWN_MS, else
-#                                Sentinel's default) and wait until they converge
+#                                Sentinel's default) and wait until they converge;
+#                                they monitor host SENTINEL_PRIMARY's server (default 1)
 #   sentinel_field IDX FIELD     a field of SENTINEL MASTER as sentinel IDX sees it
 #   sentinels_left               the pids of this trial's sentinels still running
 
@@ -29,7 +30,7 @@ start_sentinels() {
 			daemonize no
 			dir $d
 			logfile $d/sentinel.log
-			sentinel monitor $CL_SHARD $(cl_ip 1) 6379 2
+			sentinel monitor $CL_SHARD $(cl_ip "${SENTINEL_PRIMARY:-1}") 6379 2
 		EOF
 		[ -z "${1:-}" ] || echo "sentinel down-after-milliseconds $CL_SHARD $1" >>"$d/sentinel.conf"
 		cl_spawn "sentinel-$i" "$(cl_ns "$i")" "$CL_SENTINEL" "$d/sentinel.conf"

@@ -4,6 +4,7 @@
  * with no promotion, no REPLICAOF, no pause and the primary unchanged; when the
  * servers name another primary (Sentinel failed over), the core follows them. With
  * the four-node shard of fo_harness.h. */
+#include <errno.h>
 #include "fo_harness.h"
 
 static char ev_would_failover[4096], ev_would_promote[4096], ev_followed[4096];
@@ -158,6 +159,93 @@ static void test_shadow_follows_a_switchover(void **state)
 	assert_false(evented("failover_start"));
 }
 
+/* fo_cutover_check's reasons, one string. */
+static char reasons[4096];
+static void add_reason(void *ctx, const char *why)
+{
+	(void)ctx;
+	strncat(reasons, why, sizeof(reasons) - strlen(reasons) - 2);
+	strcat(reasons, "\n");
+}
+static int check(void)
+{
+	reasons[0] = '\0';
+	return fo_cutover_check(&C, R.mono, add_reason, NULL);
+}
+static void all_agents(bool up)
+{
+	for (int i = 0; i < C.nnodes; i++)
+		fo_on_agent(&C, &C.nodes[i], up);
+}
+
+/* Safe only when every agent reports, every server has the role the model has and
+ * nothing is running or owed; each reason names the node. */
+static void test_cutover_check(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	all_agents(true);
+	healthy();
+	assert_int_equal(check(), 0);
+	/* An agent gone. */
+	fo_on_agent(&C, N("n3"), false);
+	assert_int_equal(check(), 1);
+	assert_non_null(strstr(reasons, "s n3: its agent is not connected"));
+	fo_on_agent(&C, N("n3"), true);
+	report("n3", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 1000);
+	assert_int_equal(check(), 0);
+	/* A report gone stale. */
+	R.mono += 5000;
+	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
+	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 995);
+	assert_true(check() >= 1);
+	assert_non_null(strstr(reasons, "s n3: its agent's last report is"));
+	/* A replica following another server, one with its link down. */
+	report("n3", FO_PROC_UP, INFO_ROLE_SLAVE, "n2", 1, 1000);
+	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 995);
+	assert_int_equal(check(), 2);
+	assert_non_null(strstr(reasons, "s n3: follows 10.0.0.2:6379, flatline's primary is n1"));
+	assert_non_null(strstr(reasons, "s n4: its link to n1 is down"));
+	report("n3", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 1000);
+	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 995);
+	assert_int_equal(check(), 0);
+	assert_int_equal(fo_cutover_check(&C, R.mono, NULL, NULL), 0);
+	/* The primary killed: judged failed (shadow: would_failover said, owed when active). */
+	kill_primary();
+	assert_true(evented("would_promote"));
+	assert_true(check() >= 2);
+	assert_non_null(strstr(reasons, "s: its primary n1 is judged failed"));
+	assert_non_null(strstr(reasons, "s n1: the server is down"));
+	assert_int_equal(s->primary, N("n1")->idx);
+}
+
+/* Switching: refused while a failover runs; leaving shadow forgets would_failover. */
+static void test_shadow_set(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+
+	(void)state;
+	healthy();
+	R.mono += 10;
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_int_equal(s->fo.state, FO_ST_SELECT);
+	assert_int_equal(fo_shadow_set(&C, false), -EBUSY);
+	assert_true(C.shadow);
+	fo_on_info(&C, N("n2"), true, &(struct info_repl){0}, "timeout");
+	fo_on_info(&C, N("n3"), true, &(struct info_repl){0}, "timeout");
+	fo_on_info(&C, N("n4"), true, &(struct info_repl){0}, "timeout");
+	assert_int_equal(s->fo.state, FO_ST_NONE);
+	assert_int_equal(fo_shadow_set(&C, true), 0); /* no change: always fine */
+	s->flags |= FO_S_SHADOWED;
+	assert_int_equal(fo_shadow_set(&C, false), 0);
+	assert_false(C.shadow);
+	assert_false(s->flags & FO_S_SHADOWED);
+	assert_int_equal(fo_shadow_set(&C, true), 0);
+	assert_true(C.shadow);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +254,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_shadow_follows_a_switchover, shadow_setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_cutover_check, shadow_setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shadow_set, shadow_setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

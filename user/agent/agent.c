@@ -170,7 +170,7 @@ static int start_cluster(struct agent *a)
 	    .info_interval_ms = c->agent.heartbeat_ms,
 	    .stop_grace_ms = c->agent.stop_grace_ms,
 	    .busy_max_ms = c->agent.busy_max_ms,
-	    .no_script_kill = c->controller.shadow,
+	    .no_script_kill = a->shadow,
 	    .sched = a->sw,
 	};
 	struct reporter_opts ro = {
@@ -265,6 +265,8 @@ static void reload_done(void *ctx)
 	}
 	if (a->heartbeat_ev)
 		event_add(a->heartbeat_ev, &tick);
+	if (a->srv)
+		agent_mode_apply(a, -1, NULL, 0); /* [controller] mode, until the controller says */
 }
 
 static void agent_reload(struct agent *a)
@@ -465,6 +467,7 @@ static int load_config(struct agent *a)
 		pr_warn("%s\n", err);
 		return -EINVAL;
 	}
+	a->shadow = a->cfg->controller.shadow; /* until the controller says */
 	a->me = cfg_find_node(a->cfg, a->node);
 	if (!a->me) {
 		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node\n",
@@ -581,6 +584,11 @@ static int drop_caps(struct agent *a)
 {
 	/* The write lease's tc programs (lease_watch) likewise. */
 	uint64_t keep = a->probe || agent_lease_on(a) ? AGENT_RUN_PROBE_CAPS : 0, eff;
+
+	/* Shadow mode with a lease to take when the controller says active: what opening
+	 * it needs (loading and attaching the program). */
+	if (a->srv && a->shadow && a->cfg->agent.lease_ms)
+		keep |= AGENT_LOAD_CAPS | CAPS_BIT(CAP_NET_ADMIN);
 	char names[256];
 	int err;
 
@@ -686,7 +694,7 @@ cleanup:
 
 int cmd_agent(int argc, char **argv)
 {
-	struct agent a = {.event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1};
+	struct agent a = {.event_log = EVLOG_DEFAULT_PATH, .lock_fd = -1, .ctl_shadow = -1};
 	struct proc_watch_opts po = {.cb = agent_on_proc_event, .ctx = &a};
 	struct evrec r;
 	int err;

@@ -279,15 +279,45 @@ void agent_on_rep_event(void *ctx, const char *kind, const char *detail)
 	agent_out_log(a, &r);
 }
 
-void agent_on_rep_answer(void *ctx, long long epoch, const char *primary, uint64_t sent_ns)
+void agent_mode_apply(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns)
+{
+	bool shadow = a->ctl_shadow >= 0 ? a->ctl_shadow : a->cfg->controller.shadow;
+	struct evrec r;
+	int err;
+
+	if (shadow == a->shadow)
+		return;
+	a->shadow = shadow;
+	evrec_begin(&r, NULL, a->node, "mode_changed");
+	evrec_str(&r, "mode", shadow ? "shadow" : "active");
+	evrec_str(&r, "by", a->ctl_shadow >= 0 ? "controller" : "reload");
+	agent_out_log(a, &r);
+	pr_info("mode %s (%s)\n", shadow ? "shadow" : "active",
+		a->ctl_shadow >= 0 ? "the controller's answer" : "[controller] mode");
+	srvmon_set_no_script_kill(a->srv, shadow);
+	if (shadow)
+		agent_fence_eval(a); /* lifts a self-fence: nothing is paused in shadow mode */
+	err = agent_lease_set_shadow(a, shadow, epoch, primary, sent_ns);
+	if (err)
+		pr_warn("failed to open the write lease: %s; running without it\n", strerror(-err));
+	agent_out_kick(a);
+}
+
+void agent_on_rep_answer(void *ctx, long long epoch, const char *primary, uint64_t sent_ns,
+			 int shadow)
 {
 	struct agent *a = ctx;
-	bool held = agent_lease_held(a, fl_clock_ns(CLOCK_MONOTONIC));
+	bool held;
 
 	a->ctl.ms = fl_mono_ms();
 	a->ctl.ns = fl_clock_ns(CLOCK_MONOTONIC);
 	a->ctl.epoch = epoch;
 	snprintf(a->ctl.primary, sizeof(a->ctl.primary), "%s", primary);
+	if (shadow >= 0) {
+		a->ctl_shadow = shadow;
+		agent_mode_apply(a, epoch, primary, sent_ns);
+	}
+	held = agent_lease_held(a, fl_clock_ns(CLOCK_MONOTONIC));
 	agent_lease_answer(a, epoch, primary, sent_ns);
 	agent_demote_answer(a, epoch, primary, sent_ns, held);
 	if (agent_fence_fenced(a))

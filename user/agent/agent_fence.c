@@ -89,7 +89,16 @@ void agent_fence_eval(struct agent *a)
 	struct evrec r;
 	int down = 0;
 
-	if (!a->fence || !a->cfg->agent.self_fence || a->cfg->controller.shadow)
+	if (a->fence && a->fence->sm.fenced && a->shadow) {
+		/* Shadow mode heard while fenced: writes resumed, nothing paused. */
+		a->fence->sm.fenced = false;
+		send_pause(a, false);
+		evrec_begin(&r, NULL, a->node, "self_fence_lifted");
+		evrec_str(&r, "reason", "shadow mode");
+		agent_out_log(a, &r);
+		return;
+	}
+	if (!a->fence || !a->cfg->agent.self_fence || a->shadow)
 		return; /* off, or shadow mode ([controller] mode): no CLIENT PAUSE */
 	/* Reachable = a round trip within peer_down_after_ms (an echo reply that got all
 	 * the way in); packets that merely arrived prove the peer alive, not that we

@@ -94,6 +94,10 @@ struct agent {
 	int nrep;
 	pid_t srv_pid; /* the server's pid as watched in the kernel */
 	struct agent_ctl_answer ctl;
+	/* Shadow mode: the controller's word in its answers (1 shadow, 0 active, -1 not
+	 * heard yet), and what is in effect (that word, else [controller] mode). */
+	int ctl_shadow;
+	bool shadow;
 	struct event *heartbeat_ev; /* with a cluster file: the lease's and fencing's tick */
 	int lock_fd;
 	uint64_t drops_seen; /* ring buffer drops already logged */
@@ -116,7 +120,12 @@ void agent_on_srv_changed(void *ctx, const struct srv_state *prev, const struct 
 void agent_on_srv_note(void *ctx, const char *kind, const char *detail);
 void agent_on_sched_event(void *ctx, const struct fl_sched_event *e);
 void agent_on_rep_event(void *ctx, const char *kind, const char *detail);
-void agent_on_rep_answer(void *ctx, long long epoch, const char *primary, uint64_t sent_ns);
+void agent_on_rep_answer(void *ctx, long long epoch, const char *primary, uint64_t sent_ns,
+			 int shadow);
+/* Shadow mode in effect: the controller's last word, else [controller] mode; a
+ * change gives up or takes the write lease (the answer that said it: epoch,
+ * primary, sent_ns; -1, NULL, 0 from a reload) and logs mode_changed. */
+void agent_mode_apply(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns);
 void agent_on_peer_change(void *ctx, const struct probe_peer_info *peer);
 void agent_on_peer_route(void *ctx, const struct probe_peer_info *peer, int prev_ifindex);
 
@@ -147,8 +156,14 @@ void agent_fence_report(const struct agent *a, struct rep_msg *m);
 void agent_fence_free(struct agent *a);
 
 /* --- agent_lease.c: the write lease ----------------------------------- */
-/* Opens the lease (lease_ms > 0 and a TCP server): a->lease stays NULL when off. */
+/* Opens the lease (lease_ms > 0, a TCP server, not shadow mode): a->lease stays NULL
+ * when off. */
 int agent_lease_start(struct agent *a);
+/* Shadow mode heard: the lease given up and disarmed (nothing dropped); active: armed
+ * and taken from that answer at once, or, not open yet (the agent started in shadow
+ * mode), opened now and armed by the next answer. 0 or -errno. */
+int agent_lease_set_shadow(struct agent *a, bool shadow, long long epoch, const char *primary,
+			   uint64_t sent_ns);
 bool agent_lease_on(const struct agent *a);
 /* The lease as the kernel has it: taken (not waiting for a CLIENT LIST), unexpired. */
 bool agent_lease_held(const struct agent *a, uint64_t now_ns);

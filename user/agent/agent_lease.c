@@ -21,6 +21,8 @@ struct agent_lease {
 	struct lease_sm sm;	/* the pure decision (agent/lease.h) */
 	bool held;		/* as written to the kernel and logged */
 	bool grant_pending;	/* taken back after drops: waits for a fresh CLIENT LIST */
+	bool parked;		/* shadow mode heard: disarmed in the kernel (port 0), off */
+	uint64_t opened_ns;	/* opened parked at this time: armed by a later report's answer */
 	uint64_t lost_ns;	/* when it was last lost (0: never held by this agent) */
 	unsigned int polls;	/* CLIENT LIST polls asked while held (every tenth goes) */
 	/* Connections that flow without the lease: ours, then CLIENT LIST's. */
@@ -91,14 +93,14 @@ static void mark_lost(struct agent *a, const char *reason, uint64_t now)
 
 bool agent_lease_on(const struct agent *a)
 {
-	return a->lease != NULL;
+	return a->lease && !a->lease->parked;
 }
 
 bool agent_lease_held(const struct agent *a, uint64_t now)
 {
 	const struct agent_lease *l = a->lease;
 
-	return l && !l->grant_pending && lease_held(&l->sm, now);
+	return agent_lease_on(a) && !l->grant_pending && lease_held(&l->sm, now);
 }
 
 static void mark_regained(struct agent *a, int killed)
@@ -154,7 +156,7 @@ static void apply_change(struct agent *a, enum lease_change ch, const char *why)
 	struct agent_lease *l = a->lease;
 	int err;
 
-	if (ch == LEASE_SAME || !l)
+	if (ch == LEASE_SAME || !agent_lease_on(a))
 		return;
 	if (ch == LEASE_REVOKED) {
 		l->grant_pending = false;
@@ -177,7 +179,7 @@ static void apply_change(struct agent *a, enum lease_change ch, const char *why)
 
 void agent_lease_drop(struct agent *a, const char *why)
 {
-	if (a->lease)
+	if (agent_lease_on(a))
 		apply_change(a, lease_give_up(&a->lease->sm), why);
 }
 
@@ -186,7 +188,7 @@ void agent_lease_tick(struct agent *a)
 {
 	uint64_t now = now_ns();
 
-	if (a->lease && a->lease->held && !lease_held(&a->lease->sm, now))
+	if (agent_lease_on(a) && a->lease->held && !lease_held(&a->lease->sm, now))
 		mark_lost(a, "expired", now);
 }
 
@@ -288,7 +290,7 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 	int n = 0;
 
 	(void)ctx;
-	if (!r || r->type != REDIS_REPLY_STRING || !l)
+	if (!r || r->type != REDIS_REPLY_STRING || !agent_lease_on(a))
 		return;
 	for (const char *p = r->str; *p && n < FL_LEASE_MAX_ALLOW;) {
 		size_t len = strcspn(p, "\n");
@@ -319,7 +321,8 @@ void agent_lease_poll_clients(struct agent *a, bool now)
 {
 	const char *argv[] = {"CLIENT", "LIST"};
 
-	if (a->lease && (now || !agent_lease_held(a, now_ns()) || a->lease->polls++ % 10 == 0))
+	if (agent_lease_on(a) &&
+	    (now || !agent_lease_held(a, now_ns()) || a->lease->polls++ % 10 == 0))
 		srvmon_send(a->srv, 2, argv, on_client_list, a);
 }
 
@@ -328,24 +331,18 @@ void agent_lease_on_round_trip(void *ctx, const struct probe_peer_info *peer, ui
 	struct agent *a = ctx;
 
 	(void)peer;
-	if (a->lease)
+	if (agent_lease_on(a))
 		apply_change(a, lease_on_peer(&a->lease->sm, now_ns(), sent_ns), "peer");
 }
 
-int agent_lease_start(struct agent *a)
+/* armed: for the server's port at once (a start); else parked (port 0: everything
+ * flows) until agent_lease_set_shadow() arms it with its first grant. */
+static int lease_open(struct agent *a, bool armed)
 {
 	struct fl_lease_state st;
 	struct agent_lease *l;
 	int err;
 
-	if (!a->cfg->agent.lease_ms)
-		return 0;
-	if (a->cfg->controller.shadow) {
-		/* [controller] mode = shadow: no write lease (and so no self-demotion,
-		 * which needs it): another system decides who writes. */
-		pr_info("shadow mode: no write lease\n");
-		return 0;
-	}
 	if (!a->me->redis.port || a->me->redis.unix_path[0]) {
 		pr_warn("the write lease guards TCP only: %s is a unix socket, lease off\n",
 			a->me->redis_str);
@@ -354,7 +351,7 @@ int agent_lease_start(struct agent *a)
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	err = lease_watch_open(&l->lw, a->node, a->me->redis.port);
+	err = lease_watch_open(&l->lw, a->node, armed ? a->me->redis.port : 0);
 	if (!err)
 		err = lease_watch_read(l->lw, &st);
 	if (err) {
@@ -363,12 +360,110 @@ int agent_lease_start(struct agent *a)
 		return err;
 	}
 	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
+	l->parked = !armed;
+	l->opened_ns = armed ? 0 : now_ns();
 	/* A lease left by a previous agent still runs: kept, renewed as before. */
-	l->held = lease_held(&l->sm, now_ns());
+	l->held = armed && lease_held(&l->sm, now_ns());
 	a->lease = l;
 	pr_info("write lease for port %d: %s, pins in %s\n", a->me->redis.port,
-		l->held ? "held (left by the previous agent)" : "not held",
+		!armed	  ? "opened, taken with the controller's next answer"
+		: l->held ? "held (left by the previous agent)"
+			  : "not held",
 		lease_watch_pin_dir(l->lw));
+	return 0;
+}
+
+int agent_lease_start(struct agent *a)
+{
+	if (!a->cfg->agent.lease_ms)
+		return 0;
+	if (a->shadow) {
+		/* Shadow mode ([controller] mode = shadow): no write lease (and so no
+		 * self-demotion, which needs it): another system decides who writes. The
+		 * controller's word "active" opens it (agent_lease_set_shadow). */
+		pr_info("shadow mode: no write lease\n");
+		return 0;
+	}
+	return lease_open(a, true);
+}
+
+/* Shadow mode: the lease given up and disarmed in one write (port 0: the program
+ * lets every reply through), so nothing is dropped and no connection is closed. */
+static void park(struct agent *a)
+{
+	struct agent_lease *l = a->lease;
+	int err;
+
+	lease_give_up(&l->sm);
+	l->sm.k.port = 0;
+	l->grant_pending = false;
+	err = lease_watch_write(l->lw, &l->sm.k);
+	if (err)
+		pr_warn("failed to write the lease map: %s\n", strerror(-err));
+	mark_lost(a, "shadow mode", now_ns());
+	l->parked = true;
+	pr_info("shadow mode: write lease given up and disarmed\n");
+}
+
+/* Active: armed with the grant of a controller answer, in one write, so that no
+ * reply is dropped in between (and no connection closed for it). An answer naming
+ * another node primary arms it not held, as when active; one naming this node that
+ * grants nothing (it came too late, the server is not up) leaves it parked for the
+ * next answer. */
+static void unpark(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns)
+{
+	const struct srv_state *st = srvmon_state(a->srv);
+	bool replica = st->have_info && st->info.role == INFO_ROLE_SLAVE;
+	bool up = st->proc == SRV_UP || st->proc == SRV_BUSY;
+	struct agent_lease *l = a->lease;
+	uint64_t now = now_ns();
+	int err;
+
+	if (sent_ns < l->opened_ns)
+		return; /* answers a report sent before the lease was loaded: too old */
+	lease_give_up(&l->sm);
+	if (up || !primary || strcmp(primary, a->node))
+		lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica);
+	if (!lease_held(&l->sm, now) && primary && !strcmp(primary, a->node))
+		return;
+	l->sm.k.port = a->me->redis.port;
+	l->sm.k.dropped_mark = lease_watch_count(l->lw, FL_LC_DROPPED);
+	err = lease_watch_write(l->lw, &l->sm.k);
+	if (err) {
+		pr_warn("failed to write the lease map: %s\n", strerror(-err));
+		return;
+	}
+	l->parked = false;
+	if (lease_held(&l->sm, now))
+		mark_regained(a, 0);
+	pr_info("active: write lease armed (%s)\n",
+		lease_held(&l->sm, now) ? "held" : "not held: another node is the primary");
+	agent_lease_poll_clients(a, true);
+}
+
+int agent_lease_set_shadow(struct agent *a, bool shadow, long long epoch, const char *primary,
+			   uint64_t sent_ns)
+{
+	int err;
+
+	if (!a->cfg->agent.lease_ms)
+		return 0;
+	if (shadow) {
+		if (agent_lease_on(a))
+			park(a);
+		return 0;
+	}
+	if (!a->lease) {
+		/* Opened parked; the answer to a report sent from now on arms it
+		 * (agent_lease_answer): this one is older by the time the program took to
+		 * load and attach, and would leave little of the lease. */
+		err = lease_open(a, false);
+		if (!err && a->lease)
+			agent_lease_on_srv_connected(a, srvmon_fd(a->srv));
+		return err;
+	}
+	if (a->lease->parked)
+		unpark(a, epoch, primary, sent_ns);
 	return 0;
 }
 
@@ -379,7 +474,11 @@ void agent_lease_answer(struct agent *a, long long epoch, const char *primary, u
 	struct agent_lease *l = a->lease;
 	uint64_t now = now_ns();
 
-	if (!l)
+	if (l && l->parked && !a->shadow) {
+		unpark(a, epoch, primary, sent_ns); /* active, not armed yet */
+		return;
+	}
+	if (!agent_lease_on(a))
 		return;
 	/* A server that is not answering takes no lease: the controller may be failing
 	 * over because of it, and this answer may be an old one. */
@@ -396,7 +495,7 @@ void agent_lease_report(const struct agent *a, struct rep_msg *m)
 	uint64_t now = now_ns();
 	bool held;
 
-	if (!l)
+	if (!agent_lease_on(a))
 		return;
 	held = agent_lease_held(a, now);
 	rep_add_key(m, RK_LEASE, NULL, "%s", held ? "held" : "lapsed");

@@ -95,6 +95,7 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 {
 	struct reporter *r = ctx;
 	const uint64_t *sent_ns = priv; /* this REPORT's slot of r->sent_ns */
+	int shadow = -1;
 
 	if (!rep)
 		return;
@@ -121,8 +122,14 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 	    !strcmp(rep->element[3]->str, "follower"))
 		return;
 	r->last_answer_ms = fl_wall_ms();
+	/* The 5th: the controller's mode, "shadow" or "active" (absent: an older one). */
+	if (rep->elements >= 5 && rep->element[4]->type == REDIS_REPLY_STRING)
+		shadow = !strcmp(rep->element[4]->str, "shadow")   ? 1
+			 : !strcmp(rep->element[4]->str, "active") ? 0
+								   : -1;
 	if (r->ops.answer)
-		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str, *sent_ns);
+		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str, *sent_ns,
+			      shadow);
 }
 
 static void send_report(struct reporter *r)

@@ -40,7 +40,8 @@ struct reporter_ops {
 	void (*event)(void *ctx, const char *kind, const char *detail);
 	/* The controller's answer to a REPORT: the shard's epoch and primary, and when
 	 * (CLOCK_MONOTONIC ns) that REPORT was sent. */
-	void (*answer)(void *ctx, long long epoch, const char *primary, uint64_t sent_ns);
+	void (*answer)(void *ctx, long long epoch, const char *primary, uint64_t sent_ns,
+		       int shadow);
 };
 
 struct reporter_opts {

@@ -738,6 +738,12 @@ void srvmon_start(struct srvmon *m)
 	redis_link_start(m->link);
 }
 
+void srvmon_set_no_script_kill(struct srvmon *m, bool no)
+{
+	if (m)
+		m->o.no_script_kill = no;
+}
+
 void srvmon_set_timing(struct srvmon *m, int hung_after, int stop_grace_ms, int busy_max_ms,
 		       int info_interval_ms)
 {

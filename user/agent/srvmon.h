@@ -142,6 +142,8 @@ const struct srv_state *srvmon_state(const struct srvmon *m);
 /* Sends a command on the monitor's connection; -ENOTCONN while it is down. */
 int srvmon_send(struct srvmon *m, int argc, const char **argv, redis_link_reply_fn fn, void *priv);
 /* A reload (agent.c): new judgement timings, and the INFO interval. */
+/* Shadow mode on or off while running: SCRIPT KILL withheld or not. */
+void srvmon_set_no_script_kill(struct srvmon *m, bool no);
 void srvmon_set_timing(struct srvmon *m, int hung_after, int stop_grace_ms, int busy_max_ms,
 		       int info_interval_ms);
 /* The monitor connection's socket, -1 while down. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* `flatline status` and `flatline failover`: ask the running controller, on its
- * listen address, with FLATLINE STATUS and (authenticated) FLATLINE FAILOVER. */
+/* `flatline status`, `flatline failover` and `flatline cutover`: ask the running
+ * controller, on its listen address, with FLATLINE STATUS, (authenticated)
+ * FLATLINE FAILOVER and FLATLINE CUTOVER (and, for cutover, the Sentinels). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -289,6 +290,186 @@ again:
 	}
 	ret = print_answer(rc, rep, what);
 cleanup:
+	cfg_free(cfg);
+	return ret;
+}
+
+/* ---- flatline cutover ---- */
+
+#define CUTOVER_MAX_SENTINELS 16
+
+static const char cutover_usage[] =
+    "usage: flatline cutover [-c FILE] [--sentinel HOST:PORT]...\n"
+    "\n"
+    "Says whether the controller may go from shadow to active now without acting at\n"
+    "once (docs/sentinel.md, \"Cutover\"): its view matches every server's role, every\n"
+    "agent is reporting, no failover is in progress or owed. Exit 0 when safe, 1 with\n"
+    "each reason otherwise.\n"
+    "\n"
+    "  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n"
+    "  --sentinel HOST:PORT  also a running Sentinel: it must name the same primary of\n"
+    "                     every shard and run no failover (password from the\n"
+    "                     environment: FLATLINE_SENTINEL_PASSWORD)\n" TLS_USAGE;
+
+/* One reply of a plain connection as "host:port" (get-master-addr-by-name), "" if none. */
+static void addr_reply(redisReply *r, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING)
+		snprintf(out, len, "%s:%s", r->element[0]->str, r->element[1]->str);
+}
+
+/* A Sentinel against the controller, shard by shard; the number of reasons printed. */
+static int check_sentinel(const struct cfg *cfg, struct cli_conn *rc, const char *where)
+{
+	const char *pass = getenv("FLATLINE_SENTINEL_PASSWORD");
+	struct timeval tv = {2, 0};
+	struct cfg_endpoint ep;
+	redisContext *s;
+	redisReply *r;
+	int n = 0;
+
+	if (cfg_parse_endpoint(where, &ep, 26379) || !ep.port) {
+		printf("not safe: --sentinel %s: not HOST:PORT\n", where);
+		return 1;
+	}
+	s = redisConnectWithTimeout(ep.host, ep.port, tv);
+	if (!s || s->err) {
+		printf("not safe: Sentinel %s: %s\n", where, s ? s->errstr : "out of memory");
+		redisFree(s);
+		return 1;
+	}
+	redisSetTimeout(s, tv);
+	if (pass && pass[0]) {
+		r = redisCommand(s, "AUTH %s", pass);
+		if (r)
+			freeReplyObject(r);
+	}
+	for (int i = 0; i < cfg->nshards; i++) {
+		const char *name = cfg->shards[i].name;
+		char fl[300], se[300];
+
+		r = cli_command(rc, "SENTINEL get-master-addr-by-name %s", name);
+		addr_reply(r, fl, sizeof(fl));
+		if (r)
+			freeReplyObject(r);
+		r = redisCommand(s, "SENTINEL get-master-addr-by-name %s", name);
+		addr_reply(r, se, sizeof(se));
+		if (!r) {
+			printf("not safe: Sentinel %s: %s\n", where, s->errstr);
+			n++;
+			break;
+		}
+		freeReplyObject(r);
+		if (strcmp(fl, se)) {
+			printf("not safe: %s: Sentinel %s names the primary %s, flatline %s\n",
+			       name, where, se[0] ? se : "(none)", fl[0] ? fl : "(none)");
+			n++;
+		}
+		r = redisCommand(s, "SENTINEL MASTER %s", name);
+		for (size_t j = 0; r && r->type == REDIS_REPLY_ARRAY && j + 1 < r->elements; j += 2)
+			if (r->element[j]->type == REDIS_REPLY_STRING &&
+			    !strcmp(r->element[j]->str, "flags") &&
+			    r->element[j + 1]->type == REDIS_REPLY_STRING &&
+			    (strstr(r->element[j + 1]->str, "failover_in_progress") ||
+			     strstr(r->element[j + 1]->str, "o_down"))) {
+				printf("not safe: %s: Sentinel %s: %s\n", name, where,
+				       r->element[j + 1]->str);
+				n++;
+			}
+		if (r)
+			freeReplyObject(r);
+	}
+	redisFree(s);
+	return n;
+}
+
+int cmd_cutover(int argc, char **argv)
+{
+	const struct option lopts[] = {
+	    {"config", required_argument, NULL, 'c'}, {"sentinel", required_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},	      {"tls", no_argument, NULL, 'T'},
+	    {"cacert", required_argument, NULL, 'A'}, {"cert", required_argument, NULL, 'C'},
+	    {"key", required_argument, NULL, 'K'},    {0},
+	};
+	const char *config = STATUS_DEFAULT_CONFIG, *sentinels[CUTOVER_MAX_SENTINELS];
+	struct cli_tls tls = {0};
+	int nsent = 0, opt, ret = 1, next = 0, reasons = 0;
+	struct cli_conn *rc = NULL;
+	redisReply *rep = NULL;
+	struct cfg *cfg;
+
+	while ((opt = getopt_long(argc, argv, "c:s:h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 's':
+			if (nsent == CUTOVER_MAX_SENTINELS) {
+				pr_warn("at most %d --sentinel\n", CUTOVER_MAX_SENTINELS);
+				return 2;
+			}
+			sentinels[nsent++] = optarg;
+			break;
+		case 'h':
+			fputs(cutover_usage, stdout);
+			return 0;
+		default:
+			if (!tls_opt(opt, &tls))
+				break;
+			fputs(cutover_usage, stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fputs(cutover_usage, stderr);
+		return 2;
+	}
+	cfg = load(config);
+	if (!cfg)
+		return 1;
+	/* HA mode: the leader's view counts; a follower says so, the next is asked. */
+	while ((rc = connect_controller(cfg, &tls, 2000, &next))) {
+		if (login(rc, cfg, ACL_READ))
+			goto cleanup;
+		rep = cli_command(rc, "FLATLINE CUTOVER");
+		if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+		    rep->element[0]->type != REDIS_REPLY_STRING) {
+			pr_warn("failed to ask the controller: %s\n",
+				!rep				 ? cli_errstr(rc)
+				: rep->type == REDIS_REPLY_ERROR ? rep->str
+								 : "unexpected reply");
+			goto cleanup;
+		}
+		if (rep->elements < 2 ||
+		    strncmp(rep->element[1]->str, "this controller is not", 22) ||
+		    next >= n_controllers(cfg))
+			break;
+		freeReplyObject(rep);
+		rep = NULL;
+		cli_free(rc);
+	}
+	if (!rc)
+		goto cleanup;
+	printf("mode: %s\n", rep->element[0]->str);
+	for (size_t i = 1; i < rep->elements; i++)
+		if (rep->element[i]->type == REDIS_REPLY_STRING)
+			printf("not safe: %s\n", rep->element[i]->str);
+	reasons = (int)rep->elements - 1;
+	for (int i = 0; i < nsent; i++)
+		reasons += check_sentinel(cfg, rc, sentinels[i]);
+	if (!reasons)
+		printf("safe: every server in the role flatline has, every agent reporting, no "
+		       "failover in progress%s\n",
+		       !strcmp(rep->element[0]->str, "shadow")
+			   ? "; switch with mode = active and a reload (or FLATLINE MODE active)"
+			   : "");
+	ret = reasons ? 1 : 0;
+cleanup:
+	if (rep)
+		freeReplyObject(rep);
+	cli_free(rc);
 	cfg_free(cfg);
 	return ret;
 }

@@ -138,9 +138,10 @@ unsigned acl_command_needs(int argc, const char *const *argv, char *name, size_t
 	if (is(c, "sentinel"))
 		return sentinel_needs(argc, argv);
 	if (is(c, "flatline"))
-		return is(sub, "failover") ? ACL_FAILOVER
-		       : is(sub, "status") ? ACL_READ
-					   : ACL_ADMIN;
+		return is(sub, "failover")			 ? ACL_FAILOVER
+		       : is(sub, "status") || is(sub, "cutover") ? ACL_READ
+		       : is(sub, "mode") && argc == 2		 ? ACL_READ
+								 : ACL_ADMIN;
 	if (is(c, "client"))
 		return is(sub, "id") || is(sub, "getname") || is(sub, "setname") ||
 			       is(sub, "setinfo") || is(sub, "info") || is(sub, "help")

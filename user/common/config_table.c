@@ -179,7 +179,7 @@ const struct cfg_key cfg_keys[] = {
      F(controller.tls_auth_clients), C, 0, .doc = "yes, optional or no: client certificates"},
     {CFG_S_CONTROLLER, "requirepass", .type = CFG_T_SECRET, .def = NULL, F(controller.requirepass),
      C | L, 0, .doc = "the default client user's password"},
-    {CFG_S_CONTROLLER, "mode", CUSTOM(set_mode), .def = "active", F(controller.shadow), AC, 0,
+    {CFG_S_CONTROLLER, "mode", CUSTOM(set_mode), .def = "active", F(controller.shadow), AC, AC,
      .doc = "active, or shadow: judge and log what would be done, change nothing"},
     {CFG_S_CONTROLLER, "agent_address_check", .type = CFG_T_BOOL, .def = "no",
      F(controller.agent_address_check), C, C,

@@ -203,13 +203,21 @@ static void reload_done(void *ctx)
 	c->fo.lease_ms = k->agent.lease_ms;
 }
 
-/* Before [agent] heartbeat_ms changes: the silence limit keeps the longer one. */
+/* Before [agent] heartbeat_ms changes: the silence limit keeps the longer one. Before
+ * [controller] mode changes: the switch itself. */
 static const char *reload_check(void *ctx, const struct cfg_key *k, const struct cfg *old,
 				const struct cfg *new)
 {
+	static char why[400];
 	struct ctl *c = ctx;
 
-	(void)new;
+	/* [controller] mode: switched here, where it can still be refused (a failover
+	 * in progress; going active, what `flatline cutover` would call not safe); the
+	 * agents hear it in their next answer (ctl_mode.c). */
+	if (k->sect == CFG_S_CONTROLLER && !strcmp(k->name, "mode"))
+		return ctl_set_mode(c, new->controller.shadow, false, "reload", why, sizeof(why))
+			   ? why
+			   : NULL;
 	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "heartbeat_ms") &&
 	    c->silent_heartbeat_ms < old->agent.heartbeat_ms)
 		c->silent_heartbeat_ms = old->agent.heartbeat_ms;
@@ -379,8 +387,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	if (c->fo.shadow)
 		pr_info("shadow mode: judging and logging what would be done, changing nothing\n");
 	if (c->fo.shadow && !cfg->controller.shadow)
-		pr_warn("--shadow: the agents read [controller] mode from %s: set mode = shadow "
-			"there too, or they keep their write lease and self-fencing\n",
+		pr_info("--shadow: the agents hear it in the answers to their reports and give "
+			"up their write lease; FLATLINE MODE active (or mode = active in %s and "
+			"a reload) ends it\n",
 			cfg->path);
 	rc = ctl_runtime_load(c);
 	if (rc < 0)

@@ -11,6 +11,7 @@
  *   ctl_status.c       `FLATLINE STATUS` as text and as JSON: printing only
  *   ctl_ha.c           HA mode ([etcd]): leader or follower, the shard state in etcd
  *   ctl_discover.c     the INFO round of every node at start (or for a new leader)
+ *   ctl_mode.c         the mode while running (reload, FLATLINE MODE), FLATLINE CUTOVER
  *   ctl_runtime_cmd.c  SENTINEL SET/CONFIG/DEBUG/RESET …, over
  *   ctl_runtime.c      the runtime settings (<state_file>.runtime, etcd)
  *   ctl_servers.c      requests to the Redis servers (the I/O behind struct fo_ops)
@@ -279,6 +280,13 @@ static inline bool ctl_may_change(const struct ctl *c)
 {
 	return !c->fo.shadow && ctl_may_act(c);
 }
+
+/* ctl_mode.c: shadow or active while running. 0, or -EBUSY and why (a failover is in
+ * progress), or -EAGAIN and the first reason of fo_cutover_check (going active, not
+ * forced); by says who (an event mode_changed is logged). */
+int ctl_set_mode(struct ctl *c, bool shadow, bool force, const char *by, char *why, size_t whylen);
+void ctl_on_flatline_mode(struct ctl_conn *k, struct resp_cmd *cmd);
+void ctl_on_flatline_cutover(struct ctl_conn *k, struct resp_cmd *cmd);
 
 /* ctl_discover.c: the INFO round of every node, then fo_discover (at start, and
  * for a new leader). */

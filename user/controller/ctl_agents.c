@@ -217,13 +217,14 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		    ctl_common_timeout(c, &c->agents->deadline_ms, &c->agents->deadline_tv,
 				       fo_down_after_ms(&c->fo, n->shard) + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
-	resp_array(out, c->ha ? 4 : 3);
+	resp_array(out, 5);
 	resp_status(out, "OK");
 	resp_int(out, s ? (long long)s->epoch : 0);
 	resp_str(out, fo_answer_primary(&c->fo, s, n, c->fo.now_ms(c->fo.ctx)));
 	/* HA mode: only the leader's word may renew a lease or lift a fence. */
-	if (c->ha)
-		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
+	resp_str(out, ctl_may_act(c) ? "leader" : "follower");
+	/* The mode: in shadow mode the agents hold no write lease and do not fence. */
+	resp_str(out, c->fo.shadow ? "shadow" : "active");
 }
 
 /* An agent's connection closes (the role's end, ctl_conn_free): the node has lost

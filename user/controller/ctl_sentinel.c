@@ -617,9 +617,14 @@ void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
 		evbuffer_free(t);
 	} else if (cmd->argc >= 3 && cmd->argc <= 4 && ARG_IS(1, "FAILOVER")) {
 		start_failover(k, cmd->argv[2], cmd->argc == 4 ? cmd->argv[3] : NULL, true);
+	} else if (cmd->argc >= 2 && cmd->argc <= 4 && ARG_IS(1, "MODE")) {
+		ctl_on_flatline_mode(k, cmd);
+	} else if (cmd->argc == 2 && ARG_IS(1, "CUTOVER")) {
+		ctl_on_flatline_cutover(k, cmd);
 	} else {
 		resp_error_reply(out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
-				      "<shard> [<node>]");
+				      "<shard> [<node>] | FLATLINE MODE [active [FORCE]|shadow] | "
+				      "FLATLINE CUTOVER");
 	}
 }
 

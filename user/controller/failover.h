@@ -310,6 +310,18 @@ static inline int fo_block_ms(const struct fo_cluster *c, const struct fo_shard 
 /* The node whose replication address is host:port, or NULL. */
 struct fo_node *fo_node_by_addr(const struct fo_cluster *c, const char *host, int port);
 
+/* Shadow mode on or off (fo_shadow.c): -EBUSY while a failover runs (it would end
+ * in the other mode). Leaving shadow mode forgets the would_failover marks: the
+ * shard is judged again as it is. */
+int fo_shadow_set(struct fo_cluster *c, bool shadow);
+/* Whether shadow mode may become active now without acting at once (`flatline
+ * cutover`): the topology learned, no TILT, per shard a primary, no failover running
+ * or owed, every node's agent connected and fresh, every server up and in the role
+ * the model has (replicas following the primary with their link up). Each reason
+ * to say() (may be NULL); the number of reasons, 0 = safe. */
+int fo_cutover_check(const struct fo_cluster *c, long long now,
+		     void (*say)(void *ctx, const char *why), void *ctx);
+
 /* Protocol words. */
 enum fo_proc fo_proc_parse(const char *s);
 const char *fo_proc_name(enum fo_proc p);

@@ -6,6 +6,8 @@
  * shard's primary. Another system (Sentinel) makes the failovers: the primary
  * follows the servers' roles (fo_shadow_follow), as discovery at start does. The
  * commands themselves are withheld by the controller (controller.c, may_send). */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "controller/fo_internal.h"
@@ -111,4 +113,106 @@ bool fo_shadow_follow(struct fo_cluster *c, struct fo_shard *s, long long now)
 	if (c->ops->promoted)
 		c->ops->promoted(c->ctx, s->idx);
 	return true;
+}
+
+int fo_shadow_set(struct fo_cluster *c, bool shadow)
+{
+	if (c->shadow == shadow)
+		return 0;
+	for (int i = 0; i < c->nshards; i++)
+		if (c->shards[i].fo.state != FO_ST_NONE)
+			return -EBUSY;
+	c->shadow = shadow;
+	/* A would_failover said in shadow mode is no failover owed: an active controller
+	 * judges the shard again from what it sees now. */
+	for (int i = 0; !shadow && i < c->nshards; i++)
+		c->shards[i].flags &= ~FO_S_SHADOWED;
+	return 0;
+}
+
+/* One reason, formatted, to say(); counts it. */
+static void reason(int *n, void (*say)(void *ctx, const char *why), void *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reason(int *n, void (*say)(void *ctx, const char *why), void *ctx, const char *fmt, ...)
+{
+	char why[320];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	(*n)++;
+	if (say)
+		say(ctx, why);
+}
+
+/* Each node of s against the shard's primary as the model has it. */
+static void check_nodes(const struct fo_cluster *c, const struct fo_shard *s, long long now, int *n,
+			void (*say)(void *ctx, const char *why), void *ctx)
+{
+	const struct fo_node *p = s->primary >= 0 ? &c->nodes[s->primary] : NULL;
+
+	for (int i = 0; i < s->nnodes; i++) {
+		const struct fo_node *d = &c->nodes[s->nodes[i]];
+		const struct info_repl *r = &d->rep.repl;
+
+		if (!(d->flags & FO_N_REPORTED) || !(d->flags & FO_N_AGENT)) {
+			reason(n, say, ctx, "%s %s: its agent is not connected", s->name, d->id);
+			continue;
+		}
+		if (!fo_fresh(c, d, now)) {
+			reason(n, say, ctx, "%s %s: its agent's last report is %lld ms old",
+			       s->name, d->id, now - d->last_report_ms);
+			continue;
+		}
+		if (d->flags & (FO_N_SDOWN | FO_N_AGENT_LOST) || d->rep.proc != FO_PROC_UP) {
+			reason(n, say, ctx, "%s %s: the server is %s", s->name, d->id,
+			       fo_proc_name(d->rep.proc));
+			continue;
+		}
+		if (d->flags & FO_N_FIXING)
+			reason(n, say, ctx, "%s %s: a repair (REPLICAOF) is in flight", s->name,
+			       d->id);
+		if (!p)
+			continue;
+		if (d == p && r->role != INFO_ROLE_MASTER)
+			reason(n, say, ctx, "%s %s: flatline's primary, but the server says %s",
+			       s->name, d->id, info_role_name(r->role));
+		else if (d != p && r->role == INFO_ROLE_SLAVE && !fo_follows(r, p))
+			reason(n, say, ctx, "%s %s: follows %s:%d, flatline's primary is %s",
+			       s->name, d->id, r->master_host, r->master_port, p->id);
+		else if (d != p && r->role != INFO_ROLE_SLAVE)
+			reason(n, say, ctx, "%s %s: says %s, flatline's primary is %s", s->name,
+			       d->id, info_role_name(r->role), p->id);
+		else if (d != p && r->link_up != 1)
+			reason(n, say, ctx, "%s %s: its link to %s is down", s->name, d->id, p->id);
+	}
+}
+
+int fo_cutover_check(const struct fo_cluster *c, long long now,
+		     void (*say)(void *ctx, const char *why), void *ctx)
+{
+	int n = 0;
+
+	if (c->starting)
+		reason(&n, say, ctx, "the controller is still learning the topology");
+	if (c->tilt)
+		reason(&n, say, ctx, "TILT: no failover until the clock is trusted again");
+	for (int i = 0; i < c->nshards; i++) {
+		const struct fo_shard *s = &c->shards[i];
+
+		if (s->fo.state != FO_ST_NONE)
+			reason(&n, say, ctx, "%s: a failover is in progress (%s)", s->name,
+			       fo_state_name(s->fo.state));
+		if (s->primary < 0)
+			reason(&n, say, ctx, "%s: no primary known", s->name);
+		if (s->flags &
+		    (FO_S_ODOWN | FO_S_SHADOWED | FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART))
+			reason(&n, say, ctx,
+			       "%s: its primary %s is judged failed: an active controller would "
+			       "fail over at once",
+			       s->name, s->primary >= 0 ? c->nodes[s->primary].id : "-");
+		check_nodes(c, s, now, &n, say, ctx);
+	}
+	return n;
 }
