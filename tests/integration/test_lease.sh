@@ -31,6 +31,8 @@ cluster() {
 	export FL_NODE_PREFIX=l${BASHPID}n
 	CL_KEEP=1
 	cl_init "$T/cl" "fll$BASHPID"
+	# EXTRA_PEER=1: every agent also probes host 9 (not in the cluster file) with --peer.
+	[ -z "${EXTRA_PEER:-}" ] || CL_AGENT_ARGS="--peer xtra=$(cl_ip 9)"
 	on_exit cl_down
 	cl_up || fail "cluster did not come up"
 	OLD=1
@@ -194,6 +196,30 @@ test_spoofed_echo() {
 	cl_stop spoof
 }
 
+# Only the shard's nodes renew: a --peer extra (host 9, a namespace on the same bridge
+# that the cluster file does not name, so the controller hears nothing from it) answers
+# h1's probes all along, while h1 is cut from the controller and its shard's peers. The
+# lease must lapse as with no extra, and the failover that follows must find no write
+# h1 acknowledged after the promotion missing.
+cut_shard() {
+	pt_nft 1 <<-EOF
+		table inet flisolate {
+			chain in { type filter hook input priority -10; policy accept; ip saddr { $CL_CTL_IP, $(cl_ip 2), $(cl_ip 3) } drop; }
+			chain out { type filter hook output priority -10; policy accept; ip daddr { $CL_CTL_IP, $(cl_ip 2), $(cl_ip 3) } drop; }
+		}
+	EOF
+}
+test_peer_extra_no_renewal() {
+	EXTRA_PEER=1 cluster
+	cl_netns_attach "$(cl_ns 9)" veth9 "$(cl_ip 9)"
+	cl_until 5 cl_has_event "$OLD_LOG" '.kind == "peer_up" and .peer == "xtra"' ||
+		fail "h1 never had an answer from the --peer extra: $(jq -c 'select(.peer == "xtra")' "$OLD_LOG" | tail -n 2)"
+	after_cut_failover shard
+	[ -n "$LEASE_MS" ] || fail "h1 kept its lease on the --peer extra's answers"
+	! cl_has_event "$OLD_LOG" '.kind == "peer_down" and .peer == "xtra"' ||
+		fail "the extra stopped answering: the check would prove nothing"
+}
+
 # The agent dead or stopped before the cut: the kernel lets the lease run out alone.
 test_agent_killed() {
 	cluster
@@ -320,7 +346,7 @@ test_lease_packets() {
 }
 
 TESTS=(test_lease_packets test_full_cut test_inbound_cut test_outbound_cut test_controller_cut test_peers_cut
-	test_spoofed_echo
+	test_spoofed_echo test_peer_extra_no_renewal
 	test_agent_killed test_agent_stopped test_server_stopped test_agent_restart test_lossy
 	test_reload_lease_controller_first test_reload_lease_agents_first)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
