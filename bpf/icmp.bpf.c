@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Peer probing timed in the kernel, ICMP echo over IPv4 and ICMPv6 echo over IPv6
  * (frames parsed by bpf/parse.h: VLAN tags, IPv4 options, IPv6 extension headers). At
- * tc egress: the time each echo request of this agent leaves toward a peer. At tc ingress: the
- * matching echo reply, its RTT, and the time any packet at all last came from the peer (passive
- * liveness). An agent that is itself stalled still gets true times. Loaded by
- * user/kern/icmp_watch.c.
+ * tc egress: the time each echo request of this agent leaves toward a peer, and its random
+ * data. At tc ingress: the matching echo reply (same id, seq AND data: a reply forged
+ * without the request carries other bytes), its RTT, and the time any packet at all last
+ * came from the peer (passive liveness). An agent that is itself stalled still gets true times.
+ * Loaded by user/kern/icmp_watch.c.
  *
  * Both programs only observe: they return TC_ACT_UNSPEC (TCX_NEXT), so every other
  * tcx program and clsact filter on the device still runs and decides the packet's
@@ -29,13 +30,13 @@ struct {
 	__type(value, struct fl_peer_stats);
 } fl_peers SEC(".maps");
 
-/* Echo requests in flight: (peer, id, seq) -> egress time. A lost request's entry
- * stays until the LRU pushes it out. */
+/* Echo requests in flight: (peer, id, seq) -> egress time and data. A lost request's
+ * entry stays until the LRU pushes it out. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, FL_MAX_ECHO);
 	__type(key, struct fl_echo_key);
-	__type(value, __u64);
+	__type(value, struct fl_echo_req);
 } fl_echo_reqs SEC(".maps");
 
 /* Packets ignored, by enum fl_icmp_counter. */
@@ -131,6 +132,25 @@ static __always_inline bool is_echo(const struct fl_ip *p, const struct echo *h,
 	return h->type == (request ? ICMPV6_ECHO_REQUEST : ICMPV6_ECHO_REPLY);
 }
 
+/* The first FL_ECHO_PAYLOAD bytes of the echo's data, after its 8-byte header (the
+ * cursor is past it), wherever the skb holds them (linear or not); false if the echo
+ * carries fewer. */
+static __always_inline bool echo_payload(struct __sk_buff *skb, const struct cursor *c, __u8 *out)
+{
+	long off = (long)c->pos - (long)skb->data;
+
+	if (off < 0 || off > 0xffff)
+		return false;
+	return !bpf_skb_load_bytes(skb, (__u32)off, out, FL_ECHO_PAYLOAD);
+}
+
+static __always_inline bool same_payload(const __u8 *a, const __u8 *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+
+	return x[0] == y[0] && x[1] == y[1];
+}
+
 static __always_inline bool is_icmp(const struct fl_ip *p)
 {
 	return p->proto == (p->family == FL_AF_INET ? IPPROTO_ICMP : IPPROTO_ICMPV6);
@@ -139,13 +159,13 @@ static __always_inline bool is_icmp(const struct fl_ip *p)
 SEC("tc")
 int fl_icmp_egress(struct __sk_buff *skb)
 {
+	struct fl_echo_req val = {};
 	struct fl_peer_stats *st;
 	struct fl_peer_key key;
 	struct fl_echo_key req;
 	struct echo h;
 	struct fl_ip p = {};
 	struct cursor c;
-	__u64 now;
 
 	if (!targ_echo_id)
 		return TC_ACT_UNSPEC;
@@ -157,12 +177,15 @@ int fl_icmp_egress(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC;
 	if (!parse_echo(&c, &p, &h) || !is_echo(&p, &h, true) || h.id != bpf_htons(targ_echo_id))
 		return TC_ACT_UNSPEC;
+	/* Not a probe of ours without its data: nothing a reply could be checked against. */
+	if (!echo_payload(skb, &c, val.payload))
+		return TC_ACT_UNSPEC;
 
-	now = bpf_ktime_get_ns();
+	val.sent_ns = bpf_ktime_get_ns();
 	make_req(&req, &key, &h);
-	bpf_map_update_elem(&fl_echo_reqs, &req, &now, BPF_ANY);
+	bpf_map_update_elem(&fl_echo_reqs, &req, &val, BPF_ANY);
 	__sync_fetch_and_add(&st->sent, 1);
-	st->last_tx_ns = now;
+	st->last_tx_ns = val.sent_ns;
 	return TC_ACT_UNSPEC;
 }
 
@@ -190,14 +213,16 @@ static __always_inline void record_rtt(struct fl_peer_stats *st, __u64 rtt, __u6
 SEC("tc")
 int fl_icmp_ingress(struct __sk_buff *skb)
 {
+	__u64 payload[FL_ECHO_PAYLOAD / 8]; /* 8-byte words: the stack's accesses are aligned */
 	struct fl_peer_stats *st;
+	struct fl_echo_req *sent;
 	struct fl_peer_key key;
 	struct fl_echo_key req;
 	struct echo h;
 	struct fl_ip p = {};
 	enum parse_res res;
 	struct cursor c;
-	__u64 now, *sent;
+	__u64 now;
 
 	res = parse_frame(skb, &c, &p);
 	if (res == PARSE_NONE)
@@ -249,7 +274,14 @@ int fl_icmp_ingress(struct __sk_buff *skb)
 		count(FL_IC_UNMATCHED);
 		return TC_ACT_UNSPEC;
 	}
-	record_rtt(st, now > *sent ? now - *sent : 0, now, req.seq);
+	/* The request's random data, echoed: only a host that got the request knows it. A
+	 * forged reply leaves the request in flight for the true one. */
+	if (!echo_payload(skb, &c, (__u8 *)payload) ||
+	    !same_payload((__u8 *)payload, sent->payload)) {
+		count(FL_IC_FORGED);
+		return TC_ACT_UNSPEC;
+	}
+	record_rtt(st, now > sent->sent_ns ? now - sent->sent_ns : 0, now, req.seq);
 	/* A duplicate of this reply will not match again. */
 	bpf_map_delete_elem(&fl_echo_reqs, &req);
 	return TC_ACT_UNSPEC;

@@ -8,6 +8,10 @@
 
 #define FL_MAX_PEERS 1024  /* entries of fl_peers */
 #define FL_MAX_ECHO  16384 /* requests in flight remembered (LRU): peers x window */
+/* Bytes of an echo request's data, right after its 8-byte ICMP/ICMPv6 header, that its
+ * reply must carry back unchanged to match: the prober fills them at random for each
+ * probe, so only a host that received the request can answer it. */
+#define FL_ECHO_PAYLOAD 16
 /* fl_peer_key.family: the socket API's values (BTF does not carry them). */
 #define FL_AF_INET  2
 #define FL_AF_INET6 10
@@ -24,13 +28,20 @@ struct fl_peer_key {
 };
 
 /* Key of fl_echo_reqs: one echo request that left toward a peer (address as in
- * fl_peer_key). id and seq as on the wire (network order). Value:
- * bpf_ktime_get_ns() at tc egress. */
+ * fl_peer_key). id and seq as on the wire (network order). Value: struct
+ * fl_echo_req. */
 struct fl_echo_key {
 	__u8 addr[16];
 	__u32 family;
 	__u16 id;
 	__u16 seq;
+};
+
+/* Value of fl_echo_reqs: when the request left (bpf_ktime_get_ns() at tc egress) and
+ * the first FL_ECHO_PAYLOAD bytes of its data, which the reply must echo. */
+struct fl_echo_req {
+	__u64 sent_ns;
+	__u8 payload[FL_ECHO_PAYLOAD];
 };
 
 /* Value of fl_peers, per peer. The agent inserts a zeroed entry for each peer it
@@ -68,12 +79,16 @@ enum fl_icmp_counter {
 			      * header or in an IPv6 extension header): liveness only */
 	FL_IC_EXT_LIMIT = 6, /* from a peer, more than FL_IPV6_MAX_EXT (bpf/parse.h) IPv6 extension
 			      * headers: liveness only */
-	FL_IC_MAX = 7,
+	FL_IC_FORGED = 7,    /* an echo reply with our id and the seq of a request in flight
+			      * whose data is not the request's (shorter, or other bytes):
+			      * not an answer to it (spoofed, or corrupted); liveness only */
+	FL_IC_MAX = 8,
 };
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct fl_peer_key) == 20, "fl_peer_key layout");
 _Static_assert(sizeof(struct fl_echo_key) == 24, "fl_echo_key layout");
+_Static_assert(sizeof(struct fl_echo_req) == 8 + FL_ECHO_PAYLOAD, "fl_echo_req layout");
 _Static_assert(sizeof(struct fl_peer_stats) == 96, "fl_peer_stats layout");
 #endif
 

@@ -8,6 +8,10 @@ ts_ns() { date -u -d "$1" +%s%N; }
 # ev_ts LOG KIND: the last event of KIND in LOG, as nanoseconds.
 ev_ts() { local t; t=$(jq -r "select(.kind == \"$2\") | .ts" "$1" 2>/dev/null | tail -n 1); [ -n "$t" ] && ts_ns "$t"; }
 lease_ms() { echo "${FL_HA_LEASE_MS:-1000}"; }
+# The co-located client (pt_colo_*). Not followed: its pt_cut's local array would read
+# as the callers' variables of the same name.
+# shellcheck source=/dev/null
+. tests/lib/partition.sh
 
 # The leader SIGKILLed, and the primary 200 ms later, while no controller leads: the
 # next leader takes over within the lease (+ etcd's expiry check, 500 ms) and fails
@@ -78,6 +82,59 @@ test_ha_cut_from_etcd() {
 	old_back_as_replica
 	finish "leader cut off from etcd, then the primary SIGKILLed"
 	cl_ha_in "$lead" nft delete table inet flcut
+}
+
+# A deposed leader's leases ([agent] lease_ms = 3000, longer than the leader's own etcd
+# lease): the leader is cut off from etcd (not from h1), and h1 from everyone but that
+# leader and its own co-located client (tests/lib/partition.sh). Until its deadline the
+# old leader keeps renewing h1's lease, each answer for 3 s; the new leader, which hears
+# nothing from h1, fails it over, and must not promote before every lease the deposed
+# leader could have granted has run out: h1 acknowledges no write after the promotion
+# instant (the new leader's replica_selected). Self-fencing off, so that only the lease
+# stops h1's writes.
+test_ha_deposed_leader_lease() {
+	FL_AGENT_CONF=$'lease_ms = 3000\nself_fence = no' cluster
+	local lead nl others="" h1cut i t_prom late
+	lead=$(cl_ha_leader) || fail "no leader"
+	cl_until 5 cl_has_event "$CL_DIR/events-$(cl_node 1).jsonl" '.kind == "lease_regained"' ||
+		fail "h1 never took the lease"
+	pt_colo_start 1 || fail "co-located writer did not start"
+	h1cut="$CL_CTL_IP, $(cl_ip 2), $(cl_ip 3)"
+	for i in 1 2 3; do
+		[ "$i" = "$lead" ] && continue
+		others="$others${others:+, }$(cl_ha_ip "$i")"
+		h1cut="$h1cut, $(cl_ha_ip "$i")"
+	done
+	T0=$(cl_now_ns)
+	cl_ha_in "$lead" nft -f - <<-EOF || fail "nft (leader)"
+		table inet flcut {
+			chain in { type filter hook input priority -10; policy accept; ip saddr { $others } drop; }
+			chain out { type filter hook output priority -10; policy accept; ip daddr { $others } drop; }
+		}
+	EOF
+	on_exit "cl_ha_in $lead nft delete table inet flcut"
+	cl_in 1 nft -f - <<-EOF || fail "nft (h1)"
+		table inet flisolate {
+			chain in { type filter hook input priority -10; policy accept; ip saddr { $h1cut } drop; }
+			chain out { type filter hook output priority -10; policy accept; ip daddr { $h1cut } drop; }
+		}
+	EOF
+	on_exit "pt_heal 1"
+	cl_until 10 new_leader_ready "$lead" || fail "no other controller leads"
+	nl=$(cl_ha_leader)
+	CL_CLOG=$(cl_ha_log "$nl")
+	wait_ctl '.kind == "replica_selected"' 20
+	t_prom=$(ev_ts "$CL_CLOG" replica_selected)
+	check_primary 10
+	sleep 1 # h1's client keeps trying through the promotion
+	late=$(pt_colo_acks_since "$t_prom")
+	record "  (c$lead deposed, c$nl led after $(( ($(ev_ts "$CL_CLOG" leader_elected) - T0) / 1000000 )) ms, promoted after $(( (t_prom - T0) / 1000000 )) ms; h1 acknowledged $late writes after the promotion)"
+	[ "$late" = 0 ] || fail "h1 acknowledged $late writes after the promotion: the deposed leader's lease outlived the wait"
+	pt_colo_stop
+	pt_heal 1
+	cl_ha_in "$lead" nft delete table inet flcut
+	old_back_as_replica
+	finish "leader deposed, lease_ms 3000, the primary cut off from all but it"
 }
 
 # etcd loses quorum: no promotion anywhere while it lasts, the data path untouched,
@@ -239,5 +296,5 @@ api_of_is() {
 	[ "$(cl_ctl redis-cli -h "$(cl_ha_ip "$1")" -p "$CL_CTL_PORT" sentinel get-master-addr-by-name "$CL_SHARD" | head -n 1)" = "$(cl_ip "$2")" ]
 }
 
-TESTS+=(test_ha_leader_killed test_ha_cut_from_etcd test_ha_etcd_quorum_lost
+TESTS+=(test_ha_leader_killed test_ha_cut_from_etcd test_ha_deposed_leader_lease test_ha_etcd_quorum_lost
 	test_ha_etcd_member_down test_ha_record_fails_at_promotion test_ha_sentinel_view test_ha_etcd_auth test_ha_etcd_tls)

@@ -38,6 +38,8 @@ struct frame_spec {
 	int icmp_cut; /* if > 0: only this many bytes of the ICMP header */
 	uint16_t ethertype;
 	uint16_t tot_len; /* if > 0: the IPv4 total length field */
+	uint8_t fill;	  /* every byte of the 16-byte echo data (the probe's random bytes) */
+	int data_cut;	  /* if > 0: only this many bytes of the echo data */
 };
 
 static struct fl_icmp *skel;
@@ -74,8 +76,11 @@ static size_t build(uint8_t *buf, const struct frame_spec *f)
 	icmp[1] = f->code;
 	*(uint16_t *)(icmp + 4) = htons(f->id);
 	*(uint16_t *)(icmp + 6) = htons(f->seq);
+	memset(icmp + 8, f->fill, 16);
 	*(uint16_t *)(icmp + 2) = probe_csum16(icmp, icmp_len);
 	len = (icmp - buf) + icmp_len;
+	if (f->data_cut)
+		len = (icmp - buf) + 8 + f->data_cut;
 	if (f->ip_cut)
 		len = 14 + f->ip_cut;
 	else if (f->icmp_cut)
@@ -404,6 +409,38 @@ static void test_not_ip(void **state)
 		assert_int_equal(counter(c), 0);
 }
 
+/* A reply counts only when it echoes the request's data (the prober's random bytes): one
+ * forged with the right id and seq but other data, or cut short, matches nothing and
+ * leaves the request in flight for the true reply. */
+static void test_forged_payload(void **state)
+{
+	struct fl_peer_stats st;
+
+	(void)state;
+	egress(&REQ(.seq = 30, .fill = 0xa5));
+	ingress(&REPLY(.seq = 30, .fill = 0x5a));		  /* other bytes */
+	ingress(&REPLY(.seq = 30, .fill = 0xa5, .data_cut = 15)); /* one byte short */
+	ingress(&REPLY(.seq = 30, .fill = 0xa5, .data_cut = 1));
+	st = stats();
+	assert_int_equal(st.sent, 1);
+	assert_int_equal(st.replied, 0);
+	assert_int_equal(st.last_reply_ns, 0);
+	assert_int_equal(st.rx_packets, 3); /* alive, never reachable */
+	assert_int_equal(counter(FL_IC_FORGED), 3);
+	assert_int_equal(counter(FL_IC_UNMATCHED), 0);
+	/* The true reply still matches. */
+	ingress(&REPLY(.seq = 30, .fill = 0xa5));
+	st = stats();
+	assert_int_equal(st.replied, 1);
+	assert_int_equal(st.last_seq, 30);
+	/* A request without its 16 bytes of data is no probe of ours: not in flight. */
+	egress(&REQ(.seq = 31, .data_cut = 8));
+	assert_int_equal(stats().sent, 1);
+	ingress(&REPLY(.seq = 31, .data_cut = 8));
+	assert_int_equal(stats().replied, 1);
+	assert_int_equal(counter(FL_IC_UNMATCHED), 1);
+}
+
 /* ---- IPv6 ---- */
 
 #define PEER6	"fd00:f1::2"
@@ -425,6 +462,7 @@ struct frame6_spec {
 	int cut;       /* if > 0: the frame is cut to this many bytes */
 	int version;   /* if > 0: the IP version field */
 	uint16_t frag; /* a fragment header's offset/flags field, host order */
+	uint8_t fill;  /* every byte of the 16-byte echo data */
 };
 
 /* Ethernet + IPv6 + the extension headers (each its length's worth of PadN-like
@@ -460,6 +498,7 @@ static size_t build6(uint8_t *buf, const struct frame6_spec *f, size_t cap)
 	pos[1] = f->code;
 	*(uint16_t *)(pos + 4) = htons(f->id);
 	*(uint16_t *)(pos + 6) = htons(f->seq);
+	memset(pos + 8, f->fill, 16);
 	pos += 8 + 16;
 	*(uint16_t *)(ip + 4) = htons(pos - ip - 40);
 	len = pos - buf;
@@ -548,6 +587,18 @@ static void test6_request_reply(void **state)
 	/* The IPv4 peer's entry is untouched. */
 	assert_int_equal(stats().sent, 0);
 	assert_int_equal(stats().rx_packets, 0);
+}
+
+static void test6_forged_payload(void **state)
+{
+	(void)state;
+	egress6(&REQ6(.seq = 5, .fill = 0x11));
+	ingress6(&REPLY6(.seq = 5, .fill = 0x12));
+	ingress6(&REPLY6(.seq = 5, .ext = {HOP(0)}, .fill = 0x10));
+	assert_int_equal(stats6().replied, 0);
+	assert_int_equal(counter(FL_IC_FORGED), 2);
+	ingress6(&REPLY6(.seq = 5, .ext = {DOPT(1)}, .fill = 0x11));
+	assert_int_equal(stats6().replied, 1);
 }
 
 /* Requests and replies of one family never match the other's, whatever the bytes. */
@@ -783,7 +834,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_foreign_id, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_truncated_icmp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_not_ip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_forged_payload, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test6_request_reply, setup6, teardown),
+	    cmocka_unit_test_setup_teardown(test6_forged_payload, setup6, teardown),
 	    cmocka_unit_test_setup_teardown(test6_families_apart, setup6, teardown),
 	    cmocka_unit_test_setup_teardown(test6_ext_headers, setup6, teardown),
 	    cmocka_unit_test_setup_teardown(test6_ext_limit, setup6, teardown),

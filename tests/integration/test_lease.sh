@@ -31,6 +31,8 @@ cluster() {
 	export FL_NODE_PREFIX=l${BASHPID}n
 	CL_KEEP=1
 	cl_init "$T/cl" "fll$BASHPID"
+	# EXTRA_PEER=1: every agent also probes host 9 (not in the cluster file) with --peer.
+	[ -z "${EXTRA_PEER:-}" ] || CL_AGENT_ARGS="--peer xtra=$(cl_ip 9)"
 	on_exit cl_down
 	cl_up || fail "cluster did not come up"
 	OLD=1
@@ -150,6 +152,74 @@ no_failover() {
 }
 test_controller_cut() { cluster; no_failover ctl; }
 test_peers_cut() { cluster; no_failover peers; }
+
+# Forged echo replies renew nothing: h2 and h3 stop answering echo themselves
+# (icmp_echo_ignore_all), and a forger in h2's namespace (tests/lib/echo_spoof.py)
+# answers each of h1's probes with its id and seq but other data. Then h1 is cut from
+# the controller: with only forged replies left its lease must lapse (as with no peer
+# answering at all), h2 must not count as reachable (its replication traffic keeps it
+# passive, never up), and no write is acknowledged more than 700 ms after the cut.
+spoofed_n() { grep -c '^spoofed ' "$CL_DIR/log/spoof.out" 2>/dev/null; }
+spoofed_over() { [ "$(spoofed_n)" -gt "$1" ]; }
+peer_state_after() { # NODE-LOG PEER KIND SINCE-NS
+	jq -r --arg p "$2" --arg k "$3" 'select(.kind == $k and .peer == $p) | .ts' "$1" 2>/dev/null |
+		while read -r t; do [ "$(ts_ns "$t")" -gt "$4" ] && echo "$t"; done | grep -q .
+}
+test_spoofed_echo() {
+	local i late n0 h2 t_spoof
+	cluster
+	h2=$(cl_node 2)
+	# The forger first, then the peers' own answers off: no gap without replies.
+	cl_spawn spoof "$(cl_ns 2)" "$PY" "$CL_ROOT/tests/lib/echo_spoof.py" --from "$(cl_ip 1)"
+	cl_until 5 spoofed_over 5 || fail "the forger answered no probe: $(tail -n 3 "$CL_DIR/log/spoof.out")"
+	for i in 2 3; do cl_in "$i" sysctl -qw net.ipv4.icmp_echo_ignore_all=1 || fail "sysctl in h$i"; done
+	t_spoof=$(cl_now_ns)
+	# Forged replies prove nothing; h2's replication traffic still says it is alive.
+	cl_until 5 peer_state_after "$OLD_LOG" "$h2" peer_passive "$t_spoof" ||
+		fail "h1 still counts h2 reachable on forged replies: $(jq -c "select(.peer == \"$h2\")" "$OLD_LOG" | tail -n 2)"
+	T_CUT=$(cl_now_ns)
+	cut_ctl || fail "failed to cut h1 from the controller"
+	on_exit heal
+	cl_until 5 cl_has_event "$OLD_LOG" '.kind == "lease_lost"' ||
+		fail "h1 kept its lease on forged echo replies: $(jq -c 'select(.kind | test("lease"))' "$OLD_LOG" | tail -n 2)"
+	lease_figure
+	n0=$(spoofed_n)
+	sleep 2
+	spoofed_over "$((n0 + 10))" || fail "the forger stopped answering: the check would prove nothing"
+	! peer_state_after "$OLD_LOG" "$h2" peer_up "$t_spoof" ||
+		fail "h1 took forged replies for h2's: $(jq -c "select(.peer == \"$h2\")" "$OLD_LOG" | tail -n 2)"
+	late=$(colo_acks_since "$((T_CUT + 700000000))")
+	heal
+	printf '%-26s forged_replies=%-5s lease_lost_ms=%-5s acked_later_than_700ms=%s\n' \
+		spoofed_echo "$(spoofed_n)" "$LEASE_MS" "$late" >>"$RESULTS"
+	[ "$late" = 0 ] || fail "h1 acknowledged $late writes more than 700 ms after the cut"
+	cl_stop spoof
+}
+
+# Only the shard's nodes renew: a --peer extra (host 9, a namespace on the same bridge
+# that the cluster file does not name, so the controller hears nothing from it) answers
+# h1's probes all along, while h1 is cut from the controller and its shard's peers. The
+# lease must lapse as with no extra, and the failover that follows must find no write
+# h1 acknowledged after the promotion missing.
+cut_shard() {
+	pt_nft 1 <<-EOF
+		table inet flisolate {
+			chain in { type filter hook input priority -10; policy accept; ip saddr { $CL_CTL_IP, $(cl_ip 2), $(cl_ip 3) } drop; }
+			chain out { type filter hook output priority -10; policy accept; ip daddr { $CL_CTL_IP, $(cl_ip 2), $(cl_ip 3) } drop; }
+		}
+	EOF
+}
+test_peer_extra_no_renewal() {
+	EXTRA_PEER=1 cluster
+	cl_netns_attach "$(cl_ns 9)" veth9 "$(cl_ip 9)"
+	cl_until 5 cl_has_event "$OLD_LOG" '.kind == "peer_up" and .peer == "xtra"' ||
+		fail "h1 never had an answer from the --peer extra: $(jq -c 'select(.peer == "xtra")' "$OLD_LOG" | tail -n 2)"
+	after_cut_failover shard
+	[ -n "$LEASE_MS" ] || fail "h1 kept its lease on the --peer extra's answers"
+	# (Down before its namespace was made, up since: the last word on it is peer_up.)
+	[ "$(jq -r 'select(.peer == "xtra" and (.kind | test("^peer_(up|down|passive|local_fault)$"))) | .kind' "$OLD_LOG" | tail -n 1)" = peer_up ] ||
+		fail "the extra stopped answering: the check would prove nothing: $(jq -c 'select(.peer == "xtra")' "$OLD_LOG" | tail -n 2)"
+}
 
 # The agent dead or stopped before the cut: the kernel lets the lease run out alone.
 test_agent_killed() {
@@ -277,6 +347,7 @@ test_lease_packets() {
 }
 
 TESTS=(test_lease_packets test_full_cut test_inbound_cut test_outbound_cut test_controller_cut test_peers_cut
+	test_spoofed_echo test_peer_extra_no_renewal
 	test_agent_killed test_agent_stopped test_server_stopped test_agent_restart test_lossy
 	test_reload_lease_controller_first test_reload_lease_agents_first)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"

@@ -479,8 +479,10 @@ cl_controller_start() { # [OPTION...]: more options of `flatline controller`
 cl_agent_start() {
 	local i=$1 node
 	node=$(cl_node "$i")
+	# CL_AGENT_ARGS: more options for every agent (words split on spaces).
+	# shellcheck disable=SC2086
 	cl_spawn "agent-$node" "$(cl_ns "$i")" "$FL" agent -c "$CL_CONF" --node "$node" \
-		--event-log "$CL_DIR/events-$node.jsonl"
+		--event-log "$CL_DIR/events-$node.jsonl" ${CL_AGENT_ARGS:-}
 }
 
 # cl_has_event LOG JQ-FILTER: a matching line is there.

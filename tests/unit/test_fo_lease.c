@@ -200,6 +200,43 @@ static void test_lease_reload_raise_waits_new(void **state)
 	assert_true(evented("failover_start"));
 }
 
+/* HA: this controller took the lead at `lead`; the deposed leader answered n1 as leader
+ * until then (never after: it stops before its etcd lease can expire), and with
+ * lease_ms 3000 each answer renewed n1 for 3 s. n1 is cut off right then, and the peers'
+ * figures bound nothing later: still no promotion before lead + the span. A previous
+ * process of a lone controller is counted the same way from its start. */
+static void test_lease_deposed_leader(void **state)
+{
+	struct fo_report r;
+	long long span, lead;
+
+	(void)state;
+	C.lease_ms = C.lease_ms_max = 3000;
+	span = fo_lease_span_ms(&C);
+	healthy();
+	lead = R.mono;
+	C.others_answered_until_ms = lead;
+	R.mono += 1001; /* n1's heartbeat goes stale */
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	/* Nothing from n1 for longer than a span: the peers renewed nothing since. */
+	fo_report_set_peer_age(&r, N("n1")->idx, span + 1);
+	fo_on_report(&C, N("n2"), &r);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	assert_true(evented("node_down"));
+	assert_true(evented("lease_wait"));
+	assert_false(evented("failover_start"));
+	R.mono = lead + span - 1;
+	fo_on_report(&C, N("n2"), &r);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	assert_false(evented("failover_start"));
+	R.mono = lead + span;
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("failover_start"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -209,6 +246,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lease_proc_down_no_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_length_per_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_reload_raise_waits_new, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_deposed_leader, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,14 +49,39 @@ static void add_ago(struct evrec *r, const char *key, uint64_t now, uint64_t t)
 		evrec_uint(r, key, now > t ? (now - t) / 1000000 : 0);
 }
 
-/* The freshest round trip to any peer: when its reply reached us (0: none). */
+/* Whether a peer is another node of this node's shard, by id and address as the
+ * cluster file names it. Only those renew the lease: the controller bounds the old
+ * primary's lease by what each of them reports (lease_wait.c), and a `--peer` extra
+ * reports nothing to it (its answers would renew out of the controller's sight). */
+static bool shard_peer(const struct agent *a, const struct probe_peer_info *peer)
+{
+	const struct cfg_shard *s;
+	struct fl_peer_key k, want;
+
+	if (!a->cfg || !a->me || a->me->shard < 0 || icmp_watch_key_parse(peer->addr, &k))
+		return false;
+	s = &a->cfg->shards[a->me->shard];
+	for (int i = 0; i < s->nnodes; i++) {
+		const struct cfg_node *n = &a->cfg->nodes[s->nodes[i]];
+
+		if (n != a->me && !strcmp(n->id, peer->id) &&
+		    !icmp_watch_key_parse(n->address, &want) && !icmp_watch_key_cmp(&k, &want))
+			return true;
+	}
+	return false;
+}
+
+/* The freshest round trip to a shard peer: when its reply reached us (0: none). */
 static uint64_t peer_rt_ns(const struct agent *a)
 {
 	uint64_t t = 0;
 
-	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++)
-		if (probe_peer(a->probe, i)->rt_recv_ns > t)
-			t = probe_peer(a->probe, i)->rt_recv_ns;
+	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++) {
+		const struct probe_peer_info *pi = probe_peer(a->probe, i);
+
+		if (pi->rt_recv_ns > t && shard_peer(a, pi))
+			t = pi->rt_recv_ns;
+	}
 	return t;
 }
 
@@ -330,8 +355,7 @@ void agent_lease_on_round_trip(void *ctx, const struct probe_peer_info *peer, ui
 {
 	struct agent *a = ctx;
 
-	(void)peer;
-	if (agent_lease_on(a))
+	if (agent_lease_on(a) && shard_peer(a, peer))
 		apply_change(a, lease_on_peer(&a->lease->sm, now_ns(), sent_ns), "peer");
 }
 

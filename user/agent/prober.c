@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <net/if.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <linux/icmp.h>
 #include <netinet/icmp6.h>
@@ -20,8 +21,11 @@
 #include "agent/prober.h"
 
 #define PROBE_ROUTE_RETRY_NS (1000 * NS_PER_MS)
-#define PROBE_PAYLOAD	     16 /* "flatline" + the send time, as ping carries its own */
-#define PROBE_SENT_RING	     64 /* send times of the last probes, by seq: late replies count */
+/* Random bytes per probe (getrandom): a reply counts only when it echoes them, so a host
+ * that did not receive the request cannot forge its answer (bpf/icmp.bpf.c checks the
+ * same bytes for the kernel's figures). */
+#define PROBE_PAYLOAD	FL_ECHO_PAYLOAD
+#define PROBE_SENT_RING 64 /* send times of the last probes, by seq: late replies count */
 
 struct probe_peer {
 	char id[65];
@@ -34,7 +38,8 @@ struct probe_peer {
 	uint64_t last_send_ns;	/* CLOCK_MONOTONIC before the last sendmmsg */
 	struct {
 		uint16_t seq;
-		uint64_t ns;
+		uint64_t ns; /* 0: answered, or not a probe a reply can match */
+		uint8_t payload[PROBE_PAYLOAD];
 	} sent[PROBE_SENT_RING]; /* by seq % RING */
 	int last_errno;		 /* of the last failed send, 0 after a good one */
 	bool round_read;	 /* its stats were in this round's table read */
@@ -49,6 +54,7 @@ struct prober {
 	int fd;		  /* raw ICMP socket */
 	int fd6;	  /* raw ICMPv6 socket, opened with the first IPv6 peer; -1 before */
 	uint16_t echo_id; /* the ICMP id of all our probes */
+	bool rand_warned; /* getrandom failed once (said once) */
 	struct event *ev_round, *ev_read, *ev_read6, *ev_nl;
 	int nl_fd; /* route and link notifications; -1 if none */
 	struct probe_peer **peers;
@@ -315,17 +321,29 @@ static void build_probe(struct prober *p, struct probe_peer *pp, int i, uint64_t
 	uint8_t *payload = p->pkt[i] + sizeof(*h);
 	bool v6 = pp->key.family == FL_AF_INET6;
 
+	typeof(pp->sent[0]) *sent;
+
 	pp->seq++;
 	pp->probes++;
 	pp->last_send_ns = now;
-	pp->sent[pp->seq % PROBE_SENT_RING].seq = pp->seq;
-	pp->sent[pp->seq % PROBE_SENT_RING].ns = now;
+	sent = &pp->sent[pp->seq % PROBE_SENT_RING];
+	sent->seq = pp->seq;
+	sent->ns = now;
+	/* 16 bytes never fail to come once the pool is ready (getrandom(2)); if they did,
+	 * this probe is sent but no reply to it counts. */
+	if (getrandom(sent->payload, PROBE_PAYLOAD, GRND_NONBLOCK) != PROBE_PAYLOAD) {
+		if (!p->rand_warned)
+			pr_warn("failed to draw a probe's random bytes: %s (its reply will not "
+				"count)\n",
+				strerror(errno));
+		p->rand_warned = true;
+		sent->ns = 0;
+	}
 	memset(h, 0, sizeof(*h));
 	h->type = v6 ? ICMP6_ECHO_REQUEST : ICMP_ECHO;
 	h->un.echo.id = htons(p->echo_id);
 	h->un.echo.sequence = htons(pp->seq);
-	memcpy(payload, "flatline", 8); // NOLINT(bugprone-not-null-terminated-result): magic bytes
-	memcpy(payload + 8, &now, 8);
+	memcpy(payload, sent->payload, PROBE_PAYLOAD);
 	if (!v6)
 		h->checksum = probe_csum16(p->pkt[i], sizeof(p->pkt[i]));
 	memset(&p->dst[i], 0, sizeof(p->dst[i]));
@@ -503,9 +521,11 @@ static void on_round(evutil_socket_t fd, short what, void *arg)
 
 /* ---- replies in userspace (measurements only) ---- */
 
-/* The peer of an address with the echo's sequence, timed. */
+/* The peer of an address with the echo's sequence, timed. data: the echo's data (len
+ * bytes), which must begin with the probe's random bytes: anything else is no answer to
+ * it (forged without the request, or corrupted) and is dropped here. */
 static void got_reply(struct prober *p, const struct fl_peer_key *from, uint16_t id, uint16_t seq,
-		      uint64_t now)
+		      const uint8_t *data, size_t len, uint64_t now)
 {
 	struct probe_peer *pp;
 	uint64_t kern = 0, sent_ns;
@@ -517,7 +537,16 @@ static void got_reply(struct prober *p, const struct fl_peer_key *from, uint16_t
 	if (!pp)
 		return;
 	sent = &pp->sent[seq % PROBE_SENT_RING];
-	if (sent->seq == seq && sent->ns) {
+	if (sent->seq != seq)
+		return; /* older than the ring: nothing to check it against */
+	if (len < PROBE_PAYLOAD || memcmp(data, sent->payload, PROBE_PAYLOAD) != 0) {
+		if (!pp->info.forged++)
+			pr_info("peer %s (%s): an echo reply with our id and seq %u but not the "
+				"probe's data: not counted (forged or corrupted; said once)\n",
+				pp->id, pp->addr_str, seq);
+		return;
+	}
+	if (sent->ns) {
 		/* A round trip: the request left, the reply got all the way in. */
 		sent_ns = sent->ns;
 		sent->ns = 0; /* a duplicate reply is no second round trip */
@@ -564,7 +593,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 		if (h->type != ICMP_ECHOREPLY)
 			continue;
 		memcpy(k.addr, &ip->saddr, 4);
-		got_reply(p, &k, ntohs(h->un.echo.id), ntohs(h->un.echo.sequence), now);
+		got_reply(p, &k, ntohs(h->un.echo.id), ntohs(h->un.echo.sequence),
+			  buf + hlen + sizeof(*h), (size_t)n - hlen - sizeof(*h), now);
 	}
 }
 
@@ -589,7 +619,8 @@ static void on_readable6(evutil_socket_t fd, short what, void *arg)
 		if ((size_t)n < sizeof(*h) || h->icmp6_type != ICMP6_ECHO_REPLY)
 			continue;
 		memcpy(k.addr6, &from.sin6_addr, 16);
-		got_reply(p, &k, ntohs(h->icmp6_id), ntohs(h->icmp6_seq), (uint64_t)fl_mono_ns());
+		got_reply(p, &k, ntohs(h->icmp6_id), ntohs(h->icmp6_seq), buf + sizeof(*h),
+			  (size_t)n - sizeof(*h), (uint64_t)fl_mono_ns());
 	}
 }
 

@@ -42,6 +42,9 @@ struct probe_peer_info {
 	uint64_t rt_sent_ns;  /* CLOCK_MONOTONIC send time of the newest answered probe */
 	uint64_t rt_recv_ns;  /* when its reply reached the agent */
 	uint64_t round_trips; /* replies that reached the agent */
+	/* Echo replies with our id and a recent probe's seq but not its random data (forged
+	 * without the request, or corrupted): dropped, never a round trip. */
+	uint64_t forged;
 };
 
 typedef void (*probe_change_fn)(void *ctx, const struct probe_peer_info *peer);

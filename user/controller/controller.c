@@ -383,6 +383,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	c->fo.now_ms = clk_mono;
 	c->fo.wall_ms = clk_wall;
 	c->fo.starting = true;
+	/* A previous process may have renewed a lease until it stopped: before now. */
+	c->fo.others_answered_until_ms = c->fo.now_ms(c->fo.ctx);
 	c->fo.shadow = cfg->controller.shadow || (opts && opts->shadow);
 	if (c->fo.shadow)
 		pr_info("shadow mode: judging and logging what would be done, changing nothing\n");

@@ -58,6 +58,9 @@ static void on_role(void *ctx, enum ha_role role, const char *why)
 	for (int i = 0; i < c->ha_state->nshards; i++)
 		c->ha_state->shards[i].val[0] = '\0'; /* a new term: write again */
 	if (role == HA_LEADER) {
+		/* The leader before us answered as leader only while its etcd lease surely
+		 * lived, so before we could win: a lease it renewed ends by now + lease_ms. */
+		c->fo.others_answered_until_ms = c->fo.now_ms(c->fo.ctx);
 		pr_info("leading (%s): learning the servers' state before acting\n", why);
 		ha_event(c, "leader_elected", why);
 		c->ha_state->was_leader = true;

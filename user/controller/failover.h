@@ -279,6 +279,11 @@ struct fo_cluster {
 	 * servers' roles (fo_shadow.c). */
 	bool shadow;
 	bool record_first; /* HA: a promotion is recorded (ops->record) before it is made */
+	/* REPORT answers naming a primary may have come from another controller until this
+	 * time (monotonic ms): a previous process of this one (set at start), or in HA mode
+	 * a leader deposed when this one took the lead (set then). A lease they renewed runs
+	 * until at most this + the lease's span (lease_wait.c). 0: only our own answers. */
+	long long others_answered_until_ms;
 	/* TILT */
 	bool tilt;
 	long long tilt_since_ms, tilt_until_ms;

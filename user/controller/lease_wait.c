@@ -65,6 +65,11 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 		return 0;
 	if (p->named_primary_ms)
 		end = p->named_primary_ms + span;
+	/* Another controller's answers (a deposed leader's, a previous process's), whatever
+	 * lease_ms: each went out before this one could act, so renewed until at most then
+	 * + the span. */
+	if (c->others_answered_until_ms && c->others_answered_until_ms + span > end)
+		end = c->others_answered_until_ms + span;
 	/* Given up (hung, or anything that made it say lapsed): peers cannot revive it. */
 	if ((p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_LAPSED)
 		return end;

@@ -8,6 +8,10 @@
  *  - every REPORT answer that named it primary could renew it until that REPORT's send
  *    time + lease_ms, so until (the answer's time + lease_ms): fo_answer_primary()
  *    records the time and, once a failover is decided or running, names nobody;
+ *  - answers of another controller: in HA mode a deposed leader's (it answers as
+ *    leader only before its etcd lease can expire, so before this one won the lead),
+ *    and at a start those of this controller's previous process: until
+ *    (others_answered_until_ms + lease_ms), for any lease_ms;
  *  - a peer's echo reply could renew it until (the echo's send time + lease_ms); the
  *    echo arrived at the peer no later than the last packet the peer had from the
  *    primary, which its REPORT gives as peer.<id>.packet_age_ms: so until (that
