@@ -299,13 +299,13 @@ static void test_reload(void **state)
 	cfg_reload_run(&ra, old, new, "t");
 	assert_int_equal(ra.nrefused, 1);
 	assert_non_null(strstr(ra.refused, "[agent] heartbeat_ms: [agent] heartbeat_ms 1000 is "
-					   "not below [controller] node_down_after_ms 1000"));
+					   "not below [controller] node_down_after_ms 300"));
 	assert_int_equal(old->agent.heartbeat_ms, 100);
 	cfg_free(new);
 	new = load("[controller]\nnode_down_after_ms = 50\n");
 	cfg_reload_run(&rc, old, new, "t");
 	assert_int_equal(rc.nrefused, 1);
-	assert_int_equal(old->controller.node_down_after_ms, 1000);
+	assert_int_equal(old->controller.node_down_after_ms, 300);
 	cfg_free(new);
 
 	dones = 0;

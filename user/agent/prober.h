@@ -23,8 +23,8 @@
 #include "kern/icmp_watch.h"
 #include "agent/peer_verdict.h"
 
-#define PROBE_DEFAULT_INTERVAL_MS   100
-#define PROBE_DEFAULT_DOWN_AFTER_MS 1000
+#define PROBE_DEFAULT_INTERVAL_MS   25
+#define PROBE_DEFAULT_DOWN_AFTER_MS 250
 #define PROBE_MAX_PEERS		    FL_MAX_PEERS
 
 /* One peer as of the last round: what callbacks get and reports read. */
@@ -105,8 +105,8 @@ void probe_route_evrec(struct evrec *r, const char *node, const struct probe_pee
 /* Begins r as that event for node, with the evidence: peer, addr, state, prev,
  * liveness, reply_age_ms, packet_age_ms (null if never), window_ms,
  * probes_in_window, left_in_window, replied_in_window, local_fault, loss_ratio,
- * rtt_us, srtt_us (null before a reply), stalled. The caller may add fields, then
- * evlog_write()s it. */
+ * gap_ratio, silence_needed_ms, rtt_us, srtt_us (null before a reply), stalled. The caller may add
+ * fields, then evlog_write()s it. */
 void probe_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer);
 
 #endif
