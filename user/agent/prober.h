@@ -24,7 +24,8 @@
 #include "agent/peer_verdict.h"
 
 #define PROBE_DEFAULT_INTERVAL_MS   25
-#define PROBE_DEFAULT_DOWN_AFTER_MS 250
+#define PROBE_DOWN_AFTER_ROUNDS	    10 /* the default silence, in probe intervals */
+#define PROBE_DEFAULT_DOWN_AFTER_MS (PROBE_DOWN_AFTER_ROUNDS * PROBE_DEFAULT_INTERVAL_MS)
 #define PROBE_MAX_PEERS		    FL_MAX_PEERS
 
 /* One peer as of the last round: what callbacks get and reports read. */
@@ -60,7 +61,7 @@ struct probe_opts {
 	struct event_base *base;
 	const char *node;		 /* pins under FL_PIN_ROOT/<node>/ */
 	uint32_t interval_ms;		 /* 0 = PROBE_DEFAULT_INTERVAL_MS */
-	uint32_t down_after_ms;		 /* 0 = PROBE_DEFAULT_DOWN_AFTER_MS; >= 3 intervals */
+	uint32_t down_after_ms;		 /* 0 = PROBE_DOWN_AFTER_ROUNDS intervals; >= 3 intervals */
 	enum icmp_watch_tc_mode tc_mode; /* ICMP_WATCH_TC_AUTO unless testing */
 	probe_change_fn on_change;	 /* required */
 	probe_route_fn on_route;	 /* NULL: route changes are only logged */

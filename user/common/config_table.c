@@ -116,8 +116,9 @@ const struct cfg_key cfg_keys[] = {
      .doc = "missed PINGs in a row that make a running server hung"},
     {CFG_S_AGENT, "probe_interval_ms", INT(1, MS_MAX), "25", F(agent.probe_interval_ms), A, 0,
      .doc = "one ICMP echo to each peer this often"},
-    {CFG_S_AGENT, "peer_down_after_ms", INT(1, MS_MAX), "250", F(agent.peer_down_after_ms), A, 0,
-     .doc = "nothing from a peer for this long makes it down"},
+    {CFG_S_AGENT, "peer_down_after_ms", INT(1, MS_MAX), NULL, F(agent.peer_down_after_ms), A, 0,
+     .doc = "nothing from a peer for this long makes it down (default 10 x probe_interval_ms: "
+	    "250; widened under loss)"},
     {CFG_S_AGENT, "heartbeat_ms", INT(1, MS_MAX), "100", F(agent.heartbeat_ms), AC, AC,
      .doc = "report to the controller at least this often (also the INFO interval)"},
     {CFG_S_AGENT, "event_log", .type = CFG_T_PATH, .def = "/var/log/flatline/events.jsonl",
