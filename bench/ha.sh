@@ -11,8 +11,8 @@
 #   (one etcd transaction on the failover path: the leader records the new primary
 #   and epoch, fenced by its leader key, before it sends the promotion)
 #   after a takeover  that leader SIGKILLed, and the (new) primary SIGKILLed as soon as
-#             the next leader is ready to act (controller_ready) -> promoted, and ->
-#             the writer's first acknowledged write on the newer primary
+#             another controller logs leader_elected (its INFO round still to come) ->
+#             promoted, and -> the writer's first acknowledged write on the newer primary
 # Prints min / median / max over the trials.
 # usage: bench/ha.sh [-n TRIALS]   (root; FL_HA_LEASE_MS, FL_ETCD_ELECTION_MS as the harness)
 set -euo pipefail
@@ -66,8 +66,19 @@ for t in $(seq "$N"); do
 	sleep 0.5
 	# Right after a takeover: l3 killed, the primary it made killed once the next is ready.
 	cur=$(cl_idx_of_ip "$(cl_api_primary)")
-	stop_leader KILL "$l3" || { echo "trial $t: no second takeover" >&2; cl_down; continue; }
-	l4=$NL
+	for i in 1 2 3; do
+		[ "$i" = "$l3" ] || grep -c '"kind":"leader_elected"' "$(cl_ha_log "$i")" >"$CL_DIR/elected-$i" 2>/dev/null
+	done
+	kill -KILL "$(cl_pid "controller-c$l3")"
+	l4=
+	for _ in $(seq 5000); do
+		for i in 1 2 3; do
+			[ "$i" != "$l3" ] && [ "$(grep -c '"kind":"leader_elected"' "$(cl_ha_log "$i")" 2>/dev/null)" -gt "$(cat "$CL_DIR/elected-$i")" ] && l4=$i
+		done
+		[ -n "$l4" ] && break
+		sleep 0.002
+	done
+	[ -n "$l4" ] || { echo "trial $t: no second takeover" >&2; cl_down; continue; }
 	T1=$(cl_now_ns)
 	kill -KILL "$(cl_pid "redis-$(cl_node "$cur")")"
 	cl_until 10 cl_has_event "$(cl_ha_log "$l4")" '.kind == "failover_end"' || { echo "trial $t: no failover after the takeover" >&2; cl_down; continue; }
