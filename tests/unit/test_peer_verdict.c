@@ -402,6 +402,10 @@ static void test_lossy_link_widens(void **state)
 	assert_int_equal(s.p.state, VERDICT_DOWN);
 	assert_int_equal(s.p.ev.need_ns, need);
 	assert_int_equal((uint64_t)(at + 1) * MS(25), need);
+	/* Back after the outage: that silence was no loss, the threshold stays. */
+	step(&s, MS(25), LEFT | REPLY);
+	assert_int_equal(s.p.state, VERDICT_UP);
+	assert_true(s.p.ev.need_ns <= need);
 	verdict_free(&s.p);
 }
 

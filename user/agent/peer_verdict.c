@@ -109,14 +109,20 @@ static uint64_t age(uint64_t now, uint64_t t)
 }
 
 /* The share of silent rounds: a run of silence counts once a packet ends it (a dead
- * peer's silence never does); a round after our own stall counts for nothing. */
-static void count_gaps(struct verdict_peer *p, const struct verdict_obs *o)
+ * peer's silence never does), and only if it was shorter than the silence needed then
+ * (a longer one was an outage, not loss); a round after our own stall counts for
+ * nothing. */
+static void count_gaps(struct verdict_peer *p, const struct verdict_config *c,
+		       const struct verdict_obs *o)
 {
 	const double a = 1.0 / VERDICT_GAP_ALPHA_INV;
+	uint64_t need = p->ev.need_ns ? p->ev.need_ns : c->down_after_ns;
 
 	if (p->ev.stalled) {
 		p->gap_run = 0;
 	} else if (o->last_rx_ns && o->last_rx_ns != p->prev_rx_ns) {
+		if ((uint64_t)p->gap_run * c->interval_ns >= need)
+			p->gap_run = 0;
 		for (unsigned int i = 0; i < p->gap_run; i++)
 			p->gap_ratio += a * (1.0 - p->gap_ratio);
 		p->gap_ratio -= a * p->gap_ratio;
@@ -135,7 +141,7 @@ static void measure(struct verdict_peer *p, const struct verdict_config *c,
 	uint64_t need;
 	bool full;
 
-	count_gaps(p, o);
+	count_gaps(p, c, o);
 	need = verdict_need_ns(c, p->gap_ratio);
 	ev->gap_ratio = p->gap_ratio;
 	ev->need_ns = need;
