@@ -94,8 +94,10 @@ if [ -n "$LOSS_S" ]; then
 		local h
 		for h in a b; do
 			ip netns exec "$P-$h" nft -f - <<-EOF
-				table inet flloss { chain in { type filter hook input priority -20; policy accept;
-					iifname "eth0" numgen random mod 100 < $1 counter drop; } }
+				table inet flloss {
+					chain in { type filter hook input priority -20; policy accept;
+						iifname "eth0" numgen random mod 100 < $1 counter drop; }
+				}
 			EOF
 		done
 	}
