@@ -34,6 +34,8 @@ trap 'cl_down >/dev/null 2>&1; rm -f "$out"' EXIT
 export FL_NODE_PREFIX=bha$$-n
 ev_ns() { date -u -d "$(jq -r "select(.kind == \"$2\") | .ts" "$1" | tail -n 1)" +%s%N; }
 other_leads() { local l; l=$(cl_ha_leader) && [ "$l" != "$1" ]; }
+# elected IDX: how many leader_elected controller IDX has logged.
+elected() { jq -c 'select(.kind == "leader_elected")' "$(cl_ha_log "$1")" 2>/dev/null | wc -l; }
 # stop_leader SIGNAL IDX: signals the leading controller; NL the next leader, TAKE and
 # READY the µs from the signal to its leader_elected and controller_ready.
 stop_leader() {
@@ -66,16 +68,15 @@ for t in $(seq "$N"); do
 	sleep 0.5
 	# Right after a takeover: l3 killed, the primary it made killed once the next is ready.
 	cur=$(cl_idx_of_ip "$(cl_api_primary)")
-	for i in 1 2 3; do
-		[ "$i" = "$l3" ] || grep -c '"kind":"leader_elected"' "$(cl_ha_log "$i")" >"$CL_DIR/elected-$i" 2>/dev/null
-	done
+	declare -A was=()
+	for i in 1 2 3; do was[$i]=$(elected "$i"); done
 	kill -KILL "$(cl_pid "controller-c$l3")"
 	l4=
 	for _ in $(seq 5000); do
 		for i in 1 2 3; do
-			[ "$i" != "$l3" ] && [ "$(grep -c '"kind":"leader_elected"' "$(cl_ha_log "$i")" 2>/dev/null)" -gt "$(cat "$CL_DIR/elected-$i")" ] && l4=$i
+			if [ "$i" != "$l3" ] && [ "$(elected "$i")" -gt "${was[$i]}" ]; then l4=$i; fi
 		done
-		[ -n "$l4" ] && break
+		if [ -n "$l4" ]; then break; fi
 		sleep 0.002
 	done
 	[ -n "$l4" ] || { echo "trial $t: no second takeover" >&2; cl_down; continue; }
