@@ -35,7 +35,7 @@ export FL_NODE_PREFIX=bha$$-n
 ev_ns() { date -u -d "$(jq -r "select(.kind == \"$2\") | .ts" "$1" | tail -n 1)" +%s%N; }
 other_leads() { local l; l=$(cl_ha_leader) && [ "$l" != "$1" ]; }
 # elected IDX: how many leader_elected controller IDX has logged.
-elected() { jq -c 'select(.kind == "leader_elected")' "$(cl_ha_log "$1")" 2>/dev/null | wc -l; }
+elected() { awk '/"kind":"leader_elected"/ { n++ } END { print n + 0 }' "$(cl_ha_log "$1")"; }
 # stop_leader SIGNAL IDX: signals the leading controller; NL the next leader, TAKE and
 # READY the µs from the signal to its leader_elected and controller_ready.
 stop_leader() {
