@@ -3,7 +3,7 @@
 # three namespace hosts (a primary + two replicas) and the same writer
 # (tests/lib/clwriter.py, 1,000 RPUSH/s, every acknowledged value recorded), run with
 #   flatline          agents + controller + BIND9 named at the shipped defaults (write
-#                     lease 500 ms; -L sets [agent] lease_ms, and every table says so);
+#                     lease 200 ms; -L sets [agent] lease_ms, and every table says so);
 #                     the writer follows DNS
 #   sentinel-1s       the flavour's Sentinel, one on each host (three, quorum 2),
 #                     default settings but down-after-milliseconds 1000; the writer is a
@@ -80,7 +80,7 @@ ND=${ND:-$N}
 [ -z "$LEASE" ] || [[ $LEASE =~ ^[0-9]+$ ]] || { echo "bench-compare: -L takes a number of ms" >&2; exit 2; }
 # flatline's settings that differ from the shipped defaults: named in every table.
 SETTINGS=defaults
-[ -z "$LEASE" ] || [ "$LEASE" = 500 ] || SETTINGS="lease_ms = $LEASE"
+[ -z "$LEASE" ] || [ "$LEASE" = 200 ] || SETTINGS="lease_ms = $LEASE"
 # shellcheck source=tests/lib/cluster.sh
 . tests/lib/cluster.sh
 # shellcheck source=tests/lib/sentinels.sh
@@ -266,7 +266,7 @@ else
 fi
 echo
 echo "flatline vs Sentinel: three namespace hosts ($(jq -rs '[.[].server // "redis"] | unique | join(", ")' "$results") with their own Sentinel), writer at 1,000 RPUSH/s; $(nproc) CPUs, kernel $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
-echo "flatline: $(jq -rs '[.[] | select(.sys == "flatline") | .settings // "lease_ms = 0 or unrecorded (a run before the settings column)"] | unique | join(", ")' "$results") (the shipped defaults: write lease 500 ms, PING 100 ms x 5, stop_grace_ms 50, busy_max_ms 5000, probes 100 ms, peer down 1 s, node down 1 s); writer follows DNS (TTL 1 s, re-resolved on reconnect)"
+echo "flatline: $(jq -rs '[.[] | select(.sys == "flatline") | .settings // "lease_ms = 0 or unrecorded (a run before the settings column)"] | unique | join(", ")' "$results") (the shipped defaults: write lease 200 ms, PING 100 ms x 5, stop_grace_ms 50, busy_max_ms 5000, probes 25 ms, peer down after 250 ms of silence (widened under loss), node down 300 ms); writer follows DNS (TTL 1 s, re-resolved on reconnect)"
 echo "Sentinel: 3 sentinels (one per host, quorum 2; redis-sentinel on Redis, valkey-sentinel on Valkey), defaults but down-after-milliseconds (1 s, or the default 30 s); writer is redis-py's Sentinel client"
 "$CL_PY" bench/compare_report.py "$results" "$OUT"
 echo

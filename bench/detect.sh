@@ -3,7 +3,7 @@
 # event in userspace, idle and during an exit storm; cost of the exit program.
 # Then with a real redis-server and the agent reporting to a recording peer:
 # SIGKILL -> the report reaches the peer, and SIGSTOP -> proc_hung.
-# The agent's cluster file has the shipped defaults (write lease on, lease_ms 500);
+# The agent's cluster file has the shipped defaults (write lease on, lease_ms 200);
 # -L MS sets [agent] lease_ms (0: no lease), and the tables say so. Its lease program sits
 # at egress of this machine's interfaces and is removed with its pins at the end.
 # usage: bench/detect.sh [-n KILLS] [-r REDIS_KILLS] [-s STOPS] [-L LEASE_MS]
@@ -21,8 +21,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -z "$LEASE" ] || [[ $LEASE =~ ^[0-9]+$ ]] || { echo "bench-detect: -L takes ms" >&2; exit 2; }
-SETTINGS="settings: the defaults (write lease 500 ms)"
-[ -z "$LEASE" ] || [ "$LEASE" = 500 ] ||
+SETTINGS="settings: the defaults (write lease 200 ms)"
+[ -z "$LEASE" ] || [ "$LEASE" = 200 ] ||
 	SETTINGS="settings that differ from the defaults: lease_ms = $LEASE"
 # Node ids of this run only: their pins and locks are removed at the end.
 NODE_A=bench$$ NODE_B=b$$

@@ -11,7 +11,7 @@
 #    primary (Lua loops of 0.5, 1, 2 and 4 s, K runs each): failovers caused (the
 #    goal is 0); the cost of bpf/sched.bpf.c per call (bpf_stats) over SECS seconds
 #    while a pipe ping-pong drives the host's context-switch rate up.
-# The cluster file has the shipped defaults (write lease on, lease_ms 500) but for what
+# The cluster file has the shipped defaults (write lease on, lease_ms 200) but for what
 # a measure needs, and every table names the settings that differ: -f stop sets
 # failover_block_ms = 100 (stops follow each other); -L MS sets [agent] lease_ms (0: no
 # write lease). The agents run in this machine's own network namespace: their lease
@@ -87,15 +87,15 @@ if [ "$FAULT" = stop ]; then
 fi
 if [ -n "$LEASE" ]; then
 	lease_line="lease_ms = $LEASE"
-	[ "$LEASE" = 500 ] || settings+=("lease_ms = $LEASE")
+	[ "$LEASE" = 200 ] || settings+=("lease_ms = $LEASE")
 fi
 # What benchfo.py prints in every table's header.
 if [ ${#settings[@]} -eq 0 ]; then
-	export BENCH_SETTINGS="settings: the defaults (write lease 500 ms)"
+	export BENCH_SETTINGS="settings: the defaults (write lease 200 ms)"
 else
 	printf -v BENCH_SETTINGS '%s, ' "${settings[@]}"
 	BENCH_SETTINGS="settings that differ from the defaults: ${BENCH_SETTINGS%, }"
-	[ -n "$LEASE" ] && [ "$LEASE" != 500 ] || BENCH_SETTINGS+=" (write lease 500 ms, the default)"
+	[ -n "$LEASE" ] && [ "$LEASE" != 200 ] || BENCH_SETTINGS+=" (write lease 200 ms, the default)"
 	export BENCH_SETTINGS
 fi
 cat >"$dir/cluster.conf" <<EOC

@@ -12,7 +12,7 @@
 #   promoted     ms from the cut to the promotion (flatline: replica_selected, which
 #                precedes REPLICAOF NO ONE; Sentinel: "MASTER MODE enabled" in the
 #                promoted server's log); "-" when no failover happened
-# Systems: flatline (defaults: lease 500 ms, node down 1 s), sentinel-1s (three
+# Systems: flatline (defaults: lease 200 ms, node down 300 ms), sentinel-1s (three
 # sentinels, one per host, quorum 2, down-after-milliseconds 1000), sentinel-minrep (the
 # same with min-replicas-to-write 1, min-replicas-max-lag 1 on every server).
 # Shapes (tests/lib/partition.sh): full, in, out, ctl, peers; Sentinel runs full, in, out
@@ -135,7 +135,7 @@ for s in "${systems[@]}"; do
 done
 echo
 echo "write lease vs partitions: co-located client on the primary's host (1,000 RPUSH/s), partition ${PART_S} s; $(nproc) CPUs, kernel $(uname -r)"
-echo "flatline at the shipped defaults (write lease 500 ms, node down 1 s); Sentinel at its defaults but down-after-milliseconds 1000 (and, where named, min-replicas-to-write)"
+echo "flatline at the shipped defaults (write lease 200 ms, node down 1 s); Sentinel at its defaults but down-after-milliseconds 1000 (and, where named, min-replicas-to-write)"
 printf '%-16s %-6s %-3s %7s %7s %11s %8s %8s %9s %10s\n' system shape '#' acked lost 'after promo' missing \
 	fenced lease_lost promoted
 sed 's/$//' "$rows"

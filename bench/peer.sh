@@ -8,12 +8,20 @@
 #      (sendto -> recvfrom) for the same probes, p50/p99, idle and with both cores
 #      busy (both families idle, IPv4 busy);
 #   3. prober CPU at 100 peers x 10 probes/s, and the BPF programs' own cost.
+#   -l SECONDS: only the detector under loss, at the shipped defaults (probe_interval_ms
+#      25, peer_down_after_ms 250): both hosts probe each other (`flatline probe`), and
+#      nftables `numgen random` drops 5, 20 and 40 % of what each receives for SECONDS;
+#      the false peer_down counted, then b's link cut -> peer_down (the silence the
+#      loss made it need: silence_needed_ms, gap_ratio). Again with b's prober stopped
+#      (SIGSTOP: only a's round trips, as while b's agent stalls).
 # usage: bench/peer.sh [-n TRIALS]      (root; prints a table)
+#        bench/peer.sh -l SECONDS       (root; the loss table)
 #        FAMILIES="4 6" (default) or "4" or "6": the families of parts 1 and 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=5
+N=5 LOSS_S=
 [ "${1:-}" = "-n" ] && N=$2
+[ "${1:-}" = "-l" ] && LOSS_S=$2
 FAMILIES=${FAMILIES:-4 6}
 [ "$(id -u)" -eq 0 ] || { echo "bench-peer: run as root" >&2; exit 1; }
 [ -n "${FL:-}" ] || make -s all
@@ -79,6 +87,63 @@ wait_kind() {
 	echo "bench-peer: no $2 #$3 in $1" >&2
 	return 1
 }
+
+# 4. (-l) The detector under loss, at the defaults.
+if [ -n "$LOSS_S" ]; then
+	loss_on() {
+		local h
+		for h in a b; do
+			ip netns exec "$P-$h" nft -f - <<-EOF
+				table inet flloss {
+					chain in { type filter hook input priority -20; policy accept;
+						iifname "eth0" numgen random mod 100 < $1 counter drop; }
+				}
+			EOF
+		done
+	}
+	loss_off() { local h; for h in a b; do ip netns exec "$P-$h" nft delete table inet flloss; done; }
+	$NB "$FL" probe --node bench-b --event-log "$dir/loss-b.jsonl" --peer a=198.18.0.1 \
+		2>>"$dir/probe.err" &
+	PB=$!
+	pids+=("$PB")
+	probe "$dir/loss-a.jsonl" --peer b=198.18.0.2
+	wait_kind "$dir/loss-a.jsonl" peer_up 1 10
+	: >"$dir/loss.txt"
+	for mode in both replies; do
+		[ "$mode" = replies ] && kill -STOP "$PB"
+		for pct in 5 20 40; do
+			d0=$(grep -c '"kind":"peer_down"' "$dir/loss-a.jsonl" || true)
+			loss_on "$pct"
+			sleep "$LOSS_S"
+			d1=$(grep -c '"kind":"peer_down"' "$dir/loss-a.jsonl" || true)
+			t0=$(date +%s%N)
+			ip -n "$P-b" link set eth0 down
+			wait_kind "$dir/loss-a.jsonl" peer_down $((d1 + 1)) 10
+			ev=$(grep '"kind":"peer_down"' "$dir/loss-a.jsonl" | tail -n 1)
+			t1=$(date -u -d "$(jq -r .ts <<<"$ev")" +%s%N)
+			echo "$mode $pct $((d1 - d0)) $(((t1 - t0) / 1000)) $(jq -r '"\(.silence_needed_ms) \(.gap_ratio)"' <<<"$ev")" >>"$dir/loss.txt"
+			loss_off
+			ip -n "$P-b" link set eth0 up
+			u=$(grep -c '"kind":"peer_up"' "$dir/loss-a.jsonl")
+			wait_kind "$dir/loss-a.jsonl" peer_up $((u + 1)) 10
+			sleep 3 # the measured share of silent rounds settles back
+		done
+	done
+	kill -CONT "$PB"
+	stop
+	"$PY" - "$dir/loss.txt" "$LOSS_S" <<-'PYEOF'
+		import sys
+		print("the detector under loss, shipped defaults (probe_interval_ms 25, peer_down_after_ms 250); "
+		      "%s s per row; then b's link cut" % sys.argv[2])
+		print("| loss each way | b probes a too | false peer_down | cut -> peer_down (ms) | silence needed (ms) | silent rounds measured |")
+		print("|---|---|---|---|---|---|")
+		for l in open(sys.argv[1]):
+		    mode, pct, false, det_us, need, gap = l.split()
+		    print("| %s %% | %s | %s | %.0f | %s | %.3f |" % (pct, "yes" if mode == "both" else "no (stopped)",
+		          false, int(det_us) / 1000, need, float(gap)))
+	PYEOF
+	exit 0
+fi
 
 # 1. Link cut -> peer_down.
 for fam in $FAMILIES; do

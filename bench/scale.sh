@@ -24,7 +24,7 @@
 # (compilers, fuzzers) does not starve the measured processes; the machine's load
 # average before the run is printed with the table.
 #
-# The cluster file has the shipped defaults (write lease on, lease_ms 500; loadgen holds
+# The cluster file has the shipped defaults (write lease on, lease_ms 200; loadgen holds
 # no lease, it has no BPF, but the controller runs its lease rules: a server whose
 # connection is refused is down, which needs no lease wait); -L MS sets [agent] lease_ms
 # (0: no lease), and the table's header says so.
@@ -52,8 +52,8 @@ while getopts s:n:m:k:p:L: o; do
 	esac
 done
 [ -z "$LEASE" ] || [[ $LEASE =~ ^[0-9]+$ ]] || { echo "bench-scale: -L takes ms" >&2; exit 2; }
-SETTINGS="the defaults (write lease 500 ms)"
-[ -z "$LEASE" ] || [ "$LEASE" = 500 ] || SETTINGS="settings that differ from the defaults: lease_ms = $LEASE"
+SETTINGS="the defaults (write lease 200 ms)"
+[ -z "$LEASE" ] || [ "$LEASE" = 200 ] || SETTINGS="settings that differ from the defaults: lease_ms = $LEASE"
 export LOADGENS
 [ -n "$MODE" ] || { [ "$SHARDS" -le 100 ] && MODE=redis || MODE=sim; }
 case $MODE in redis | sim) ;; *) echo "bench-scale: -m redis or sim" >&2; exit 2 ;; esac

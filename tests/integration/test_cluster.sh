@@ -424,6 +424,38 @@ test_lossy_no_fault() {
 	record "${LOSS_S} s at 20 % loss (peers probing: $peers): 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, $drops packets dropped, writer $(cat "$CL_DIR/writer.json")"
 }
 
+# Each agent in turn (the primary's, then the replicas') stopped for 1 s with both
+# cores busy: its heartbeat goes stale and its peers' kernels still answer, so the
+# host is not down; nothing fails over and the writes go on.
+test_agent_stall_no_fault() {
+	cluster
+	local i pid busy=() before
+	for _ in 1 2; do
+		(while :; do :; done) &
+		busy+=($!)
+	done
+	on_exit kill "${busy[@]}"
+	for i in 1 2 3; do
+		pid=$(cl_pid "agent-$(cl_node "$i")")
+		before=$(count_events "$CL_CLOG" ".kind == \"agent_lost\" and .instance == \"$(cl_node "$i")\"")
+		kill -STOP "$pid"
+		sleep 1
+		kill -CONT "$pid"
+		sleep 1.5
+		[ "$(count_events "$CL_CLOG" ".kind == \"agent_lost\" and .instance == \"$(cl_node "$i")\"")" -gt "$before" ] ||
+			fail "agent $i stopped for 1 s and the controller did not notice (no agent_lost)"
+	done
+	kill "${busy[@]}"
+	local t1
+	t1=$(cl_now_ns)
+	cl_until 5 acked_since "$t1" || fail "no write acknowledged after the stalls"
+	cl_writer_stop
+	! ctl_ev '.kind == "failover_start"' || fail "false failover: $(jq -c 'select(.kind == "failover_start")' "$CL_CLOG")"
+	! ctl_ev '.kind == "node_down"' || fail "node declared down: $(jq -c 'select(.kind == "node_down")' "$CL_CLOG" | head -n 1)"
+	[ "$(cl_role 1)" = master ] && [ "$(cl_masters)" = 1 ] || fail "primaries: $(cl_masters | tr '\n' ' ')"
+	record "each agent stopped 1 s with both cores busy: 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, writer $(cat "$CL_DIR/writer.json")"
+}
+
 # ---- the same on IPv6: ULA addresses, ICMPv6 probes, the controller on [::]
 # with the agents reporting to its IPv6 address, DNS AAAA, the Sentinel API's IPv6 ----
 
@@ -494,7 +526,8 @@ test_sentinel_client_ipv6() {
 }
 
 TESTS=(test_sigkill test_segfault test_oom_kill test_hung_then_resumed test_host_failure
-	test_isolation test_fast_restart test_controller_restart test_agent_killed test_lossy_no_fault)
+	test_isolation test_fast_restart test_controller_restart test_agent_killed test_lossy_no_fault
+	test_agent_stall_no_fault)
 # The IPv6 runs with one controller (the HA harness's etcd members and controllers are IPv4).
 [ -n "${FL_HA:-}" ] ||
 	TESTS+=(test_host_failure_ipv6 test_isolation_ipv6 test_sentinel_client_ipv6 test_lossy_no_fault_ipv6)

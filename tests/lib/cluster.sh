@@ -314,8 +314,6 @@ cl_write_conf() {
 		[agent]
 		ping_interval_ms = 100
 		hung_after = 5
-		probe_interval_ms = 100
-		peer_down_after_ms = 1000
 		heartbeat_ms = 100
 		event_log = $CL_DIR/events.jsonl
 		${FL_AGENT_CONF:-}
@@ -323,7 +321,6 @@ cl_write_conf() {
 		[controller]
 		listen = $([ "$CL_FAMILY" = 6 ] && echo "[::]:$CL_CTL_PORT" || cl_hp "$CL_CTL_IP" "$CL_CTL_PORT")
 		address = $(cl_hp "$CL_CTL_IP" "$CL_CTL_PORT")
-		node_down_after_ms = 1000
 		state_file = $CL_DIR/state
 		event_log = $CL_CLOG
 		${FL_CTL_CONF:-}

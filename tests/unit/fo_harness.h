@@ -16,6 +16,7 @@
 #include "controller/failover.h"
 
 static const char cluster_text[] = "[cluster]\nname = t\nsecret = s3cret-s3cret-s3cret\n"
+				   "[agent]\nlease_ms = 500\n" /* the cases' figures */
 				   "[controller]\nnode_down_after_ms = 1000\n"
 				   "failover_block_ms = 10000\ntilt_ms = 30000\n"
 				   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"

@@ -63,9 +63,10 @@ static void test_good_file(void **state)
 	assert_string_equal(c->secret, "change-me-to-32-random");
 	assert_int_equal(c->agent.ping_interval_ms, 50);
 	assert_int_equal(c->agent.hung_after, 3);
-	assert_int_equal(c->agent.probe_interval_ms, 100); /* default */
+	assert_int_equal(c->agent.probe_interval_ms, 25);   /* default */
+	assert_int_equal(c->agent.peer_down_after_ms, 250); /* default: 10 x probe_interval_ms */
 	assert_int_equal(c->agent.self_fence, 0);
-	assert_int_equal(c->agent.self_fence_after_ms, 2000); /* 2 x peer_down_after_ms */
+	assert_int_equal(c->agent.self_fence_after_ms, 500); /* 2 x peer_down_after_ms */
 	assert_string_equal(c->agent.event_log, "/tmp/ev.jsonl");
 	assert_int_equal(c->agent.stop_grace_ms, 0); /* 0 = hung as soon as stopped */
 	assert_int_equal(c->agent.busy_max_ms, 8000);

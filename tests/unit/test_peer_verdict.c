@@ -355,6 +355,60 @@ static void test_loss_no_down(void **state)
 	verdict_free(&s.p);
 }
 
+/* The silence needed, from the share of silent rounds (the docs' table): down_after
+ * on a clean link, the fewest rounds k with ratio^k < 1e-6 under loss, capped. */
+static void test_need_widens_with_loss(void **state)
+{
+	struct verdict_config c = {.interval_ns = MS(25), .down_after_ns = MS(250)};
+
+	(void)state;
+	assert_int_equal(verdict_need_ns(&c, 0), MS(250));
+	assert_int_equal(verdict_need_ns(&c, 0.0975), MS(250)); /* 5 %: k = 7 */
+	assert_int_equal(verdict_need_ns(&c, 0.36), MS(350));	/* 20 %: k = 14 */
+	assert_int_equal(verdict_need_ns(&c, 0.64), MS(775));	/* 40 %: k = 31 */
+	assert_int_equal(verdict_need_ns(&c, 0.9), MS(1000));	/* capped: 4 x down_after */
+	c.down_after_max_ns = MS(600);
+	assert_int_equal(verdict_need_ns(&c, 0.64), MS(600));
+}
+
+/* A link silent in 36 % of the rounds (20 % loss each way, replies only): a silence a
+ * little longer than down_after is not taken for a death; a real one is, once the
+ * widened silence has passed, and the dead peer does not widen it further. */
+static void test_lossy_link_widens(void **state)
+{
+	struct sim s;
+	uint32_t x = 7;
+	uint64_t need;
+	int at;
+
+	(void)state;
+	sim_init(&s, MS(25), MS(250));
+	sim_up(&s);
+	for (int i = 0; i < 4000; i++) {
+		x = x * 1103515245 + 12345;
+		step(&s, MS(25), LEFT | ((x >> 16) % 100 < 36 ? 0 : REPLY));
+	}
+	assert_true(s.p.ev.gap_ratio > 0.25 && s.p.ev.gap_ratio < 0.47);
+	need = s.p.ev.need_ns;
+	assert_true(need >= MS(300) && need <= MS(500));
+	step(&s, MS(25), LEFT | REPLY);
+	/* 12 silent rounds (300 ms): beyond down_after, within what this loss makes. */
+	assert_int_equal(steps(&s, 11, LEFT), -1);
+	assert_int_equal(s.p.state, VERDICT_UP);
+	step(&s, MS(25), LEFT | REPLY);
+	need = s.p.ev.need_ns;
+	/* Dead: down at the first round the reply is need old (it came 1 ms before). */
+	at = steps(&s, 60, LEFT);
+	assert_int_equal(s.p.state, VERDICT_DOWN);
+	assert_int_equal(s.p.ev.need_ns, need);
+	assert_int_equal((uint64_t)(at + 1) * MS(25), need);
+	/* Back after the outage: that silence was no loss, the threshold stays. */
+	step(&s, MS(25), LEFT | REPLY);
+	assert_int_equal(s.p.state, VERDICT_UP);
+	assert_true(s.p.ev.need_ns <= need);
+	verdict_free(&s.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +424,8 @@ int main(void)
 	    cmocka_unit_test(test_down_then_up_at_first_reply),
 	    cmocka_unit_test(test_dead_from_start),
 	    cmocka_unit_test(test_loss_no_down),
+	    cmocka_unit_test(test_need_widens_with_loss),
+	    cmocka_unit_test(test_lossy_link_widens),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,31 @@ uint64_t verdict_default_stall(uint64_t interval_ns)
 	return interval_ns + slack;
 }
 
+static uint64_t down_after_max(const struct verdict_config *c)
+{
+	uint64_t max =
+	    c->down_after_max_ns ? c->down_after_max_ns : VERDICT_WIDEN_MAX * c->down_after_ns;
+
+	return max > c->down_after_ns ? max : c->down_after_ns;
+}
+
+uint64_t verdict_need_ns(const struct verdict_config *c, double gap_ratio)
+{
+	uint64_t max = down_after_max(c), k = 0, kmax = max / c->interval_ns;
+	double chance = 1.0;
+
+	if (gap_ratio <= 0)
+		return c->down_after_ns;
+	/* The fewest silent rounds that loss alone leaves with a chance below the target. */
+	while (chance >= VERDICT_FALSE_TARGET && k < kmax) {
+		chance *= gap_ratio;
+		k++;
+	}
+	if (chance >= VERDICT_FALSE_TARGET)
+		return max;
+	return k * c->interval_ns > c->down_after_ns ? k * c->interval_ns : c->down_after_ns;
+}
+
 int verdict_check_config(const struct verdict_config *c)
 {
 	if (!c->interval_ns || c->down_after_ns < VERDICT_MIN_PROBES * c->interval_ns)
@@ -29,8 +54,8 @@ int verdict_init(struct verdict_peer *p, const struct verdict_config *c)
 	if (err)
 		return err;
 	memset(p, 0, sizeof(*p));
-	/* Room for a whole window of rounds on schedule, twice over for early rounds. */
-	p->cap = 2 * (c->down_after_ns / c->interval_ns) + 8;
+	/* Room for the widest window of rounds on schedule, twice over for early rounds. */
+	p->cap = 2 * (down_after_max(c) / c->interval_ns) + 8;
 	p->hist = calloc(p->cap, sizeof(*p->hist));
 	if (!p->hist)
 		return -ENOMEM;
@@ -83,14 +108,44 @@ static uint64_t age(uint64_t now, uint64_t t)
 	return now > t ? now - t : 0;
 }
 
+/* The share of silent rounds: a run of silence counts once a packet ends it (a dead
+ * peer's silence never does), and only if it was shorter than the silence needed then
+ * (a longer one was an outage, not loss); a round after our own stall counts for
+ * nothing. */
+static void count_gaps(struct verdict_peer *p, const struct verdict_config *c,
+		       const struct verdict_obs *o)
+{
+	const double a = 1.0 / VERDICT_GAP_ALPHA_INV;
+	uint64_t need = p->ev.need_ns ? p->ev.need_ns : c->down_after_ns;
+
+	if (p->ev.stalled) {
+		p->gap_run = 0;
+	} else if (o->last_rx_ns && o->last_rx_ns != p->prev_rx_ns) {
+		if ((uint64_t)p->gap_run * c->interval_ns >= need)
+			p->gap_run = 0;
+		for (unsigned int i = 0; i < p->gap_run; i++)
+			p->gap_ratio += a * (1.0 - p->gap_ratio);
+		p->gap_ratio -= a * p->gap_ratio;
+		p->gap_run = 0;
+	} else if (p->prev_rx_ns) {
+		p->gap_run++;
+	}
+	p->prev_rx_ns = o->last_rx_ns;
+}
+
 static void measure(struct verdict_peer *p, const struct verdict_config *c,
 		    const struct verdict_obs *o)
 {
 	struct verdict_evidence *ev = &p->ev;
 	const struct verdict_sample *base;
+	uint64_t need;
 	bool full;
 
-	base = window_base(p, o->now_ns, c->down_after_ns, &full);
+	count_gaps(p, c, o);
+	need = verdict_need_ns(c, p->gap_ratio);
+	ev->gap_ratio = p->gap_ratio;
+	ev->need_ns = need;
+	base = window_base(p, o->now_ns, need, &full);
 	ev->window_ns = o->now_ns - base->t_ns;
 	ev->probes_in_window = o->probes - base->probes;
 	ev->left_in_window = o->left - base->left;
@@ -108,22 +163,22 @@ static void measure(struct verdict_peer *p, const struct verdict_config *c,
 	/* A verdict needs a whole window probed on schedule since the last stall. */
 	ev->judged =
 	    full && base->t_ns >= p->resumed_ns && ev->probes_in_window >= VERDICT_MIN_PROBES;
-	ev->local_fault = ev->packet_age_ns >= c->down_after_ns && ev->probes_in_window &&
+	ev->local_fault = ev->packet_age_ns >= need && ev->probes_in_window &&
 			  (!ev->left_in_window || o->no_carrier || o->no_route);
 	/* Only what this host can see is its own: no route, no carrier. */
 	p->local_cause = o->no_route || o->no_carrier;
 }
 
-static enum verdict_state next_state(const struct verdict_peer *p, const struct verdict_config *c)
+static enum verdict_state next_state(const struct verdict_peer *p)
 {
 	const struct verdict_evidence *ev = &p->ev;
 
 	/* A reply: up, whatever came before. */
-	if (ev->reply_age_ns < c->down_after_ns)
+	if (ev->reply_age_ns < ev->need_ns)
 		return VERDICT_UP;
 	/* No reply, but other traffic: alive. From DOWN this is a packet that came after
-	 * the verdict (at that point nothing had come for down_after). */
-	if (ev->packet_age_ns < c->down_after_ns) {
+	 * the verdict (at that point nothing had come for the silence needed). */
+	if (ev->packet_age_ns < ev->need_ns) {
 		if (p->state == VERDICT_DOWN || p->state == VERDICT_LOCAL_FAULT || ev->judged)
 			return VERDICT_PASSIVE;
 		return p->state;
@@ -148,7 +203,7 @@ bool verdict_round(struct verdict_peer *p, const struct verdict_config *c,
 	push(p, o);
 	measure(p, c, o);
 
-	next = next_state(p, c);
+	next = next_state(p);
 	p->ev.state = next;
 	if (next == p->state) {
 		p->ev.since_ns = p->since_ns;

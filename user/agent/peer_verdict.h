@@ -12,15 +12,26 @@
  * peer silent while this host has no route to it or no carrier on the route's
  * interface is LOCAL_FAULT, not DOWN: we cannot tell. Probes held back for another
  * reason (an unresolved neighbour: what a dead peer on the same link looks like
- * once its ARP/ND entry fails) leave the peer DOWN, with local_fault in the evidence. */
+ * once its ARP/ND entry fails) leave the peer DOWN, with local_fault in the evidence.
+ *
+ * The silence that makes a peer DOWN accounts for loss: the agent keeps the share of
+ * its rounds in which nothing at all came from the peer (gap_ratio, a moving average
+ * over about VERDICT_GAP_ALPHA_INV rounds, fed only by runs of silence that ended in a
+ * packet, so a dead peer does not widen its own threshold), and a run of k silent
+ * rounds is taken for a death only when gap_ratio^k, the chance that loss alone made
+ * it, is below VERDICT_FALSE_TARGET. The silence needed (need_ns) is that k rounds, at
+ * least down_after and at most down_after_max: down_after on a clean link. */
 #ifndef FL_PEER_VERDICT_H
 #define FL_PEER_VERDICT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#define VERDICT_MIN_PROBES 3
-#define VERDICT_NEVER	   UINT64_MAX /* an age when the thing never happened */
+#define VERDICT_MIN_PROBES    3
+#define VERDICT_NEVER	      UINT64_MAX /* an age when the thing never happened */
+#define VERDICT_FALSE_TARGET  1e-6	 /* gap_ratio^k below this: k silent rounds = down */
+#define VERDICT_GAP_ALPHA_INV 64	 /* gap_ratio's moving average: 1/64 per round */
+#define VERDICT_WIDEN_MAX     4		 /* down_after_max defaults to 4 x down_after */
 
 enum verdict_state {
 	VERDICT_UNKNOWN = 0, /* not judged yet: just started, or not enough on-schedule probing */
@@ -33,10 +44,12 @@ enum verdict_state {
 };
 
 struct verdict_config {
-	uint64_t interval_ns;	 /* probe_interval_ms */
-	uint64_t down_after_ns;	 /* peer_down_after_ms; at least VERDICT_MIN_PROBES intervals */
-	uint64_t stall_after_ns; /* a round this late after the previous one = our loop stalled;
-				  * 0 = verdict_default_stall() */
+	uint64_t interval_ns;	    /* probe_interval_ms */
+	uint64_t down_after_ns;	    /* peer_down_after_ms; at least VERDICT_MIN_PROBES intervals */
+	uint64_t stall_after_ns;    /* a round this late after the previous one = our loop stalled;
+				     * 0 = verdict_default_stall() */
+	uint64_t down_after_max_ns; /* the most loss may widen the silence needed to;
+				     * 0 = VERDICT_WIDEN_MAX x down_after */
 };
 
 /* What is known at one probe round. Times on one clock (CLOCK_MONOTONIC, which is
@@ -67,6 +80,8 @@ struct verdict_evidence {
 	uint64_t left_in_window;    /* of those, how many the kernel saw leave */
 	uint64_t replied_in_window; /* replies matched in the window */
 	double loss_ratio;	    /* 1 - replied / left over the window; 0 when none left */
+	double gap_ratio;	    /* share of recent rounds with nothing from the peer */
+	uint64_t need_ns;	    /* silence that makes it DOWN now (down_after, widened) */
 	uint64_t rtt_ns, srtt_ns;
 	bool judged;	  /* the window was probed on schedule: a verdict could be reached */
 	bool stalled;	  /* this round came late: our own loop was stopped or starved */
@@ -85,11 +100,18 @@ struct verdict_peer {
 	uint64_t resumed_ns;	    /* first round after the last stall (or the first round) */
 	struct verdict_evidence ev; /* as of the last round */
 	bool local_cause;	    /* this round: no route or no carrier (LOCAL_FAULT, not DOWN) */
+	uint64_t prev_rx_ns;	    /* last_rx_ns at the previous round */
+	unsigned int gap_run;	    /* rounds in a row with nothing from the peer, so far */
+	double gap_ratio;	    /* see above; 0 until measured */
 	struct verdict_sample *hist; /* ring of past rounds, oldest overwritten */
 	unsigned int cap, head, n;
 };
 
 uint64_t verdict_default_stall(uint64_t interval_ns);
+/* The silence that makes a peer down when a share gap_ratio of rounds is silent:
+ * the fewest rounds k with gap_ratio^k < VERDICT_FALSE_TARGET, bounded by
+ * [down_after, down_after_max] (also what the docs' table is computed from). */
+uint64_t verdict_need_ns(const struct verdict_config *c, double gap_ratio);
 /* -EINVAL if down_after is shorter than VERDICT_MIN_PROBES intervals. */
 int verdict_check_config(const struct verdict_config *c);
 int verdict_init(struct verdict_peer *p, const struct verdict_config *c);

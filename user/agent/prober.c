@@ -694,7 +694,7 @@ int probe_open(struct prober **out, const struct probe_opts *opts)
 	if (!p->o.interval_ms)
 		p->o.interval_ms = PROBE_DEFAULT_INTERVAL_MS;
 	if (!p->o.down_after_ms)
-		p->o.down_after_ms = PROBE_DEFAULT_DOWN_AFTER_MS;
+		p->o.down_after_ms = PROBE_DOWN_AFTER_ROUNDS * p->o.interval_ms;
 	p->cfg.interval_ns = p->o.interval_ms * NS_PER_MS;
 	p->cfg.down_after_ns = p->o.down_after_ms * NS_PER_MS;
 	if (verdict_check_config(&p->cfg)) {

@@ -23,8 +23,9 @@
 #include "kern/icmp_watch.h"
 #include "agent/peer_verdict.h"
 
-#define PROBE_DEFAULT_INTERVAL_MS   100
-#define PROBE_DEFAULT_DOWN_AFTER_MS 1000
+#define PROBE_DEFAULT_INTERVAL_MS   25
+#define PROBE_DOWN_AFTER_ROUNDS	    10 /* the default silence, in probe intervals */
+#define PROBE_DEFAULT_DOWN_AFTER_MS (PROBE_DOWN_AFTER_ROUNDS * PROBE_DEFAULT_INTERVAL_MS)
 #define PROBE_MAX_PEERS		    FL_MAX_PEERS
 
 /* One peer as of the last round: what callbacks get and reports read. */
@@ -63,7 +64,7 @@ struct probe_opts {
 	struct event_base *base;
 	const char *node;		 /* pins under FL_PIN_ROOT/<node>/ */
 	uint32_t interval_ms;		 /* 0 = PROBE_DEFAULT_INTERVAL_MS */
-	uint32_t down_after_ms;		 /* 0 = PROBE_DEFAULT_DOWN_AFTER_MS; >= 3 intervals */
+	uint32_t down_after_ms;		 /* 0 = PROBE_DOWN_AFTER_ROUNDS intervals; >= 3 intervals */
 	enum icmp_watch_tc_mode tc_mode; /* ICMP_WATCH_TC_AUTO unless testing */
 	probe_change_fn on_change;	 /* required */
 	probe_route_fn on_route;	 /* NULL: route changes are only logged */
@@ -108,8 +109,8 @@ void probe_route_evrec(struct evrec *r, const char *node, const struct probe_pee
 /* Begins r as that event for node, with the evidence: peer, addr, state, prev,
  * liveness, reply_age_ms, packet_age_ms (null if never), window_ms,
  * probes_in_window, left_in_window, replied_in_window, local_fault, loss_ratio,
- * rtt_us, srtt_us (null before a reply), stalled. The caller may add fields, then
- * evlog_write()s it. */
+ * gap_ratio, silence_needed_ms, rtt_us, srtt_us (null before a reply), stalled. The caller may add
+ * fields, then evlog_write()s it. */
 void probe_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer);
 
 #endif

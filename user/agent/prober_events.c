@@ -66,6 +66,8 @@ void probe_evrec(struct evrec *r, const char *node, const struct probe_peer_info
 	evrec_uint(r, "replied_in_window", ev->replied_in_window);
 	evrec_bool(r, "local_fault", ev->local_fault);
 	evrec_double(r, "loss_ratio", ev->loss_ratio, 3);
+	evrec_double(r, "gap_ratio", ev->gap_ratio, 3);
+	evrec_uint(r, "silence_needed_ms", ev->need_ns / NS_PER_MS);
 	add_us(r, "rtt_us", ev->rtt_ns);
 	add_us(r, "srtt_us", ev->srtt_ns);
 	evrec_bool(r, "stalled", ev->stalled);

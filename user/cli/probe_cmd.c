@@ -52,8 +52,8 @@ static const char probe_usage[] =
     "  --node ID                 this node's id; pins go under " FL_PIN_ROOT "/ID/\n"
     "  --peer ID=IP              a peer to probe (repeatable)\n"
     "  --event-log PATH          event log (default " EVLOG_DEFAULT_PATH ")\n"
-    "  --probe-interval-ms N     one echo per peer every N ms (default 100)\n"
-    "  --peer-down-after-ms N    silence that makes a peer down (default 1000)\n"
+    "  --probe-interval-ms N     one echo per peer every N ms (default 25)\n"
+    "  --peer-down-after-ms N    silence that makes a peer down (default 10 x interval)\n"
     "  --tc MODE                 tcx links, clsact filters, or auto (default; or "
     "$" ICMP_WATCH_TC_ENV ")\n"
     "  --rtt-log PATH            read replies in userspace too and write, per reply,\n"
@@ -231,7 +231,9 @@ static void log_start(struct probe_cmd *c)
 	evrec_str(&r, "tc", icmp_watch_mode_name(probe_tc_mode(c->pr)));
 	evrec_int(&r, "peers", probe_npeers(c->pr));
 	evrec_uint(&r, "probe_interval_ms", c->interval_ms ?: PROBE_DEFAULT_INTERVAL_MS);
-	evrec_uint(&r, "peer_down_after_ms", c->down_after_ms ?: PROBE_DEFAULT_DOWN_AFTER_MS);
+	evrec_uint(&r, "peer_down_after_ms",
+		   c->down_after_ms
+		       ?: PROBE_DOWN_AFTER_ROUNDS * (c->interval_ms ?: PROBE_DEFAULT_INTERVAL_MS));
 	evrec_str(&r, "pins", probe_pin_dir(c->pr));
 	log_event(c, &r);
 	evlog_sync(c->log);

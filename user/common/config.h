@@ -8,6 +8,8 @@
 #include <stddef.h>
 
 #define CFG_ID_MAX 64
+/* [agent] peer_down_after_ms defaults to this many probe intervals (250 ms at 25 ms). */
+#define CFG_PEER_DOWN_ROUNDS 10
 
 /* host:port, [v6]:port or unix:/path */
 struct cfg_endpoint {
@@ -88,7 +90,7 @@ struct cfg {
 		int ping_interval_ms;
 		int hung_after;
 		int probe_interval_ms;
-		int peer_down_after_ms;
+		int peer_down_after_ms; /* default CFG_PEER_DOWN_ROUNDS x probe_interval_ms */
 		int heartbeat_ms;
 		char event_log[256];
 		bool self_fence;

@@ -336,6 +336,8 @@ void validate(struct parser *p)
 	}
 	if (!p->failed)
 		validate_tls(p);
+	if (!c->agent.peer_down_after_ms)
+		c->agent.peer_down_after_ms = CFG_PEER_DOWN_ROUNDS * c->agent.probe_interval_ms;
 	if (!c->agent.self_fence_after_ms)
 		c->agent.self_fence_after_ms = 2 * c->agent.peer_down_after_ms;
 	bool node_key = false;
