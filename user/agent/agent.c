@@ -579,8 +579,12 @@ static int check_caps(const struct agent *a)
 /* Everything is loaded and attached: keep only what the agent still uses. */
 static int drop_caps(struct agent *a)
 {
-	/* The write lease's tc programs (lease_watch) likewise. */
-	uint64_t keep = a->probe || agent_lease_on(a) ? AGENT_RUN_PROBE_CAPS : 0, eff;
+	/* The write lease's maps and sockets (lease_watch) likewise, and the server's
+	 * descriptors. */
+	uint64_t keep = agent_lease_on(a) ? AGENT_RUN_LEASE_CAPS
+			: a->probe	  ? AGENT_RUN_PROBE_CAPS
+					  : 0,
+		 eff;
 	char names[256];
 	int err;
 
@@ -656,7 +660,7 @@ static int agent_run(struct agent *a)
 	}
 	/* Events that arrived before the loop started. */
 	proc_watch_consume(a->pw);
-	err = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+	err = event_base_dispatch(a->base) < 0 ? -EIO : a->fatal;
 	daemon_notify_stopping();
 cleanup:
 	if (ev_rb)
