@@ -556,7 +556,9 @@ static void log_agent_start(struct agent *a)
 static int check_caps(const struct agent *a)
 {
 	uint64_t need = AGENT_LOAD_CAPS | (wants_probe(a) ? AGENT_PROBE_CAPS : 0) |
-			(a->cfg && a->cfg->agent.lease_ms ? CAPS_BIT(CAP_NET_ADMIN) : 0),
+			(a->cfg && a->cfg->agent.lease_ms
+			     ? CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_SYS_PTRACE)
+			     : 0),
 		 eff;
 	char names[256];
 	int err = caps_get(&eff, NULL);
