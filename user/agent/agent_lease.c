@@ -36,6 +36,7 @@ struct agent_lease {
 	__u64 listed[FL_LEASE_MAX_ALLOW];
 	__u32 listed_kind[FL_LEASE_MAX_ALLOW];
 	pid_t scanned;		   /* the server process whose sockets were marked (0: none yet) */
+	pid_t failed;		   /* the last one that could not be (said once) */
 	uint8_t key[AUTH_KEY_LEN]; /* the node's key: proves the controller's connection */
 	bool have_key;
 };
@@ -202,8 +203,13 @@ static void mark_server(struct agent *a)
 		return;
 	err = lease_scan_pid(l->lw, pid, &sc);
 	if (err && !sc.marked) {
-		pr_warn("failed to mark the server's sockets (pid %d): %s\n", (int)pid,
-			strerror(-err));
+		/* Tried again every heartbeat, said once per process. */
+		if (l->failed != pid)
+			pr_warn(
+			    "failed to mark the server's sockets (pid %d): %s; the lease does not "
+			    "guard them yet\n",
+			    (int)pid, strerror(-err));
+		l->failed = pid;
 		return;
 	}
 	l->scanned = pid;

@@ -61,7 +61,7 @@ int auth_key_for(const char *key_hex, const char *secret, const char *node,
  * another client end, so the name does not prove its connection. 0 or -errno. */
 #define AUTH_CONN_NAME_PREFIX "flatline-controller-"
 #define AUTH_CONN_MAC_LEN     16
-#define AUTH_CONN_NAME_MAX    (sizeof(AUTH_CONN_NAME_PREFIX) + 2 * AUTH_CONN_MAC_LEN)
+#define AUTH_CONN_NAME_MAX    (sizeof(AUTH_CONN_NAME_PREFIX) + 2 * (size_t)AUTH_CONN_MAC_LEN)
 int auth_conn_name(const uint8_t key[AUTH_KEY_LEN], const char *node, const struct sockaddr *client,
 		   const struct sockaddr *server, char *out, size_t outlen);
 

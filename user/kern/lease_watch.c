@@ -129,12 +129,10 @@ static void remove_legacy(struct lease_watch *lw)
 	char path[PATH_MAX];
 
 	while (d && (e = readdir(d))) {
-		char *end;
+		const char *n = e->d_name + 5;
 
-		if (strncmp(e->d_name, "link_", 5) || !e->d_name[5])
-			continue;
-		strtol(e->d_name + 5, &end, 10);
-		if (*end)
+		/* link_<ifindex>: digits only (ours are link_egress, link_bind4, ...). */
+		if (strncmp(e->d_name, "link_", 5) || !*n || n[strspn(n, "0123456789")])
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", lw->pin_dir, e->d_name);
 		unlink(path);
