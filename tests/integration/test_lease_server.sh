@@ -84,10 +84,12 @@ test_lapsed_every_socket() {
 # An interface made after the lease lapsed (a veth to a new namespace, routed to h1's
 # address) is covered at once: the handshake passes (the route works), no reply does.
 test_new_interface() {
-	local ns=$CL_NAME-c1
+	local ns
 	cluster
+	ns=$CL_NAME-c1 # cl_down removes it
 	lapse
 	ip netns add "$ns" || fail "failed to create $ns"
+	on_exit "ip netns del $ns 2>/dev/null"
 	ip link add flnew0 netns "$(cl_ns 1)" type veth peer name flnew1 netns "$ns" || fail "failed to create the veth"
 	cl_in 1 ip addr add 10.98.0.1/24 dev flnew0
 	cl_in 1 ip link set flnew0 up
