@@ -93,7 +93,7 @@ static __always_inline int mark(struct bpf_sock *sk)
 	if (bpf_get_netns_cookie(sk) != cfg->netns_cookie)
 		return 1;
 	port = sk->src_port;
-	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != cfg->tgid &&
+	if ((!cfg->tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != cfg->tgid) &&
 	    !bpf_map_lookup_elem(&fl_lease_ports, &port))
 		return 1;
 	bpf_sk_storage_get(&fl_lease_srv, sk, &mark, BPF_SK_STORAGE_GET_F_CREATE);

@@ -34,7 +34,7 @@ struct fl_lease_state {
  * again by its port). */
 struct fl_lease_cfg {
 	__u64 netns_cookie; /* the server's network namespace (SO_NETNS_COOKIE); 0: mark none */
-	__u32 tgid;	    /* the server's process (as the agent's pid namespace sees it) */
+	__u32 tgid; /* the server's process (as the agent's pid namespace sees it); 0: none */
 	__u32 pad;
 };
 

@@ -298,6 +298,19 @@ int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port)
 		if (err)
 			goto cleanup;
 	}
+	/* New maps: the bind hooks know the server by its port until its process is
+	 * known (a pinned configuration of a previous agent is kept as it is). */
+	{
+		struct fl_lease_cfg cfg = {0};
+		__u32 zero = 0;
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(lw->skel->maps.fl_lease_cfg), &zero, &cfg) &&
+		    !cfg.netns_cookie) {
+			err = lease_watch_set_server(lw, 0, &port, 1);
+			if (err)
+				goto cleanup;
+		}
+	}
 	lw->cg_fd = open_cgroup_root();
 	if (lw->cg_fd < 0) {
 		err = lw->cg_fd;
