@@ -19,7 +19,7 @@
 
 /* The write lease's glue state; a->lease is NULL while the lease is off. */
 struct agent_lease {
-	struct lease_watch *lw; /* the kernel side: map, tcx programs, pins */
+	struct lease_watch *lw; /* the kernel side: maps, cgroup programs, pins */
 	struct lease_sm sm;	/* the pure decision (agent/lease.h) */
 	bool held;		/* as written to the kernel and logged */
 	bool grant_pending;	/* taken back after drops: waits for a fresh CLIENT LIST */
