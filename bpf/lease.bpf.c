@@ -10,8 +10,10 @@
  * server's); the maps and links are pinned and outlive the agent.
  *
  *   fl_lease_bind4/6  cgroup/post_bind: a TCP socket bound in the server's network
- *                     namespace by the server's process, or to a port the server listens
- *                     on (fl_lease_ports: a server restarted without its agent), is marked;
+ *                     namespace by the server's process (to a port outside the ephemeral
+ *                     range: a listener, not a connection it makes), or to a port the
+ *                     server listens on (fl_lease_ports: a server restarted without its
+ *                     agent), is marked;
  *                     a listener's mark passes to every socket it accepts (BPF_F_CLONE)
  *   fl_lease_egress   cgroup_skb/egress: judges each packet of a marked socket before any
  *                     device sees it: every port of the server (tls-port too), every
@@ -93,8 +95,9 @@ static __always_inline int mark(struct bpf_sock *sk)
 	if (bpf_get_netns_cookie(sk) != cfg->netns_cookie)
 		return 1;
 	port = sk->src_port;
-	if ((!cfg->tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != cfg->tgid) &&
-	    !bpf_map_lookup_elem(&fl_lease_ports, &port))
+	if (!bpf_map_lookup_elem(&fl_lease_ports, &port) &&
+	    (!cfg->tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != cfg->tgid ||
+	     (port >= cfg->eph_lo && port <= cfg->eph_hi)))
 		return 1;
 	bpf_sk_storage_get(&fl_lease_srv, sk, &mark, BPF_SK_STORAGE_GET_F_CREATE);
 	return 1;

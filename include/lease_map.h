@@ -35,7 +35,10 @@ struct fl_lease_state {
 struct fl_lease_cfg {
 	__u64 netns_cookie; /* the server's network namespace (SO_NETNS_COOKIE); 0: mark none */
 	__u32 tgid; /* the server's process (as the agent's pid namespace sees it); 0: none */
-	__u32 pad;
+	/* The namespace's ephemeral ports (ip_local_port_range), host order: a socket the
+	 * server's process binds to one is a connection it makes (a replica's link to its
+	 * primary), not a listener; not marked (it acknowledges no client's write). */
+	__u16 eph_lo, eph_hi;
 };
 
 enum fl_lease_source {

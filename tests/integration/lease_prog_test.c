@@ -36,6 +36,9 @@
 #define TLS_PORT	  16380 /* another port of the server (its process marks it) */
 #define OTHER_PORT	  16381 /* another process's */
 #define SO_NETNS_COOKIE_T 71
+#define EPH_LO		  32768 /* the ephemeral range the test tells the bind hooks */
+#define EPH_HI		  60999
+#define EPH_PORT	  40001 /* in it: a connection the server makes, never a listener */
 
 static struct fl_lease *skel;
 static struct bpf_link *links[3];
@@ -63,7 +66,7 @@ static void set_lease(uint32_t port, int64_t deadline_from_now_ns)
 /* The bind hooks: this namespace, tgid, and the ports. */
 static void set_server(uint32_t tgid, bool this_netns)
 {
-	struct fl_lease_cfg cfg = {.tgid = tgid};
+	struct fl_lease_cfg cfg = {.tgid = tgid, .eph_lo = EPH_LO, .eph_hi = EPH_HI};
 	socklen_t len = sizeof(cfg.netns_cookie);
 	__u32 zero = 0, port = PORT, one = 1;
 	int s = socket(AF_INET, SOCK_DGRAM, 0);
@@ -300,6 +303,11 @@ static void test_server_process_marked(void **state)
 	set_server((uint32_t)getpid(), true);
 	conn_open(&c, TLS_PORT, false);
 	assert_int_equal(reply(c.srv, c.cli, 500), 0);
+	conn_close(&c);
+	/* Bound by the server's process to an ephemeral port: a connection it makes (a
+	 * replica's link to its primary), not marked. */
+	conn_open(&c, EPH_PORT, false);
+	assert_int_equal(reply(c.srv, c.cli, 1000), 5);
 	conn_close(&c);
 	set_server(1, true); /* the server is another process: ours is not it */
 	conn_open(&c, OTHER_PORT, true);

@@ -99,21 +99,53 @@ static void one_fd(struct lease_watch *lw, struct lease_scan *sc, int fd)
 		struct sockaddr_un un = {0};
 		socklen_t len = sizeof(un);
 
-		if (sc->unix_path[0])
+		if (sc->unix_path[0]) {
+			close(fd);
 			return;
+		}
 		if (!getsockname(fd, (struct sockaddr *)&un, &len) && len > sizeof(sa_family_t))
 			snprintf(sc->unix_path, sizeof(sc->unix_path), "%s",
 				 un.sun_path[0] ? un.sun_path : "@(abstract)");
 		else
 			snprintf(sc->unix_path, sizeof(sc->unix_path), "(unnamed)");
+		close(fd);
 		return;
 	}
-	if ((domain != AF_INET && domain != AF_INET6) || sock_opt(fd, SO_PROTOCOL) != IPPROTO_TCP)
-		return;
-	if (!lease_watch_mark(lw, fd))
-		sc->marked++;
-	if (listening)
-		add_port(sc, fd);
+	if ((domain == AF_INET || domain == AF_INET6) && sock_opt(fd, SO_PROTOCOL) == IPPROTO_TCP) {
+		if (!listening && sc->nconn < LEASE_SCAN_MAX_CONNS) {
+			sc->conn[sc->nconn++] = fd; /* judged once the listeners are known */
+			return;
+		}
+		if (listening) {
+			if (!lease_watch_mark(lw, fd))
+				sc->marked++;
+			add_port(sc, fd);
+		}
+	}
+	close(fd);
+}
+
+/* A connection whose local port is one the server listens on was accepted there: the
+ * server's. Another (a replica's link to its primary) acknowledges no client's write. */
+static void mark_accepted(struct lease_watch *lw, struct lease_scan *sc)
+{
+	for (int i = 0; i < sc->nconn; i++) {
+		struct sockaddr_storage ss = {0};
+		socklen_t len = sizeof(ss);
+		uint16_t port = 0;
+
+		if (!getsockname(sc->conn[i], (struct sockaddr *)&ss, &len))
+			port = ntohs(ss.ss_family == AF_INET
+					 ? ((struct sockaddr_in *)&ss)->sin_port
+					 : ((struct sockaddr_in6 *)&ss)->sin6_port);
+		for (int j = 0; j < sc->nports; j++)
+			if (port && port == sc->ports[j] && !lease_watch_mark(lw, sc->conn[i])) {
+				sc->marked++;
+				break;
+			}
+		close(sc->conn[i]);
+	}
+	sc->nconn = 0;
 }
 
 int lease_scan_pid(struct lease_watch *lw, pid_t pid, struct lease_scan *sc)
@@ -156,9 +188,11 @@ int lease_scan_pid(struct lease_watch *lw, pid_t pid, struct lease_scan *sc)
 				err = -errno; /* EBADF: closed meanwhile */
 			continue;
 		}
-		one_fd(lw, sc, fd);
-		close(fd);
+		one_fd(lw, sc, fd); /* it closes fd, or keeps it in sc->conn */
+		if (sc->nconn == LEASE_SCAN_MAX_CONNS)
+			mark_accepted(lw, sc);
 	}
+	mark_accepted(lw, sc);
 	closedir(d);
 	close(pidfd);
 	return err;

@@ -206,6 +206,18 @@ int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t
 			strerror(-err));
 		return err;
 	}
+	{
+		FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+		unsigned int lo = 32768, hi = 60999; /* the kernel's default */
+
+		if (f) {
+			if (fscanf(f, "%u %u", &lo, &hi) != 2)
+				lo = 32768, hi = 60999;
+			fclose(f);
+		}
+		cfg.eph_lo = (__u16)lo;
+		cfg.eph_hi = (__u16)hi;
+	}
 	for (int i = 0; i < n; i++) {
 		k = ports[i];
 		if (k && bpf_map_update_elem(fd, &k, &one, BPF_ANY))

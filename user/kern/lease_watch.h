@@ -55,15 +55,19 @@ int lease_conn_cookie(const struct fl_lease_conn *local, const struct fl_lease_c
 		      __u64 *cookie);
 
 #define LEASE_SCAN_MAX_PORTS 8
+#define LEASE_SCAN_MAX_CONNS 256 /* descriptors held at once while scanning */
 /* What lease_scan_pid found among a process's descriptors. */
 struct lease_scan {
 	int marked; /* TCP sockets marked */
 	int nports; /* TCP ports it listens on */
 	uint16_t ports[LEASE_SCAN_MAX_PORTS];
 	char unix_path[108]; /* a UNIX socket it listens on ("" if none) */
+	int nconn;	     /* (while scanning: connections to judge) */
+	int conn[LEASE_SCAN_MAX_CONNS];
 };
-/* Marks every TCP socket of process pid (a copy of each descriptor, pidfd_getfd: Linux
- * 5.6, CAP_SYS_PTRACE) and says what it listens on. 0 or -errno. */
+/* Marks every TCP listener of process pid and every connection accepted on one (a copy
+ * of each descriptor, pidfd_getfd: Linux 5.6, CAP_SYS_PTRACE) and says what it listens
+ * on. 0 or -errno. */
 int lease_scan_pid(struct lease_watch *lw, pid_t pid, struct lease_scan *sc);
 /* Destroys (SOCK_DESTROY) every marked TCP connection of this namespace whose cookie is
  * not in keep[0..n), however many: their queued replies die with them. The number
