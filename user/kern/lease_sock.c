@@ -72,18 +72,25 @@ static int sock_opt(int fd, int opt)
 	return v;
 }
 
-static void add_port(struct lease_scan *sc, int fd)
+/* A socket's local port, host order (0 if it has none). */
+static uint16_t local_port(int fd)
 {
 	struct sockaddr_storage ss = {0};
 	socklen_t len = sizeof(ss);
-	uint16_t port = 0;
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len))
-		return;
+		return 0;
 	if (ss.ss_family == AF_INET)
-		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	else if (ss.ss_family == AF_INET6)
-		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
+static void add_port(struct lease_scan *sc, int fd)
+{
+	uint16_t port = local_port(fd);
+
 	for (int i = 0; i < sc->nports; i++)
 		if (sc->ports[i] == port)
 			return;
@@ -130,14 +137,8 @@ static void one_fd(struct lease_watch *lw, struct lease_scan *sc, int fd)
 static void mark_accepted(struct lease_watch *lw, struct lease_scan *sc)
 {
 	for (int i = 0; i < sc->nconn; i++) {
-		struct sockaddr_storage ss = {0};
-		socklen_t len = sizeof(ss);
-		uint16_t port = 0;
+		uint16_t port = local_port(sc->conn[i]);
 
-		if (!getsockname(sc->conn[i], (struct sockaddr *)&ss, &len))
-			port = ntohs(ss.ss_family == AF_INET
-					 ? ((struct sockaddr_in *)&ss)->sin_port
-					 : ((struct sockaddr_in6 *)&ss)->sin6_port);
 		for (int j = 0; j < sc->nports; j++)
 			if (port && port == sc->ports[j] && !lease_watch_mark(lw, sc->conn[i])) {
 				sc->marked++;

@@ -208,13 +208,17 @@ int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t
 	}
 	{
 		FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
-		unsigned int lo = 32768, hi = 60999; /* the kernel's default */
+		unsigned long lo = 32768, hi = 60999; /* the kernel's default */
+		char line[64], *end = NULL;
 
-		if (f) {
-			if (fscanf(f, "%u %u", &lo, &hi) != 2)
-				lo = 32768, hi = 60999;
-			fclose(f);
+		if (f && fgets(line, sizeof(line), f)) {
+			unsigned long a = strtoul(line, &end, 10), b = strtoul(end, NULL, 10);
+
+			if (a && b >= a && b <= 65535)
+				lo = a, hi = b;
 		}
+		if (f)
+			fclose(f);
 		cfg.eph_lo = (__u16)lo;
 		cfg.eph_hi = (__u16)hi;
 	}
