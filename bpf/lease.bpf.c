@@ -1,26 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The write lease, enforced at tc egress (tcx) on every interface of the server's
- * host, loopback included: a TCP segment with data from the server's port leaves only while
- * the lease in fl_lease runs, or toward an allowed connection (fl_lease_allow: the
- * agent, the replicas, the controller). Past the deadline a client gets no reply,
- * so no write is acknowledged, whatever the agent or the server do meanwhile: the
- * agent may be dead or stopped, the server hung and resumed. Loaded by
- * user/kern/lease_watch.c; the maps and links are pinned and outlive the agent.
+/* The write lease, enforced per socket: every socket of the server process carries a
+ * mark (fl_lease_srv), and a packet with data of a marked socket leaves only while the
+ * lease in fl_lease runs, or from an allowed socket (fl_lease_ok, by socket cookie: the
+ * agent's connection, the replicas', the controller's). Past the deadline a client gets
+ * no reply, so no write is acknowledged, whatever the agent or the server do
+ * meanwhile: the agent may be dead or stopped, the server hung and resumed. Loaded by
+ * user/kern/lease_watch.c at the root of the cgroup v2 hierarchy (every process, every
+ * network namespace: the marks, not the attach point, say which sockets are the
+ * server's); the maps and links are pinned and outlive the agent.
  *
- * Frames are read by bpf/parse.h (VLAN tags, IPv4 options, IPv6 extension headers). A
- * packet whose TCP header cannot be read (an L3 device, a tunnel or IPsec, a later
- * fragment, a chain past FL_IPV6_MAX_EXT) fails closed when its socket is the server's:
- * judged as a reply. Not covered: the server's other ports and UNIX sockets, and a
- * packet that has lost its socket before some device's egress.
+ *   fl_lease_bind4/6  cgroup/post_bind: a TCP socket bound in the server's network
+ *                     namespace by the server's process (to a port outside the ephemeral
+ *                     range: a listener, not a connection it makes), or to a port the
+ *                     server listens on (fl_lease_ports: a server restarted without its
+ *                     agent), is marked;
+ *                     a listener's mark passes to every socket it accepts (BPF_F_CLONE)
+ *   fl_lease_egress   cgroup_skb/egress: judges each packet of a marked socket before any
+ *                     device sees it: every port of the server (tls-port too), every
+ *                     interface, loopback, tunnels, IPsec and GSO super-packets alike
  *
- * The only program of flatline that drops (TC_ACT_SHOT); everything else returns
- * TC_ACT_UNSPEC so that the next program in the chain decides. */
+ * A marked socket's packet is let through past the deadline only when it is TCP whose
+ * headers say it carries no data (a handshake, an ACK, FIN, RST); anything the program
+ * cannot read counts as a reply (fails closed). The agent marks the sockets the server
+ * had before the hooks (user/kern/lease_sock.c). UNIX sockets never pass here: the agent
+ * refuses a server that has one.
+ *
+ * The only program of flatline that drops; everything else only observes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "bpf_consts.h"
 #include "lease_map.h"
-#include "parse.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -30,11 +40,32 @@ struct {
 } fl_lease SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_lease_cfg);
+} fl_lease_cfg SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FL_LEASE_MAX_ALLOW);
-	__type(key, struct fl_lease_conn);
+	__type(key, __u64);
 	__type(value, __u32);
-} fl_lease_allow SEC(".maps");
+} fl_lease_ok SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FL_LEASE_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} fl_lease_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC | BPF_F_CLONE);
+	__type(key, int);
+	__type(value, __u32);
+} fl_lease_srv SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -51,138 +82,98 @@ static __always_inline void count(__u32 what)
 		*n += 1;
 }
 
-/* The server's TCP header in the frame, parsed by bpf/parse.h: *tcp set when the fixed
- * TCP header is within data_end (it may be malformed: doff < 5, options cut), k->addr
- * the destination as an fl_lease_conn address and *len the IP payload length from the
- * TCP header on (FL_LEN_UNKNOWN: not in the IP header). Anything else, *tcp NULL:
- * another protocol, a non-first fragment, a header the linear data does not hold. The
- * result is that of the last layer parsed. */
-static __always_inline enum parse_res parse_seg(struct __sk_buff *skb, struct tcphdr **tcp,
-						struct fl_lease_conn *k, __u32 *len)
+/* A TCP socket just bound: the server's if it is in the server's network namespace and
+ * its process or port says so. */
+static __always_inline int mark(struct bpf_sock *sk)
 {
-	struct fl_ip p = {};
-	struct cursor c;
-	enum parse_res res;
-	__be16 proto;
+	__u32 zero = 0, port, mark = FL_LEASE_MARK;
+	struct fl_lease_cfg *cfg;
 
-	*tcp = NULL;
-	c.pos = (void *)(long)skb->data;
-	c.end = (void *)(long)skb->data_end;
-	res = parse_eth(&c, &proto);
-	if (res != PARSE_OK)
-		return res;
-	res = parse_ip(&c, proto, &p);
-	if (res != PARSE_OK)
-		return res;
-	if (p.proto != IPPROTO_TCP)
-		return PARSE_NONE;
-	res = parse_tcp(&c, tcp);
-	if (!*tcp)
-		return res;
-	*len = p.l4_len;
-	if (p.family == FL_AF_INET) {
-		k->addr[10] = 0xff;
-		k->addr[11] = 0xff;
-		__builtin_memcpy(&k->addr[12], p.daddr, 4);
+	cfg = bpf_map_lookup_elem(&fl_lease_cfg, &zero);
+	if (!cfg || !cfg->netns_cookie || sk->protocol != IPPROTO_TCP)
+		return 1;
+	if (bpf_get_netns_cookie(sk) != cfg->netns_cookie)
+		return 1;
+	port = sk->src_port;
+	if (!bpf_map_lookup_elem(&fl_lease_ports, &port) &&
+	    (!cfg->tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != cfg->tgid ||
+	     (port >= cfg->eph_lo && port <= cfg->eph_hi)))
+		return 1;
+	bpf_sk_storage_get(&fl_lease_srv, sk, &mark, BPF_SK_STORAGE_GET_F_CREATE);
+	return 1;
+}
+
+SEC("cgroup/post_bind4")
+int fl_lease_bind4(struct bpf_sock *sk)
+{
+	return mark(sk);
+}
+
+SEC("cgroup/post_bind6")
+int fl_lease_bind6(struct bpf_sock *sk)
+{
+	return mark(sk);
+}
+
+/* Does this packet of a marked socket carry data? Only a TCP segment whose IP and TCP
+ * headers can be read and say "no payload" does not: skb->len (the whole packet, a
+ * GSO super-packet included, from the IP header on at cgroup egress) against the
+ * headers' lengths. IPv6 extension headers, another protocol, an unreadable byte: data. */
+static __always_inline bool carries_data(struct __sk_buff *skb, const struct bpf_sock *sk)
+{
+	__u8 b = 0, proto = 0;
+	__u32 l3;
+
+	if (sk->protocol != IPPROTO_TCP || bpf_skb_load_bytes(skb, 0, &b, 1))
+		return true;
+	if (b >> 4 == 4) {
+		l3 = (b & 0xf) * 4;
+		if (l3 < 20 || bpf_skb_load_bytes(skb, 9, &proto, 1))
+			return true;
+	} else if (b >> 4 == 6) {
+		l3 = 40;
+		if (bpf_skb_load_bytes(skb, 6, &proto, 1))
+			return true;
 	} else {
-		__builtin_memcpy(k->addr, p.daddr, 16);
-	}
-	return res;
-}
-
-/* Is the socket that sent the packet the server's, a TCP socket bound to its port?
- * skb->sk is the sending socket for what this host's sockets send (NULL when forwarded;
- * a request or time-wait socket, for a SYN-ACK or a RST, is not a full one). If so, k
- * is its far end as an fl_lease_conn. */
-static __always_inline bool server_sock(struct __sk_buff *skb, __u32 port, struct fl_lease_conn *k)
-{
-	struct bpf_sock *sk = skb->sk;
-	__u32 family;
-
-	if (!sk)
-		return false;
-	sk = bpf_sk_fullsock(sk);
-	if (!sk || sk->protocol != IPPROTO_TCP || sk->src_port != port)
-		return false;
-	/* Each field read at its constant offset: the verifier refuses arithmetic on a
-	 * socket pointer. */
-	family = sk->family;
-	k->port = sk->dst_port;
-	if (family == FL_AF_INET) {
-		__u32 ip4 = sk->dst_ip4;
-
-		k->addr[10] = 0xff;
-		k->addr[11] = 0xff;
-		__builtin_memcpy(&k->addr[12], &ip4, 4);
 		return true;
 	}
-	if (family == FL_AF_INET6) {
-		__u32 w[4] = {sk->dst_ip6[0], sk->dst_ip6[1], sk->dst_ip6[2], sk->dst_ip6[3]};
-
-		__builtin_memcpy(k->addr, w, 16);
+	if (proto != IPPROTO_TCP || bpf_skb_load_bytes(skb, l3 + 12, &b, 1))
 		return true;
-	}
-	return false;
+	if ((__u32)(b >> 4) * 4 < 20)
+		return true;
+	return skb->len > l3 + (__u32)(b >> 4) * 4;
 }
 
-/* Past the deadline, and not toward an allowed connection: TC_ACT_SHOT. */
-static __always_inline int judge(const struct fl_lease_state *l, const struct fl_lease_conn *k)
-{
-	if (bpf_ktime_get_ns() < l->deadline_ns) {
-		count(FL_LC_HELD);
-		return TC_ACT_UNSPEC;
-	}
-	if (bpf_map_lookup_elem(&fl_lease_allow, k)) {
-		count(FL_LC_ALLOWED);
-		return TC_ACT_UNSPEC;
-	}
-	count(FL_LC_DROPPED);
-	return TC_ACT_SHOT;
-}
-
-/* A packet whose TCP header the parser cannot see (see parse_seg): judged as a reply
- * (fail closed) when the socket that sent it is the server's, else let through. */
-static __always_inline int judge_unparsed(struct __sk_buff *skb, const struct fl_lease_state *l,
-					  __u32 port)
-{
-	struct fl_lease_conn k = {};
-
-	if (!server_sock(skb, port, &k))
-		return TC_ACT_UNSPEC;
-	return judge(l, &k);
-}
-
-SEC("tc")
+/* Returns 1 (let through) or 0 (drop), as cgroup_skb programs do. */
+SEC("cgroup_skb/egress")
 int fl_lease_egress(struct __sk_buff *skb)
 {
-	struct fl_lease_conn k = {};
 	struct fl_lease_state *l;
-	struct tcphdr *tcp;
-	__u32 zero = 0, len = 0, port;
+	struct bpf_sock *sk;
+	__u32 zero = 0;
+	__u64 cookie;
 
+	/* A request or time-wait socket (SYN-ACK, RST) is not a full one: no data. */
+	sk = skb->sk;
+	if (!sk)
+		return 1;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk || !bpf_sk_storage_get(&fl_lease_srv, sk, 0, 0))
+		return 1;
 	l = bpf_map_lookup_elem(&fl_lease, &zero);
-	if (!l || !l->port)
-		return TC_ACT_UNSPEC;
-	port = l->port;
-	/* A header past the linear data (a packet rebuilt on the way, never what the
-	 * server's TCP sends) is not pulled in: the socket judges it as one unparsed. */
-	parse_seg(skb, &tcp, &k, &len);
-	if (!tcp)
-		return judge_unparsed(skb, l, port);
-	if (tcp->source == bpf_htons((__u16)port)) {
-		k.port = tcp->dest;
-	} else {
-		/* Another source port, from the server's socket: its reply with the port
-		 * rewritten (NAT); judged, toward the socket's far end. */
-		__builtin_memset(&k, 0, sizeof(k));
-		if (!server_sock(skb, port, &k))
-			return TC_ACT_UNSPEC;
+	if (!l || !l->port || !carries_data(skb, sk))
+		return 1;
+	if (bpf_ktime_get_ns() < l->deadline_ns) {
+		count(FL_LC_HELD);
+		return 1;
 	}
-	/* Handshakes, bare ACKs, FIN and RST carry no reply: only data can acknowledge
-	 * a write (a truncated or lying length counts as data). */
-	if (len <= (__u32)tcp->doff * 4 && len >= sizeof(*tcp))
-		return TC_ACT_UNSPEC;
-	return judge(l, &k);
+	cookie = bpf_get_socket_cookie(skb);
+	if (bpf_map_lookup_elem(&fl_lease_ok, &cookie)) {
+		count(FL_LC_ALLOWED);
+		return 1;
+	}
+	count(FL_LC_DROPPED);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -2,15 +2,17 @@
 /* The write lease in the kernel (bpf/lease.bpf.c): the keys and values of its maps.
  * Shared by BPF (after vmlinux.h) and userspace (after <linux/types.h>).
  *
- * The agent writes the lease; the program reads it for every TCP segment the local
- * server sends (source port = the server's port) on every interface, loopback
- * included, and drops the segment once the deadline has passed unless its
- * destination is an allowed connection (the agent's own, the replicas', the
- * controller's). A reply that never leaves the host acknowledges nothing. */
+ * The server's sockets carry a mark (fl_lease_srv, socket storage that accepted sockets
+ * inherit from their listener); the agent writes the lease; the program, at cgroup
+ * egress of the whole cgroup v2 hierarchy, drops every packet with data of a marked
+ * socket once the deadline has passed, unless the socket's cookie is allowed (the
+ * agent's own connection, the replicas', the controller's). A reply that never leaves
+ * its socket acknowledges nothing. */
 #ifndef FL_LEASE_MAP_H
 #define FL_LEASE_MAP_H
 
-#define FL_LEASE_MAX_ALLOW 1024 /* entries of fl_lease_allow */
+#define FL_LEASE_MAX_ALLOW 1024 /* entries of fl_lease_ok */
+#define FL_LEASE_MAX_PORTS 16	/* entries of fl_lease_ports */
 
 /* Value of fl_lease (an array of one, key 0). Times are bpf_ktime_get_ns()
  * (CLOCK_MONOTONIC). port 0: the program lets everything through (not armed). */
@@ -21,7 +23,22 @@ struct fl_lease_state {
 	__u64 dropped_mark; /* fl_lease_cnt[FL_LC_DROPPED] when the lease was last taken: a
 			     * lease taken back after drops first closes the connections */
 	__u32 source;	    /* enum fl_lease_source of the last renewal */
-	__u32 port;	    /* the server's TCP port, host order; 0 = not armed */
+	__u32 port;	    /* the server's TCP port ([node] redis), host order; 0 = not
+			     * armed: every packet passes */
+};
+
+/* Value of fl_lease_cfg (an array of one, key 0), written by the agent: which sockets
+ * the bind hooks mark as the server's. A TCP socket bound in the server's network
+ * namespace by the server's process, or to one of the ports in fl_lease_ports (the
+ * ports the server listened on: a server restarted while its agent is away is marked
+ * again by its port). */
+struct fl_lease_cfg {
+	__u64 netns_cookie; /* the server's network namespace (SO_NETNS_COOKIE); 0: mark none */
+	__u32 tgid; /* the server's process (as the agent's pid namespace sees it); 0: none */
+	/* The namespace's ephemeral ports (ip_local_port_range), host order: a socket the
+	 * server's process binds to one is a connection it makes (a replica's link to its
+	 * primary), not a listener; not marked (it acknowledges no client's write). */
+	__u16 eph_lo, eph_hi;
 };
 
 enum fl_lease_source {
@@ -30,10 +47,14 @@ enum fl_lease_source {
 	FL_LEASE_SRC_PEER = 2,	     /* an echo reply of a peer, delivered to the agent */
 };
 
-/* Key of fl_lease_allow: a connection of the server that keeps flowing without the
- * lease, by its far end as the server sees it. IPv4 as ::ffff:a.b.c.d, so that
- * `bpftool map dump` prints the bytes. port in network order. Value: enum
- * fl_lease_allow_kind. */
+/* fl_lease_ok: key a socket cookie (SO_COOKIE, never reused while the host runs) of a
+ * server's socket that keeps flowing without the lease; value enum fl_lease_allow_kind.
+ * fl_lease_srv: socket storage (BPF_F_CLONE), value FL_LEASE_MARK on the server's
+ * sockets. fl_lease_ports: key a TCP port (host order, __u32), value 1. */
+#define FL_LEASE_MARK 1
+
+/* A connection by its addresses, as the agent's CLIENT LIST and sock_diag see them
+ * (userspace only): IPv4 as ::ffff:a.b.c.d, port in network order. */
 struct fl_lease_conn {
 	__u8 addr[16];
 	__u16 port;
@@ -43,20 +64,21 @@ struct fl_lease_conn {
 enum fl_lease_allow_kind {
 	FL_LEASE_ALLOW_AGENT = 1,      /* this node's agent (PING, INFO, CLIENT PAUSE) */
 	FL_LEASE_ALLOW_REPLICA = 2,    /* a replica's link (flags S in CLIENT LIST) */
-	FL_LEASE_ALLOW_CONTROLLER = 3, /* the controller (name flatline-controller) */
+	FL_LEASE_ALLOW_CONTROLLER = 3, /* the controller (its name proves the connection) */
 };
 
 /* Index of fl_lease_cnt (per-CPU array of __u64). */
 enum fl_lease_counter {
-	FL_LC_DROPPED = 0, /* segments of the server dropped: lease run out */
-	FL_LC_ALLOWED = 1, /* segments let through without the lease: allowed connection */
-	FL_LC_HELD = 2,	   /* segments of the server that left under the lease */
+	FL_LC_DROPPED = 0, /* packets of the server dropped: lease run out */
+	FL_LC_ALLOWED = 1, /* packets let through without the lease: allowed connection */
+	FL_LC_HELD = 2,	   /* packets of the server that left under the lease */
 	FL_LC_MAX = 3,
 };
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct fl_lease_state) == 40, "fl_lease layout");
 _Static_assert(sizeof(struct fl_lease_conn) == 20, "fl_lease_conn layout");
+_Static_assert(sizeof(struct fl_lease_cfg) == 16, "fl_lease_cfg layout");
 #endif
 
 #endif

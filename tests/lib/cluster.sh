@@ -411,6 +411,9 @@ cl_redis_start() {
 		--logfile "$d/redis.log" --repl-diskless-sync-delay 0
 		--enable-debug-command local)
 	[ -n "$m" ] && args+=(--replicaof "$(cl_ip "$m")" 6379)
+	# CL_REDIS_EXTRA: more arguments for every server (words; a test's tls-port, say).
+	# shellcheck disable=SC2206
+	args+=(${CL_REDIS_EXTRA:-})
 	logged=$( (wc -l <"$d/redis.log") 2>/dev/null || echo 0)
 	cg=$(cl_cg "$i")
 	if [ -n "$cg" ]; then

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include "common/auth.h"
 
 #define NODE_KEY_N1    "0be4544273e00aa7baae2753709a10ac22393c8eb02eaf48f209554f31c6bc61"
@@ -129,6 +131,79 @@ static void test_hello_parse(void **s)
 	assert_int_equal(hello("other", "2", "n1", nonce, 5, &node, why), -EINVAL);
 }
 
+static void v4(struct sockaddr_in *a, const char *ip, int port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons(port);
+	assert_int_equal(inet_pton(AF_INET, ip, &a->sin_addr), 1);
+}
+
+static void v6(struct sockaddr_in6 *a, const char *ip, int port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin6_family = AF_INET6;
+	a->sin6_port = htons(port);
+	assert_int_equal(inet_pton(AF_INET6, ip, &a->sin6_addr), 1);
+}
+
+/* The controller's connection name: bound to the key, the node and both ends; an IPv4
+ * end and its IPv4-mapped IPv6 form give the same name (the agent reads both ways). */
+static void test_conn_name(void **s)
+{
+	uint8_t k[AUTH_KEY_LEN], k2[AUTH_KEY_LEN];
+	char a[AUTH_CONN_NAME_MAX], b[AUTH_CONN_NAME_MAX];
+	struct sockaddr_in c4, s4, o4;
+	struct sockaddr_in6 c6, s6;
+
+	(void)s;
+	assert_int_equal(auth_node_key("0123456789abcdef", 16, "n1", k), 0);
+	assert_int_equal(auth_node_key("0123456789abcdef", 16, "n2", k2), 0);
+	v4(&c4, "10.77.0.254", 40000);
+	v4(&s4, "10.77.0.1", 6379);
+	v6(&c6, "::ffff:10.77.0.254", 40000);
+	v6(&s6, "::ffff:10.77.0.1", 6379);
+	assert_int_equal(auth_conn_name(k, "n1", (void *)&c4, (void *)&s4, a, sizeof(a)), 0);
+	assert_int_equal(strlen(a), strlen(AUTH_CONN_NAME_PREFIX) + 2 * AUTH_CONN_MAC_LEN);
+	assert_int_equal(strncmp(a, AUTH_CONN_NAME_PREFIX, strlen(AUTH_CONN_NAME_PREFIX)), 0);
+	assert_int_equal(auth_conn_name(k, "n1", (void *)&c6, (void *)&s6, b, sizeof(b)), 0);
+	assert_string_equal(a, b);
+	/* Another client port (a copier's connection), node or key: another name. */
+	v4(&o4, "10.77.0.254", 40001);
+	assert_int_equal(auth_conn_name(k, "n1", (void *)&o4, (void *)&s4, b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	assert_int_equal(auth_conn_name(k, "n2", (void *)&c4, (void *)&s4, b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	assert_int_equal(auth_conn_name(k2, "n1", (void *)&c4, (void *)&s4, b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	/* Ends swapped: another name. */
+	assert_int_equal(auth_conn_name(k, "n1", (void *)&s4, (void *)&c4, b, sizeof(b)), 0);
+	assert_string_not_equal(a, b);
+	/* Too small a buffer, not an IP end. */
+	assert_int_equal(auth_conn_name(k, "n1", (void *)&c4, (void *)&s4, b, 10), -ENOSPC);
+	c4.sin_family = AF_UNIX;
+	assert_int_equal(auth_conn_name(k, "n1", (void *)&c4, (void *)&s4, b, sizeof(b)),
+			 -EAFNOSUPPORT);
+}
+
+/* A node's key: [node] key wins, else the secret's; neither: -ENOKEY. */
+static void test_key_for(void **s)
+{
+	uint8_t k[AUTH_KEY_LEN], want[AUTH_KEY_LEN];
+	char hex[AUTH_HEX_LEN + 1];
+
+	(void)s;
+	assert_int_equal(auth_node_key("0123456789abcdef", 16, "n1", want), 0);
+	assert_int_equal(auth_key_for("", "0123456789abcdef", "n1", k), 0);
+	assert_memory_equal(k, want, AUTH_KEY_LEN);
+	memset(want, 0x5a, sizeof(want));
+	auth_hex(want, sizeof(want), hex);
+	assert_int_equal(auth_key_for(hex, "0123456789abcdef", "n1", k), 0);
+	assert_memory_equal(k, want, AUTH_KEY_LEN);
+	assert_int_equal(auth_key_for("", "", "n1", k), -ENOKEY);
+	assert_int_equal(auth_key_for("zz", "", "n1", k), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -137,6 +212,8 @@ int main(void)
 	    cmocka_unit_test(test_proofs_bound_to_role_node_nonces),
 	    cmocka_unit_test(test_proof_vector),
 	    cmocka_unit_test(test_hello_parse),
+	    cmocka_unit_test(test_conn_name),
+	    cmocka_unit_test(test_key_for),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

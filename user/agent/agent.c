@@ -560,7 +560,9 @@ static void log_agent_start(struct agent *a)
 static int check_caps(const struct agent *a)
 {
 	uint64_t need = AGENT_LOAD_CAPS | (wants_probe(a) ? AGENT_PROBE_CAPS : 0) |
-			(a->cfg && a->cfg->agent.lease_ms ? CAPS_BIT(CAP_NET_ADMIN) : 0),
+			(a->cfg && a->cfg->agent.lease_ms
+			     ? CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_SYS_PTRACE)
+			     : 0),
 		 eff;
 	char names[256];
 	int err = caps_get(&eff, NULL);
@@ -583,13 +585,14 @@ static int check_caps(const struct agent *a)
 /* Everything is loaded and attached: keep only what the agent still uses. */
 static int drop_caps(struct agent *a)
 {
-	/* The write lease's tc programs (lease_watch) likewise. */
-	uint64_t keep = a->probe || agent_lease_on(a) ? AGENT_RUN_PROBE_CAPS : 0, eff;
+	/* The write lease's maps and sockets (lease_watch) likewise, and the server's
+	 * descriptors; opened parked (shadow mode heard) it keeps them to be armed. */
+	uint64_t keep = a->lease ? AGENT_RUN_LEASE_CAPS : a->probe ? AGENT_RUN_PROBE_CAPS : 0, eff;
 
 	/* Shadow mode with a lease to take when the controller says active: what opening
-	 * it needs (loading and attaching the program). */
+	 * it needs (loading and attaching the program, marking the server's sockets). */
 	if (a->srv && a->shadow && a->cfg->agent.lease_ms)
-		keep |= AGENT_LOAD_CAPS | CAPS_BIT(CAP_NET_ADMIN);
+		keep |= AGENT_LOAD_CAPS | AGENT_RUN_LEASE_CAPS;
 	char names[256];
 	int err;
 
@@ -665,7 +668,7 @@ static int agent_run(struct agent *a)
 	}
 	/* Events that arrived before the loop started. */
 	proc_watch_consume(a->pw);
-	err = event_base_dispatch(a->base) < 0 ? -EIO : 0;
+	err = event_base_dispatch(a->base) < 0 ? -EIO : a->fatal;
 	daemon_notify_stopping();
 cleanup:
 	if (ev_rb)

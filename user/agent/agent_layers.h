@@ -47,6 +47,8 @@
  * test_pkg.sh). With peers it keeps these two, to attach the tc programs to an
  * interface a peer's route moves to later (and, before tcx, to remove its filters): */
 #define AGENT_RUN_PROBE_CAPS (CAPS_BIT(CAP_NET_ADMIN) | CAPS_BIT(CAP_BPF))
+/* The write lease also copies the server's socket descriptors (pidfd_getfd). */
+#define AGENT_RUN_LEASE_CAPS (AGENT_RUN_PROBE_CAPS | CAPS_BIT(CAP_SYS_PTRACE))
 #define AGENT_SYNC_MS	     1000
 
 /* What the controller last said (the leader's answer to a REPORT): written by
@@ -79,6 +81,7 @@ struct agent {
 	struct cfg_node *me; /* this node in cfg */
 
 	struct event_base *base;
+	int fatal; /* -errno: a layer stopped the loop for good (the agent exits 1) */
 	struct proc_watch *pw;
 	struct sched_watch *sw; /* with a cluster file: the server's scheduler state */
 	struct evlog *log;
@@ -178,7 +181,7 @@ void agent_lease_on_srv_connected(void *ctx, int fd);
 void agent_lease_on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns);
 /* REPORT's lease, lease_ms_left and lease_source keys, while on. */
 void agent_lease_report(const struct agent *a, struct rep_msg *m);
-/* Once a second: attaches the enforcing program to new interfaces. */
+/* Once a second (and every heartbeat): a new server process's sockets marked. */
 void agent_lease_rescan(struct agent *a);
 /* Closes the kernel side; the pins stay (the lease outlives the agent). */
 void agent_lease_close(struct agent *a);

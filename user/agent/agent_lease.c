@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The agent's write lease glue (agent/lease.h decides, bpf/lease.bpf.c enforces
  * through kern/lease_watch): renewals from controller answers and peer round
- * trips, taking and dropping it in the kernel, and the connections allowed
- * without it (ours, then CLIENT LIST's). */
+ * trips, taking and dropping it in the kernel, the server's sockets marked (its
+ * process, a new one as it comes), and the connections allowed without it, by socket
+ * cookie: ours, then CLIENT LIST's replicas and the controller's proven connection. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/socket.h>
+#include "common/auth.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "agent/lease.h"
@@ -17,7 +19,7 @@
 
 /* The write lease's glue state; a->lease is NULL while the lease is off. */
 struct agent_lease {
-	struct lease_watch *lw; /* the kernel side: map, tcx programs, pins */
+	struct lease_watch *lw; /* the kernel side: maps, cgroup programs, pins */
 	struct lease_sm sm;	/* the pure decision (agent/lease.h) */
 	bool held;		/* as written to the kernel and logged */
 	bool grant_pending;	/* taken back after drops: waits for a fresh CLIENT LIST */
@@ -25,15 +27,20 @@ struct agent_lease {
 	uint64_t opened_ns;	/* opened parked at this time: armed by a later report's answer */
 	uint64_t lost_ns;	/* when it was last lost (0: never held by this agent) */
 	unsigned int polls;	/* CLIENT LIST polls asked while held (every tenth goes) */
-	/* Connections that flow without the lease: ours, then CLIENT LIST's. */
-	struct fl_lease_conn allow[FL_LEASE_MAX_ALLOW];
+	/* Sockets of the server that flow without the lease, by cookie: ours, then
+	 * CLIENT LIST's. */
+	__u64 allow[FL_LEASE_MAX_ALLOW];
 	__u32 allow_kind[FL_LEASE_MAX_ALLOW];
 	int nallow;
-	struct fl_lease_conn own; /* the monitor connection's far end as the server sees it */
+	__u64 own; /* the server's end of the monitor connection */
 	bool have_own;
-	/* CLIENT LIST's answer, parsed (here rather than on the stack: 2 KiB). */
-	struct fl_lease_conn listed[FL_LEASE_MAX_ALLOW];
+	/* CLIENT LIST's answer, parsed (here rather than on the stack: 12 KiB). */
+	__u64 listed[FL_LEASE_MAX_ALLOW];
 	__u32 listed_kind[FL_LEASE_MAX_ALLOW];
+	pid_t scanned;		   /* the server process whose sockets were marked (0: none yet) */
+	pid_t failed;		   /* the last one that could not be (said once) */
+	uint8_t key[AUTH_KEY_LEN]; /* the node's key: proves the controller's connection */
+	bool have_key;
 };
 
 static uint64_t now_ns(void)
@@ -155,7 +162,7 @@ static void take_in_kernel(struct agent *a)
 	int killed = 0, err;
 
 	if (dropped != l->sm.k.dropped_mark) {
-		killed = lease_kill_conns(a->me->redis.port, l->allow, l->nallow);
+		killed = lease_kill_conns(l->lw, l->allow, l->nallow);
 		if (killed < 0) {
 			pr_warn("failed to close the server's client connections: %s; lease not "
 				"taken\n",
@@ -208,17 +215,65 @@ void agent_lease_drop(struct agent *a, const char *why)
 		apply_change(a, lease_give_up(&a->lease->sm), why);
 }
 
-/* Once per heartbeat: a lease that ran out unrenewed is lost. */
+/* The server's process, once known and whenever it changes: its sockets marked, the
+ * bind hooks told its pid and ports. A server listening on a UNIX socket cannot be
+ * guarded (no packet of it passes a socket filter): the agent stops (a->fatal). */
+static void mark_server(struct agent *a)
+{
+	struct agent_lease *l = a->lease;
+	pid_t pid = srvmon_state(a->srv)->pid;
+	struct lease_scan sc;
+	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1];
+	int err, n = 0;
+
+	if (!l || pid <= 0 || pid == l->scanned)
+		return;
+	err = lease_scan_pid(l->lw, pid, &sc);
+	if (err && !sc.marked) {
+		/* Tried again every heartbeat, said once per process. */
+		if (l->failed != pid)
+			pr_warn(
+			    "failed to mark the server's sockets (pid %d): %s; the lease does not "
+			    "guard them yet\n",
+			    (int)pid, strerror(-err));
+		l->failed = pid;
+		return;
+	}
+	l->scanned = pid;
+	if (sc.unix_path[0]) {
+		pr_warn("the server (pid %d) listens on the UNIX socket %s, which the write lease "
+			"cannot guard: set unixsocket to \"\" in its configuration, or [agent] "
+			"lease_ms = 0; the agent stops\n",
+			(int)pid, sc.unix_path);
+		a->fatal = -EPROTONOSUPPORT;
+		event_base_loopbreak(a->base);
+		return;
+	}
+	ports[n++] = (uint16_t)a->me->redis.port;
+	for (int i = 0; i < sc.nports; i++)
+		if (sc.ports[i] != ports[0])
+			ports[n++] = sc.ports[i];
+	err = lease_watch_set_server(l->lw, (uint32_t)pid, ports, n);
+	if (err)
+		pr_warn("failed to write the server's pid and ports to the lease: %s\n",
+			strerror(-err));
+	pr_info("write lease guards the server's sockets (pid %d: %d marked, %d port(s))\n",
+		(int)pid, sc.marked, n);
+}
+
+/* Once per heartbeat: a lease that ran out unrenewed is lost; a new server process is
+ * marked. */
 void agent_lease_tick(struct agent *a)
 {
 	uint64_t now = now_ns();
 
+	if (a->lease)
+		mark_server(a); /* parked too: armed later, the sockets are marked already */
 	if (agent_lease_on(a) && a->lease->held && !lease_held(&a->lease->sm, now))
 		mark_lost(a, "expired", now);
 }
 
-static void sync_allow(struct agent_lease *l, const struct fl_lease_conn *c, const __u32 *kind,
-		       int n)
+static void sync_allow(struct agent_lease *l, const __u64 *c, const __u32 *kind, int n)
 {
 	int err;
 
@@ -229,7 +284,7 @@ static void sync_allow(struct agent_lease *l, const struct fl_lease_conn *c, con
 		l->nallow = 1;
 	}
 	for (int i = 0; i < n && l->nallow < FL_LEASE_MAX_ALLOW; i++) {
-		if (l->have_own && !memcmp(&c[i], &l->own, sizeof(l->own)))
+		if (l->have_own && c[i] == l->own)
 			continue;
 		l->allow[l->nallow] = c[i];
 		l->allow_kind[l->nallow++] = kind[i];
@@ -244,32 +299,43 @@ void agent_lease_on_srv_connected(void *ctx, int fd)
 {
 	struct agent *a = ctx;
 	struct agent_lease *l = a->lease;
-	struct sockaddr_storage ss = {0};
-	socklen_t len = sizeof(ss);
-	int ours;
+	struct sockaddr_storage me = {0}, srv = {0};
+	socklen_t ml = sizeof(me), sl = sizeof(srv);
+	struct fl_lease_conn mine, theirs;
+	int ours, err = -ENOTCONN;
 
 	if (!l)
 		return;
-	l->have_own = fd >= 0 && !getsockname(fd, (struct sockaddr *)&ss, &len) &&
-		      (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
-	if (l->have_own)
-		lease_conn_make(&l->own, (struct sockaddr *)&ss);
+	/* The server's end of our connection, by its cookie: no other socket has it. */
+	if (fd >= 0 && !getsockname(fd, (struct sockaddr *)&me, &ml) &&
+	    !getpeername(fd, (struct sockaddr *)&srv, &sl) &&
+	    (me.ss_family == AF_INET || me.ss_family == AF_INET6)) {
+		lease_conn_make(&mine, (struct sockaddr *)&me);
+		lease_conn_make(&theirs, (struct sockaddr *)&srv);
+		err = lease_conn_cookie(&theirs, &mine, &l->own);
+	}
+	l->have_own = !err;
+	if (err && fd >= 0)
+		pr_warn("failed to find the server's end of the agent's connection: %s; the lease "
+			"does not exempt it\n",
+			strerror(-err));
 	/* Keep the others known so far (their kinds are kept with them). */
 	ours = l->nallow && l->allow_kind[0] == FL_LEASE_ALLOW_AGENT;
 	sync_allow(l, l->allow + ours, l->allow_kind + ours, l->nallow - ours);
 }
 
-/* "addr=1.2.3.4:5678" (or "[::1]:5678") of a CLIENT LIST line into k. */
-static bool client_addr(const char *line, struct fl_lease_conn *k)
+/* "addr=1.2.3.4:5678" (or "[::1]:5678") of a CLIENT LIST line into k; key " addr="
+ * or " laddr=". */
+static bool client_addr(const char *line, const char *key, struct fl_lease_conn *k)
 {
-	const char *p = strstr(line, " addr="), *colon, *end;
+	const char *p = strstr(line, key), *colon, *end;
 	char host[64], *pend;
 	long port;
 	size_t n;
 
 	if (!p)
 		return false;
-	p += 6;
+	p += strlen(key);
 	end = p + strcspn(p, " \n");
 	for (colon = end; colon > p && *colon != ':'; colon--)
 		;
@@ -305,12 +371,50 @@ static bool client_field(const char *line, const char *key, const char *want, bo
 	return memchr(p, want[0], n) != NULL;
 }
 
+/* An fl_lease_conn as a sockaddr (for auth_conn_name). */
+static void conn_sockaddr(const struct fl_lease_conn *k, struct sockaddr_in6 *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin6_family = AF_INET6;
+	memcpy(&sa->sin6_addr, k->addr, 16);
+	sa->sin6_port = k->port;
+}
+
+/* Is this line the controller's own connection? Its name proves it (auth_conn_name over
+ * the ends the server sees): a client that copies the name has another address. */
+static bool controller_conn(const struct agent *a, const char *line,
+			    const struct fl_lease_conn *client, const struct fl_lease_conn *server)
+{
+	const struct agent_lease *l = a->lease;
+	struct sockaddr_in6 c6, s6;
+	char want[AUTH_CONN_NAME_MAX];
+
+	if (!l->have_key || !strstr(line, " name=" AUTH_CONN_NAME_PREFIX))
+		return false;
+	/* As IPv6 (IPv4 mapped): auth_conn_name writes IPv4 ends the same way. */
+	conn_sockaddr(client, &c6);
+	conn_sockaddr(server, &s6);
+	if (auth_conn_name(l->key, a->node, (struct sockaddr *)&c6, (struct sockaddr *)&s6, want,
+			   sizeof(want)))
+		return false;
+	return client_field(line, " name=", want, true);
+}
+
+/* The server's end of a CLIENT LIST line (laddr=, Redis 6.2; else [node] redis). */
+static bool server_end(const struct agent *a, const char *line, struct fl_lease_conn *k)
+{
+	if (client_addr(line, " laddr=", k))
+		return true;
+	return !lease_conn_parse(k, a->me->redis.host, (uint16_t)a->me->redis.port);
+}
+
 static void on_client_list(void *ctx, redisReply *r, void *priv)
 {
 	struct agent *a = priv; /* ctx is the monitor's (srvmon_send) */
 	struct agent_lease *l = a->lease;
-	struct fl_lease_conn *c = l ? l->listed : NULL;
+	__u64 *c = l ? l->listed : NULL;
 	__u32 *kind = l ? l->listed_kind : NULL;
+	struct fl_lease_conn client, server;
 	char line[1024];
 	int n = 0;
 
@@ -324,11 +428,15 @@ static void on_client_list(void *ctx, redisReply *r, void *priv)
 		/* A leading space: every key is then found as " key=". */
 		snprintf(line, sizeof(line), " %.*s", (int)len, p);
 		p += len + (p[len] == '\n');
+		if (!client_addr(line, " addr=", &client) || !server_end(a, line, &server))
+			continue;
+		/* A replica's link (flags S): what the server sends it acknowledges no
+		 * client's write, whoever asked to be a replica. */
 		if (client_field(line, " flags=", "S", false))
 			k = FL_LEASE_ALLOW_REPLICA;
-		else if (client_field(line, " name=", "flatline-controller", true))
+		else if (controller_conn(a, line, &client, &server))
 			k = FL_LEASE_ALLOW_CONTROLLER;
-		if (k && client_addr(line, &c[n]))
+		if (k && !lease_conn_cookie(&server, &client, &c[n]))
 			kind[n++] = k;
 	}
 	sync_allow(l, c, kind, n);
@@ -368,9 +476,11 @@ static int lease_open(struct agent *a, bool armed)
 	int err;
 
 	if (!a->me->redis.port || a->me->redis.unix_path[0]) {
-		pr_warn("the write lease guards TCP only: %s is a unix socket, lease off\n",
-			a->me->redis_str);
-		return 0;
+		pr_warn("failed to start the write lease: [node \"%s\"] redis = %s is a UNIX "
+			"socket, which the lease cannot guard; give a TCP address, or set [agent] "
+			"lease_ms = 0\n",
+			a->node, a->me->redis_str);
+		return -EPROTONOSUPPORT;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -386,10 +496,11 @@ static int lease_open(struct agent *a, bool armed)
 	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
 	l->parked = !armed;
 	l->opened_ns = armed ? 0 : now_ns();
+	l->have_key = !auth_key_for(a->me->key, a->cfg->secret, a->node, l->key);
 	/* A lease left by a previous agent still runs: kept, renewed as before. */
 	l->held = armed && lease_held(&l->sm, now_ns());
 	a->lease = l;
-	pr_info("write lease for port %d: %s, pins in %s\n", a->me->redis.port,
+	pr_info("write lease for the server of %s: %s, pins in %s\n", a->me->redis_str,
 		!armed	  ? "opened, taken with the controller's next answer"
 		: l->held ? "held (left by the previous agent)"
 			  : "not held",
@@ -530,8 +641,7 @@ void agent_lease_report(const struct agent *a, struct rep_msg *m)
 
 void agent_lease_rescan(struct agent *a)
 {
-	if (a->lease && lease_watch_rescan(a->lease->lw) > 0)
-		pr_info("write lease attached to new interfaces\n");
+	mark_server(a);
 }
 
 void agent_lease_close(struct agent *a)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -153,4 +154,58 @@ int auth_hello_parse(int argc, const char *const *argv, const size_t *lens, cons
 	}
 	*node = argv[3];
 	return 0;
+}
+
+int auth_key_for(const char *key_hex, const char *secret, const char *node,
+		 uint8_t key[AUTH_KEY_LEN])
+{
+	if (key_hex && key_hex[0])
+		return auth_unhex(key_hex, strlen(key_hex), key, AUTH_KEY_LEN);
+	if (!secret || !secret[0])
+		return -ENOKEY;
+	return auth_node_key(secret, strlen(secret), node, key);
+}
+
+/* An address as 16 bytes (IPv4 as ::ffff:a.b.c.d) and a port, network order, in hex. */
+static int conn_end_hex(const struct sockaddr *sa, char out[2 * 18 + 1])
+{
+	uint8_t b[18] = {0};
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		b[10] = b[11] = 0xff;
+		memcpy(&b[12], &in->sin_addr, 4);
+		memcpy(&b[16], &in->sin_port, 2);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		memcpy(b, &in6->sin6_addr, 16);
+		memcpy(&b[16], &in6->sin6_port, 2);
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	auth_hex(b, sizeof(b), out);
+	return 0;
+}
+
+int auth_conn_name(const uint8_t key[AUTH_KEY_LEN], const char *node, const struct sockaddr *client,
+		   const struct sockaddr *server, char *out, size_t outlen)
+{
+	char msg[64 + CFG_ID_MAX + 2 * 37], hc[37], hs[37], hex[AUTH_HEX_LEN + 1];
+	uint8_t mac[AUTH_MAC_LEN];
+	unsigned int len = 0;
+	int n;
+
+	if (conn_end_hex(client, hc) || conn_end_hex(server, hs))
+		return -EAFNOSUPPORT;
+	n = snprintf(msg, sizeof(msg), "flatline-v2 server-conn\n%s\n%s\n%s", node, hc, hs);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return -EINVAL;
+	if (!HMAC(EVP_sha256(), key, AUTH_KEY_LEN, (const unsigned char *)msg, n, mac, &len) ||
+	    len != AUTH_MAC_LEN)
+		return -EIO;
+	auth_hex(mac, AUTH_CONN_MAC_LEN, hex);
+	n = snprintf(out, outlen, "%s%s", AUTH_CONN_NAME_PREFIX, hex);
+	return n < 0 || (size_t)n >= outlen ? -ENOSPC : 0;
 }

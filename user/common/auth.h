@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define AUTH_PROTO_VERSION "2"
 #define AUTH_KEY_LEN	   32
@@ -45,6 +46,24 @@ int auth_proof(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char 
 bool auth_check(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char *node,
 		const uint8_t na[AUTH_NONCE_LEN], const uint8_t nc[AUTH_NONCE_LEN], const char *hex,
 		size_t hexlen);
+
+/* A node's key: key_hex ([node] key) if set, else derived from the cluster secret;
+ * -ENOKEY with neither, -EINVAL for a malformed key_hex. */
+int auth_key_for(const char *key_hex, const char *secret, const char *node,
+		 uint8_t key[AUTH_KEY_LEN]);
+
+/* The name (CLIENT SETNAME) the controller gives its connection to a node's server,
+ * proving which connection is its own to the node's agent, which reads it in CLIENT
+ * LIST: AUTH_CONN_NAME_PREFIX and the hex of the first AUTH_CONN_MAC_LEN bytes of
+ *   HMAC-SHA256(K_n, "flatline-v2 server-conn\n" node "\n" hex(client) "\n" hex(server))
+ * where client and server are the connection's ends (16-byte address, IPv4 as
+ * ::ffff:a.b.c.d, then the port, network order). A client that copies the name has
+ * another client end, so the name does not prove its connection. 0 or -errno. */
+#define AUTH_CONN_NAME_PREFIX "flatline-controller-"
+#define AUTH_CONN_MAC_LEN     16
+#define AUTH_CONN_NAME_MAX    (sizeof(AUTH_CONN_NAME_PREFIX) + 2 * (size_t)AUTH_CONN_MAC_LEN)
+int auth_conn_name(const uint8_t key[AUTH_KEY_LEN], const char *node, const struct sockaddr *client,
+		   const struct sockaddr *server, char *out, size_t outlen);
 
 /* The controller's parse of "HELLO flatline <version> <node> <nonce_a>" (argv[0]
  * is HELLO). 0 with node and na set; else a negative errno and why, the words

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <hiredis/hiredis.h>
+#include <sys/socket.h>
+#include "common/auth.h"
 #include "common/info.h"
 #include "common/log.h"
 #include "common/redis_link.h"
@@ -56,11 +58,34 @@ const char *ctl_server_runid(const struct ctl *c, int node)
 }
 
 /* The handshake: before anything held for the connection. */
+/* The connection's name: proves to the node's agent that this connection is ours, so
+ * that its write lease lets our commands be answered (common/auth.h, auth_conn_name).
+ * Plain "flatline-controller" when there is no key or the ends cannot be read. */
+static void conn_name(const struct ctl_server *s, char *name, size_t len)
+{
+	const struct cfg_node *cn = &s->ctl->cfg->nodes[s->node];
+	struct sockaddr_storage me = {0}, srv = {0};
+	socklen_t ml = sizeof(me), sl = sizeof(srv);
+	uint8_t key[AUTH_KEY_LEN];
+	int fd = redis_link_fd(s->link);
+
+	snprintf(name, len, "flatline-controller");
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&me, &ml) ||
+	    getpeername(fd, (struct sockaddr *)&srv, &sl) ||
+	    auth_key_for(cn->key, s->ctl->cfg->secret, cn->id, key))
+		return;
+	if (auth_conn_name(key, cn->id, (struct sockaddr *)&me, (struct sockaddr *)&srv, name, len))
+		snprintf(name, len, "flatline-controller");
+}
+
 static void on_server_up(void *ctx)
 {
 	struct ctl_server *s = ctx;
-	const char *setname[] = {"CLIENT", "SETNAME", "flatline-controller"};
+	char name[AUTH_CONN_NAME_MAX];
+	const char *setname[] = {"CLIENT", "SETNAME", name};
 	const char *user, *pass;
+
+	conn_name(s, name, sizeof(name));
 
 	/* The cluster file's, or the shard's SENTINEL SET auth-user/auth-pass. */
 	ctl_runtime_auth(s->ctl, s->ctl->fo.nodes[s->node].shard, &user, &pass);

@@ -1,49 +1,77 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Loader for bpf/lease.bpf.c, the write lease in the kernel.
+/* Loader for bpf/lease.bpf.c, the write lease in the kernel (lease_watch.c), and the
+ * lease's sockets (lease_sock.c).
  *
- * Unlike the watch programs, the lease outlives the agent on purpose: its maps and
- * its tcx links are pinned under FL_PIN_ROOT/<node>/lease/ and stay when the agent
- * exits, is killed or stopped, so that a server whose agent is gone stops
- * acknowledging writes when the lease runs out. A new agent reuses the pinned maps
- * (the lease held stays held) and swaps its program into the pinned links. Removing
- * the directory (rm -r) detaches everything. */
+ * The programs are attached (links, multi) at the root of the cgroup v2 hierarchy:
+ * every socket of the host passes them, and the marks on the server's sockets say which
+ * are judged, so no interface, port or cgroup of the server needs to be known. Unlike
+ * the watch programs, the lease outlives the agent on purpose: its maps and links are
+ * pinned under FL_PIN_ROOT/<node>/lease/ and stay when the agent exits, is killed or
+ * stopped, so that a server whose agent is gone stops acknowledging writes when the
+ * lease runs out. A new agent reuses the pinned maps (the lease held stays held, the
+ * marks stay on the sockets) and swaps its programs into the pinned links; an older
+ * agent's per-interface tcx links are removed once ours are in place. Removing the
+ * directory (rm -r) detaches everything. */
 #ifndef FL_LEASE_WATCH_H
 #define FL_LEASE_WATCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <linux/types.h>
 #include "lease_map.h"
 
-#define LEASE_WATCH_MAX_IFACES 64
-
 struct lease_watch;
 
-/* Loads the program, reusing the pinned maps if any, and attaches it (tcx egress)
- * to every interface of this network namespace; arms it for port. -errno with a
- * message; tcx needs Linux 6.6. */
+/* Loads the programs, reusing the pinned maps if any, and attaches them at the root of
+ * the cgroup v2 hierarchy; arms the lease for port ([node] redis). -errno with a
+ * message. */
 int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port);
-/* Attaches to interfaces that appeared since; the number newly attached or -errno. */
-int lease_watch_rescan(struct lease_watch *lw);
 int lease_watch_read(struct lease_watch *lw, struct fl_lease_state *l);
 int lease_watch_write(struct lease_watch *lw, const struct fl_lease_state *l);
-/* Replaces the allowed connections with these n. */
-int lease_watch_set_allow(struct lease_watch *lw, const struct fl_lease_conn *c, const __u32 *kind,
-			  int n);
+/* Replaces the allowed sockets (by cookie) with these n. */
+int lease_watch_set_allow(struct lease_watch *lw, const __u64 *cookie, const __u32 *kind, int n);
+/* Which sockets the bind hooks mark: those bound in this network namespace by tgid, or
+ * to one of ports[0..n) (replacing the earlier ports). */
+int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t *ports, int n);
+/* Marks one socket (a descriptor of ours) as the server's. */
+int lease_watch_mark(struct lease_watch *lw, int sock_fd);
+int lease_watch_marks_fd(const struct lease_watch *lw);
 uint64_t lease_watch_count(const struct lease_watch *lw, enum fl_lease_counter c);
 const char *lease_watch_pin_dir(const struct lease_watch *lw);
-int lease_watch_prog_fd(const struct lease_watch *lw);
 /* Closes the file descriptors; the pins stay (see above). NULL is fine. */
 void lease_watch_close(struct lease_watch *lw);
+
+/* ---- lease_sock.c ---- */
 
 /* An address and port (network order) as an fl_lease_conn. */
 void lease_conn_make(struct fl_lease_conn *k, const struct sockaddr *sa);
 /* "a.b.c.d" or an IPv6 address, and a port in host order; -EINVAL if not one. */
 int lease_conn_parse(struct fl_lease_conn *k, const char *addr, uint16_t port);
-/* Destroys (SOCK_DESTROY) every TCP socket of this namespace whose local port is
- * port and whose far end is not in keep[0..n): their queued replies die with them.
- * The number destroyed, or -errno. */
-int lease_kill_conns(uint16_t port, const struct fl_lease_conn *keep, int n);
+/* The cookie of this namespace's TCP socket with these local and remote ends
+ * (sock_diag); -ENOENT if there is none. */
+int lease_conn_cookie(const struct fl_lease_conn *local, const struct fl_lease_conn *remote,
+		      __u64 *cookie);
+
+#define LEASE_SCAN_MAX_PORTS 8
+#define LEASE_SCAN_MAX_CONNS 256 /* descriptors held at once while scanning */
+/* What lease_scan_pid found among a process's descriptors. */
+struct lease_scan {
+	int marked; /* TCP sockets marked */
+	int nports; /* TCP ports it listens on */
+	uint16_t ports[LEASE_SCAN_MAX_PORTS];
+	char unix_path[108]; /* a UNIX socket it listens on ("" if none) */
+	int nconn;	     /* (while scanning: connections to judge) */
+	int conn[LEASE_SCAN_MAX_CONNS];
+};
+/* Marks every TCP listener of process pid and every connection accepted on one (a copy
+ * of each descriptor, pidfd_getfd: Linux 5.6, CAP_SYS_PTRACE) and says what it listens
+ * on. 0 or -errno. */
+int lease_scan_pid(struct lease_watch *lw, pid_t pid, struct lease_scan *sc);
+/* Destroys (SOCK_DESTROY) every marked TCP connection of this namespace whose cookie is
+ * not in keep[0..n), however many: their queued replies die with them. The number
+ * destroyed, or -errno. */
+int lease_kill_conns(const struct lease_watch *lw, const __u64 *keep, int n);
 
 #endif

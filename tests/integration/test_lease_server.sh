@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The write lease guards the server process, not a port: every socket of it (its port,
+# its tls-port, any interface, one made after the agent started), whatever a client
+# names itself; every connection is cut when the lease comes back after drops, however
+# many; a server with a UNIX socket (which no socket filter sees) is refused.
+#
+# Each test brings up the three-host cluster (tests/lib/cluster.sh), every server with a
+# tls-port besides its port, and makes h1's lease lapse WITHOUT a failover: its agent
+# stopped (SIGSTOP), so nothing renews the lease and the kernel lets it run out, while
+# the peers still see h1 (no host_down). Clients on h1's own host then get no reply.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/testlib.sh
+# shellcheck source=tests/lib/cluster.sh
+. tests/lib/cluster.sh
+# shellcheck source=tests/lib/tls.sh
+. tests/lib/tls.sh
+
+PY=/usr/bin/python3
+CLIENTS=$PWD/tests/lib/lease_clients.py
+TLS_PORT=6380
+
+cluster() {
+	need_root
+	need_cmd ip nsenter nft redis-server redis-cli named tsig-keygen dig jq setsid openssl "$PY"
+	export FL_NODE_PREFIX=s${BASHPID}n
+	mkdir -p "$T/pki"
+	mkca "$T/pki" ca
+	mkcert "$T/pki" server ca "IP:10.77.0.1,IP:10.77.0.2,IP:10.77.0.3,IP:127.0.0.1"
+	CL_REDIS_EXTRA="--tls-port $TLS_PORT --tls-cert-file $T/pki/server.crt --tls-key-file $T/pki/server.key --tls-ca-cert-file $T/pki/ca.crt --tls-auth-clients no"
+	CL_KEEP=1
+	cl_init "$T/cl" "fls$BASHPID"
+	on_exit cl_down
+	cl_up || fail "cluster did not come up"
+	OLD_NODE=$(cl_node 1)
+	OLD_LOG=$CL_DIR/events-$OLD_NODE.jsonl
+	cl_until 5 cl_has_event "$OLD_LOG" '.kind == "lease_regained"' ||
+		fail "h1 never took the lease: $(tail -n 3 "$OLD_LOG")"
+}
+
+# lapse: h1's agent stopped, its lease left to run out in the kernel (500 ms).
+lapse() {
+	AGENT_PID=$(cl_pid "agent-$OLD_NODE")
+	kill -STOP "$AGENT_PID"
+	on_exit "kill -CONT $AGENT_PID"
+	sleep 1.2
+}
+resume() { kill -CONT "$AGENT_PID"; }
+
+# start_clients MODE ARGS...: lease_clients.py in h1's namespace, in the background;
+# waits until its connections are up.
+start_clients() {
+	rm -f "$T/ready" "$T/go"
+	cl_in 1 "$PY" "$CLIENTS" "$1" "$T/ready" "$T/go" "${@:2}" >"$T/clients.out" 2>&1 &
+	CLIENTS_PID=$!
+	on_exit "kill $CLIENTS_PID 2>/dev/null"
+	cl_until 20 test -s "$T/ready" || fail "clients did not connect: $(cat "$T/clients.out")"
+}
+finish_clients() {
+	touch "$T/go"
+	wait "$CLIENTS_PID" || fail "clients failed: $(cat "$T/clients.out")"
+}
+answer() { sed -n "s/^$1 //p" "$T/clients.out"; }
+
+# Past the lease: a client on the server's port, on its tls-port, and one that calls
+# itself flatline-controller (which exempted it before) all get no reply. The SETNAME
+# client connected while the lease was held, and the agent read CLIENT LIST (every
+# tenth heartbeat) before it stopped.
+test_lapsed_every_socket() {
+	local ip
+	cluster
+	ip=$(cl_ip 1)
+	start_clients probe "plain:$ip:6379" "tls:$ip:$TLS_PORT" "setname:$ip:6379" "tls:127.0.0.1:$TLS_PORT"
+	sleep 1.5
+	lapse
+	finish_clients
+	resume
+	[ "$(answer "plain:$ip:6379")" = none ] || fail "the server's port answered past the lease: $(cat "$T/clients.out")"
+	[ "$(answer "tls:$ip:$TLS_PORT")" = none ] || fail "the tls-port answered past the lease: $(cat "$T/clients.out")"
+	[ "$(answer "tls:127.0.0.1:$TLS_PORT")" = none ] || fail "the tls-port on loopback answered past the lease"
+	[ "$(answer "setname:$ip:6379")" = none ] ||
+		fail "a client named flatline-controller got a reply past the lease: $(cat "$T/clients.out")"
+}
+
+# An interface made after the lease lapsed (a veth to a new namespace, routed to h1's
+# address) is covered at once: the handshake passes (the route works), no reply does.
+test_new_interface() {
+	local ns
+	cluster
+	ns=$CL_NAME-c1 # cl_down removes it
+	lapse
+	ip netns add "$ns" || fail "failed to create $ns"
+	on_exit "ip netns del $ns 2>/dev/null"
+	ip link add flnew0 netns "$(cl_ns 1)" type veth peer name flnew1 netns "$ns" || fail "failed to create the veth"
+	cl_in 1 ip addr add 10.98.0.1/24 dev flnew0
+	cl_in 1 ip link set flnew0 up
+	ip -n "$ns" addr add 10.98.0.2/24 dev flnew1
+	ip -n "$ns" link set flnew1 up
+	ip -n "$ns" link set lo up
+	ip -n "$ns" route add 10.77.0.0/24 via 10.98.0.1
+	rm -f "$T/ready" "$T/go"
+	touch "$T/go"
+	timeout 20 ip netns exec "$ns" "$PY" - "$(cl_ip 1)" >"$T/new.out" 2>&1 <<-'PYEOF'
+		import socket, sys
+		s = socket.create_connection((sys.argv[1], 6379), timeout=3)
+		print("connected", flush=True)
+		s.sendall(b"*1\r\n$4\r\nPING\r\n")
+		s.settimeout(1.5)
+		try:
+		    print("reply" if s.recv(64) else "closed")
+		except socket.timeout:
+		    print("none")
+	PYEOF
+	resume
+	grep -q '^connected$' "$T/new.out" || fail "no connection over the new interface: $(cat "$T/new.out")"
+	[ "$(tail -n 1 "$T/new.out")" = none ] || fail "a reply left over the new interface past the lease: $(cat "$T/new.out")"
+}
+
+# More than 256 connections, each with a reply the lease dropped: when the lease comes
+# back (the agent resumed, the controller names h1 primary) every one of them is cut.
+test_every_connection_cut() {
+	local n=300 since
+	cluster
+	start_clients many "$n" "$(cl_ip 1)" 6379
+	lapse
+	since=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
+	touch "$T/go"
+	sleep 0.5
+	resume
+	wait "$CLIENTS_PID" || fail "clients failed: $(cat "$T/clients.out")"
+	[ "$(cat "$T/clients.out")" = "closed $n of $n" ] || fail "not every connection was cut: $(cat "$T/clients.out")"
+	cl_until 5 cl_has_event "$OLD_LOG" ".kind == \"lease_regained\" and .ts >= \"$since\" and .connections_closed >= $n" ||
+		fail "no lease_regained closing $n connections: $(grep lease_regained "$OLD_LOG" | tail -n 1)"
+}
+
+# A server listening on a UNIX socket: its agent refuses to run, with one clear line.
+test_unixsocket_refused() {
+	local node d rc
+	cluster
+	node=$(cl_node 3)
+	d=$CL_DIR/$node
+	cl_stop "agent-$node" KILL
+	cl_stop "redis-$node" TERM
+	CL_REDIS_EXTRA="$CL_REDIS_EXTRA --unixsocket $d/redis.sock"
+	cl_redis_start 3 1 || fail "h3's server did not restart"
+	rc=0
+	timeout 30 nsenter --net="/run/netns/$(cl_ns 3)" "$FL" agent -c "$CL_CONF" --node "$node" \
+		--event-log "$T/unix.jsonl" >"$T/unix.out" 2>&1 || rc=$?
+	[ "$rc" != 124 ] || fail "the agent kept running: $(tail -n 3 "$T/unix.out")"
+	[ "$rc" != 0 ] || fail "the agent exited 0: $(tail -n 3 "$T/unix.out")"
+	grep -q "listens on the UNIX socket $d/redis.sock, which the write lease cannot guard" "$T/unix.out" ||
+		fail "no clear message: $(tail -n 5 "$T/unix.out")"
+}
+
+TESTS=(test_lapsed_every_socket test_new_interface test_every_connection_cut test_unixsocket_refused)
+[ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
+run_tests
