@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The agent's link to the controller (docs/protocol.md): HELLO, then a REPORT
- * at once on every change and at least every heartbeat_ms. */
+ * at once on every change and at least every heartbeat_ms (or the longer interval
+ * ops->interval_ms gives). A heartbeat never queues behind an unanswered REPORT: a
+ * controller that is late gets fewer reports, not more. */
 #ifndef FL_REPORTER_H
 #define FL_REPORTER_H
 
@@ -41,6 +43,9 @@ struct reporter_ops {
 	/* The controller's answer to a REPORT: the shard's epoch and primary, and when
 	 * (CLOCK_MONOTONIC ns) that REPORT was sent. */
 	void (*answer)(void *ctx, long long epoch, const char *primary, uint64_t sent_ns);
+	/* How long a REPORT may wait now when nothing changes (ms; NULL or <= 0:
+	 * heartbeat_ms). Asked at every heartbeat tick. */
+	int (*interval_ms)(void *ctx);
 };
 
 struct reporter_opts {
