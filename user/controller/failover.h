@@ -194,6 +194,8 @@ struct fo_failover {
 #define FO_S_NO_GOOD_REPLICA                                                                       \
 	(1u << 0)	     /* the last attempt found none: retry when a report changes */
 #define FO_S_ODOWN (1u << 1) /* the primary is judged failed (published +odown) */
+/* Set while a selection aborts because candidates did not answer in time (retry_select_ms) */
+#define FO_S_RETRY_SELECT (1u << 12)
 #define FO_S_PRIMARY_DIED                                                                          \
 	(1u << 2)		     /* the primary was down, no failover since: its history is    \
 				      * checked when it returns */
@@ -223,7 +225,12 @@ struct fo_shard {
 	int down_after_ms, block_ms;
 	char blocked_why[160];	       /* last "failover_blocked" reason logged */
 	long long lease_wait_since_ms; /* a failover decided, waiting for the old lease */
-	long long lease_waited_ms;     /* how long the failover starting now waited */
+	/* A selection that failed because candidates did not answer INFO in time (a
+	 * loaded host, a backlog): retried from retry_select_ms (monotonic), the wait
+	 * doubling from 250 ms to 4 s; 0 after a failover ends. */
+	long long retry_select_ms;
+	int retry_select_wait_ms;
+	long long lease_waited_ms; /* how long the failover starting now waited */
 };
 
 struct fo_ops {

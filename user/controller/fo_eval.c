@@ -240,6 +240,8 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 	}
 	if (s->flags & (FO_S_NO_GOOD_REPLICA | FO_S_SHADOWED) || c->starting)
 		return; /* retried when a report changes; nothing before the topology is known */
+	if (s->retry_select_ms && now < s->retry_select_ms)
+		return; /* candidates that did not answer in time: asked again after a wait */
 	if (!fo_may_failover(c, s, v, false, why, sizeof(why))) {
 		s->lease_wait_since_ms = 0;
 		if (strcmp(why, s->blocked_why)) {
