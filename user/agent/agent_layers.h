@@ -125,6 +125,8 @@ void agent_report_build(void *ctx, struct rep_msg *m);
 /* How long the REPORTs may wait when nothing changes: [agent] heartbeat_ms, or
  * replica_heartbeat_ms for a healthy replica whose lease (if any) is not running short. */
 int agent_report_interval_ms(void *ctx);
+/* REPORTs a heartbeat may follow unanswered: 3 while a write lease is held, else 1. */
+int agent_report_in_flight_max(void *ctx);
 
 /* --- agent_metrics.c: Prometheus (metrics_listen) --------------------- */
 int agent_metrics_start(struct agent *a);

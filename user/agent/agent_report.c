@@ -58,6 +58,16 @@ int agent_report_interval_ms(void *ctx)
 	return idle;
 }
 
+/* A lease holder renews its lease from answers (the peers' echoes only keep it): with
+ * three heartbeats in flight a controller that answers up to 3 heartbeats late still
+ * renews it every heartbeat. Everyone else waits for the answer. */
+int agent_report_in_flight_max(void *ctx)
+{
+	const struct agent *a = ctx;
+
+	return agent_lease_held(a, fl_clock_ns(CLOCK_MONOTONIC)) ? 3 : 1;
+}
+
 void agent_report_build(void *ctx, struct rep_msg *m)
 {
 	struct agent *a = ctx;

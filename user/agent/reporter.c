@@ -294,6 +294,13 @@ static int interval_ms(const struct reporter *r)
 	return ms > r->o.heartbeat_ms ? ms : r->o.heartbeat_ms;
 }
 
+static int in_flight_max(const struct reporter *r)
+{
+	int n = r->ops.in_flight_max ? r->ops.in_flight_max(r->ctx) : 1;
+
+	return n < 1 ? 1 : n;
+}
+
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
 	struct reporter *r = arg;
@@ -311,10 +318,10 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 	}
 	if (r->state != REP_READY || fl_wall_ms() - r->last_sent_ms < interval_ms(r) - 1)
 		return;
-	/* The last REPORT is still unanswered: the controller is behind (or the link is
-	 * slow). Another heartbeat would only queue behind it; the answer, when it comes,
-	 * renews from that REPORT's time, and a change still goes at once. */
-	if (redis_link_in_flight(r->link) > 0)
+	/* REPORTs still unanswered: the controller is behind (or the link is slow).
+	 * Another heartbeat would only queue behind them; the answer, when it comes,
+	 * renews from its REPORT's time, and a change still goes at once. */
+	if (redis_link_in_flight(r->link) >= in_flight_max(r))
 		return;
 	send_report(r);
 }
