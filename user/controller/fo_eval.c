@@ -230,6 +230,8 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 	v = fo_judge(c, p, now);
 	if (!(p->flags & FO_N_SDOWN)) {
 		s->lease_wait_since_ms = 0; /* back before its lease ran out: no failover */
+		s->retry_select_ms = 0;
+		s->retry_select_wait_ms = 0;
 		primary_up(c, s, now);
 		return;
 	}
