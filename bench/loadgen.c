@@ -18,7 +18,12 @@
  *     out says nothing about the process, as in the agent).
  * The server connection is re-dialled after 50 ms doubling to 500 ms, the agent's
  * backoff for its local server; the controller connection after 100 ms doubling to
- * 5 s, and is dropped when a report stays unanswered for 2 heartbeats, as the agent's.
+ * 5 s, and is dropped when a request stays unanswered for 2 heartbeats and at least
+ * 1.5 s, as the agent's. As the agent, a healthy replica with its link up reports
+ * every --replica-heartbeat-ms (500), everything else every heartbeat, a change at
+ * once, and a heartbeat waits while the last REPORT is unanswered (counted as
+ * "deferred": the controller's lateness, not the generator's). loadgen holds no lease,
+ * so never keeps more than one heartbeat in flight.
  *
  * Its own health, so a trial in which it fell behind can be thrown out: every
  * report slot (one per node per heartbeat) is counted as sent on time (within half a
@@ -33,7 +38,7 @@
  * N processes on N CPUs share the load; the harness sums their counters.
  *
  * usage: loadgen --controller HOST:PORT --secret S --nodes-file F [--heartbeat-ms 100]
- *                [--ramp-ms MS] [--part I/N]
+ *                [--replica-heartbeat-ms 500] [--ramp-ms MS] [--part I/N]
  */
 #include <errno.h>
 #include <getopt.h>
