@@ -12,7 +12,8 @@
 # from then on). Default: redis up to 100 shards, sim above.
 #
 # Reporters: bench/loadgen.c, one thread speaking the agent protocol for every node
-# (HELLO, REPORT every heartbeat_ms and at once on a change, the agent's REPORT key
+# (HELLO, REPORT every heartbeat_ms, a quiet replica every replica_heartbeat_ms, and
+# at once on a change, a heartbeat never queued behind an unanswered one; the agent's REPORT key
 # table and INFO parser, the agent's rule for a probe: refused = down, lost = unknown,
 # timed out = unchanged). No BPF: a killed server is seen by its refused connection,
 # not by the kernel (bench/detect.sh measures that path). The generator's own health
@@ -153,7 +154,7 @@ health() {
 	jq -rn --argjson a "$1" --argjson b "$2" '
 		($b.late - $a.late) as $late | ($b.missed - $a.missed) as $missed
 		| ($b.ctl_reconnects - $a.ctl_reconnects) as $rc | ($b.slots - $a.slots) as $slots
-		| "\($b.on_time - $a.on_time)/\($slots) on time, \($late) late, \($missed) missed, \($b.answered - $a.answered) answered (\($b.slow_answers - $a.slow_answers) after > 1 heartbeat, worst \($b.max_answer_ms) ms), \($rc) reconnects, timer lag <= \($b.max_lag_ms) ms, loadgen \((($b.cpu_s - $a.cpu_s) * 100 / ($b.seconds - $a.seconds)) | floor) % CPU (\(env.LOADGENS) processes)"
+		| "\($b.on_time - $a.on_time)/\($slots) on time, \($late) late, \($missed) missed, \(($b.deferred // 0) - ($a.deferred // 0)) waiting for an answer, \($b.answered - $a.answered) answered (\($b.slow_answers - $a.slow_answers) after > 1 heartbeat, worst \($b.max_answer_ms) ms), \($rc) reconnects, timer lag <= \($b.max_lag_ms) ms, loadgen \((($b.cpu_s - $a.cpu_s) * 100 / ($b.seconds - $a.seconds)) | floor) % CPU (\(env.LOADGENS) processes)"
 		+ (if $late + $missed + $rc > 0 then " INVALID" else " ok" end)'
 }
 status_ok() {
@@ -268,8 +269,9 @@ done
 
 servers=$([ "$MODE" = sim ] && echo "bench/serversim (one process answering for every port)" || echo "real redis-server 7.0 (--hz 1)")
 echo
-echo "flatline bench-scale: $SHARDS shards ($NODES nodes: $servers), one controller, reports from bench/loadgen for"
-echo "every node every 100 ms; $KILL primaries killed at once per trial; $(nproc) CPUs, load average before the run $load"
+echo "flatline bench-scale: $SHARDS shards ($NODES nodes: $servers), one controller, reports from bench/loadgen as"
+echo "the agent sends them (every 100 ms, a quiet replica every 500 ms, a change at once); $KILL primaries killed at once"
+echo "per trial; $(nproc) CPUs, load average before the run $load, after it $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cluster file: $SETTINGS"
 echo
 echo "| trial | killed | promoted | first node_down | first promoted | median promoted | all promoted | controller CPU, kill → all done | controller CPU, steady | per REPORT | controller peak RSS | all ended ok | loadgen, steady | loadgen, trial |"

@@ -207,7 +207,38 @@ test_config_errors() {
 	grep -q "failed to open cluster file $T/missing.conf: No such file or directory" "$T/err" || fail "$(cat "$T/err")"
 }
 
-TESTS=(test_reports_replication test_sigstop_hung_and_back test_short_sleep_and_busy_script_not_hung
+# A healthy replica with nothing new reports every replica_heartbeat_ms (500 ms), the
+# primary every heartbeat_ms (100 ms), each saying so in the key heartbeat_ms; the
+# replica's link going down goes out at once, at the primary's cadence again.
+test_quiet_replica_reports() {
+	need_root
+	need_cmd redis-server redis-cli
+	local p1 p2 ctl c1 c2 t0 n1 n2
+	p1=$(free_port); start_redis "$p1"
+	p2=$(free_port); start_redis "$p2" --replicaof 127.0.0.1 "$p1"
+	ctl=$(free_port); start_recpeer "$ctl" --primary "$N1"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1" "$N2=$p2"
+	start_agent "$N1" -c "$T/c.conf"
+	start_agent "$N2" -c "$T/c.conf"
+	wait_report '.args.role == "master" and .args.heartbeat_ms == "100"' >/dev/null ||
+		fail "no primary REPORT with heartbeat_ms 100: $(tail -n 2 "$REC")"
+	wait_report '.args.role == "slave" and .args.master_link_status == "up" and .args.heartbeat_ms == "500"' >/dev/null ||
+		fail "no quiet replica REPORT with heartbeat_ms 500: $(grep '"slave"' "$REC" | tail -n 1)"
+	c1=$(jq -r "select(.cmd == \"HELLO\" and .argv[2] == \"$N1\") | .conn" "$REC" | tail -n 1)
+	c2=$(jq -r "select(.cmd == \"HELLO\" and .argv[2] == \"$N2\") | .conn" "$REC" | tail -n 1)
+	t0=$(date +%s.%N)
+	sleep 3
+	n1=$(jq -r --argjson c "$c1" --argjson t "$t0" 'select(.cmd == "REPORT" and .conn == $c and .t > $t and .t < $t + 3)' "$REC" | grep -c '"cmd"')
+	n2=$(jq -r --argjson c "$c2" --argjson t "$t0" 'select(.cmd == "REPORT" and .conn == $c and .t > $t and .t < $t + 3)' "$REC" | grep -c '"cmd"')
+	[ "$n1" -ge 15 ] || fail "primary: $n1 REPORTs in 3 s (every 100 ms: about 30)"
+	[ "$n2" -ge 3 ] && [ "$n2" -le 9 ] || fail "quiet replica: $n2 REPORTs in 3 s (every 500 ms: about 6)"
+	# A change goes at once, and the replica is not quiet any more.
+	redis-cli -p "$p2" replicaof 127.0.0.1 "$(free_port)" >/dev/null
+	wait_report ".conn == $c2 and .args.master_link_status == \"down\" and .args.heartbeat_ms == \"100\"" 5 >/dev/null ||
+		fail "no REPORT of the link down at heartbeat_ms 100: $(grep '"slave"' "$REC" | tail -n 1)"
+}
+
+TESTS=(test_reports_replication test_quiet_replica_reports test_sigstop_hung_and_back test_short_sleep_and_busy_script_not_hung
 	test_sigkill_reported_at_once_and_restart_followed test_server_unreachable_at_start
 	test_wrong_password_once test_controller_rejects_or_misbehaves
 	test_garbage_from_controller_and_server test_silent_controller_dropped test_config_errors)

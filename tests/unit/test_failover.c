@@ -260,6 +260,42 @@ static void test_no_good_replica_retry(void **state)
 	assert_true(called("promote n2"));
 }
 
+/* Candidates that did not answer INFO in time (a loaded machine): the failover is
+ * retried after a wait that doubles, not left until a report changes. */
+static void test_select_timeout_retried(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct info_repl i2 = slave_info("n1", 1, 990);
+
+	(void)state;
+	healthy();
+	clear_rec();
+	report("n1", FO_PROC_DOWN, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_true(evented("failover_start"));
+	fo_on_timer(&C, s); /* nobody answered INFO */
+	assert_true(evented("failover_abort"));
+	assert_false(s->flags & FO_S_NO_GOOD_REPLICA);
+	assert_int_equal(s->retry_select_wait_ms, 250);
+	/* Within the wait: the same reports start nothing. */
+	clear_rec();
+	R.mono += 100;
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 990);
+	assert_false(evented("failover_start"));
+	/* After it: asked again; a second timeout doubles the wait. */
+	R.mono += 200;
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 990);
+	assert_true(evented("failover_start"));
+	fo_on_timer(&C, s);
+	assert_int_equal(s->retry_select_wait_ms, 500);
+	clear_rec();
+	R.mono += 600;
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 990);
+	assert_true(evented("failover_start"));
+	fo_on_info(&C, N("n2"), true, &i2, NULL);
+	fo_on_timer(&C, s); /* n3, n4 did not answer: n2 did */
+	assert_true(called("promote n2"));
+}
+
 /* ---- agent lost, host path ---- */
 
 static void test_agent_lost_no_failover(void **state)
@@ -721,6 +757,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_busy_alive_hung_with_cause, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_promote_refused_next_candidate, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_good_replica_retry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_select_timeout_retried, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_agent_lost_no_failover, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_host_path_failover, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tilt, setup, teardown),

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "controller/failover.h"
+#include "controller/fo_internal.h"
 
 #define SHARDS 1200
 
@@ -200,6 +201,65 @@ static void test_peer_verdict_reaches_its_shard(void **state)
 	assert_false(x->flags & FO_N_HOST_DOWN);
 }
 
+/* Who names a node from outside its shard is counted (fo_judge then asks every
+ * node); a verdict from its own shard is not, and a withdrawn one is uncounted. */
+static void test_named_outside_counted(void **state)
+{
+	struct fo_report r;
+	struct fo_node *n = fo_find_node(&C, "s0001n2"), *x = fo_find_node(&C, "s0900n1"),
+		       *own = fo_find_node(&C, "s0001n1");
+
+	(void)state;
+	all_report();
+	report_of(n, &r);
+	assert_int_equal(fo_report_set_peer(&r, x->idx, FO_PEER_UP), 0);
+	assert_int_equal(fo_report_set_peer(&r, own->idx, FO_PEER_UP), 0);
+	fo_on_report(&C, n, &r);
+	assert_int_equal(x->named_outside, 1);
+	assert_int_equal(own->named_outside, 0);
+	fo_on_report(&C, n, &r); /* the same verdicts again: counted once */
+	assert_int_equal(x->named_outside, 1);
+	/* x stale, its own shard silent on it, n (fresh) says up: not down. */
+	mono += 1500;
+	fo_on_report(&C, n, &r);
+	assert_int_equal(fo_judge(&C, x, mono), FO_V_AGENT_LOST);
+	report_of(n, &r);
+	fo_on_report(&C, n, &r);
+	assert_int_equal(x->named_outside, 0);
+}
+
+/* A quiet replica says it reports every 500 ms (key heartbeat_ms): it stays fresh
+ * for 3 of those, a primary at 100 ms for down-after (1,000 ms); the key is bounded. */
+static void test_quiet_replica_fresh(void **state)
+{
+	const char *argv[] = {"proc", "up", "heartbeat_ms", "500"};
+	const char *huge[] = {"heartbeat_ms", "99999999"};
+	size_t lens[] = {4, 2, 12, 3}, hlens[] = {12, 8};
+	struct fo_report r;
+	struct fo_node *p = fo_find_node(&C, "s0001n1"), *q = fo_find_node(&C, "s0001n2");
+	char why[128];
+
+	(void)state;
+	all_report();
+	assert_int_equal(fo_report_parse(&C, &r, 4, argv, lens, why, sizeof(why)), 0);
+	assert_int_equal(r.heartbeat_ms, 500);
+	assert_int_equal(fo_report_parse(&C, &r, 2, huge, hlens, why, sizeof(why)), 0);
+	assert_int_equal(r.heartbeat_ms, 60000);
+	report_of(q, &r);
+	r.heartbeat_ms = 500;
+	fo_on_report(&C, q, &r);
+	report_of(p, &r);
+	r.heartbeat_ms = 100;
+	fo_on_report(&C, p, &r);
+	assert_int_equal(fo_fresh_ms(&C, q), 1500);
+	assert_int_equal(fo_fresh_ms(&C, p), 1000);
+	mono += 1100;
+	assert_false(fo_fresh(&C, p, mono));
+	assert_true(fo_fresh(&C, q, mono));
+	mono += 500;
+	assert_false(fo_fresh(&C, q, mono));
+}
+
 static void test_peer_table_bounded(void **state)
 {
 	struct fo_report r;
@@ -239,6 +299,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_report_judges_its_shard, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_verdict_reaches_its_shard, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_table_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_named_outside_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_quiet_replica_fresh, setup, teardown),
 	    cmocka_unit_test(test_shard_too_large),
 	};
 

@@ -159,7 +159,9 @@ static int start_cluster(struct agent *a)
 					       .ping = agent_metrics_on_ping};
 	static const struct reporter_ops rops = {.build = agent_report_build,
 						 .event = agent_on_rep_event,
-						 .answer = agent_on_rep_answer};
+						 .answer = agent_on_rep_answer,
+						 .interval_ms = agent_report_interval_ms,
+						 .in_flight_max = agent_report_in_flight_max};
 	const struct cfg *c = a->cfg;
 	struct srvmon_opts so = {
 	    .ep = a->me->redis,

@@ -134,6 +134,11 @@ void agent_on_peer_route(void *ctx, const struct probe_peer_info *peer, int prev
 
 /* --- agent_report.c: the REPORT --------------------------------------- */
 void agent_report_build(void *ctx, struct rep_msg *m);
+/* How long the REPORTs may wait when nothing changes: [agent] heartbeat_ms, or
+ * replica_heartbeat_ms for a healthy replica whose lease (if any) is not running short. */
+int agent_report_interval_ms(void *ctx);
+/* REPORTs a heartbeat may follow unanswered: 3 while a write lease is held, else 1. */
+int agent_report_in_flight_max(void *ctx);
 
 /* --- agent_metrics.c: Prometheus (metrics_listen) --------------------- */
 int agent_metrics_start(struct agent *a);
@@ -170,6 +175,8 @@ int agent_lease_set_shadow(struct agent *a, bool shadow, long long epoch, const 
 bool agent_lease_on(const struct agent *a);
 /* The lease as the kernel has it: taken (not waiting for a CLIENT LIST), unexpired. */
 bool agent_lease_held(const struct agent *a, uint64_t now_ns);
+/* ms until the lease runs out (0: lapsed or given up); -1 without a lease. */
+long long agent_lease_ms_left(const struct agent *a, uint64_t now_ns);
 void agent_lease_answer(struct agent *a, long long epoch, const char *primary, uint64_t sent_ns);
 /* Gives it up at once (the server is hung or down): why is the event's reason. */
 void agent_lease_drop(struct agent *a, const char *why);

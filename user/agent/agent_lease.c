@@ -135,6 +135,15 @@ bool agent_lease_held(const struct agent *a, uint64_t now)
 	return agent_lease_on(a) && !l->grant_pending && lease_held(&l->sm, now);
 }
 
+long long agent_lease_ms_left(const struct agent *a, uint64_t now)
+{
+	const struct agent_lease *l = a->lease;
+
+	if (!l)
+		return -1;
+	return agent_lease_held(a, now) ? (long long)((l->sm.k.deadline_ns - now) / 1000000) : 0;
+}
+
 static void mark_regained(struct agent *a, int killed)
 {
 	struct agent_lease *l = a->lease;

@@ -3,6 +3,8 @@
  * the peers' verdicts, the local server's state as the monitor has it, and what the
  * fencing and lease glue say of themselves (agent_fence_report, agent_lease_report).
  * bench/loadgen.c and bench/report_cost.c build the same keys for a healthy node. */
+#include <string.h>
+#include "common/clock.h"
 #include "agent/agent_layers.h"
 
 static void report_peers(const struct agent *a, struct rep_msg *m)
@@ -21,6 +23,49 @@ static void report_peers(const struct agent *a, struct rep_msg *m)
 			rep_add_key(m, RK_PEER_PACKET_AGE_MS, pi->id, "%llu",
 				    (unsigned long long)(pi->ev.packet_age_ns / 1000000));
 	}
+}
+
+/* A primary, a server that is not up, anything the controller may have to act on
+ * reports every heartbeat_ms: the host path judges a silent node by it. A healthy
+ * replica with nothing new reports every replica_heartbeat_ms (a change still goes at
+ * once: its link to the primary going down, a new role), unless its lease is half
+ * gone (the peers' echoes keep it running; once they stop, only the controller's
+ * answer can renew it before it runs out). */
+int agent_report_interval_ms(void *ctx)
+{
+	const struct agent *a = ctx;
+	const struct srv_state *st = srvmon_state(a->srv);
+	int hb = a->cfg->agent.heartbeat_ms, idle = a->cfg->agent.replica_heartbeat_ms;
+	long long left;
+
+	if (idle <= hb || st->proc != SRV_UP || !st->have_info ||
+	    st->info.role != INFO_ROLE_SLAVE || st->info.link_up <= 0 || st->auth_error[0])
+		return hb;
+	/* A peer gone quiet (no echo reply for three probes, or not judged up): the
+	 * controller may be judging that peer's host now, and waits for reports from
+	 * after the peer's lease could run out. */
+	for (int i = 0; a->probe && i < probe_npeers(a->probe); i++) {
+		const struct probe_peer_info *pi = probe_peer(a->probe, i);
+
+		if (strcmp(probe_report_state(pi->ev.state), "up") ||
+		    pi->ev.reply_age_ns == VERDICT_NEVER ||
+		    pi->ev.reply_age_ns > 3ULL * a->cfg->agent.probe_interval_ms * 1000000)
+			return hb;
+	}
+	left = agent_lease_ms_left(a, fl_clock_ns(CLOCK_MONOTONIC));
+	if (left >= 0 && left * 2 < a->cfg->agent.lease_ms)
+		return hb; /* the peers' echoes stopped renewing it */
+	return idle;
+}
+
+/* A lease holder renews its lease from answers (the peers' echoes only keep it): with
+ * three heartbeats in flight a controller that answers up to 3 heartbeats late still
+ * renews it every heartbeat. Everyone else waits for the answer. */
+int agent_report_in_flight_max(void *ctx)
+{
+	const struct agent *a = ctx;
+
+	return agent_lease_held(a, fl_clock_ns(CLOCK_MONOTONIC)) ? 3 : 1;
 }
 
 void agent_report_build(void *ctx, struct rep_msg *m)
@@ -54,6 +99,7 @@ void agent_report_build(void *ctx, struct rep_msg *m)
 	if (st->auth_error[0])
 		rep_add_key(m, RK_AUTH_ERROR, NULL, "%s", st->auth_error);
 	rep_add_key(m, RK_LEASE_LEN, NULL, "%d", a->cfg->agent.lease_ms);
+	rep_add_key(m, RK_HEARTBEAT, NULL, "%d", agent_report_interval_ms(a));
 	if (!st->have_info)
 		return;
 	if (i->server != INFO_SRV_UNKNOWN)

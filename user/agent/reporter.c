@@ -294,6 +294,20 @@ static long unanswered_limit_ms(const struct reporter *r)
 	return ms < REP_UNANSWERED_MIN_MS ? REP_UNANSWERED_MIN_MS : ms;
 }
 
+static int interval_ms(const struct reporter *r)
+{
+	int ms = r->ops.interval_ms ? r->ops.interval_ms(r->ctx) : 0;
+
+	return ms > r->o.heartbeat_ms ? ms : r->o.heartbeat_ms;
+}
+
+static int in_flight_max(const struct reporter *r)
+{
+	int n = r->ops.in_flight_max ? r->ops.in_flight_max(r->ctx) : 1;
+
+	return n < 1 ? 1 : n;
+}
+
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
 	struct reporter *r = arg;
@@ -309,8 +323,14 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 		redis_link_drop(r->link, "controller stopped answering");
 		return;
 	}
-	if (r->state == REP_READY && fl_wall_ms() - r->last_sent_ms >= r->o.heartbeat_ms - 1)
-		send_report(r);
+	if (r->state != REP_READY || fl_wall_ms() - r->last_sent_ms < interval_ms(r) - 1)
+		return;
+	/* REPORTs still unanswered: the controller is behind (or the link is slow).
+	 * Another heartbeat would only queue behind them; the answer, when it comes,
+	 * renews from its REPORT's time, and a change still goes at once. */
+	if (redis_link_in_flight(r->link) >= in_flight_max(r))
+		return;
+	send_report(r);
 }
 
 struct reporter *reporter_new(struct event_base *base, const struct reporter_opts *o,

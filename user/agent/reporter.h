@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The agent's link to the controller (docs/protocol.md): HELLO, then a REPORT
- * at once on every change and at least every heartbeat_ms. */
+ * at once on every change and at least every heartbeat_ms (or the longer interval
+ * ops->interval_ms gives). A heartbeat does not queue behind unanswered REPORTs
+ * (one, or ops->in_flight_max): a controller that is late gets fewer reports, not more. */
 #ifndef FL_REPORTER_H
 #define FL_REPORTER_H
 
@@ -42,6 +44,13 @@ struct reporter_ops {
 	 * (CLOCK_MONOTONIC ns) that REPORT was sent. */
 	void (*answer)(void *ctx, long long epoch, const char *primary, uint64_t sent_ns,
 		       int shadow);
+	/* How long a REPORT may wait now when nothing changes (ms; NULL or <= 0:
+	 * heartbeat_ms). Asked at every heartbeat tick. */
+	int (*interval_ms)(void *ctx);
+	/* How many REPORTs may be unanswered before a heartbeat waits (NULL or < 1: one):
+	 * a lease holder keeps a few in flight, so that a slow answer does not let its
+	 * lease run out between round trips. */
+	int (*in_flight_max)(void *ctx);
 };
 
 struct reporter_opts {

@@ -92,6 +92,7 @@ struct cfg {
 		int probe_interval_ms;
 		int peer_down_after_ms; /* default CFG_PEER_DOWN_ROUNDS x probe_interval_ms */
 		int heartbeat_ms;
+		int replica_heartbeat_ms; /* a quiet replica's reports */
 		char event_log[256];
 		bool self_fence;
 		int self_fence_after_ms; /* default 2 x peer_down_after_ms */

@@ -12,8 +12,8 @@
 #include "common/config.h"
 
 #define CFG_MAX_LINE   1024
-#define CFG_MAX_NODES  4096
-#define CFG_MAX_SHARDS 2048
+#define CFG_MAX_NODES  32768
+#define CFG_MAX_SHARDS 16384
 
 #define CFG_MIN_SECRET	  16  /* bytes: as ssh-keygen refuses short keys */
 #define CFG_MAX_INCLUDE	  4   /* nested [include]s */

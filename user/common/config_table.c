@@ -121,6 +121,8 @@ const struct cfg_key cfg_keys[] = {
 	    "250; widened under loss)"},
     {CFG_S_AGENT, "heartbeat_ms", INT(1, MS_MAX), "100", F(agent.heartbeat_ms), AC, AC,
      .doc = "report to the controller at least this often (also the INFO interval)"},
+    {CFG_S_AGENT, "replica_heartbeat_ms", INT(1, MS_MAX), "500", F(agent.replica_heartbeat_ms), AC,
+     AC, .doc = "a healthy replica with nothing new reports this often (changes go at once)"},
     {CFG_S_AGENT, "event_log", .type = CFG_T_PATH, .def = "/var/log/flatline/events.jsonl",
      F(agent.event_log), A, 0, .doc = "the agent's event log"},
     {CFG_S_AGENT, "self_fence", .type = CFG_T_BOOL, .def = "yes", F(agent.self_fence), A, A,

@@ -37,6 +37,9 @@ const struct report_key_def report_keys[RK_COUNT] = {
     [RK_LEASE_LEN] = {"lease_ms", NULL, RT_INT,
 		      "the lease length the agent runs with ([agent] lease_ms as it started; "
 		      "0: none): the controller waits at least this long"},
+    [RK_HEARTBEAT] = {"heartbeat_ms", NULL, RT_INT,
+		      "the agent's next report comes within this many ms if nothing changes "
+		      "(heartbeat_ms, or replica_heartbeat_ms for a quiet replica)"},
     [RK_CAUSE] =
 	{"cause", NULL, RT_WORD,
 	 "with proc hung or busy: stopped, busy, throttled, blocked, unresponsive, unknown"},

@@ -32,6 +32,7 @@ enum report_key {
 	RK_LEASE_MS_LEFT,
 	RK_LEASE_SOURCE,
 	RK_LEASE_LEN, /* "lease_ms": the agent's lease length (controller/lease_wait.h) */
+	RK_HEARTBEAT, /* "heartbeat_ms": the next report comes within this */
 	/* With proc hung or busy: why, from the scheduler (agent/srvmon.h). */
 	RK_CAUSE,
 	RK_THREAD_STATE,

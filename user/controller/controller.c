@@ -221,6 +221,9 @@ static const char *reload_check(void *ctx, const struct cfg_key *k, const struct
 	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "heartbeat_ms") &&
 	    c->silent_heartbeat_ms < old->agent.heartbeat_ms)
 		c->silent_heartbeat_ms = old->agent.heartbeat_ms;
+	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "replica_heartbeat_ms") &&
+	    c->silent_heartbeat_ms < old->agent.replica_heartbeat_ms)
+		c->silent_heartbeat_ms = old->agent.replica_heartbeat_ms;
 	return NULL;
 }
 

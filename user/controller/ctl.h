@@ -171,12 +171,16 @@ struct ctl {
 	struct ctl_clients *clients;	       /* ctl_clients.c */
 };
 
-/* The heartbeat an agent's silence is counted in: [agent] heartbeat_ms, or a longer
- * one it had before a reload (agents not yet reloaded still report that slowly). */
+/* The heartbeat an agent's silence is counted in: the longer of [agent] heartbeat_ms
+ * and replica_heartbeat_ms (a quiet replica reports that slowly), or a longer one they
+ * had before a reload (agents not yet reloaded still report that slowly). */
 static inline int ctl_agent_heartbeat_ms(const struct ctl *c)
 {
-	return c->silent_heartbeat_ms > c->cfg->agent.heartbeat_ms ? c->silent_heartbeat_ms
-								   : c->cfg->agent.heartbeat_ms;
+	int ms = c->cfg->agent.heartbeat_ms > c->cfg->agent.replica_heartbeat_ms
+		     ? c->cfg->agent.heartbeat_ms
+		     : c->cfg->agent.replica_heartbeat_ms;
+
+	return c->silent_heartbeat_ms > ms ? c->silent_heartbeat_ms : ms;
 }
 
 /* What status shows of HA mode. */

@@ -29,10 +29,10 @@ struct ctl_agents {
 	struct event **node_timer;     /* heartbeat deadline */
 	struct ctl_deadline *deadline; /* its argument */
 	char (*reject_last)[160];      /* last rejection logged per node */
-	/* libevent common timeouts (a queue, not the heap: every node's deadline has
-	 * the same length): the heartbeat deadline, per length. */
-	int deadline_ms;
-	const struct timeval *deadline_tv;
+	/* libevent common timeouts (a queue, not the heap: nodes' deadlines have one of
+	 * two lengths, a quiet replica's and everyone else's): the heartbeat deadline. */
+	int deadline_ms[2];
+	const struct timeval *deadline_tv[2];
 };
 
 static void reject_log(struct ctl *c, int node, const char *node_id, const char *peer,
@@ -93,7 +93,12 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 		return;
 	}
 	n = fo_find_node(&c->fo, id);
-	cn = n ? cfg_find_node(c->cfg, n->id) : NULL;
+	/* The model's nodes are the cluster file's, in its order: no search of
+	 * thousands of ids per handshake (the search stays for a file reloaded since). */
+	cn = !n ? NULL
+	     : n->idx < c->cfg->nnodes && !strcmp(c->cfg->nodes[n->idx].id, n->id)
+		 ? &c->cfg->nodes[n->idx]
+		 : cfg_find_node(c->cfg, n->id);
 	if (!n || !cn) {
 		snprintf(why, sizeof(why), "NODE no [node \"%.64s\"] in the cluster file", id);
 		reject_log(c, -1, id, k->peer, "unknown node");
@@ -188,6 +193,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	struct fo_shard *s;
 	long long seq;
 	char *end, why[160], e[200];
+	int fresh_ms, slot;
 
 	if (!(k->flags & CTL_C_AGENT)) {
 		ctl_conn_fatal(k, "ERR REPORT before HELLO");
@@ -212,10 +218,13 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	k->seq = seq;
 	n = &c->fo.nodes[k->node];
 	fo_on_report(&c->fo, n, &rep);
-	/* The heartbeat deadline: judged again when it passes without a report. */
+	/* The heartbeat deadline: judged again when it passes without a report. Two
+	 * lengths in use at once (a quiet replica's is longer), each its own queue. */
+	fresh_ms = fo_fresh_ms(&c->fo, n);
+	slot = fresh_ms > fo_down_after_ms(&c->fo, n->shard);
 	evtimer_add(c->agents->node_timer[n->idx],
-		    ctl_common_timeout(c, &c->agents->deadline_ms, &c->agents->deadline_tv,
-				       fo_down_after_ms(&c->fo, n->shard) + 1));
+		    ctl_common_timeout(c, &c->agents->deadline_ms[slot],
+				       &c->agents->deadline_tv[slot], fresh_ms + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
 	resp_array(out, 5);
 	resp_status(out, "OK");

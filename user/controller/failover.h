@@ -59,6 +59,7 @@ struct fo_report {
 	long long peer_packet_age_ms[FO_MAX_PEERS];
 	int lease;	  /* enum fo_lease_report: the agent's write lease */
 	int lease_len_ms; /* key lease_ms: the agent's lease length; -1: not reported */
+	int heartbeat_ms; /* key heartbeat_ms: its next report within this; 0: not said */
 };
 
 enum fo_lease_report {
@@ -137,6 +138,9 @@ struct fo_node {
 	enum fo_fix fix_kind; /* what the repair in flight (FO_N_FIXING) does */
 	int fix_ok;	      /* REPOINT: this node answered OK */
 	struct fo_report rep;
+	/* Nodes of other shards (or of none) whose last REPORT has a verdict on this
+	 * one (--peer): fo_judge asks them too; else only its own shard's. */
+	int named_outside;
 	long long named_primary_ms; /* last REPORT answer naming it primary (lease_wait.h) */
 	/* A longer lease length its agent reported before a shorter one: counted until
 	 * lease_hold_until_ms (monotonic), when no lease of that length can remain. */
@@ -190,6 +194,8 @@ struct fo_failover {
 #define FO_S_NO_GOOD_REPLICA                                                                       \
 	(1u << 0)	     /* the last attempt found none: retry when a report changes */
 #define FO_S_ODOWN (1u << 1) /* the primary is judged failed (published +odown) */
+/* Set while a selection aborts because candidates did not answer in time (retry_select_ms) */
+#define FO_S_RETRY_SELECT (1u << 12)
 #define FO_S_PRIMARY_DIED                                                                          \
 	(1u << 2)		     /* the primary was down, no failover since: its history is    \
 				      * checked when it returns */
@@ -219,7 +225,12 @@ struct fo_shard {
 	int down_after_ms, block_ms;
 	char blocked_why[160];	       /* last "failover_blocked" reason logged */
 	long long lease_wait_since_ms; /* a failover decided, waiting for the old lease */
-	long long lease_waited_ms;     /* how long the failover starting now waited */
+	/* A selection that failed because candidates did not answer INFO in time (a
+	 * loaded host, a backlog): retried from retry_select_ms (monotonic), the wait
+	 * doubling from 250 ms to 4 s; 0 after a failover ends. */
+	long long retry_select_ms;
+	int retry_select_wait_ms;
+	long long lease_waited_ms; /* how long the failover starting now waited */
 };
 
 struct fo_ops {
@@ -307,6 +318,14 @@ static inline int fo_down_after_ms(const struct fo_cluster *c, int shard)
 {
 	return shard >= 0 && c->shards[shard].down_after_ms ? c->shards[shard].down_after_ms
 							    : c->node_down_after_ms;
+}
+/* How long a node's last REPORT keeps it fresh: the shard's down-after, or three of
+ * the heartbeats its agent said it reports at (a quiet replica's) if longer. */
+static inline int fo_fresh_ms(const struct fo_cluster *c, const struct fo_node *n)
+{
+	int ms = fo_down_after_ms(c, n->shard);
+
+	return 3 * n->rep.heartbeat_ms > ms ? 3 * n->rep.heartbeat_ms : ms;
 }
 static inline int fo_block_ms(const struct fo_cluster *c, const struct fo_shard *s)
 {

@@ -230,6 +230,8 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 	v = fo_judge(c, p, now);
 	if (!(p->flags & FO_N_SDOWN)) {
 		s->lease_wait_since_ms = 0; /* back before its lease ran out: no failover */
+		s->retry_select_ms = 0;
+		s->retry_select_wait_ms = 0;
 		primary_up(c, s, now);
 		return;
 	}
@@ -240,6 +242,8 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 	}
 	if (s->flags & (FO_S_NO_GOOD_REPLICA | FO_S_SHADOWED) || c->starting)
 		return; /* retried when a report changes; nothing before the topology is known */
+	if (s->retry_select_ms && now < s->retry_select_ms)
+		return; /* candidates that did not answer in time: asked again after a wait */
 	if (!fo_may_failover(c, s, v, false, why, sizeof(why))) {
 		s->lease_wait_since_ms = 0;
 		if (strcmp(why, s->blocked_why)) {
@@ -300,6 +304,18 @@ static int peers_touched(const struct fo_report *a, const struct fo_report *b, i
 	return n;
 }
 
+/* The peers a report of n judges that are not in n's shard: their named_outside. */
+static void count_outside(struct fo_cluster *c, const struct fo_node *n,
+			  const struct fo_report *rep, int by)
+{
+	for (int i = 0; i < rep->npeers; i++) {
+		struct fo_node *p = &c->nodes[rep->peer_node[i]];
+
+		if (p->shard < 0 || p->shard != n->shard)
+			p->named_outside += by;
+	}
+}
+
 void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep)
 {
 	struct fo_shard *s = fo_shard_of(c, n);
@@ -315,6 +331,8 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 		    peers_touched((n->flags & FO_N_REPORTED) ? &n->rep : &none, rep, touched);
 
 	fo_lease_note_report(c, n, rep, now);
+	count_outside(c, n, &n->rep, -1);
+	count_outside(c, n, rep, 1);
 	n->rep = *rep;
 	n->last_report_ms = now;
 	n->flags |= FO_N_REPORTED;

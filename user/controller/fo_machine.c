@@ -129,8 +129,9 @@ static void abort_failover(struct fo_cluster *c, struct fo_shard *s, const char 
 		c->ops->unpause(c->ctx, f->from);
 		f->paused = false;
 	}
-	if (!strcmp(reason, "no_good_replica"))
+	if (!strcmp(reason, "no_good_replica") && !(s->flags & FO_S_RETRY_SELECT))
 		s->flags |= FO_S_NO_GOOD_REPLICA;
+	s->flags &= ~FO_S_RETRY_SELECT;
 	fo_say_failover_abort(c, s, reason);
 	fo_transition(c, s, FO_ST_NONE, reason);
 }
@@ -214,6 +215,27 @@ static void st_select(struct fo_cluster *c, struct fo_shard *s)
 		c->ops->info(c->ctx, ask[i], c->info_timeout_ms);
 }
 
+/* No candidate because a ranked one did not answer its INFO in time: not "no good
+ * replica" until a report changes (a loaded machine answers late, and nothing in the
+ * reports would change), but a retry after a wait that doubles. */
+static void unanswered_retry(struct fo_cluster *c, struct fo_shard *s, const int *ranked, int n)
+{
+	struct fo_failover *f = &s->fo;
+	int w = s->retry_select_wait_ms;
+
+	for (int i = 0; i < n; i++) {
+		const struct fo_node *nd = &c->nodes[ranked[i]];
+
+		if (!(f->asked & (1ULL << nd->spos)) || (nd->info_ok && nd->info_ms >= f->start_ms))
+			continue;
+		w = w ? (w * 2 > 4000 ? 4000 : w * 2) : 250;
+		s->retry_select_wait_ms = w;
+		s->retry_select_ms = fo_now(c) + w;
+		s->flags |= FO_S_RETRY_SELECT;
+		return;
+	}
+}
+
 static void select_done(struct fo_cluster *c, struct fo_shard *s)
 {
 	struct fo_failover *f = &s->fo;
@@ -233,6 +255,7 @@ static void select_done(struct fo_cluster *c, struct fo_shard *s)
 		fo_list_add(list, sizeof(list), &off, nd->id);
 	}
 	if (!f->ncand) {
+		unanswered_retry(c, s, ranked, n);
 		abort_failover(c, s, "no_good_replica");
 		return;
 	}
@@ -441,6 +464,8 @@ static void st_repoint_done(struct fo_cluster *c, struct fo_shard *s)
 	}
 	fo_say_failover_end(c, s, ok, bad);
 	s->last_failover_end_ms = fo_now(c);
+	s->retry_select_ms = 0;
+	s->retry_select_wait_ms = 0;
 	fo_transition(c, s, FO_ST_NONE, "ok");
 }
 

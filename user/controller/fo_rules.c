@@ -12,8 +12,7 @@
 
 bool fo_fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
 {
-	return (n->flags & FO_N_REPORTED) &&
-	       now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
+	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= fo_fresh_ms(c, n);
 }
 
 enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now)
@@ -29,9 +28,15 @@ enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, lo
 	if (fo_fresh(c, n, now))
 		return n->rep.proc == FO_PROC_HUNG ? FO_V_PROC_HUNG : FO_V_OK;
 	/* The host path: only peers whose own heartbeat is fresh have a say (every node
-	 * may name any peer; this runs only for a node whose heartbeat is stale). */
-	for (int i = 0; i < c->nnodes; i++) {
-		const struct fo_node *p = &c->nodes[i];
+	 * may name any peer; this runs only for a node whose heartbeat is stale). Its
+	 * own shard's nodes, and every node only when one outside it names it: the
+	 * judgement of a stale node costs its shard, not the cluster. */
+	const struct fo_shard *s = n->shard >= 0 ? &c->shards[n->shard] : NULL;
+	bool all = n->named_outside > 0 || !s;
+	int count = all ? c->nnodes : s->nnodes;
+
+	for (int i = 0; i < count; i++) {
+		const struct fo_node *p = all ? &c->nodes[i] : &c->nodes[s->nodes[i]];
 
 		if (p == n || !fo_fresh(c, p, now))
 			continue;

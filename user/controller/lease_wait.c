@@ -48,8 +48,7 @@ void fo_lease_note_report(struct fo_cluster *c, struct fo_node *n, const struct 
 
 static bool fresh(const struct fo_cluster *c, const struct fo_node *n, long long now)
 {
-	return (n->flags & FO_N_REPORTED) &&
-	       now - n->last_report_ms <= fo_down_after_ms(c, n->shard);
+	return (n->flags & FO_N_REPORTED) && now - n->last_report_ms <= fo_fresh_ms(c, n);
 }
 
 long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
