@@ -38,6 +38,9 @@ static const char agent_usage[] =
     "  --watch-cgroup PATH  watch every process in this cgroup v2 directory and below,\n"
     "                       including ones started later (repeatable)\n"
     "  --event-log PATH     event log (default " EVLOG_DEFAULT_PATH ")\n"
+    "  --address IP, --redis HOST:PORT\n"
+    "                       a node added at runtime (flatline node add), not in the\n"
+    "                       cluster file: its host's address and its server\n"
     "  --peer ID=IP         probe this peer with ICMP (repeatable; with -c, the other\n"
     "                       nodes of this node's shard are peers already)\n"
     "  --probe-interval-ms MS, --peer-down-after-ms MS\n"
@@ -267,6 +270,35 @@ static void reload_done(void *ctx)
 		event_add(a->heartbeat_ev, &tick);
 }
 
+/* A node added at runtime: its part of cfg made from --address and --redis (it
+ * belongs to no shard of the file: its peers are its --peer flags). */
+static struct cfg_node *runtime_node(struct agent *a, struct cfg *cfg)
+{
+	struct cfg_node *nodes, *n;
+	struct cfg_endpoint ep;
+
+	if (!a->rt_address || !a->rt_redis)
+		return NULL;
+	if (cfg_parse_endpoint(a->rt_redis, &ep, 6379)) {
+		pr_warn("--redis %s: want HOST:PORT, [V6]:PORT or unix:/PATH\n", a->rt_redis);
+		return NULL;
+	}
+	nodes = realloc(cfg->nodes, (cfg->nnodes + 1) * sizeof(*nodes));
+	if (!nodes)
+		return NULL;
+	cfg->nodes = nodes;
+	n = &nodes[cfg->nnodes++];
+	memset(n, 0, sizeof(*n));
+	snprintf(n->id, sizeof(n->id), "%s", a->node);
+	snprintf(n->address, sizeof(n->address), "%s", a->rt_address);
+	snprintf(n->redis_str, sizeof(n->redis_str), "%s", a->rt_redis);
+	n->redis = ep;
+	n->priority = 100;
+	n->shard = -1;
+	n->runtime = true;
+	return n;
+}
+
 static void agent_reload(struct agent *a)
 {
 	struct cfg_reload rr = {.proc = CFG_P_AGENT, .who = "agent", .done = reload_done, .ctx = a};
@@ -287,7 +319,7 @@ static void agent_reload(struct agent *a)
 		agent_out_log(a, &r);
 		return;
 	}
-	if (!cfg_find_node(n, a->node)) {
+	if (!cfg_find_node(n, a->node) && !runtime_node(a, n)) {
 		pr_warn(
 		    "failed to reload the cluster file: node %s is no longer in %s; keeping the "
 		    "running configuration\n",
@@ -364,6 +396,8 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	    {"probe-interval-ms", required_argument, NULL, 'I'},
 	    {"peer-down-after-ms", required_argument, NULL, 'D'},
 	    {"metrics-listen", required_argument, NULL, 'M'},
+	    {"address", required_argument, NULL, 'a'},
+	    {"redis", required_argument, NULL, 'r'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -428,6 +462,12 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		case 'M':
 			a->metrics_flag = optarg;
 			break;
+		case 'a':
+			a->rt_address = optarg;
+			break;
+		case 'r':
+			a->rt_redis = optarg;
+			break;
 		case 'v':
 			log_verbosity++;
 			break;
@@ -466,8 +506,17 @@ static int load_config(struct agent *a)
 		return -EINVAL;
 	}
 	a->me = cfg_find_node(a->cfg, a->node);
+	if (a->me && (a->rt_address || a->rt_redis)) {
+		pr_warn("--address/--redis: node %s is in %s already (they are for a node "
+			"added at runtime)\n",
+			a->node, a->config);
+		return -EINVAL;
+	}
+	if (!a->me)
+		a->me = runtime_node(a, a->cfg);
 	if (!a->me) {
-		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node\n",
+		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node, or "
+			"for a node added at runtime (flatline node add) --address and --redis\n",
 			a->node, a->config);
 		return -ENOENT;
 	}

@@ -260,9 +260,11 @@ void fo_evaluate(struct fo_cluster *c)
 	long long now = fo_now(c);
 
 	for (int i = 0; i < c->nnodes; i++)
-		update_node(c, &c->nodes[i], now);
+		if (!(c->nodes[i].flags & FO_N_REMOVED))
+			update_node(c, &c->nodes[i], now);
 	for (int i = 0; i < c->nshards; i++)
-		check_shard(c, &c->shards[i], now);
+		if (!c->shards[i].removed)
+			check_shard(c, &c->shards[i], now);
 }
 
 static void evaluate_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
