@@ -267,6 +267,7 @@ struct ctl_members {
 	int **file_lists, *file_nlists;
 	struct mb_unknown *unknown;
 	int nunknown, capunknown;
+	unsigned long ticks;
 };
 
 struct snap {
@@ -357,8 +358,15 @@ static void after_info(struct ctl *c)
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 
+		bool master = false;
+
 		if (s->removed || s->primary >= 0 || !s->nnodes)
 			continue;
+		for (int k = 0; k < s->nnodes; k++)
+			master |= c->fo.nodes[s->nodes[k]].info_ok &&
+				  c->fo.nodes[s->nodes[k]].info.role == INFO_ROLE_MASTER;
+		if (!master)
+			continue; /* asked again on the next tick */
 		fo_discover(&c->fo, s);
 		if (s->primary >= 0 && c->cfg->shards[i].discover)
 			ctl_members_scan_shard(c, i);
@@ -818,13 +826,24 @@ void ctl_members_scan_shard(struct ctl *c, int shard)
 static void on_scan_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct ctl *c = arg;
+	bool scan = ++c->members->ticks % (CTL_MEMBERS_SCAN_MS / CTL_MEMBERS_TICK_MS) == 0;
 
 	(void)fd;
 	(void)what;
 	if (c->fo.starting)
 		return;
-	for (int i = 0; i < c->fo.nshards; i++)
-		ctl_members_scan_shard(c, i);
+	for (int i = 0; i < c->fo.nshards; i++) {
+		struct fo_shard *s = &c->fo.shards[i];
+
+		if (scan)
+			ctl_members_scan_shard(c, i);
+		/* A shard added at runtime with no primary known yet: its nodes' INFO
+		 * again, then discovery (after_info). */
+		if (!s->removed && s->primary < 0 && s->nnodes && c->cfg->shards[i].runtime &&
+		    ctl_may_change(c))
+			for (int k = 0; k < s->nnodes; k++)
+				ctl_server_discover(c, s->nodes[k], 900, after_info);
+	}
 }
 
 void ctl_members_unknown(const struct ctl *c, int shard, char *buf, size_t len)
@@ -844,7 +863,7 @@ void ctl_members_unknown(const struct ctl *c, int shard, char *buf, size_t len)
 int ctl_members_start(struct ctl *c)
 {
 	struct ctl_members *m = calloc(1, sizeof(*m));
-	struct timeval tv = fl_ms_tv(CTL_MEMBERS_SCAN_MS);
+	struct timeval tv = fl_ms_tv(CTL_MEMBERS_TICK_MS);
 
 	if (!m)
 		return -ENOMEM;

@@ -17,6 +17,7 @@ struct cfg;
 #define CTL_MEMBERS_ROOM 256
 /* INFO replication of every primary this often: replicas no shard knows. */
 #define CTL_MEMBERS_SCAN_MS 10000
+#define CTL_MEMBERS_TICK_MS 1000 /* a runtime shard without a primary: asked again */
 
 int ctl_members_reserve(struct cfg *cfg);
 int ctl_members_cfg_node(const struct cfg *cfg, const char *id);
