@@ -302,9 +302,12 @@ fail:
 	return -ENOMEM;
 }
 
-/* cfg as it was (the snapshot is used up). */
-static void snap_restore(struct cfg *cfg, struct snap *s)
+/* cfg as it was (the snapshot is used up); the model's shards take their node
+ * lists again (those were reallocated). */
+static void snap_restore(struct ctl *c, struct snap *s)
 {
+	struct cfg *cfg = c->cfg;
+
 	for (int i = 0; i < cfg->nshards; i++)
 		free(cfg->shards[i].nodes);
 	memcpy(cfg->nodes, s->nodes, s->nnodes * sizeof(*s->nodes));
@@ -315,6 +318,9 @@ static void snap_restore(struct cfg *cfg, struct snap *s)
 	cfg->nshards = s->nshards;
 	free(s->nodes);
 	free(s->shards);
+	for (int i = 0; i < c->fo.nshards && i < cfg->nshards; i++)
+		if (!c->fo.shards[i].removed)
+			fo_shard_sync(&c->fo, i);
 }
 
 static void snap_free(struct snap *s)
@@ -651,7 +657,7 @@ int ctl_members_change(struct ctl *c, const struct mb_entry *e, const char *by,
 	}
 	rc = ctl_members_cfg_apply(c->cfg, e, why, whylen);
 	if (rc < 0) {
-		snap_restore(c->cfg, &s);
+		snap_restore(c, &s);
 		return rc;
 	}
 	if (c->ha) {
@@ -662,7 +668,7 @@ int ctl_members_change(struct ctl *c, const struct mb_entry *e, const char *by,
 		if (h)
 			h->text = malloc(cap);
 		if (!h || !h->text || mb_format_cfg(c->cfg, h->text, cap, &len)) {
-			snap_restore(c->cfg, &s);
+			snap_restore(c, &s);
 			if (h)
 				free(h->text);
 			free(h);
@@ -670,7 +676,7 @@ int ctl_members_change(struct ctl *c, const struct mb_entry *e, const char *by,
 			return -ENOMEM;
 		}
 		h->text[len] = '\0';
-		snap_restore(c->cfg, &s); /* applied when etcd has it */
+		snap_restore(c, &s); /* applied when etcd has it */
 		h->c = c;
 		h->done = done;
 		h->ctx = ctx;
@@ -686,7 +692,7 @@ int ctl_members_change(struct ctl *c, const struct mb_entry *e, const char *by,
 	/* One controller: on disk before it is made. */
 	rc = write_state_now(c, why, whylen);
 	if (rc) {
-		snap_restore(c->cfg, &s);
+		snap_restore(c, &s);
 		return rc;
 	}
 	snap_free(&s);
