@@ -11,7 +11,9 @@
  *   ctl_status.c       `FLATLINE STATUS` as text and as JSON: printing only
  *   ctl_ha.c           HA mode ([etcd]): leader or follower, the shard state in etcd
  *   ctl_discover.c     the INFO round of every node at start (or for a new leader)
- *   ctl_runtime_cmd.c  SENTINEL SET/CONFIG/DEBUG/RESET …, over
+ *   ctl_members_cmd.c  FLATLINE NODE|SHARD, SENTINEL MONITOR/REMOVE/RESET, over
+ *   ctl_members.c      nodes and shards added and removed at runtime (state file, etcd)
+ *   ctl_runtime_cmd.c  SENTINEL SET/CONFIG/DEBUG …, over
  *   ctl_runtime.c      the runtime settings (<state_file>.runtime, etcd)
  *   ctl_servers.c      requests to the Redis servers (the I/O behind struct fo_ops)
  *   ctl_dns.c          DNS wiring: the update after a promotion, drift check and repair

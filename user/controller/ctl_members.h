@@ -19,6 +19,28 @@ struct cfg;
 #define CTL_MEMBERS_SCAN_MS 10000
 #define CTL_MEMBERS_TICK_MS 1000 /* a runtime shard without a primary: asked again */
 
+/* The module's state (c->members), shared by ctl_members.c and ctl_members_scan.c. */
+struct mb_unknown {
+	int shard;
+	char host[64];
+	int port;
+	bool seen; /* in the last scan of its shard */
+};
+
+struct ctl_members {
+	struct event *scan;
+	/* the cluster file's topology (HA: every change is made again over it) */
+	int file_nodes, file_shards;
+	int **file_lists, *file_nlists;
+	struct mb_unknown *unknown;
+	int nunknown, capunknown;
+	unsigned long ticks;
+};
+
+/* ctl_members_scan.c: a node's INFO is in (a runtime shard's discovery), the tick. */
+void ctl_members_after_info(struct ctl *c);
+void ctl_members_on_tick(int fd, short what, void *arg);
+
 int ctl_members_reserve(struct cfg *cfg);
 int ctl_members_cfg_node(const struct cfg *cfg, const char *id);
 int ctl_members_cfg_shard(const struct cfg *cfg, const char *name);
