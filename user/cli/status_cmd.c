@@ -339,9 +339,9 @@ static int send_members(const char *config, struct cli_tls *tls, int argc, const
 	if (!cfg)
 		return 1;
 	/* One "%s" per word: hiredis sends each as its own argument. */
-	for (int i = 0; i < argc && i < MEMBER_MAX_ARGS; i++) {
+	for (int i = 0, off = 0; i < argc && i < MEMBER_MAX_ARGS; i++) {
 		a[i] = argv[i];
-		strcat(fmt, i ? " %s" : "%s");
+		off += snprintf(fmt + off, sizeof(fmt) - off, "%s", i ? " %s" : "%s");
 	}
 	rc = connect_controller(cfg, tls, 2000, &next);
 	if (!rc)

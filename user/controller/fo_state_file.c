@@ -42,7 +42,7 @@ static int parse_ull(const char *s, int base, unsigned long long *v)
 
 /* c NULL: the shard lines are checked, not applied; member: called with each
  * membership line (after MB_PREFIX), NULL: they are skipped. */
-static int parse_text(struct fo_cluster *c, const char *text, size_t len, const char *name,
+static int parse_body(struct fo_cluster *c, const char *text, size_t len, const char *name,
 		      int (*member)(void *ctx, const char *line), void *ctx, char *err,
 		      size_t errlen)
 {
@@ -53,12 +53,6 @@ static int parse_text(struct fo_cluster *c, const char *text, size_t len, const 
 	size_t warn = 0;
 
 	err[0] = '\0';
-	if (member) { /* the membership lines only from a whole, checked file */
-		int rc = parse_text(c, text, len, name, NULL, NULL, err, errlen);
-
-		if (rc)
-			return rc;
-	}
 	if (memchr(text, '\0', len)) {
 		snprintf(err, errlen, "failed to load state file %s: NUL byte (damaged file)",
 			 name);
@@ -175,6 +169,19 @@ static int parse_text(struct fo_cluster *c, const char *text, size_t len, const 
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int parse_text(struct fo_cluster *c, const char *text, size_t len, const char *name,
+		      int (*member)(void *ctx, const char *line), void *ctx, char *err,
+		      size_t errlen)
+{
+	if (member) { /* the membership lines only from a whole, checked file */
+		int rc = parse_body(c, text, len, name, NULL, NULL, err, errlen);
+
+		if (rc)
+			return rc;
+	}
+	return parse_body(c, text, len, name, member, ctx, err, errlen);
 }
 
 int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const char *name, char *err,
