@@ -208,6 +208,29 @@ static void test_cfg_state_round_trip(void **state)
 	assert_true(b->nodes[ctl_members_cfg_node(b, "n2")].removed);
 	assert_true(ctl_members_cfg_shard(b, "web") >= 0);
 	assert_int_equal(b->shards[0].nnodes, 2);
+	/* The whole shard dropped (with n1, a file's node, and n3, a runtime one): read
+	 * back in an order that applies (the node drops, then the shard's). */
+	{
+		struct cfg *d;
+		char text[4096];
+		size_t len = 0;
+
+		assert_int_equal(mb_parse("drop shard cache", &e, err, sizeof(err)), 0);
+		assert_int_equal(ctl_members_cfg_apply(b, &e, err, sizeof(err)), 0);
+		assert_int_equal(mb_format_cfg(b, text, sizeof(text), &len), 0);
+		text[len] = '\0';
+		assert_non_null(strstr(text, "member drop node n1\nmember drop node n2\n"
+					     "member drop shard cache\nmember shard web"));
+		assert_null(strstr(text, "n3"));
+		assert_int_equal(fo_cluster_init(&fo, b, NULL, NULL), 0);
+		assert_int_equal(fo_state_save(&fo, path, err, sizeof(err)), 0);
+		fo_cluster_free(&fo);
+		assert_int_equal(cfg_load_string("t.conf", conf, &d, err, sizeof(err)), 0);
+		assert_int_equal(ctl_members_prepare(d, path, err, sizeof(err)), 0);
+		assert_true(d->shards[0].removed);
+		assert_true(d->nodes[0].removed && d->nodes[1].removed);
+		cfg_free(d);
+	}
 	/* A damaged file is refused before anything is applied. */
 	fd = open(path, O_WRONLY | O_APPEND);
 	assert_true(fd >= 0);

@@ -315,46 +315,63 @@ int mb_info_slaves(const char *text, size_t len, struct mb_addr *out, int max)
 	return n;
 }
 
+/* The entry of shard i, if it differs from the file. */
+static bool shard_entry(const struct cfg *c, int i, struct mb_entry *e)
+{
+	const struct cfg_shard *s = &c->shards[i];
+
+	if (s->runtime == s->removed)
+		return false; /* the file's and kept, or added and removed again */
+	memset(e, 0, sizeof(*e));
+	e->kind = s->runtime ? MB_SHARD : MB_DROP_SHARD;
+	snprintf(e->id, sizeof(e->id), "%s", s->name);
+	snprintf(e->dns_name, sizeof(e->dns_name), "%s", s->dns_name);
+	e->discover = s->discover;
+	return true;
+}
+
+static bool node_entry(const struct cfg *c, int i, struct mb_entry *e)
+{
+	const struct cfg_node *n = &c->nodes[i];
+
+	if (n->runtime == n->removed)
+		return false;
+	memset(e, 0, sizeof(*e));
+	e->kind = n->runtime ? MB_NODE : MB_DROP_NODE;
+	snprintf(e->id, sizeof(e->id), "%s", n->id);
+	if (n->runtime) {
+		snprintf(e->shard, sizeof(e->shard), "%s",
+			 n->spare	 ? n->spare_for
+			 : n->shard >= 0 ? c->shards[n->shard].name
+					 : "");
+		snprintf(e->address, sizeof(e->address), "%s", n->address);
+		snprintf(e->redis, sizeof(e->redis), "%s", n->redis_str);
+		e->priority = n->priority;
+		e->spare = n->spare;
+	}
+	return true;
+}
+
 int mb_walk_cfg(const struct cfg *c, int (*fn)(void *ctx, const struct mb_entry *e), void *ctx)
 {
+	/* In an order that applies: the drops of nodes, of shards, then the shards
+	 * added, then the nodes (which name them). */
+	static const enum mb_kind order[] = {MB_DROP_NODE, MB_DROP_SHARD, MB_SHARD, MB_NODE};
 	struct mb_entry e;
 	int rc;
 
-	for (int i = 0; i < c->nshards; i++) {
-		const struct cfg_shard *s = &c->shards[i];
+	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		bool shards = order[k] == MB_SHARD || order[k] == MB_DROP_SHARD;
+		int n = shards ? c->nshards : c->nnodes;
 
-		if (s->runtime == s->removed)
-			continue; /* the file's and kept, or added and removed again */
-		memset(&e, 0, sizeof(e));
-		e.kind = s->runtime ? MB_SHARD : MB_DROP_SHARD;
-		snprintf(e.id, sizeof(e.id), "%s", s->name);
-		snprintf(e.dns_name, sizeof(e.dns_name), "%s", s->dns_name);
-		e.discover = s->discover;
-		rc = fn(ctx, &e);
-		if (rc)
-			return rc;
-	}
-	for (int i = 0; i < c->nnodes; i++) {
-		const struct cfg_node *n = &c->nodes[i];
-
-		if (n->runtime == n->removed)
-			continue;
-		memset(&e, 0, sizeof(e));
-		e.kind = n->runtime ? MB_NODE : MB_DROP_NODE;
-		snprintf(e.id, sizeof(e.id), "%s", n->id);
-		if (n->runtime) {
-			snprintf(e.shard, sizeof(e.shard), "%s",
-				 n->spare	 ? n->spare_for
-				 : n->shard >= 0 ? c->shards[n->shard].name
-						 : "");
-			snprintf(e.address, sizeof(e.address), "%s", n->address);
-			snprintf(e.redis, sizeof(e.redis), "%s", n->redis_str);
-			e.priority = n->priority;
-			e.spare = n->spare;
+		for (int i = 0; i < n; i++) {
+			if (!(shards ? shard_entry(c, i, &e) : node_entry(c, i, &e)) ||
+			    e.kind != order[k])
+				continue;
+			rc = fn(ctx, &e);
+			if (rc)
+				return rc;
 		}
-		rc = fn(ctx, &e);
-		if (rc)
-			return rc;
 	}
 	return 0;
 }
