@@ -202,6 +202,8 @@ static void monitor(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_error_reply(out, "ERR Duplicated master name");
 		return;
 	}
+	if (!may_change(k))
+		return;
 	snprintf(s.id, sizeof(s.id), "%.64s", cmd->argv[2]);
 	if (mb_check(&s, why, sizeof(why)) || mb_node_id(s.id, ip, (int)port, n.id, sizeof(n.id))) {
 		reply_err(out, "ERR ", why[0] ? why : "master name too long");
@@ -231,8 +233,7 @@ bool ctl_members_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 			    out, "ERR wrong number of arguments for 'sentinel|monitor' command");
 			return true;
 		}
-		if (may_change(k))
-			monitor(k, cmd);
+		monitor(k, cmd); /* checks what Sentinel checks, then AUTH */
 		return true;
 	}
 	if (!strcasecmp(sub, "remove")) {
@@ -245,12 +246,12 @@ bool ctl_members_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 			    out, "ERR wrong number of arguments for 'sentinel|remove' command");
 			return true;
 		}
-		if (!may_change(k))
-			return true;
 		if (!s) {
 			resp_error_reply(out, "ERR No such master with that name");
 			return true;
 		}
+		if (!may_change(k))
+			return true;
 		snprintf(msg, sizeof(msg), "master %s %s %d", s->name,
 			 s->primary >= 0 ? c->fo.nodes[s->primary].host : "?",
 			 s->primary >= 0 ? c->fo.nodes[s->primary].port : 0);
