@@ -2,7 +2,8 @@
 # Runtime membership with real servers, agents and controllers (tests/lib/cluster.sh: three
 # namespace hosts, a fourth made here for the node added at runtime): `flatline node
 # add|remove` and `flatline shard add|remove` with one controller and across its restart,
-# the same with three controllers and etcd across a leader change (FL_HA), a replica in
+# the same with three controllers and etcd across a leader change (FL_HA=1:
+# test_membership_ha.sh), a replica in
 # the primary's INFO that no shard knows (replica_unknown), the primary's removal refused,
 # a node added at runtime promoted when the primary is killed, and SENTINEL
 # MONITOR/REMOVE as redis-py's Sentinel client sees them (+monitor, +slave, -monitor).
@@ -33,7 +34,7 @@ h4_up() {
 	cl_netns_attach "$(cl_ns 4)" veth4 "$(cl_ip 4)"
 	[ -z "$CL_CG_KIND" ] || mkdir -p "$(cl_cg 4)"
 	on_exit h4_clean
-	cl_redis_start 4 "${1:-1}" || fail "server on host 4 did not start"
+	cl_redis_start 4 1 || fail "server on host 4 did not start"
 }
 h4_clean() {
 	local cg
@@ -61,6 +62,10 @@ wait_ctl() { # JQ-FILTER [SECONDS]
 node_json() { cl_status_json | jq -c --arg n "$1" '.shards[] | .nodes[] | select(.id == $n)' 2>/dev/null; }
 node_is() { [ "$(node_json "$1" | jq -r "$2" 2>/dev/null)" = true ]; }
 no_node() { [ -z "$(node_json "$1")" ]; }
+shard_is() { [ "$(cl_status_json | jq -r --arg s "$1" '.shards[] | select(.name == $s) | .source' 2>/dev/null)" = "$2" ]; }
+ha_has_node() { # IDX ID: that controller's status lists the node, from runtime
+	[ "$(cl_ha_status "$1" | jq -r --arg n "$2" '.shards[].nodes[] | select(.id == $n) | .source' 2>/dev/null)" = runtime ]
+}
 restart_controller() {
 	if [ -n "${FL_HA:-}" ]; then
 		local l
@@ -92,6 +97,11 @@ test_add_remove() {
 		fail "node add's key is not node-key's: $out"
 	wait_ctl ".kind == \"node_added\" and .instance == \"$N4\" and .source == \"runtime\""
 	cl_until 10 node_is "$N4" '.source == "runtime"' || fail "status: $(node_json "$N4")"
+	if [ -n "${FL_HA:-}" ]; then # every controller has it, from the watch
+		for i in 1 2 3; do
+			cl_until 5 ha_has_node "$i" "$N4" || fail "controller c$i does not list $N4"
+		done
+	fi
 	node_is "$(cl_node 1)" '.source == "file"' || fail "status: n1 is not from the file"
 	# Added twice: refused.
 	if out=$(fl node add "$CL_SHARD" "$N4" --address "$(cl_ip 4)" --redis "$(cl_hp "$(cl_ip 4)" 6380)" 2>&1); then
@@ -119,8 +129,7 @@ test_add_remove() {
 	no_node "$N4" || fail "$N4 is back after the restart: $(node_json "$N4")"
 	# A shard at runtime, and away again.
 	out=$(fl shard add web --dns-name "web.$CL_ZONE.") || fail "shard add: $out"
-	cl_until 5 eval '[ "$(cl_status_json | jq -r ".shards[] | select(.name == \"web\") | .source")" = runtime ]' ||
-		fail "shard web not in status"
+	cl_until 5 shard_is web runtime || fail "shard web not in status"
 	out=$(fl shard remove web) || fail "shard remove: $out"
 	wait_ctl '.kind == "shard_removed" and .shard == "web"'
 	[ -z "$(cl_status_json | jq -r '.shards[] | select(.name == "web") | .name')" ] || fail "web still there"
