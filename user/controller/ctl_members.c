@@ -338,10 +338,11 @@ static void say(struct ctl *c, const char *kind, const char *by, const struct cf
 
 /* The model and the modules made to match cfg: nodes and shards removed there are
  * dropped, those added are set up. by: who asked ("" from etcd or the start). */
-static void sync_live(struct ctl *c, const char *by)
+static bool sync_live(struct ctl *c, const char *by)
 {
 	struct cfg *cfg = c->cfg;
 	struct fo_cluster *fo = &c->fo;
+	bool postponed = false;
 
 	for (int i = 0; i < fo->nnodes; i++) {
 		struct fo_node *n = &fo->nodes[i];
@@ -349,6 +350,18 @@ static void sync_live(struct ctl *c, const char *by)
 
 		if (!cfg->nodes[i].removed || (n->flags & FO_N_REMOVED))
 			continue;
+		if (was >= 0 && fo->shards[was].primary == i && !cfg->shards[was].removed &&
+		    !list_add(&cfg->shards[was], i)) {
+			/* HA mode: asked of a controller that did not know it was promoted
+			 * meanwhile. A primary is never removed: kept until it is not. */
+			cfg->nodes[i].removed = false;
+			if (!c->members->postponed)
+				pr_warn("not removing node %s yet: it is the primary of shard %s "
+					"(removed once it is not)\n",
+					n->id, fo->shards[was].name);
+			postponed = true;
+			continue;
+		}
 		ctl_agents_node_drop(c, i);
 		ctl_server_drop(c, i);
 		fo_node_drop(fo, i);
@@ -393,6 +406,8 @@ static void sync_live(struct ctl *c, const char *by)
 			fo_shard_sync(fo, i);
 	c->nnodes = fo->nnodes;
 	ctl_hold_wake(c);
+	c->members->postponed = postponed;
+	return postponed;
 }
 
 /* ---- checks ---- */
@@ -533,12 +548,44 @@ static void rebuild(struct ctl *c, const char *text)
 	}
 }
 
+/* HA mode: the membership etcd holds, made here. Not while a failover runs (a node
+ * list changing under it): the text waits, and every tick tries again; so does one
+ * whose removal of a primary was postponed. */
+static void apply_text(struct ctl *c, const char *text, const char *by)
+{
+	struct ctl_members *m = c->members;
+	char *keep;
+
+	for (int i = 0; i < c->fo.nshards; i++)
+		if (c->fo.shards[i].fo.state != FO_ST_NONE)
+			goto wait;
+	rebuild(c, text);
+	if (!sync_live(c, by)) {
+		free(m->pending);
+		m->pending = NULL;
+		return;
+	}
+wait:
+	if (m->pending == text)
+		return;
+	keep = strdup(text);
+	if (!keep)
+		return;
+	free(m->pending);
+	m->pending = keep;
+}
+
+void ctl_members_retry(struct ctl *c)
+{
+	if (c->members && c->members->pending)
+		apply_text(c, c->members->pending, "");
+}
+
 void ctl_members_from_etcd(struct ctl *c, const char *val)
 {
 	if (!c->members)
 		return;
-	rebuild(c, val ? val : "");
-	sync_live(c, "");
+	apply_text(c, val ? val : "", "");
 }
 
 struct ha_change {
@@ -566,8 +613,7 @@ static void on_txn(void *ctx, int err, const char *msg, struct json_object *resp
 		if (h->done)
 			h->done(h->c, h->ctx, err, why);
 	} else {
-		rebuild(h->c, h->text);
-		sync_live(h->c, h->by);
+		apply_text(h->c, h->text, h->by);
 		if (h->done)
 			h->done(h->c, h->ctx, 0, "");
 	}
@@ -708,6 +754,7 @@ void ctl_members_fini(struct ctl *c)
 	free(m->file_lists);
 	free(m->file_nlists);
 	free(m->unknown);
+	free(m->pending);
 	free(m);
 	c->members = NULL;
 }

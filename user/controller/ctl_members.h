@@ -35,7 +35,11 @@ struct ctl_members {
 	struct mb_unknown *unknown;
 	int nunknown, capunknown;
 	unsigned long ticks;
+	char *pending;	/* HA: membership from etcd not applied yet (a failover ran) */
+	bool postponed; /* the removal of a primary waits (said once) */
 };
+/* ctl_members.c: HA mode's membership that waited, tried again (every tick). */
+void ctl_members_retry(struct ctl *c);
 
 /* ctl_members_scan.c: a node's INFO is in (a runtime shard's discovery), the tick. */
 void ctl_members_after_info(struct ctl *c);

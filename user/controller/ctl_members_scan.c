@@ -171,6 +171,7 @@ void ctl_members_on_tick(int fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	ctl_members_retry(c);
 	if (c->fo.starting)
 		return;
 	for (int i = 0; i < c->fo.nshards; i++) {
