@@ -607,6 +607,13 @@ static void on_txn(void *ctx, int err, const char *msg, struct json_object *resp
 		err = -EAGAIN;
 		msg = "another controller changed the membership meanwhile: try again";
 	}
+	if (!err && json_object_object_get_ex(resp, "header", &o)) {
+		/* Our own write: seen, even before the watch brings it back. */
+		int64_t rev = etcd_json_get_i64(o, "revision", 0);
+
+		if (h->c->members && rev > h->c->members->rev_seen)
+			h->c->members->rev_seen = rev;
+	}
 	if (err) {
 		snprintf(why, sizeof(why), "failed to write the membership to etcd: %s",
 			 msg ? msg : strerror(-err));
@@ -635,7 +642,10 @@ static int put_fenced(struct ctl *c, const char *text, struct ha_change *h)
 	json_object_object_add(cmp, "target", json_object_new_string("MOD"));
 	json_object_object_add(cmp, "result", json_object_new_string("LESS"));
 	json_object_object_add(cmp, "mod_revision",
-			       json_object_new_int64((int64_t)ha_revision(c->ha) + 1));
+			       json_object_new_int64((ha_revision(c->ha) > c->members->rev_seen
+							  ? ha_revision(c->ha)
+							  : c->members->rev_seen) +
+						     1));
 	json_object_array_add(cmps, cmp);
 	etcd_json_add_bytes(put, "key", key, strlen(key));
 	etcd_json_add_bytes(put, "value", text, strlen(text));

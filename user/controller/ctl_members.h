@@ -35,8 +35,9 @@ struct ctl_members {
 	struct mb_unknown *unknown;
 	int nunknown, capunknown;
 	unsigned long ticks;
-	char *pending;	/* HA: membership from etcd not applied yet (a failover ran) */
-	bool postponed; /* the removal of a primary waits (said once) */
+	char *pending;	    /* HA: membership from etcd not applied yet (a failover ran) */
+	bool postponed;	    /* the removal of a primary waits (said once) */
+	long long rev_seen; /* HA: the revision of this controller's last membership write */
 };
 /* ctl_members.c: HA mode's membership that waited, tried again (every tick). */
 void ctl_members_retry(struct ctl *c);
