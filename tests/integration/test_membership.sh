@@ -47,9 +47,18 @@ h4_clean() {
 		for _ in $(seq 100); do rmdir "$cg" 2>/dev/null && break; sleep 0.02; done
 	fi
 }
+# h4_agent [KEYFILE]: the agent of the node added at runtime; with KEYFILE, from a copy
+# of the cluster file without the secret (the key node add printed).
 h4_agent() {
-	cl_spawn "agent-$N4" "$(cl_ns 4)" "$FL" agent -c "$CL_CONF" --node "$N4" \
-		--address "$(cl_ip 4)" --redis "$(cl_hp "$(cl_ip 4)" 6379)" \
+	local conf=$CL_CONF extra=()
+	if [ -n "${1:-}" ]; then
+		conf=$CL_DIR/agent-n4.conf
+		grep -v '^secret' "$CL_CONF" >"$conf"
+		chmod 600 "$conf"
+		extra=(--key-file "$1")
+	fi
+	cl_spawn "agent-$N4" "$(cl_ns 4)" "$FL" agent -c "$conf" --node "$N4" \
+		--address "$(cl_ip 4)" --redis "$(cl_hp "$(cl_ip 4)" 6379)" "${extra[@]}" \
 		--event-log "$CL_DIR/events-$N4.jsonl" --peer "$(cl_node 1)=$(cl_ip 1)"
 }
 
@@ -95,6 +104,7 @@ test_add_remove() {
 	grep -q "key" <<<"$out" || fail "node add printed no key: $out"
 	[ "$(grep -o '[0-9a-f]\{64\}' <<<"$out")" = "$(fl node-key "$N4" 2>/dev/null)" ] ||
 		fail "node add's key is not node-key's: $out"
+	grep -o '[0-9a-f]\{64\}' <<<"$out" >"$CL_DIR/n4.key"
 	wait_ctl ".kind == \"node_added\" and .instance == \"$N4\" and .source == \"runtime\""
 	cl_until 10 node_is "$N4" '.source == "runtime"' || fail "status: $(node_json "$N4")"
 	if [ -n "${FL_HA:-}" ]; then # every controller has it, from the watch
@@ -108,7 +118,7 @@ test_add_remove() {
 		fail "a second add of $N4 was accepted: $out"
 	fi
 	grep -q "exists" <<<"$out" || fail "second add: $out"
-	h4_agent
+	h4_agent "$CL_DIR/n4.key"
 	wait_ctl ".kind == \"agent_connected\" and .instance == \"$N4\"" 15
 	cl_until 10 node_is "$N4" '.health == "ok"' || fail "n4 not healthy: $(node_json "$N4")"
 	# Kept across a restart (the state file, or etcd and another leader).

@@ -41,6 +41,8 @@ static const char agent_usage[] =
     "  --address IP, --redis HOST:PORT\n"
     "                       a node added at runtime (flatline node add), not in the\n"
     "                       cluster file: its host's address and its server\n"
+    "  --key-file PATH      with --address: the node's key (hex, as `flatline node add`\n"
+    "                       prints it), for a file without the cluster secret\n"
     "  --peer ID=IP         probe this peer with ICMP (repeatable; with -c, the other\n"
     "                       nodes of this node's shard are peers already)\n"
     "  --probe-interval-ms MS, --peer-down-after-ms MS\n"
@@ -296,6 +298,30 @@ static struct cfg_node *runtime_node(struct agent *a, struct cfg *cfg)
 	n->priority = 100;
 	n->shard = -1;
 	n->runtime = true;
+	if (a->rt_key_file) {
+		FILE *f = fopen(a->rt_key_file, "re");
+		char line[128] = "";
+		size_t len;
+
+		if (!f || !fgets(line, sizeof(line), f)) {
+			pr_warn("--key-file %s: %s\n", a->rt_key_file,
+				f ? "empty" : strerror(errno));
+			if (f)
+				fclose(f);
+			cfg->nnodes--;
+			return NULL;
+		}
+		fclose(f);
+		len = strcspn(line, " \t\r\n");
+		line[len] = '\0';
+		if (len != sizeof(n->key) - 1 || strspn(line, "0123456789abcdefABCDEF") != len) {
+			pr_warn("--key-file %s: not a node key (%zu hex digits)\n", a->rt_key_file,
+				sizeof(n->key) - 1);
+			cfg->nnodes--;
+			return NULL;
+		}
+		snprintf(n->key, sizeof(n->key), "%s", line);
+	}
 	return n;
 }
 
@@ -398,6 +424,7 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	    {"metrics-listen", required_argument, NULL, 'M'},
 	    {"address", required_argument, NULL, 'a'},
 	    {"redis", required_argument, NULL, 'r'},
+	    {"key-file", required_argument, NULL, 'k'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -467,6 +494,9 @@ static int parse_args(struct agent *a, int argc, char **argv)
 			break;
 		case 'r':
 			a->rt_redis = optarg;
+			break;
+		case 'k':
+			a->rt_key_file = optarg;
 			break;
 		case 'v':
 			log_verbosity++;
