@@ -194,6 +194,14 @@ static void test_cfg_state_round_trip(void **state)
 	assert_int_equal(fo_cluster_init(&fo, a, NULL, NULL), 0);
 	assert_int_equal(fo.node_cap, a->node_cap);
 	assert_null(fo_find_node(&fo, "n2")); /* a tombstone */
+	assert_true(fo.nodes[1].flags & FO_N_REMOVED);
+	assert_null(fo_node_by_addr(&fo, "10.0.0.2", 6379));
+	{ /* a late answer for it changes nothing */
+		struct info_repl r = {.role = INFO_ROLE_MASTER};
+
+		fo_on_info(&fo, &fo.nodes[1], true, &r, "");
+		assert_int_equal(fo.nodes[1].info_ok, 0);
+	}
 	assert_non_null(fo_find_node(&fo, "n3"));
 	assert_int_equal(fo_state_save(&fo, path, err, sizeof(err)), 0);
 	fo_cluster_free(&fo);

@@ -69,6 +69,8 @@ void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok)
 {
 	long long now = fo_now(c);
 
+	if (n->flags & FO_N_REMOVED)
+		return; /* an answer for a node removed at runtime meanwhile */
 	if (ok == !(n->flags & FO_N_UNREACH))
 		return;
 	if (!ok) {
@@ -279,6 +281,8 @@ void fo_evaluate_node(struct fo_cluster *c, struct fo_node *n)
 	struct fo_shard *s = fo_shard_of(c, n);
 	long long now = fo_now(c);
 
+	if (n->flags & FO_N_REMOVED)
+		return;
 	if (s)
 		evaluate_shard(c, s, now);
 	else
@@ -307,6 +311,9 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 	struct fo_shard *s = fo_shard_of(c, n);
 	long long now = fo_now(c);
 	bool changed = !(n->flags & FO_N_REPORTED) || fo_report_changed(&n->rep, rep);
+
+	if (n->flags & FO_N_REMOVED)
+		return;
 	int touched[2 * FO_MAX_PEERS] = {0}, ntouched = 0;
 	struct fo_report none = {0};
 	bool busy = rep->proc == FO_PROC_BUSY &&
@@ -369,6 +376,8 @@ void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct i
 {
 	struct fo_shard *s = fo_shard_of(c, n);
 
+	if (n->flags & FO_N_REMOVED)
+		return; /* an answer for a node removed at runtime meanwhile */
 	(void)err;
 	if (ok) {
 		n->info = *info;
