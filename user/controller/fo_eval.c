@@ -311,13 +311,13 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 	struct fo_shard *s = fo_shard_of(c, n);
 	long long now = fo_now(c);
 	bool changed = !(n->flags & FO_N_REPORTED) || fo_report_changed(&n->rep, rep);
-
-	if (n->flags & FO_N_REMOVED)
-		return;
 	int touched[2 * FO_MAX_PEERS] = {0}, ntouched = 0;
 	struct fo_report none = {0};
 	bool busy = rep->proc == FO_PROC_BUSY &&
 		    (!(n->flags & FO_N_REPORTED) || n->rep.proc != FO_PROC_BUSY);
+
+	if (n->flags & FO_N_REMOVED)
+		return;
 
 	if (rep->npeers || n->rep.npeers)
 		ntouched =
