@@ -272,57 +272,47 @@ static void reload_done(void *ctx)
 		event_add(a->heartbeat_ev, &tick);
 }
 
-/* A node added at runtime: its part of cfg made from --address and --redis (it
- * belongs to no shard of the file: its peers are its --peer flags). */
-static struct cfg_node *runtime_node(struct agent *a, struct cfg *cfg)
+/* The cluster file; for a node added at runtime (--address, --redis), its [node]
+ * section after the file's lines, with its key from --key-file if given (a file
+ * without the cluster secret). */
+static int load_file(struct agent *a, struct cfg **out, char *err, size_t errlen)
 {
-	struct cfg_node *nodes, *n;
-	struct cfg_endpoint ep;
+	char extra[1024], key[128] = "";
+	FILE *f;
+	size_t len;
+	int rc;
 
-	if (!a->rt_address || !a->rt_redis)
-		return NULL;
-	if (cfg_parse_endpoint(a->rt_redis, &ep, 6379)) {
-		pr_warn("--redis %s: want HOST:PORT, [V6]:PORT or unix:/PATH\n", a->rt_redis);
-		return NULL;
+	if (!a->rt_address && !a->rt_redis)
+		return cfg_load(a->config, out, err, errlen);
+	if (!a->rt_address || !a->rt_redis) {
+		snprintf(err, errlen,
+			 "--address and --redis go together (a node added at runtime)");
+		return -EINVAL;
 	}
-	nodes = realloc(cfg->nodes, (cfg->nnodes + 1) * sizeof(*nodes));
-	if (!nodes)
-		return NULL;
-	cfg->nodes = nodes;
-	n = &nodes[cfg->nnodes++];
-	memset(n, 0, sizeof(*n));
-	snprintf(n->id, sizeof(n->id), "%s", a->node);
-	snprintf(n->address, sizeof(n->address), "%s", a->rt_address);
-	snprintf(n->redis_str, sizeof(n->redis_str), "%s", a->rt_redis);
-	n->redis = ep;
-	n->priority = 100;
-	n->shard = -1;
-	n->runtime = true;
 	if (a->rt_key_file) {
-		FILE *f = fopen(a->rt_key_file, "re");
-		char line[128] = "";
-		size_t len;
-
-		if (!f || !fgets(line, sizeof(line), f)) {
-			pr_warn("--key-file %s: %s\n", a->rt_key_file,
-				f ? "empty" : strerror(errno));
+		f = fopen(a->rt_key_file, "re");
+		if (!f || !fgets(key, sizeof(key), f)) {
+			snprintf(err, errlen, "--key-file %s: %s", a->rt_key_file,
+				 f ? "empty" : strerror(errno));
 			if (f)
 				fclose(f);
-			cfg->nnodes--;
-			return NULL;
+			return -EINVAL;
 		}
 		fclose(f);
-		len = strcspn(line, " \t\r\n");
-		line[len] = '\0';
-		if (len != sizeof(n->key) - 1 || strspn(line, "0123456789abcdefABCDEF") != len) {
-			pr_warn("--key-file %s: not a node key (%zu hex digits)\n", a->rt_key_file,
-				sizeof(n->key) - 1);
-			cfg->nnodes--;
-			return NULL;
-		}
-		snprintf(n->key, sizeof(n->key), "%s", line);
+		len = strcspn(key, " \t\r\n");
+		key[len] = '\0';
 	}
-	return n;
+	if (strpbrk(a->rt_address, "\r\n[]\"") || strpbrk(a->rt_redis, "\r\n\"") ||
+	    strpbrk(key, "\r\n[]\"")) {
+		snprintf(err, errlen, "--address, --redis, --key-file: not a value");
+		return -EINVAL;
+	}
+	snprintf(extra, sizeof(extra), "\n[node \"%s\"]\naddress = %s\nredis = %s\n%s%s%s", a->node,
+		 a->rt_address, a->rt_redis, key[0] ? "key = " : "", key, key[0] ? "\n" : "");
+	rc = cfg_load_extra(a->config, extra, out, err, errlen);
+	if (!rc && cfg_find_node(*out, a->node))
+		cfg_find_node(*out, a->node)->runtime = true;
+	return rc;
 }
 
 static void agent_reload(struct agent *a)
@@ -336,7 +326,7 @@ static void agent_reload(struct agent *a)
 		pr_info("received SIGHUP: no cluster file to reload (started without -c)\n");
 		return;
 	}
-	if (cfg_load(a->config, &n, err, sizeof(err))) {
+	if (load_file(a, &n, err, sizeof(err))) {
 		pr_warn(
 		    "failed to reload the cluster file: %s; keeping the running configuration\n",
 		    err);
@@ -345,7 +335,7 @@ static void agent_reload(struct agent *a)
 		agent_out_log(a, &r);
 		return;
 	}
-	if (!cfg_find_node(n, a->node) && !runtime_node(a, n)) {
+	if (!cfg_find_node(n, a->node)) {
 		pr_warn(
 		    "failed to reload the cluster file: node %s is no longer in %s; keeping the "
 		    "running configuration\n",
@@ -531,19 +521,14 @@ static int load_config(struct agent *a)
 {
 	char err[512];
 
-	if (cfg_load(a->config, &a->cfg, err, sizeof(err))) {
-		pr_warn("%s\n", err);
+	if (load_file(a, &a->cfg, err, sizeof(err))) {
+		pr_warn("%s%s\n", err,
+			a->rt_address ? " (with --address/--redis: is the node in the file "
+					"already?)"
+				      : "");
 		return -EINVAL;
 	}
 	a->me = cfg_find_node(a->cfg, a->node);
-	if (a->me && (a->rt_address || a->rt_redis)) {
-		pr_warn("--address/--redis: node %s is in %s already (they are for a node "
-			"added at runtime)\n",
-			a->node, a->config);
-		return -EINVAL;
-	}
-	if (!a->me)
-		a->me = runtime_node(a, a->cfg);
 	if (!a->me) {
 		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node, or "
 			"for a node added at runtime (flatline node add) --address and --redis\n",

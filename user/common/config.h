@@ -189,6 +189,9 @@ struct cfg {
 /* Reads and validates FILE. On error returns -errno/-EINVAL and writes one line
  * such as "cluster.conf:14: [node \"n2\"] priority: not a number" to err. */
 int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen);
+/* The file, then the lines of extra after it (the agent of a node added at runtime:
+ * its [node] section, from its command line). */
+int cfg_load_extra(const char *path, const char *extra, struct cfg **out, char *err, size_t errlen);
 /* The same from a string (unit tests, fuzzing); name is used in messages. */
 int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err, size_t errlen);
 void cfg_free(struct cfg *c);
