@@ -253,12 +253,48 @@ static void test_cfg_state_round_trip(void **state)
 	unlink(path);
 }
 
+/* The agent of a node added at runtime: its [node] section after the file's lines,
+ * its key there when the file has no secret. */
+static void test_cfg_extra(void **state)
+{
+	static const char nosecret[] = "[cluster]\nname = t\n"
+				       "[controller]\nlisten = 127.0.0.1:26379\n"
+				       "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
+				       "[shard \"cache\"]\nnodes = n1\n";
+	char path[] = "/tmp/fl-members-cfg-XXXXXX", err[512], extra[256];
+	int fd = mkstemp(path);
+	struct cfg *c = NULL;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, nosecret, strlen(nosecret)), (int)strlen(nosecret));
+	close(fd);
+	/* no secret, no key: refused as any file */
+	snprintf(extra, sizeof(extra),
+		 "\n[node \"n4\"]\naddress = 10.0.0.4\nredis = 10.0.0.4:6379\n");
+	assert_int_not_equal(cfg_load_extra(path, extra, &c, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "secret"));
+	snprintf(extra, sizeof(extra),
+		 "\n[node \"n4\"]\naddress = 10.0.0.4\nredis = 10.0.0.4:6379\nkey = %064d\n", 7);
+	assert_int_equal(cfg_load_extra(path, extra, &c, err, sizeof(err)), 0);
+	assert_non_null(cfg_find_node(c, "n4"));
+	assert_int_equal(cfg_find_node(c, "n4")->shard, -1);
+	assert_string_equal(cfg_find_node(c, "n4")->redis_str, "10.0.0.4:6379");
+	cfg_free(c);
+	/* the file's own node again: refused */
+	snprintf(extra, sizeof(extra), "\n[node \"n1\"]\naddress = 10.0.0.4\n");
+	assert_int_not_equal(cfg_load_extra(path, extra, &c, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "twice"));
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_line_round_trip),    cmocka_unit_test(test_line_refused),
 	    cmocka_unit_test(test_node_args),	       cmocka_unit_test(test_shard_args),
 	    cmocka_unit_test(test_node_id_and_slaves), cmocka_unit_test(test_cfg_state_round_trip),
+	    cmocka_unit_test(test_cfg_extra),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
