@@ -10,6 +10,8 @@ int cmd_controller(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_failover(int argc, char **argv);
 int cmd_cutover(int argc, char **argv);
+int cmd_node(int argc, char **argv);
+int cmd_shard(int argc, char **argv);
 int cmd_peers(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_node_key(int argc, char **argv);

@@ -16,6 +16,8 @@ static const struct {
     {"status", cmd_status, "shards, primaries, epochs, node health, last failover"},
     {"failover", cmd_failover, "planned switchover of a shard, no acknowledged write lost"},
     {"cutover", cmd_cutover, "is it safe to switch from shadow to active (after Sentinel)"},
+    {"node", cmd_node, "add a node to a shard, or remove one, while the controller runs"},
+    {"shard", cmd_shard, "add a shard, or remove one, while the controller runs"},
     {"peers", cmd_peers, "this host's per-peer ICMP table (from the pinned map)"},
     {"probe", cmd_probe, "probe peers with kernel-timed ICMP and log peer_up/down (root)"},
     {"node-key", cmd_node_key, "a node's key, for an agent's file without the cluster secret"},

@@ -38,6 +38,11 @@ static const char agent_usage[] =
     "  --watch-cgroup PATH  watch every process in this cgroup v2 directory and below,\n"
     "                       including ones started later (repeatable)\n"
     "  --event-log PATH     event log (default " EVLOG_DEFAULT_PATH ")\n"
+    "  --address IP, --redis HOST:PORT\n"
+    "                       a node added at runtime (flatline node add), not in the\n"
+    "                       cluster file: its host's address and its server\n"
+    "  --key-file PATH      with --address: the node's key (hex, as `flatline node add`\n"
+    "                       prints it), for a file without the cluster secret\n"
     "  --peer ID=IP         probe this peer with ICMP (repeatable; with -c, the other\n"
     "                       nodes of this node's shard are peers already): its\n"
     "                       reachability only, it never renews the write lease\n"
@@ -272,6 +277,49 @@ static void reload_done(void *ctx)
 		agent_mode_apply(a, -1, NULL, 0); /* [controller] mode, until the controller says */
 }
 
+/* The cluster file; for a node added at runtime (--address, --redis), its [node]
+ * section after the file's lines, with its key from --key-file if given (a file
+ * without the cluster secret). */
+static int load_file(struct agent *a, struct cfg **out, char *err, size_t errlen)
+{
+	char extra[1024], key[128] = "";
+	FILE *f;
+	size_t len;
+	int rc;
+
+	if (!a->rt_address && !a->rt_redis)
+		return cfg_load(a->config, out, err, errlen);
+	if (!a->rt_address || !a->rt_redis) {
+		snprintf(err, errlen,
+			 "--address and --redis go together (a node added at runtime)");
+		return -EINVAL;
+	}
+	if (a->rt_key_file) {
+		f = fopen(a->rt_key_file, "re");
+		if (!f || !fgets(key, sizeof(key), f)) {
+			snprintf(err, errlen, "--key-file %s: %s", a->rt_key_file,
+				 f ? "empty" : strerror(errno));
+			if (f)
+				fclose(f);
+			return -EINVAL;
+		}
+		fclose(f);
+		len = strcspn(key, " \t\r\n");
+		key[len] = '\0';
+	}
+	if (strpbrk(a->rt_address, "\r\n[]\"") || strpbrk(a->rt_redis, "\r\n\"") ||
+	    strpbrk(key, "\r\n[]\"")) {
+		snprintf(err, errlen, "--address, --redis, --key-file: not a value");
+		return -EINVAL;
+	}
+	snprintf(extra, sizeof(extra), "\n[node \"%s\"]\naddress = %s\nredis = %s\n%s%s%s", a->node,
+		 a->rt_address, a->rt_redis, key[0] ? "key = " : "", key, key[0] ? "\n" : "");
+	rc = cfg_load_extra(a->config, extra, out, err, errlen);
+	if (!rc && cfg_find_node(*out, a->node))
+		cfg_find_node(*out, a->node)->runtime = true;
+	return rc;
+}
+
 static void agent_reload(struct agent *a)
 {
 	struct cfg_reload rr = {.proc = CFG_P_AGENT, .who = "agent", .done = reload_done, .ctx = a};
@@ -283,7 +331,7 @@ static void agent_reload(struct agent *a)
 		pr_info("received SIGHUP: no cluster file to reload (started without -c)\n");
 		return;
 	}
-	if (cfg_load(a->config, &n, err, sizeof(err))) {
+	if (load_file(a, &n, err, sizeof(err))) {
 		pr_warn(
 		    "failed to reload the cluster file: %s; keeping the running configuration\n",
 		    err);
@@ -369,6 +417,9 @@ static int parse_args(struct agent *a, int argc, char **argv)
 	    {"probe-interval-ms", required_argument, NULL, 'I'},
 	    {"peer-down-after-ms", required_argument, NULL, 'D'},
 	    {"metrics-listen", required_argument, NULL, 'M'},
+	    {"address", required_argument, NULL, 'a'},
+	    {"redis", required_argument, NULL, 'r'},
+	    {"key-file", required_argument, NULL, 'k'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
@@ -433,6 +484,15 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		case 'M':
 			a->metrics_flag = optarg;
 			break;
+		case 'a':
+			a->rt_address = optarg;
+			break;
+		case 'r':
+			a->rt_redis = optarg;
+			break;
+		case 'k':
+			a->rt_key_file = optarg;
+			break;
 		case 'v':
 			log_verbosity++;
 			break;
@@ -466,14 +526,18 @@ static int load_config(struct agent *a)
 {
 	char err[512];
 
-	if (cfg_load(a->config, &a->cfg, err, sizeof(err))) {
-		pr_warn("%s\n", err);
+	if (load_file(a, &a->cfg, err, sizeof(err))) {
+		pr_warn("%s%s\n", err,
+			a->rt_address ? " (with --address/--redis: is the node in the file "
+					"already?)"
+				      : "");
 		return -EINVAL;
 	}
 	a->shadow = a->cfg->controller.shadow; /* until the controller says */
 	a->me = cfg_find_node(a->cfg, a->node);
 	if (!a->me) {
-		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node\n",
+		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node, or "
+			"for a node added at runtime (flatline node add) --address and --redis\n",
 			a->node, a->config);
 		return -ENOENT;
 	}

@@ -77,6 +77,10 @@ struct agent {
 
 	const char *config;  /* -c FILE */
 	bool event_log_flag; /* --event-log given: it wins over the file */
+	/* --address, --redis: a node added at runtime (flatline node add), not in the
+	 * cluster file: its part is made from these */
+	const char *rt_address, *rt_redis;
+	const char *rt_key_file; /* --key-file: its key (hex), for a file without the secret */
 	struct cfg *cfg;
 	struct cfg_node *me; /* this node in cfg */
 

@@ -11,6 +11,7 @@
 #include "cmds.h"
 #include "cli/cli_conn.h"
 #include "common/acl.h"
+#include "common/auth.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -472,4 +473,193 @@ cleanup:
 	cli_free(rc);
 	cfg_free(cfg);
 	return ret;
+}
+
+/* ---- flatline node add|remove, flatline shard add|remove ---- */
+
+static const char node_usage[] =
+    "usage: flatline node add SHARD NODE --address IP --redis HOST:PORT [--priority N]\n"
+    "                         [--spare] [-c FILE]\n"
+    "       flatline node remove SHARD NODE [-c FILE]\n"
+    "\n"
+    "Adds a node to a shard of the running controller(s), or removes one, without a\n"
+    "restart; kept in the state file (etcd in HA mode). The node's agent then starts\n"
+    "with `flatline agent -c FILE --node NODE --address IP --redis HOST:PORT` and proves\n"
+    "the key printed here (derived from the cluster secret, as `flatline node-key`).\n"
+    "The shard's primary cannot be removed: fail over first.\n"
+    "\n"
+    "  --address IP       the host's address, probed by its peers\n"
+    "  --redis HOST:PORT  its server (or unix:/path)\n"
+    "  --priority N       0 = never promote (default 100)\n"
+    "  --spare            a standby: in no shard's quorum until attached\n"
+    "  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n" TLS_USAGE;
+
+static const char shard_usage[] =
+    "usage: flatline shard add NAME [--dns-name NAME] [-c FILE]\n"
+    "       flatline shard remove NAME [-c FILE]\n"
+    "\n"
+    "Adds an (empty) shard to the running controller(s), or removes one with its nodes\n"
+    "(refused while it fails over). Nodes join it with `flatline node add`.\n"
+    "\n"
+    "  --dns-name NAME    the name DNS points at its primary (absolute, ending in '.')\n"
+    "  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n" TLS_USAGE;
+
+#define MEMBER_MAX_ARGS 16
+
+/* Sends argv (FLATLINE NODE|SHARD ...) to the first controller that takes it. */
+static int send_members(const char *config, struct cli_tls *tls, int argc, const char **argv,
+			const char *what, const char *node)
+{
+	const char *a[MEMBER_MAX_ARGS] = {0};
+	char fmt[MEMBER_MAX_ARGS * 3 + 1] = "";
+	struct cli_conn *rc;
+	struct cfg *cfg = load(config);
+	redisReply *rep;
+	int next = 0, ret = 1;
+
+	if (!cfg)
+		return 1;
+	/* One "%s" per word: hiredis sends each as its own argument. */
+	for (int i = 0, off = 0; i < argc && i < MEMBER_MAX_ARGS; i++) {
+		a[i] = argv[i];
+		off += snprintf(fmt + off, sizeof(fmt) - off, "%s", i ? " %s" : "%s");
+	}
+	rc = connect_controller(cfg, tls, 2000, &next);
+	if (!rc)
+		goto cleanup;
+	cli_set_timeout(rc, 10000);
+	if (login(rc, cfg, ACL_ADMIN)) {
+		cli_free(rc);
+		goto cleanup;
+	}
+	rep = cli_command(rc, fmt, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+			  a[10], a[11], a[12], a[13], a[14], a[15]);
+	if (!rep || rep->type == REDIS_REPLY_ERROR) {
+		pr_warn("failed to %s: %s\n", what, rep ? rep->str : cli_errstr(rc));
+	} else {
+		printf("%s: done\n", what);
+		if (node && cfg->secret[0]) {
+			uint8_t key[AUTH_KEY_LEN];
+			char hex[AUTH_HEX_LEN + 1];
+
+			if (!auth_node_key(cfg->secret, strlen(cfg->secret), node, key)) {
+				auth_hex(key, sizeof(key), hex);
+				printf(
+				    "node %s's key (its agent proves it; derived from the cluster "
+				    "secret): %s\n",
+				    node, hex);
+			}
+		}
+		ret = 0;
+	}
+	if (rep)
+		freeReplyObject(rep);
+	cli_free(rc);
+cleanup:
+	cfg_free(cfg);
+	return ret;
+}
+
+static int members_cmd(int argc, char **argv, bool node)
+{
+	static const struct option lopts[] = {
+	    {"config", required_argument, NULL, 'c'}, {"address", required_argument, NULL, 'a'},
+	    {"redis", required_argument, NULL, 'r'},  {"priority", required_argument, NULL, 'p'},
+	    {"spare", no_argument, NULL, 's'},	      {"dns-name", required_argument, NULL, 'd'},
+	    {"help", no_argument, NULL, 'h'},	      {"tls", no_argument, NULL, 'T'},
+	    {"cacert", required_argument, NULL, 'A'}, {"cert", required_argument, NULL, 'C'},
+	    {"key", required_argument, NULL, 'K'},    {0},
+	};
+	const char *usage = node ? node_usage : shard_usage, *config = STATUS_DEFAULT_CONFIG;
+	const char *address = NULL, *redis = NULL, *priority = NULL, *dns = NULL;
+	const char *av[MEMBER_MAX_ARGS];
+	struct cli_tls tls = {0};
+	bool spare = false, add;
+	char what[200];
+	int opt, n = 0, want;
+
+	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'a':
+			address = optarg;
+			break;
+		case 'r':
+			redis = optarg;
+			break;
+		case 'p':
+			priority = optarg;
+			break;
+		case 's':
+			spare = true;
+			break;
+		case 'd':
+			dns = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			if (!tls_opt(opt, &tls))
+				break;
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc || (strcmp(argv[optind], "add") && strcmp(argv[optind], "remove"))) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	add = !strcmp(argv[optind], "add");
+	want = node ? 3 : 2;
+	if (argc - optind != want || (!node && (!add && dns)) ||
+	    (node && !add && (address || redis || priority || spare)) ||
+	    (node && add && (!address || !redis)) ||
+	    (!node && (address || redis || priority || spare)) || (node && dns)) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	av[n++] = "FLATLINE";
+	av[n++] = node ? "NODE" : "SHARD";
+	av[n++] = add ? "ADD" : "REMOVE";
+	av[n++] = argv[optind + 1];
+	if (node)
+		av[n++] = argv[optind + 2];
+	if (address) {
+		av[n++] = "ADDRESS";
+		av[n++] = address;
+	}
+	if (redis) {
+		av[n++] = "REDIS";
+		av[n++] = redis;
+	}
+	if (priority) {
+		av[n++] = "PRIORITY";
+		av[n++] = priority;
+	}
+	if (spare)
+		av[n++] = "SPARE";
+	if (dns) {
+		av[n++] = "DNS-NAME";
+		av[n++] = dns;
+	}
+	if (node)
+		snprintf(what, sizeof(what), "%s node %s %s shard %s", add ? "add" : "remove",
+			 argv[optind + 2], add ? "to" : "from", argv[optind + 1]);
+	else
+		snprintf(what, sizeof(what), "%s shard %s", add ? "add" : "remove",
+			 argv[optind + 1]);
+	return send_members(config, &tls, n, av, what, node && add ? argv[optind + 2] : NULL);
+}
+
+int cmd_node(int argc, char **argv)
+{
+	return members_cmd(argc, argv, true);
+}
+
+int cmd_shard(int argc, char **argv)
+{
+	return members_cmd(argc, argv, false);
 }

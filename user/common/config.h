@@ -30,6 +30,12 @@ struct cfg_node {
 				    * derived from [cluster] secret */
 	int shard;		   /* index in cfg.shards, -1 if in none */
 	int line;		   /* line of its section header */
+	/* Membership changed at runtime (the controller's, controller/ctl_members.c):
+	 * added by `flatline node add` / SENTINEL MONITOR (not in the file), removed
+	 * (a tombstone: its slot and index stay, nothing looks it up), a spare (in no
+	 * shard's quorum; spare_for names the shard it stands by for). */
+	bool runtime, removed, spare;
+	char spare_for[CFG_ID_MAX + 1];
 };
 
 /* TLS files of one side of a link (common/tls.h). Paths are absolute, "" = not
@@ -80,6 +86,9 @@ struct cfg_shard {
 	int nnodes;
 	char dns_name[256]; /* optional, absolute ("cache.ha.example.") */
 	int line;
+	/* Added at runtime, removed (a tombstone), or SENTINEL MONITOR's: its replicas
+	 * are found in its primary's INFO and added (controller/ctl_members.c). */
+	bool runtime, removed, discover;
 };
 
 struct cfg {
@@ -175,11 +184,17 @@ struct cfg {
 	int nnodes;
 	struct cfg_shard *shards;
 	int nshards;
+	/* The controller's: nodes and shards the arrays have room for (runtime
+	 * membership appends without moving them); 0 = nnodes / nshards. */
+	int node_cap, shard_cap;
 };
 
 /* Reads and validates FILE. On error returns -errno/-EINVAL and writes one line
  * such as "cluster.conf:14: [node \"n2\"] priority: not a number" to err. */
 int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen);
+/* The file, then the lines of extra after it (the agent of a node added at runtime:
+ * its [node] section, from its command line). */
+int cfg_load_extra(const char *path, const char *extra, struct cfg **out, char *err, size_t errlen);
 /* The same from a string (unit tests, fuzzing); name is used in messages. */
 int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err, size_t errlen);
 void cfg_free(struct cfg *c);

@@ -46,6 +46,27 @@ static void on_shard_timer(evutil_socket_t fd, short what, void *arg)
 	fo_on_timer(&a->c->fo, &a->c->fo.shards[a->shard]);
 }
 
+int ctl_shard_timer_add(struct ctl *c, int shard)
+{
+	struct shard_timer_arg *a;
+
+	if (c->shard_timer[shard]) {
+		evtimer_del(c->shard_timer[shard]);
+		return 0;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->c = c;
+	a->shard = shard;
+	c->shard_timer[shard] = evtimer_new(c->base, on_shard_timer, a);
+	if (!c->shard_timer[shard]) {
+		free(a);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static void op_timer(void *ctx, int shard, int ms)
 {
 	struct ctl *c = ctx;
@@ -338,6 +359,19 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		return -ENOMEM;
 	c->cfg = cfg;
 	c->start_ms = fl_mono_ms();
+	/* Membership changed at runtime: in the state file with one controller (read
+	 * here, before anything has a slot per node), in etcd with several. */
+	rc = ctl_members_prepare(cfg,
+				 cfg->etcd.enabled	    ? NULL
+				 : opts && opts->state_file ? opts->state_file
+							    : cfg->controller.state_file,
+				 err, sizeof(err));
+	if (rc) {
+		pr_warn("%s\n", err[0] ? err : strerror(-rc));
+		pr_warn("refusing to start: move the damaged state file aside to start from the "
+			"servers' view\n");
+		goto fail;
+	}
 	rc = ctl_modules_init(c);
 	if (rc)
 		goto fail;
@@ -433,27 +467,24 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		pr_warn("failed to open event log %s: %s\n", c->event_log, strerror(-rc));
 		goto fail;
 	}
-	c->shard_timer = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(struct event *));
+	c->shard_timer = calloc(ctl_shard_room(c) + 1, sizeof(struct event *));
 	if (!c->shard_timer) {
 		rc = -ENOMEM;
 		goto fail;
 	}
 	for (int i = 0; i < cfg->nshards; i++) {
-		struct shard_timer_arg *a = calloc(1, sizeof(*a));
-
-		if (!a) {
-			rc = -ENOMEM;
+		rc = ctl_shard_timer_add(c, i);
+		if (rc)
 			goto fail;
-		}
-		a->c = c;
-		a->shard = i;
-		c->shard_timer[i] = evtimer_new(c->base, on_shard_timer, a);
 	}
 	c->nnodes = cfg->nnodes;
 	rc = ctl_agents_start(c);
 	if (rc)
 		goto fail;
 	rc = ctl_servers_start(c);
+	if (rc)
+		goto fail;
+	rc = ctl_members_start(c);
 	if (rc)
 		goto fail;
 	rc = ctl_discover_init(c);
@@ -549,10 +580,11 @@ void ctl_free(struct ctl *c)
 	ctl_ha_free(c);
 	ctl_state_stop(c);
 	ctl_discover_fini(c);
+	ctl_members_fini(c);
 	ctl_servers_free(c);
 	ctl_hooks_stop(c);
 	ctl_agents_free(c);
-	for (int i = 0; c->shard_timer && i < c->cfg->nshards; i++) {
+	for (int i = 0; c->shard_timer && i < ctl_shard_room(c); i++) {
 		if (c->shard_timer[i]) {
 			free(event_get_callback_arg(c->shard_timer[i]));
 			event_free(c->shard_timer[i]);

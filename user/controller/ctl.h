@@ -12,7 +12,9 @@
  *   ctl_ha.c           HA mode ([etcd]): leader or follower, the shard state in etcd
  *   ctl_discover.c     the INFO round of every node at start (or for a new leader)
  *   ctl_mode.c         the mode while running (reload, FLATLINE MODE), FLATLINE CUTOVER
- *   ctl_runtime_cmd.c  SENTINEL SET/CONFIG/DEBUG/RESET …, over
+ *   ctl_members_cmd.c  FLATLINE NODE|SHARD, SENTINEL MONITOR/REMOVE/RESET, over
+ *   ctl_members.c      nodes and shards added and removed at runtime (state file, etcd)
+ *   ctl_runtime_cmd.c  SENTINEL SET/CONFIG/DEBUG …, over
  *   ctl_runtime.c      the runtime settings (<state_file>.runtime, etcd)
  *   ctl_servers.c      requests to the Redis servers (the I/O behind struct fo_ops)
  *   ctl_dns.c          DNS wiring: the update after a promotion, drift check and repair
@@ -46,6 +48,7 @@
 
 struct evbuffer;
 struct ctl_server;
+struct redisReply;
 struct ha;
 struct ctl_state_writer;
 struct ssl_ctx_st;
@@ -117,6 +120,7 @@ struct ctl_runtime;
 struct ctl_discovery;
 struct ctl_client_auth;
 struct ctl_clients;
+struct ctl_members;
 
 /* What every module needs: the configuration, the failover core, the loop, the
  * event log, the connections; and one pointer per module to its state. */
@@ -169,6 +173,7 @@ struct ctl {
 	struct ctl_discovery *discover;	       /* ctl_discover.c */
 	struct ctl_client_auth *client_auth;   /* ctl_client_auth.c */
 	struct ctl_clients *clients;	       /* ctl_clients.c */
+	struct ctl_members *members;	       /* ctl_members.c */
 };
 
 /* The heartbeat an agent's silence is counted in: the longer of [agent] heartbeat_ms
@@ -181,6 +186,17 @@ static inline int ctl_agent_heartbeat_ms(const struct ctl *c)
 		     : c->cfg->agent.replica_heartbeat_ms;
 
 	return c->silent_heartbeat_ms > ms ? c->silent_heartbeat_ms : ms;
+}
+
+/* The slots per node and per shard every module allocates: the cluster file's and
+ * those added at runtime (ctl_members.c), which never move. */
+static inline int ctl_node_room(const struct ctl *c)
+{
+	return c->cfg->node_cap > c->cfg->nnodes ? c->cfg->node_cap : c->cfg->nnodes;
+}
+static inline int ctl_shard_room(const struct ctl *c)
+{
+	return c->cfg->shard_cap > c->cfg->nshards ? c->cfg->shard_cap : c->cfg->nshards;
 }
 
 /* What status shows of HA mode. */
@@ -302,6 +318,26 @@ void ctl_discover_start(struct ctl *c);
  * when cmd was one of them (answered). */
 bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 
+/* ctl_members.c: nodes and shards added and removed at runtime (ctl_members.h) */
+/* Before the modules: room in cfg, the state file's membership lines applied. */
+int ctl_members_prepare(struct cfg *cfg, const char *state_file, char *err, size_t errlen);
+int ctl_members_start(struct ctl *c);
+void ctl_members_fini(struct ctl *c);
+/* HA mode: <prefix>members changed (NULL: deleted), from any controller. */
+void ctl_members_from_etcd(struct ctl *c, const char *val);
+/* ctl_members_cmd.c: FLATLINE NODE|SHARD …, and SENTINEL MONITOR/REMOVE/RESET
+ * (true when cmd was one of those: answered). */
+void ctl_on_members(struct ctl_conn *k, struct resp_cmd *cmd);
+bool ctl_members_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+/* controller.c: the failover timer of a shard (added at runtime). */
+int ctl_shard_timer_add(struct ctl *c, int shard);
+/* ctl_servers.c: the link of a node added or removed at runtime, and a request of
+ * one's own (false: the node has no server link). */
+int ctl_server_add(struct ctl *c, int node);
+void ctl_server_drop(struct ctl *c, int node);
+/* ctl_agents.c: a node removed at runtime: its agent sessions closed. */
+void ctl_agents_node_drop(struct ctl *c, int node);
+
 /* ctl_runtime.c: runtime configuration (<state_file>.runtime, or etcd) */
 int ctl_runtime_init(struct ctl *c);
 void ctl_runtime_fini(struct ctl *c);
@@ -317,6 +353,10 @@ void ctl_servers_free(struct ctl *c);
 void ctl_server_discover(struct ctl *c, int node, int timeout_ms, void (*done)(struct ctl *c));
 /* The server's run_id (INFO server, asked on every connect), or "". */
 const char *ctl_server_runid(const struct ctl *c, int node);
+bool ctl_server_request(struct ctl *c, int node, int timeout_ms,
+			void (*fn)(void *ctx, struct redisReply *reply, const char *err,
+				   void *priv),
+			void *priv, int argc, const char **argv);
 void ctl_op_ping(void *ctx, int node, int timeout_ms);
 void ctl_op_info(void *ctx, int node, int timeout_ms);
 void ctl_op_pause(void *ctx, int node, int pause_ms, int timeout_ms);
@@ -344,6 +384,9 @@ void ctl_metrics_failover_done(struct ctl *c, const struct fo_shard *s, const ch
 int ctl_state_start(struct ctl *c);
 /* Hands the current state to the writer thread (returns at once). */
 void ctl_state_save(struct ctl *c);
+/* Writes buf now, in the loop (a runtime membership change, kept before it is
+ * made): after a write the thread has begun, replacing one it has not. */
+int ctl_state_write_now(struct ctl *c, const char *buf, size_t len, char *err, size_t errlen);
 /* True while the last write failed (then buf says why). */
 bool ctl_state_error(struct ctl *c, char *buf, size_t len);
 /* Writes what is pending, then stops the thread. */

@@ -100,7 +100,8 @@ void ctl_on_hello(struct ctl_conn *k, struct resp_cmd *cmd)
 		 ? &c->cfg->nodes[n->idx]
 		 : cfg_find_node(c->cfg, n->id);
 	if (!n || !cn) {
-		snprintf(why, sizeof(why), "NODE no [node \"%.64s\"] in the cluster file", id);
+		snprintf(why, sizeof(why),
+			 "NODE no [node \"%.64s\"] in the cluster file or added at runtime", id);
 		reject_log(c, -1, id, k->peer, "unknown node");
 		resp_error_reply(out, why);
 		return;
@@ -199,6 +200,10 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		ctl_conn_fatal(k, "ERR REPORT before HELLO");
 		return;
 	}
+	if (c->fo.nodes[k->node].flags & FO_N_REMOVED) {
+		ctl_conn_fatal(k, "ERR this node was removed from the cluster");
+		return;
+	}
 	if (cmd->argc < 2) {
 		ctl_conn_fatal(k, "ERR wrong number of arguments for 'report' command");
 		return;
@@ -249,6 +254,8 @@ static void ctl_agent_closed(struct ctl_conn *k)
 	if (--c->agents->deadline[k->node].agents > 0)
 		return;
 	c->agents->deadline[k->node].agents = 0;
+	if (n->flags & FO_N_REMOVED)
+		return; /* removed at runtime: nothing to judge */
 	evrec_begin(&r, NULL, "controller", "agent_disconnected");
 	evrec_str(&r, "instance", n->id);
 	evrec_str(&r, "peer", k->peer);
@@ -275,7 +282,7 @@ void ctl_agents_init(struct ctl *c)
 
 int ctl_agents_start(struct ctl *c)
 {
-	int n = c->cfg->nnodes;
+	int n = ctl_node_room(c);
 	struct ctl_agents *a = calloc(1, sizeof(*a));
 
 	if (!a)
@@ -286,12 +293,28 @@ int ctl_agents_start(struct ctl *c)
 	a->reject_last = calloc(n + 1, sizeof(*a->reject_last));
 	if (!a->node_timer || !a->deadline || !a->reject_last)
 		return -ENOMEM;
-	a->nnodes = n;
+	a->nnodes = n; /* every slot, those for nodes added at runtime too */
 	for (int i = 0; i < n; i++) {
 		a->deadline[i] = (struct ctl_deadline){c, i};
 		a->node_timer[i] = evtimer_new(c->base, on_node_deadline, &a->deadline[i]);
 	}
 	return 0;
+}
+
+void ctl_agents_node_drop(struct ctl *c, int node)
+{
+	struct ctl_agents *a = c->agents;
+
+	if (!a || node < 0 || node >= a->nnodes)
+		return;
+	evtimer_del(a->node_timer[node]);
+	a->reject_last[node][0] = '\0';
+	for (struct ctl_conn *k = c->conns, *next; k; k = next) {
+		next = k->next;
+		if ((k->flags & (CTL_C_AGENT | CTL_C_CHALLENGED)) && k->node == node)
+			ctl_conn_fatal(k, "ERR this node was removed from the cluster");
+	}
+	a->deadline[node].agents = 0;
 }
 
 void ctl_agents_free(struct ctl *c)

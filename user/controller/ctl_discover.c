@@ -29,7 +29,8 @@ static void discover_finish(struct ctl *c)
 	if (c->ha && !ctl_may_act(c))
 		return; /* a follower (or a leader no more): observe */
 	for (int i = 0; i < c->fo.nshards; i++)
-		fo_discover(&c->fo, &c->fo.shards[i]);
+		if (!c->fo.shards[i].removed)
+			fo_discover(&c->fo, &c->fo.shards[i]);
 	c->fo.starting = false;
 	evrec_begin(&r, NULL, "controller", "controller_ready");
 	for (int i = 0; i < c->fo.nshards; i++) {

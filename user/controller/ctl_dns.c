@@ -163,11 +163,11 @@ int ctl_dns_start(struct ctl *c)
 			return -EINVAL;
 		}
 	}
-	c->dns_state->dnss = calloc(cf->nshards, sizeof(*c->dns_state->dnss));
+	c->dns_state->dnss = calloc(ctl_shard_room(c) + 1, sizeof(*c->dns_state->dnss));
 	c->dns_state->dns_check = evtimer_new(c->base, on_dns_check, c);
 	if (!c->dns_state->dnss || !c->dns_state->dns_check)
 		return -ENOMEM;
-	for (int i = 0; i < cf->nshards; i++)
+	for (int i = 0; i < ctl_shard_room(c); i++)
 		c->dns_state->dnss[i].agrees = -1;
 	rc = dns_updater_new(&c->dns_state->dns, c->base, &d, on_dns_done, c);
 	if (rc) {

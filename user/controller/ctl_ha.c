@@ -109,6 +109,10 @@ static void on_value(void *ctx, const char *rel, const char *val, size_t len, bo
 	char id[CFG_ID_MAX + 1];
 
 	(void)len;
+	if (!strcmp(rel, "members")) {
+		ctl_members_from_etcd(c, deleted ? NULL : val);
+		return;
+	}
 	if (!deleted && !strncmp(rel, "runtime/", 8)) {
 		ctl_runtime_from_etcd(c, rel + 8, val);
 		return;
@@ -355,12 +359,11 @@ int ctl_ha_start(struct ctl *c)
 	c->ha_state = calloc(1, sizeof(*c->ha_state));
 	if (!c->ha_state)
 		return -ENOMEM;
-	c->ha_state->shards =
-	    calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(struct ctl_ha_shard));
+	c->ha_state->shards = calloc(ctl_shard_room(c) + 1, sizeof(struct ctl_ha_shard));
 	if (!c->ha_state->shards)
 		return -ENOMEM;
-	c->ha_state->nshards = c->fo.nshards;
-	c->fo.record_first = true; /* ctl_ha_record */
+	c->ha_state->nshards = ctl_shard_room(c); /* shards added at runtime have theirs */
+	c->fo.record_first = true;		  /* ctl_ha_record */
 	c->ha = ha_new(c->base, &o, &ha_ops, c);
 	c->ha_state->members_timer = event_new(c->base, -1, EV_PERSIST, on_members_timer, c);
 	if (!c->ha || !c->ha_state->members_timer) {

@@ -116,6 +116,8 @@ static void fill(void *ctx, struct evbuffer *b)
 	for (int i = 0; i < fo->nnodes; i++) {
 		const struct fo_node *n = &fo->nodes[i];
 
+		if (n->flags & FO_N_REMOVED)
+			continue;
 		metrics_sample(b, "flatline_controller_node_healthy",
 			       fo_judge(fo, n, now) == FO_V_OK, "node", n->id, "shard",
 			       n->shard >= 0 ? fo->shards[n->shard].name : "", METRICS_END);
@@ -132,8 +134,10 @@ static void fill(void *ctx, struct evbuffer *b)
 	}
 	metrics_head(b, "flatline_controller_shard_epoch", "gauge", "Each shard's epoch.");
 	for (int i = 0; i < fo->nshards; i++)
-		metrics_sample_u64(b, "flatline_controller_shard_epoch", fo->shards[i].epoch,
-				   "shard", fo->shards[i].name, METRICS_END);
+		if (!fo->shards[i].removed)
+			metrics_sample_u64(b, "flatline_controller_shard_epoch",
+					   fo->shards[i].epoch, "shard", fo->shards[i].name,
+					   METRICS_END);
 	metrics_head(b, "flatline_controller_epoch", "gauge", "The highest epoch of any shard.");
 	metrics_sample_u64(b, "flatline_controller_epoch", epoch, METRICS_END);
 	for (const struct ctl_conn *k = c->conns; k; k = k->next) {
@@ -160,7 +164,7 @@ int ctl_metrics_start(struct ctl *c)
 	metrics_hist_init(&c->m.to_promotion, metrics_latency_bounds, metrics_latency_nbounds);
 	metrics_hist_init(&c->m.to_writable, metrics_latency_bounds, metrics_latency_nbounds);
 	metrics_hist_init(&c->m.dns_update, metrics_latency_bounds, metrics_latency_nbounds);
-	c->m.promoted_start_ms = calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(long long));
+	c->m.promoted_start_ms = calloc(ctl_shard_room(c) + 1, sizeof(long long));
 	if (!c->m.promoted_start_ms)
 		return -ENOMEM;
 	if (!c->cfg->controller.metrics_listen.host[0])

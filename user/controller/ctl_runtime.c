@@ -80,15 +80,13 @@ int ctl_rt_key(const char *name)
 
 static int ensure_mvalues(const struct ctl *c)
 {
-	if (c->runtime->mvalues && c->runtime->nmvalues == c->fo.nshards)
+	/* A slot for every shard, added at runtime too (those never move). */
+	if (c->runtime->mvalues)
 		return 0;
-	free(c->runtime->mvalues);
-	c->runtime->nmvalues = 0;
-	c->runtime->mvalues =
-	    calloc(c->fo.nshards ? c->fo.nshards : 1, sizeof(*c->runtime->mvalues));
+	c->runtime->mvalues = calloc(ctl_shard_room(c) + 1, sizeof(*c->runtime->mvalues));
 	if (!c->runtime->mvalues)
 		return -ENOMEM;
-	c->runtime->nmvalues = c->fo.nshards;
+	c->runtime->nmvalues = ctl_shard_room(c);
 	return 0;
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Sentinel's commands over the runtime settings (ctl_runtime.c): SENTINEL SET,
  * CONFIG GET|SET, DEBUG, FLUSHCONFIG, RESET, SIMULATE-FAILURE, INFO-CACHE,
- * PENDING-SCRIPTS, HELP, IS-MASTER-DOWN-BY-ADDR, and MONITOR/REMOVE (the topology
- * stays the cluster file's). Every pair of a SET is checked before any is applied;
+ * PENDING-SCRIPTS, HELP, IS-MASTER-DOWN-BY-ADDR (MONITOR, REMOVE and RESET are
+ * ctl_members_cmd.c's). Every pair of a SET is checked before any is applied;
  * in HA mode the answer waits until etcd has every value. */
 #include <errno.h>
 #include <fnmatch.h>
@@ -316,10 +316,10 @@ static void rt_help(struct evbuffer *out)
 	    "IS-MASTER-DOWN-BY-ADDR <ip> <port> <current-epoch> <runid>",
 	    "MASTER <master-name>",
 	    "MASTERS",
-	    "MONITOR <name> <ip> <port> <quorum> (the cluster file defines shards)",
+	    "MONITOR <name> <ip> <port> <quorum>",
 	    "MYID",
 	    "PENDING-SCRIPTS",
-	    "REMOVE <master-name> (the cluster file defines shards)",
+	    "REMOVE <master-name>",
 	    "REPLICAS <master-name>",
 	    "RESET <pattern>",
 	    "SENTINELS <master-name>",
@@ -374,21 +374,6 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		ctl_hooks_pending(k, out);
 	} else if (!strcasecmp(sub, "help") && cmd->argc == 2) {
 		rt_help(out);
-	} else if (!strcasecmp(sub, "reset") && cmd->argc == 3) {
-		int n = 0;
-
-		/* Forgets what a failover attempt learnt (no good replica, the last block
-		 * reason); the topology is the cluster file's and the servers'. */
-		for (int i = 0; i < c->fo.nshards; i++) {
-			struct fo_shard *s = &c->fo.shards[i];
-
-			if (fnmatch(cmd->argv[2], s->name, 0))
-				continue;
-			s->flags &= ~FO_S_NO_GOOD_REPLICA;
-			s->blocked_why[0] = '\0';
-			n++;
-		}
-		resp_int(out, n);
 	} else if (!strcasecmp(sub, "simulate-failure") && cmd->argc >= 3) {
 		unsigned f = 0;
 
@@ -420,17 +405,6 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_int(out, down);
 		resp_str(out, "*");
 		resp_int(out, 0);
-	} else if (!strcasecmp(sub, "monitor") || !strcasecmp(sub, "remove")) {
-		bool exists = cmd->argc >= 3 && fo_find_shard(&c->fo, cmd->argv[2]);
-
-		if (!strcasecmp(sub, "monitor") && exists)
-			resp_error_reply(out, "ERR Duplicated master name");
-		else if (!strcasecmp(sub, "remove") && !exists)
-			resp_error_reply(out, "ERR No such master with that name");
-		else
-			resp_error_reply(out,
-					 "ERR flatline's shards are the cluster file's: add or "
-					 "remove a [shard] section and restart the controller");
 	} else {
 		return false;
 	}

@@ -460,7 +460,7 @@ static void waiter_release(struct ctl_conn *k)
 int ctl_sentinel_init(struct ctl *c)
 {
 	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
-	c->waiter = calloc(c->cfg->nshards ? c->cfg->nshards : 1, sizeof(*c->waiter));
+	c->waiter = calloc(ctl_shard_room(c) + 1, sizeof(*c->waiter));
 	if (!c->waiter)
 		return -ENOMEM;
 	ctl_conn_role_register(c, CTL_ROLE_WAITER, waiter_release);
@@ -501,9 +501,10 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		resp_str(out, c->fo.nodes[s->primary].host);
 		resp_str(out, port);
 	} else if (!strcasecmp(sub, "masters") && cmd->argc == 2) {
-		resp_array(out, c->fo.nshards);
+		resp_array(out, fo_live_shards(&c->fo));
 		for (int i = 0; i < c->fo.nshards; i++)
-			reply_master(k, out, &c->fo.shards[i]);
+			if (!c->fo.shards[i].removed)
+				reply_master(k, out, &c->fo.shards[i]);
 	} else if (!strcasecmp(sub, "master") && cmd->argc == 3) {
 		if ((s = shard_arg(k, cmd->argv[2])))
 			reply_master(k, out, s);
@@ -528,7 +529,7 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "ckquorum") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
 			reply_ckquorum(c, out);
-	} else if (ctl_runtime_sentinel(k, cmd)) {
+	} else if (ctl_members_sentinel(k, cmd) || ctl_runtime_sentinel(k, cmd)) {
 		return;
 	} else {
 		snprintf(e, sizeof(e),
@@ -580,11 +581,14 @@ void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd)
 		    "sentinel_tilt_since_seconds:%d\r\n"
 		    "sentinel_running_scripts:%d\r\nsentinel_scripts_queue_length:%d\r\n"
 		    "sentinel_simulate_failure_flags:%u\r\n",
-		    c->fo.nshards, c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(c),
+		    fo_live_shards(&c->fo), c->fo.tilt, c->fo.tilt ? 0 : -1, ctl_hooks_running(c),
 		    ctl_hooks_queued(c) - ctl_hooks_running(c), ctl_event_simulated(c));
 		for (int i = 0; i < c->fo.nshards; i++) {
 			struct fo_shard *s = &c->fo.shards[i];
 			struct fo_node *m = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
+
+			if (s->removed)
+				continue;
 
 			evbuffer_add_printf(t,
 					    "master%d:name=%s,status=%s,address=%s:%d,slaves=%d,"
@@ -621,10 +625,13 @@ void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
 		ctl_on_flatline_mode(k, cmd);
 	} else if (cmd->argc == 2 && ARG_IS(1, "CUTOVER")) {
 		ctl_on_flatline_cutover(k, cmd);
+	} else if (cmd->argc >= 2 && (ARG_IS(1, "NODE") || ARG_IS(1, "SHARD"))) {
+		ctl_on_members(k, cmd);
 	} else {
 		resp_error_reply(out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
 				      "<shard> [<node>] | FLATLINE MODE [active [FORCE]|shadow] | "
-				      "FLATLINE CUTOVER");
+				      "FLATLINE CUTOVER | FLATLINE NODE ADD|REMOVE … | FLATLINE "
+				      "SHARD ADD|REMOVE …");
 	}
 }
 
@@ -635,7 +642,8 @@ void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd)
 	(void)cmd;
 	resp_array(out, 2);
 	resp_str(out, "sentinel");
-	resp_array(out, k->ctl->fo.nshards);
+	resp_array(out, fo_live_shards(&k->ctl->fo));
 	for (int i = 0; i < k->ctl->fo.nshards; i++)
-		resp_str(out, k->ctl->fo.shards[i].name);
+		if (!k->ctl->fo.shards[i].removed)
+			resp_str(out, k->ctl->fo.shards[i].name);
 }

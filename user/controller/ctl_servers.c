@@ -384,6 +384,11 @@ void ctl_server_discover(struct ctl *c, int node, int timeout_ms, void (*done)(s
 {
 	const char *argv[] = {"INFO", "replication"};
 
+	if (!c->servers[node]) { /* removed at runtime */
+		if (done)
+			done(c);
+		return;
+	}
 	c->servers[node]->discovered = done;
 	redis_link_request(c->servers[node]->link, timeout_ms, on_info_reply, c, 2, argv);
 }
@@ -406,43 +411,66 @@ static int ctl_servers_tls(struct ctl *c)
 
 int ctl_servers_start(struct ctl *c)
 {
-	static const struct redis_link_ops ops = {.on_up = on_server_up, .on_down = on_server_down};
 	int rc = ctl_servers_tls(c);
 
 	if (rc)
 		return rc;
-	c->servers = calloc(c->cfg->nnodes + 1, sizeof(struct ctl_server *));
+	c->servers = calloc(ctl_node_room(c) + 1, sizeof(struct ctl_server *));
 	if (!c->servers)
 		return -ENOMEM;
 	for (int i = 0; i < c->cfg->nnodes; i++) {
-		const struct cfg_node *cn = &c->cfg->nodes[i];
-		struct ctl_server *s = calloc(1, sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		c->servers[i] = s;
-		s->ctl = c;
-		s->node = i;
-		s->link = redis_link_new(c->base, &cn->redis, cn->redis_str, CTL_CONNECT_TIMEOUT_MS,
-					 &ops, s);
-		if (!s->link || (c->srv_tls && redis_link_set_tls(s->link, c->srv_tls,
-								  c->cfg->redis.tls_server_name)))
-			return -ENOMEM;
-		/* Kept warm: a promotion never waits for a connect. */
-		redis_link_set_backoff(s->link, CTL_RETRY_MIN_MS, CTL_RETRY_MAX_MS);
+		rc = c->cfg->nodes[i].removed ? 0 : ctl_server_add(c, i);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
 
+int ctl_server_add(struct ctl *c, int node)
+{
+	static const struct redis_link_ops ops = {.on_up = on_server_up, .on_down = on_server_down};
+	const struct cfg_node *cn = &c->cfg->nodes[node];
+	struct ctl_server *s;
+
+	ctl_server_drop(c, node);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	c->servers[node] = s;
+	s->ctl = c;
+	s->node = node;
+	s->link =
+	    redis_link_new(c->base, &cn->redis, cn->redis_str, CTL_CONNECT_TIMEOUT_MS, &ops, s);
+	if (!s->link ||
+	    (c->srv_tls && redis_link_set_tls(s->link, c->srv_tls, c->cfg->redis.tls_server_name)))
+		return -ENOMEM;
+	/* Kept warm: a promotion never waits for a connect. */
+	redis_link_set_backoff(s->link, CTL_RETRY_MIN_MS, CTL_RETRY_MAX_MS);
+	return 0;
+}
+
+void ctl_server_drop(struct ctl *c, int node)
+{
+	if (!c->servers || !c->servers[node])
+		return;
+	redis_link_free(c->servers[node]->link);
+	free(c->servers[node]);
+	c->servers[node] = NULL;
+}
+
+bool ctl_server_request(struct ctl *c, int node, int timeout_ms, redis_link_result_fn fn,
+			void *priv, int argc, const char **argv)
+{
+	if (!c->servers || node < 0 || node >= c->nnodes || !c->servers[node])
+		return false;
+	redis_link_request(c->servers[node]->link, timeout_ms, fn, priv, argc, argv);
+	return true;
+}
+
 void ctl_servers_free(struct ctl *c)
 {
-	for (int i = 0; c->servers && i < c->nnodes; i++) {
-		if (!c->servers[i])
-			continue;
-		redis_link_free(c->servers[i]->link);
-		free(c->servers[i]);
-		c->servers[i] = NULL;
-	}
+	for (int i = 0; c->servers && i < c->nnodes; i++)
+		ctl_server_drop(c, i);
 	free(c->servers);
 	c->servers = NULL;
 	if (c->srv_tls)

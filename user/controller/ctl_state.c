@@ -25,6 +25,7 @@ struct ctl_state_writer {
 	char *pending; /* the text to write next, NULL if none */
 	size_t pending_len;
 	bool stop;
+	bool busy;     /* the thread is writing (without the lock) */
 	char err[512]; /* the last failure, "" after a success */
 	unsigned long long writes, failures;
 };
@@ -49,10 +50,13 @@ static void *writer_main(void *arg)
 			pthread_cond_wait(&w->cv, &w->mu);
 			continue;
 		}
+		w->busy = true;
 		pthread_mutex_unlock(&w->mu);
 		err[0] = '\0';
 		int rc = fo_state_write(w->path, buf, len, err, sizeof(err));
 		pthread_mutex_lock(&w->mu);
+		w->busy = false;
+		pthread_cond_broadcast(&w->cv);
 		if (!rc) {
 			free(buf);
 			buf = NULL;
@@ -120,6 +124,25 @@ void ctl_state_save(struct ctl *c)
 	w->pending_len = len;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
+}
+
+int ctl_state_write_now(struct ctl *c, const char *buf, size_t len, char *err, size_t errlen)
+{
+	struct ctl_state_writer *w = c->state_writer;
+	int rc;
+
+	if (!w)
+		return fo_state_write(c->state_file, buf, len, err, errlen);
+	pthread_mutex_lock(&w->mu);
+	while (w->busy) /* an older text being written: it must not land after ours */
+		pthread_cond_wait(&w->cv, &w->mu);
+	free(w->pending); /* ours holds everything it did */
+	w->pending = NULL;
+	rc = fo_state_write(w->path, buf, len, err, errlen);
+	if (!rc)
+		w->writes++;
+	pthread_mutex_unlock(&w->mu);
+	return rc;
 }
 
 bool ctl_state_error(struct ctl *c, char *buf, size_t len)

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "controller/ctl.h"
+#include "controller/ctl_members.h"
 #include "controller/lease_wait.h"
 
 static int put_evbuffer(void *b, const char *s, size_t n)
@@ -154,11 +155,36 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 		}
 	}
 	evbuffer_add_printf(b, "},\"shards\":[");
-	for (int i = 0; i < c->fo.nshards; i++) {
+	for (int i = 0, first = 1; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
+		char unknown[512];
 
-		evbuffer_add_printf(b, "%s{\"name\":", i ? "," : "");
+		if (s->removed)
+			continue;
+		evbuffer_add_printf(b, "%s{\"name\":", first ? "" : ",");
+		first = 0;
 		json_str(b, s->name);
+		evbuffer_add_printf(b, ",\"source\":\"%s\",\"unknown_replicas\":[",
+				    c->cfg->shards[i].runtime ? "runtime" : "file");
+		ctl_members_unknown(c, i, unknown, sizeof(unknown));
+		for (char *u = unknown[0] ? unknown : NULL, *sp; u; u = sp ? sp + 1 : NULL) {
+			sp = strchr(u, ' ');
+			if (sp)
+				*sp = '\0';
+			evbuffer_add_printf(b, "%s", u == unknown ? "" : ",");
+			json_str(b, u);
+		}
+		evbuffer_add_printf(b, "],\"spares\":[");
+		for (int j = 0, f = 1; j < c->fo.nnodes; j++) {
+			const struct cfg_node *cn = &c->cfg->nodes[j];
+
+			if (cn->removed || !cn->spare || strcmp(cn->spare_for, s->name))
+				continue;
+			evbuffer_add_printf(b, "%s", f ? "" : ",");
+			f = 0;
+			json_str(b, cn->id);
+		}
+		evbuffer_add_printf(b, "]");
 		evbuffer_add_printf(b, ",\"primary\":");
 		if (s->primary >= 0)
 			json_str(b, c->fo.nodes[s->primary].id);
@@ -201,7 +227,9 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			    node_health(n), (n->flags & FO_N_AGENT) ? "true" : "false",
 			    fo_proc_name(n->rep.proc),
 			    (n->flags & FO_N_REPORTED) ? now - n->last_report_ms : -1, n->priority);
-			evbuffer_add_printf(b, ",\"lease\":\"%s\"", fo_lease_word(n));
+			evbuffer_add_printf(b, ",\"lease\":\"%s\",\"source\":\"%s\"",
+					    fo_lease_word(n),
+					    c->cfg->nodes[n->idx].runtime ? "runtime" : "file");
 			if (node_cause(n)[0]) {
 				evbuffer_add_printf(b, ",\"cause\":");
 				json_str(b, node_cause(n));
@@ -271,7 +299,10 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
 		struct fo_node *p = s->primary >= 0 ? &c->fo.nodes[s->primary] : NULL;
+		char unknown[512];
 
+		if (s->removed)
+			continue;
 		evbuffer_add_printf(b, "\nshard %s  primary %s (%s)  epoch %llu%s%s\n", s->name,
 				    p ? p->id : "unknown",
 				    p ? c->cfg->nodes[p->idx].redis_str : "-", s->epoch,
@@ -291,9 +322,10 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 			if (d->cfg_err[0])
 				evbuffer_add_printf(b, "  dns error: %s\n", d->cfg_err);
 		}
-		evbuffer_add_printf(b, "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %s\n",
+		evbuffer_add_printf(b,
+				    "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %-5s %s\n",
 				    "node", "role", "server", "health", "agent", "heartbeat",
-				    "srv_role", "offset", "link", "lease");
+				    "srv_role", "offset", "link", "lease", "from");
 		for (int j = 0; j < s->nnodes; j++) {
 			struct fo_node *n = &c->fo.nodes[s->nodes[j]];
 			const struct info_repl *r = node_repl(n);
@@ -307,16 +339,31 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 			if (r && r->offset >= 0)
 				snprintf(off, sizeof(off), "%lld", r->offset);
 			evbuffer_add_printf(
-			    b, "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %s\n", n->id,
-			    n->idx == s->primary ? "primary" : "replica",
+			    b, "  %-12s %-8s %-22s %-22s %-6s %-10s %-8s %-12s %-5s %-5s %s\n",
+			    n->id, n->idx == s->primary ? "primary" : "replica",
 			    c->cfg->nodes[n->idx].redis_str, health,
 			    (n->flags & FO_N_AGENT) ? "yes" : "no", hb,
 			    r ? info_role_name(r->role) : "-", off,
 			    !r || r->link_up < 0 ? "-"
 			    : r->link_up	 ? "up"
 						 : "down",
-			    fo_lease_word(n));
+			    fo_lease_word(n), c->cfg->nodes[n->idx].runtime ? "runtime" : "file");
 		}
+		for (int j = 0; j < c->fo.nnodes; j++) {
+			const struct cfg_node *cn = &c->cfg->nodes[j];
+
+			if (!cn->removed && cn->spare && !strcmp(cn->spare_for, s->name))
+				evbuffer_add_printf(
+				    b, "  %-12s %-8s %-22s (a standby: in no quorum)  %s\n", cn->id,
+				    "spare", cn->redis_str, cn->runtime ? "runtime" : "file");
+		}
+		ctl_members_unknown(c, i, unknown, sizeof(unknown));
+		if (unknown[0])
+			evbuffer_add_printf(
+			    b,
+			    "  REPLICAS IN NO SHARD (replica_unknown): %s: flatline node "
+			    "add them, or stop them replicating\n",
+			    unknown);
 		if (s->have_last) {
 			evbuffer_add_printf(b, "  last ");
 			ctl_print_timeline(b, s, &s->last, &c->fo);

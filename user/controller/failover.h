@@ -110,8 +110,9 @@ enum fo_verdict {
 #define FO_N_UNREACH	(1u << 7) /* the controller's own PING/INFO fails: unreach_since_ms */
 #define FO_N_FIXING	(1u << 8) /* a REPLICAOF to repair this node is in flight */
 #define FO_N_ROGUE                                                                                 \
-	(1u << 9) /* reported master, not the primary, and not demoted                             \
-		   * by us yet: its agent may do it (agent/demote.h) */
+	(1u << 9)		/* reported master, not the primary, and not demoted               \
+				 * by us yet: its agent may do it (agent/demote.h) */
+#define FO_N_REMOVED (1u << 10) /* removed at runtime: a tombstone, nothing looks it up */
 
 /* A repair outside a failover (REPLICAOF <primary> of a node). */
 enum fo_fix {
@@ -231,6 +232,7 @@ struct fo_shard {
 	long long retry_select_ms;
 	int retry_select_wait_ms;
 	long long lease_waited_ms; /* how long the failover starting now waited */
+	bool removed;		   /* removed at runtime: a tombstone (fo_find_shard skips) */
 };
 
 struct fo_ops {
@@ -267,11 +269,12 @@ struct fo_ops {
 };
 
 struct fo_cluster {
-	struct fo_node *nodes; /* nnodes of them, as the cluster file lists them */
-	int nnodes;
+	struct fo_node *nodes; /* nnodes of them, as the cluster file lists them, then
+				* those added at runtime (room for node_cap) */
+	int nnodes, node_cap;
 	struct fo_node **by_id; /* the same, sorted by id (fo_find_node) */
 	struct fo_shard *shards;
-	int nshards;
+	int nshards, shard_cap;
 	const struct cfg *cfg;
 	/* Settings (from the cluster file, or tests). */
 	int node_down_after_ms;
@@ -311,6 +314,16 @@ struct fo_cluster {
 int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo_ops *ops,
 		    void *ctx);
 void fo_cluster_free(struct fo_cluster *c);
+/* Runtime membership (controller/ctl_members.c changes the cfg first, then these):
+ * node i of cfg (new, at cfg->nnodes - 1, or a tombstone revived) set up afresh, or
+ * made a tombstone; shard i of cfg set up (a revived one keeps its epoch) or made one;
+ * a shard's node list taken again from cfg (positions renumbered). -ENOSPC past the
+ * capacity the cluster was made with. */
+int fo_node_setup(struct fo_cluster *c, int i);
+void fo_node_drop(struct fo_cluster *c, int i);
+int fo_shard_setup(struct fo_cluster *c, int i);
+void fo_shard_drop(struct fo_cluster *c, int i);
+void fo_shard_sync(struct fo_cluster *c, int i);
 struct fo_node *fo_find_node(struct fo_cluster *c, const char *id);
 struct fo_shard *fo_find_shard(struct fo_cluster *c, const char *name);
 /* The shard's down-after and failover block (SENTINEL SET), else the controller's. */
@@ -330,6 +343,15 @@ static inline int fo_fresh_ms(const struct fo_cluster *c, const struct fo_node *
 static inline int fo_block_ms(const struct fo_cluster *c, const struct fo_shard *s)
 {
 	return s->block_ms ? s->block_ms : c->failover_block_ms;
+}
+/* The shards not removed at runtime. */
+static inline int fo_live_shards(const struct fo_cluster *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->nshards; i++)
+		n += !c->shards[i].removed;
+	return n;
 }
 /* The node whose replication address is host:port, or NULL. */
 struct fo_node *fo_node_by_addr(const struct fo_cluster *c, const char *host, int port);
@@ -460,6 +482,11 @@ int fo_state_write(const char *path, const char *buf, size_t len, char *err, siz
  * -EINVAL with a clear message when damaged. Shards or nodes no longer in the
  * cluster file are skipped with a warning in err (return 0, err non-empty). */
 int fo_state_load(struct fo_cluster *c, const char *path, char *err, size_t errlen);
+/* Before the cluster is set up: the membership lines of the state file (after
+ * "member "), each passed to member (non-zero: the file is refused), once the file's
+ * checksum is good. -ENOENT if absent. */
+int fo_state_members(const char *path, int (*member)(void *ctx, const char *line), void *ctx,
+		     char *err, size_t errlen);
 /* The same from a string (tests, fuzzing). */
 int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const char *name, char *err,
 		   size_t errlen);

@@ -69,6 +69,8 @@ void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok)
 {
 	long long now = fo_now(c);
 
+	if (n->flags & FO_N_REMOVED)
+		return; /* an answer for a node removed at runtime meanwhile */
 	if (ok == !(n->flags & FO_N_UNREACH))
 		return;
 	if (!ok) {
@@ -264,9 +266,11 @@ void fo_evaluate(struct fo_cluster *c)
 	long long now = fo_now(c);
 
 	for (int i = 0; i < c->nnodes; i++)
-		update_node(c, &c->nodes[i], now);
+		if (!(c->nodes[i].flags & FO_N_REMOVED))
+			update_node(c, &c->nodes[i], now);
 	for (int i = 0; i < c->nshards; i++)
-		check_shard(c, &c->shards[i], now);
+		if (!c->shards[i].removed)
+			check_shard(c, &c->shards[i], now);
 }
 
 static void evaluate_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
@@ -281,6 +285,8 @@ void fo_evaluate_node(struct fo_cluster *c, struct fo_node *n)
 	struct fo_shard *s = fo_shard_of(c, n);
 	long long now = fo_now(c);
 
+	if (n->flags & FO_N_REMOVED)
+		return;
 	if (s)
 		evaluate_shard(c, s, now);
 	else
@@ -325,6 +331,9 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 	struct fo_report none = {0};
 	bool busy = rep->proc == FO_PROC_BUSY &&
 		    (!(n->flags & FO_N_REPORTED) || n->rep.proc != FO_PROC_BUSY);
+
+	if (n->flags & FO_N_REMOVED)
+		return;
 
 	if (rep->npeers || n->rep.npeers)
 		ntouched =
@@ -385,6 +394,8 @@ void fo_on_info(struct fo_cluster *c, struct fo_node *n, bool ok, const struct i
 {
 	struct fo_shard *s = fo_shard_of(c, n);
 
+	if (n->flags & FO_N_REMOVED)
+		return; /* an answer for a node removed at runtime meanwhile */
 	(void)err;
 	if (ok) {
 		n->info = *info;

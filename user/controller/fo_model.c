@@ -13,6 +13,106 @@ static int by_id_cmp(const void *a, const void *b)
 	return strcmp((*(struct fo_node *const *)a)->id, (*(struct fo_node *const *)b)->id);
 }
 
+static int node_room(const struct cfg *cfg)
+{
+	return cfg->node_cap > cfg->nnodes ? cfg->node_cap : cfg->nnodes;
+}
+
+static int shard_room(const struct cfg *cfg)
+{
+	return cfg->shard_cap > cfg->nshards ? cfg->shard_cap : cfg->nshards;
+}
+
+static void sort_ids(struct fo_cluster *c)
+{
+	for (int i = 0; i < c->nnodes; i++)
+		c->by_id[i] = &c->nodes[i];
+	qsort(c->by_id, c->nnodes, sizeof(struct fo_node *), by_id_cmp);
+}
+
+int fo_node_setup(struct fo_cluster *c, int i)
+{
+	const struct cfg_node *cn;
+	struct fo_node *n;
+
+	if (i < 0 || i >= c->node_cap || i >= c->cfg->nnodes)
+		return -ENOSPC;
+	cn = &c->cfg->nodes[i];
+	n = &c->nodes[i];
+	memset(n, 0, sizeof(*n));
+	n->id = cn->id;
+	n->idx = i;
+	n->shard = cn->removed ? -1 : cn->shard;
+	n->priority = cn->priority;
+	if (cn->removed)
+		n->flags = FO_N_REMOVED;
+	snprintf(n->host, sizeof(n->host), "%s", cn->redis.host);
+	n->port = cn->redis.port;
+	if (i >= c->nnodes) {
+		c->nnodes = i + 1;
+		sort_ids(c);
+	}
+	return 0;
+}
+
+void fo_node_drop(struct fo_cluster *c, int i)
+{
+	struct fo_node *n = &c->nodes[i];
+
+	n->flags = FO_N_REMOVED;
+	n->shard = -1;
+	n->spos = 0;
+	memset(&n->rep, 0, sizeof(n->rep));
+	n->info_ok = 0;
+}
+
+static void shard_init(struct fo_cluster *c, int i, unsigned long long epoch)
+{
+	struct fo_shard *s = &c->shards[i];
+
+	memset(s, 0, sizeof(*s));
+	s->name = c->cfg->shards[i].name;
+	s->idx = i;
+	s->primary = -1;
+	s->epoch = epoch;
+	s->fo.to = s->fo.from = s->fo.target = -1;
+	s->removed = c->cfg->shards[i].removed;
+	fo_shard_sync(c, i);
+}
+
+int fo_shard_setup(struct fo_cluster *c, int i)
+{
+	if (i < 0 || i >= c->shard_cap || i >= c->cfg->nshards)
+		return -ENOSPC;
+	shard_init(c, i, i < c->nshards ? c->shards[i].epoch : 0);
+	if (i >= c->nshards)
+		c->nshards = i + 1;
+	return 0;
+}
+
+void fo_shard_drop(struct fo_cluster *c, int i)
+{
+	struct fo_shard *s = &c->shards[i];
+
+	s->removed = true;
+	s->primary = -1;
+	s->flags = 0;
+	s->nodes = NULL;
+	s->nnodes = 0;
+}
+
+void fo_shard_sync(struct fo_cluster *c, int i)
+{
+	struct fo_shard *s = &c->shards[i];
+
+	s->nodes = c->cfg->shards[i].nodes;
+	s->nnodes = c->cfg->shards[i].nnodes;
+	for (int k = 0; k < s->nnodes; k++) {
+		c->nodes[s->nodes[k]].spos = k;
+		c->nodes[s->nodes[k]].shard = i;
+	}
+}
+
 int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo_ops *ops,
 		    void *ctx)
 {
@@ -20,9 +120,12 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 	for (int i = 0; i < cfg->nshards; i++)
 		if (cfg->shards[i].nnodes > FO_MAX_SHARD_NODES)
 			return -E2BIG;
-	c->nodes = calloc(cfg->nnodes ? cfg->nnodes : 1, sizeof(*c->nodes));
-	c->by_id = calloc(cfg->nnodes ? cfg->nnodes : 1, sizeof(struct fo_node *));
-	if (!c->nodes || !c->by_id) {
+	c->node_cap = node_room(cfg);
+	c->shard_cap = shard_room(cfg);
+	c->nodes = calloc(c->node_cap ? c->node_cap : 1, sizeof(*c->nodes));
+	c->by_id = calloc(c->node_cap ? c->node_cap : 1, sizeof(struct fo_node *));
+	c->shards = calloc(c->shard_cap ? c->shard_cap : 1, sizeof(*c->shards));
+	if (!c->nodes || !c->by_id || !c->shards) {
 		fo_cluster_free(c);
 		return -ENOMEM;
 	}
@@ -38,38 +141,13 @@ int fo_cluster_init(struct fo_cluster *c, const struct cfg *cfg, const struct fo
 	c->repoint_timeout_ms = 1000;
 	c->offset_wait_ms = 5000;
 	c->offset_poll_ms = 5;
-	c->nnodes = cfg->nnodes;
-	for (int i = 0; i < cfg->nnodes; i++) {
-		struct fo_node *n = &c->nodes[i];
-		const struct cfg_node *cn = &cfg->nodes[i];
-
-		n->id = cn->id;
-		n->idx = i;
-		n->shard = cn->shard;
-		n->priority = cn->priority;
-		snprintf(n->host, sizeof(n->host), "%s", cn->redis.host);
-		n->port = cn->redis.port;
-		c->by_id[i] = n;
-	}
-	qsort(c->by_id, c->nnodes, sizeof(struct fo_node *), by_id_cmp);
-	c->shards = calloc(cfg->nshards ? cfg->nshards : 1, sizeof(*c->shards));
-	if (!c->shards) {
-		fo_cluster_free(c);
-		return -ENOMEM;
-	}
+	c->nnodes = cfg->nnodes; /* set up below, sorted once */
+	for (int i = 0; i < cfg->nnodes; i++)
+		fo_node_setup(c, i);
+	sort_ids(c);
 	c->nshards = cfg->nshards;
-	for (int i = 0; i < cfg->nshards; i++) {
-		struct fo_shard *s = &c->shards[i];
-
-		s->name = cfg->shards[i].name;
-		s->idx = i;
-		s->nodes = cfg->shards[i].nodes;
-		s->nnodes = cfg->shards[i].nnodes;
-		s->primary = -1;
-		s->fo.to = s->fo.from = s->fo.target = -1;
-		for (int k = 0; k < s->nnodes; k++)
-			c->nodes[s->nodes[k]].spos = k;
-	}
+	for (int i = 0; i < cfg->nshards; i++)
+		shard_init(c, i, 0);
 	return 0;
 }
 
@@ -92,7 +170,7 @@ struct fo_node *fo_find_node(struct fo_cluster *c, const char *id)
 		int mid = lo + (hi - lo) / 2, d = strcmp(c->by_id[mid]->id, id);
 
 		if (!d)
-			return c->by_id[mid];
+			return c->by_id[mid]->flags & FO_N_REMOVED ? NULL : c->by_id[mid];
 		if (d < 0)
 			lo = mid + 1;
 		else
@@ -139,7 +217,7 @@ int fo_report_set_peer_age(struct fo_report *rep, int node, long long ms)
 struct fo_shard *fo_find_shard(struct fo_cluster *c, const char *name)
 {
 	for (int i = 0; i < c->nshards; i++)
-		if (!strcmp(c->shards[i].name, name))
+		if (!c->shards[i].removed && !strcmp(c->shards[i].name, name))
 			return &c->shards[i];
 	return NULL;
 }
@@ -156,7 +234,8 @@ static bool host_eq(const char *a, const char *b)
 struct fo_node *fo_node_by_addr(const struct fo_cluster *c, const char *host, int port)
 {
 	for (int i = 0; i < c->nnodes; i++)
-		if (c->nodes[i].port == port && host_eq(c->nodes[i].host, host))
+		if (!(c->nodes[i].flags & FO_N_REMOVED) && c->nodes[i].port == port &&
+		    host_eq(c->nodes[i].host, host))
 			return &c->nodes[i];
 	return NULL;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "controller/fo_internal.h"
+#include "controller/members.h"
 
 #define FO_STATE_MAGIC "flatline-state 1"
 
@@ -39,8 +40,11 @@ static int parse_ull(const char *s, int base, unsigned long long *v)
 	return errno || *end ? -EINVAL : 0;
 }
 
-int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const char *name, char *err,
-		   size_t errlen)
+/* c NULL: the shard lines are checked, not applied; member: called with each
+ * membership line (after MB_PREFIX), NULL: they are skipped. */
+static int parse_body(struct fo_cluster *c, const char *text, size_t len, const char *name,
+		      int (*member)(void *ctx, const char *line), void *ctx, char *err,
+		      size_t errlen)
 {
 	const char *p = text, *end = text + len, *body_end = NULL;
 	int line = 0, nshard = 0, have_end = 0;
@@ -93,6 +97,16 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 			}
 		} else if (buf[0] == '#' || !buf[0]) {
 			/* comment */
+		} else if (!strncmp(buf, MB_PREFIX, strlen(MB_PREFIX))) {
+			/* runtime membership (controller/ctl_members.c): read before the
+			 * cluster is set up, through fo_state_members */
+			if (member && member(ctx, buf + strlen(MB_PREFIX))) {
+				snprintf(err, errlen,
+					 "failed to load state file %s: line %d: cannot apply "
+					 "'%.80s'",
+					 name, line, buf);
+				return -EINVAL;
+			}
 		} else if ((nw = split_words(memcpy(wbuf, buf, sizeof(wbuf)), w, 8)) == 3 &&
 			   !strcmp(w[0], "end") && !parse_ull(w[1], 10, &u) &&
 			   !parse_ull(w[2], 16, &want)) {
@@ -111,11 +125,14 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 			   strlen(w[1]) <= CFG_ID_MAX && strlen(w[5]) <= CFG_ID_MAX) {
 			snprintf(sname, sizeof(sname), "%s", w[1]);
 			snprintf(pname, sizeof(pname), "%s", w[5]);
-			struct fo_shard *s = fo_find_shard(c, sname);
-			struct fo_node *pn = strcmp(pname, "-") ? fo_find_node(c, pname) : NULL;
+			struct fo_shard *s = c ? fo_find_shard(c, sname) : NULL;
+			struct fo_node *pn =
+			    c && strcmp(pname, "-") ? fo_find_node(c, pname) : NULL;
 
 			nshard++;
-			if (!s) {
+			if (!c) {
+				/* checked only */
+			} else if (!s) {
 				warn += snprintf(err + warn, warn < errlen ? errlen - warn : 0,
 						 "%sstate file %s: shard %s is no longer in the "
 						 "cluster file, ignored",
@@ -154,7 +171,41 @@ int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const cha
 	return 0;
 }
 
+static int parse_text(struct fo_cluster *c, const char *text, size_t len, const char *name,
+		      int (*member)(void *ctx, const char *line), void *ctx, char *err,
+		      size_t errlen)
+{
+	if (member) { /* the membership lines only from a whole, checked file */
+		int rc = parse_body(c, text, len, name, NULL, NULL, err, errlen);
+
+		if (rc)
+			return rc;
+	}
+	return parse_body(c, text, len, name, member, ctx, err, errlen);
+}
+
+int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const char *name, char *err,
+		   size_t errlen)
+{
+	return parse_text(c, text, len, name, NULL, NULL, err, errlen);
+}
+
+static int load(struct fo_cluster *c, const char *path, int (*member)(void *ctx, const char *line),
+		void *ctx, char *err, size_t errlen);
+
 int fo_state_load(struct fo_cluster *c, const char *path, char *err, size_t errlen)
+{
+	return load(c, path, NULL, NULL, err, errlen);
+}
+
+int fo_state_members(const char *path, int (*member)(void *ctx, const char *line), void *ctx,
+		     char *err, size_t errlen)
+{
+	return load(NULL, path, member, ctx, err, errlen);
+}
+
+static int load(struct fo_cluster *c, const char *path, int (*member)(void *ctx, const char *line),
+		void *ctx, char *err, size_t errlen)
 {
 	char buf[65536];
 	ssize_t n;
@@ -185,7 +236,7 @@ int fo_state_load(struct fo_cluster *c, const char *path, char *err, size_t errl
 		snprintf(err, errlen, "failed to read state file %s: %s", path, strerror(-rc));
 		return rc;
 	}
-	return fo_state_parse(c, buf, len, path, err, errlen);
+	return parse_text(c, buf, len, path, member, ctx, err, errlen);
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -206,21 +257,31 @@ static int write_all(int fd, const char *p, size_t len)
 
 char *fo_state_format(const struct fo_cluster *c, size_t *lenp)
 {
-	size_t cap = 256 + (size_t)c->nshards * 200, len = 0;
+	size_t cap = 256 + (size_t)c->nshards * 200 + (size_t)c->nnodes * 420, len = 0;
 	char *buf = malloc(cap);
+	int nshard = 0;
 
 	if (!buf)
 		return NULL;
 	len += snprintf(buf + len, cap - len,
 			FO_STATE_MAGIC "\n# written by the flatline controller; do not edit "
 				       "while it runs\n");
+	/* Membership changed at runtime first: a reader sets up the shards and nodes
+	 * the shard lines name before it reads them. */
+	if (c->cfg && mb_format_cfg(c->cfg, buf, cap, &len)) {
+		free(buf);
+		return NULL;
+	}
 	for (int i = 0; i < c->nshards; i++) {
 		const struct fo_shard *s = &c->shards[i];
 
+		if (s->removed || (c->cfg && i < c->cfg->nshards && c->cfg->shards[i].removed))
+			continue;
+		nshard++;
 		len += snprintf(buf + len, cap - len, "shard %s epoch %llu primary %s\n", s->name,
 				s->epoch, s->primary >= 0 ? c->nodes[s->primary].id : "-");
 	}
-	len += snprintf(buf + len, cap - len, "end %d %08lx\n", c->nshards,
+	len += snprintf(buf + len, cap - len, "end %d %08lx\n", nshard,
 			crc32(0, (const unsigned char *)buf, len));
 	*lenp = len;
 	return buf;
