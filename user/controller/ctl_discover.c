@@ -31,6 +31,7 @@ static void discover_finish(struct ctl *c)
 	for (int i = 0; i < c->fo.nshards; i++)
 		fo_discover(&c->fo, &c->fo.shards[i]);
 	c->fo.starting = false;
+	c->fo.acting_since_ms = c->fo.now_ms(c->fo.ctx);
 	evrec_begin(&r, NULL, "controller", "controller_ready");
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];

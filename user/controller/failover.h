@@ -65,6 +65,7 @@ enum fo_lease_report {
 	FO_LEASE_UNKNOWN = 0, /* not reported (an older agent, or lease_ms = 0) */
 	FO_LEASE_HELD = 1,
 	FO_LEASE_LAPSED = 2,
+	FO_LEASE_REVOKED = 3, /* given up, deadline 0 in the kernel, no answer to it renews */
 };
 
 /* rep's verdict on node (an index of fo_cluster.nodes): FO_PEER_UNKNOWN if it has none. */
@@ -279,6 +280,8 @@ struct fo_cluster {
 	 * servers' roles (fo_shadow.c). */
 	bool shadow;
 	bool record_first; /* HA: a promotion is recorded (ops->record) before it is made */
+	long long acting_since_ms; /* when starting last ended (start or HA leadership): a
+				    * grant by another controller is older (lease_wait.h) */
 	/* TILT */
 	bool tilt;
 	long long tilt_since_ms, tilt_until_ms;
