@@ -202,13 +202,15 @@ test_hung_then_resumed() {
 		lead=$(cl_ha_leader) || fail "no leader"
 		ip=$(cl_ha_ip "$lead") log=$(cl_ha_log "$lead")
 	fi
-	kill_at STOP "$pid"
 	# Sentinel clients asking meanwhile (tests/lib/ask_primary.py): held questions and
 	# new ones learn the new primary at the promotion, not after the repoint of the
-	# stopped server (its REPLICAOF waits out its 1 s timeout).
+	# stopped server (its REPLICAOF waits out its 1 s timeout). Started (and asking)
+	# before the stop: with the lease revoked the promotion comes ~50 ms after it.
 	cl_ctl "$PY" tests/lib/ask_primary.py "$ip" "$CL_CTL_PORT" "$CL_SHARD" "$(cl_ip 1)" \
-		"$log" "$T0" 15 >"$T/ask.json" 2>"$T/ask.err" &
+		"$log" "$(cl_now_ns)" 15 >"$T/ask.json" 2>"$T/ask.err" &
 	ask=$!
+	sleep 0.5
+	kill_at STOP "$pid"
 	check_primary 10
 	reason_is "proc_hung stopped"
 	wait "$ask" || fail "ask_primary.py: $(cat "$T/ask.err")"
