@@ -279,7 +279,7 @@ struct fo_cluster {
 	 * (would_failover, would_promote), change nothing; the primary follows the
 	 * servers' roles (fo_shadow.c). */
 	bool shadow;
-	bool record_first; /* HA: a promotion is recorded (ops->record) before it is made */
+	bool record_first;	   /* HA: a promotion is recorded (ops->record) before it is made */
 	long long acting_since_ms; /* when starting last ended (start or HA leadership): a
 				    * grant by another controller is older (lease_wait.h) */
 	/* TILT */
