@@ -210,9 +210,18 @@ test_hung_then_resumed() {
 		"$log" "$(cl_now_ns)" 15 >"$T/ask.json" 2>"$T/ask.err" &
 	ask=$!
 	sleep 0.5
+	# A replica in a 0.25 s command (DEBUG SLEEP: alive, its agent judges nothing
+	# before hung_after) as the failover begins: the selection waits for its INFO
+	# (info_timeout 250 ms), so the shard has no primary for a while and a question is
+	# certainly held across the promotion. Without it the failover (no lease wait) takes
+	# a millisecond or two, less than a question's round trip on a loaded machine.
+	timeout 5 nsenter --net="/run/netns/$(cl_ns 3)" "$CL_CLI" -h 127.0.0.1 -p 6379 \
+		debug sleep 0.25 >"$T/replica-sleep.out" 2>&1 &
+	sleep 0.03
 	kill_at STOP "$pid"
 	check_primary 10
 	reason_is "proc_hung stopped"
+	expect_eq "the replica's DEBUG SLEEP" "$(cat "$T/replica-sleep.out")" OK
 	wait "$ask" || fail "ask_primary.py: $(cat "$T/ask.err")"
 	echo "    Sentinel clients after promoted: $(cat "$T/ask.json")" >&2
 	jq -e --arg ip "$(cl_ip "$NEW")" '.poll_ip == $ip and .poll_held and .poll_ms < 500' "$T/ask.json" >/dev/null ||
