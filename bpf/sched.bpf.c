@@ -84,6 +84,30 @@ static __always_inline bool maybe_watched(__u32 tgid)
 	return tgid_bits[b / 64] & (1ULL << (b % 64));
 }
 
+/* The system call the current task is in, from its saved user registers;
+ * FL_SCHED_NO_SYSCALL where this kernel or architecture cannot tell. The
+ * helper came in Linux 5.15 ("bpf: Add bpf_task_pt_regs() helper"); on an older
+ * kernel the branch is dead and the verifier drops it. */
+static __always_inline __u32 current_syscall(void)
+{
+#if defined(__TARGET_ARCH_x86) || defined(__TARGET_ARCH_arm64)
+	struct pt_regs *regs;
+
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+		return FL_SCHED_NO_SYSCALL;
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return FL_SCHED_NO_SYSCALL;
+#if defined(__TARGET_ARCH_x86)
+	return (__u32)BPF_CORE_READ(regs, orig_ax);
+#else
+	return (__u32)BPF_CORE_READ(regs, syscallno);
+#endif
+#else
+	return FL_SCHED_NO_SYSCALL;
+#endif
+}
+
 /* The state of a task leaving a CPU. */
 static __always_inline __u32 classify(struct task_struct *t, __u64 raw, bool preempt)
 {
@@ -140,6 +164,8 @@ static __always_inline void set_state(struct fl_sched_thread *t, __u32 tid, __u3
 		t->wait_ns += now - t->since_ns;
 	t->state = s;
 	t->since_ns = now;
+	if (s != FL_TS_SLEEPING && s != FL_TS_BLOCKED)
+		t->syscall_nr = FL_SCHED_NO_SYSCALL;
 	if (is_stop(s) && !is_stop(was)) {
 		t->nr_stop++;
 		if (t->judged)
@@ -162,9 +188,17 @@ int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		tid = prev->pid;
 		t = bpf_map_lookup_elem(&fl_sched_thr, &tid);
 		if (t) {
+			__u32 s;
+
 			raw = task_state(prev);
 			t->raw_state = raw;
-			set_state(t, tid, classify(prev, raw, preempt), bpf_ktime_get_ns());
+			s = classify(prev, raw, preempt);
+			set_state(t, tid, s, bpf_ktime_get_ns());
+			/* prev is the task running this program: going to sleep, it
+			 * is in the system call it sleeps in (nanosleep: its own
+			 * choice; epoll_wait, a futex: waiting on others). */
+			if (s == FL_TS_SLEEPING || s == FL_TS_BLOCKED)
+				t->syscall_nr = current_syscall();
 		}
 	}
 	if (maybe_watched(next->tgid)) {
@@ -207,6 +241,7 @@ int BPF_PROG(fl_sched_new, struct task_struct *p)
 	t.tgid = tgid;
 	t.state = FL_TS_RUNNABLE;
 	t.since_ns = bpf_ktime_get_ns();
+	t.syscall_nr = FL_SCHED_NO_SYSCALL;
 	bpf_map_update_elem(&fl_sched_thr, &tid, &t, BPF_NOEXIST);
 	return 0;
 }

@@ -15,11 +15,14 @@
 #define FL_LEASE_MAX_PORTS 16	/* entries of fl_lease_ports */
 
 /* Value of fl_lease (an array of one, key 0). Times are bpf_ktime_get_ns()
- * (CLOCK_MONOTONIC). port 0: the program lets everything through (not armed). */
+ * (CLOCK_MONOTONIC). port 0: the program lets everything through (not armed).
+ * deadline_ns 0: given up (the agent writes it before it tells anyone that the lease
+ * is revoked, user/agent/lease.h) or never held. */
 struct fl_lease_state {
 	__u64 deadline_ns;  /* the server's replies reach clients while now < deadline_ns */
 	__u64 renewed_ns;   /* when the evidence that set deadline_ns was sent (lease start) */
-	__s64 epoch;	    /* the highest epoch the controller named this node primary at */
+	__s64 epoch;	    /* the highest epoch of a controller answer naming a primary (this
+			     * node or another): a grant at a lower one counts for nothing */
 	__u64 dropped_mark; /* fl_lease_cnt[FL_LC_DROPPED] when the lease was last taken: a
 			     * lease taken back after drops first closes the connections */
 	__u32 source;	    /* enum fl_lease_source of the last renewal */

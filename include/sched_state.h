@@ -40,7 +40,13 @@ struct fl_sched_thread {
 	__u32 state;   /* enum fl_sched_state */
 	__u32 judged;  /* 1: the thread that serves commands; its stops are events */
 	__u32 nr_stop; /* times it went off CPU stopped or frozen */
+	/* The system call it went to sleep in (S or D), this architecture's number;
+	 * FL_SCHED_NO_SYSCALL when it is not asleep or the kernel cannot say. */
+	__u32 syscall_nr;
+	__u32 pad;
 };
+
+#define FL_SCHED_NO_SYSCALL 0xffffffffu
 
 struct fl_sched_event {
 	__u32 kind; /* enum fl_sched_event_kind */
@@ -51,7 +57,7 @@ struct fl_sched_event {
 };
 
 #ifndef __bpf__
-_Static_assert(sizeof(struct fl_sched_thread) == 56, "fl_sched_thread layout");
+_Static_assert(sizeof(struct fl_sched_thread) == 64, "fl_sched_thread layout");
 _Static_assert(sizeof(struct fl_sched_event) == 24, "fl_sched_event layout");
 #endif
 

@@ -202,15 +202,26 @@ test_hung_then_resumed() {
 		lead=$(cl_ha_leader) || fail "no leader"
 		ip=$(cl_ha_ip "$lead") log=$(cl_ha_log "$lead")
 	fi
-	kill_at STOP "$pid"
 	# Sentinel clients asking meanwhile (tests/lib/ask_primary.py): held questions and
 	# new ones learn the new primary at the promotion, not after the repoint of the
-	# stopped server (its REPLICAOF waits out its 1 s timeout).
+	# stopped server (its REPLICAOF waits out its 1 s timeout). Started (and asking)
+	# before the stop: with the lease revoked the promotion comes ~50 ms after it.
 	cl_ctl "$PY" tests/lib/ask_primary.py "$ip" "$CL_CTL_PORT" "$CL_SHARD" "$(cl_ip 1)" \
-		"$log" "$T0" 15 >"$T/ask.json" 2>"$T/ask.err" &
+		"$log" "$(cl_now_ns)" 15 >"$T/ask.json" 2>"$T/ask.err" &
 	ask=$!
+	sleep 0.5
+	# A replica in a 0.25 s command (DEBUG SLEEP: alive, its agent judges nothing
+	# before hung_after) as the failover begins: the selection waits for its INFO
+	# (info_timeout 250 ms), so the shard has no primary for a while and a question is
+	# certainly held across the promotion. Without it the failover (no lease wait) takes
+	# a millisecond or two, less than a question's round trip on a loaded machine.
+	timeout 5 nsenter --net="/run/netns/$(cl_ns 3)" "$CL_CLI" -h 127.0.0.1 -p 6379 \
+		debug sleep 0.25 >"$T/replica-sleep.out" 2>&1 &
+	sleep 0.03
+	kill_at STOP "$pid"
 	check_primary 10
 	reason_is "proc_hung stopped"
+	expect_eq "the replica's DEBUG SLEEP" "$(cat "$T/replica-sleep.out")" OK
 	wait "$ask" || fail "ask_primary.py: $(cat "$T/ask.err")"
 	echo "    Sentinel clients after promoted: $(cat "$T/ask.json")" >&2
 	jq -e --arg ip "$(cl_ip "$NEW")" '.poll_ip == $ip and .poll_held and .poll_ms < 500' "$T/ask.json" >/dev/null ||
@@ -456,6 +467,45 @@ test_agent_stall_no_fault() {
 	record "each agent stopped 1 s with both cores busy: 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, writer $(cat "$CL_DIR/writer.json")"
 }
 
+# A 1 s slow command on the primary at the defaults: DEBUG SLEEP 1 (its command thread
+# asleep in nanosleep) and a 1 s Lua busy loop (on a CPU; Valkey: 1 s of its own CPU,
+# as bench/compare.sh runs it). Alive: no failover, the lease kept, nothing lost.
+SLOW_LOOP='local ms = tonumber(ARGV[1]) local os_ = rawget(_G, "os")
+if os_ and os_.clock then local c0 = os_.clock() repeat until (os_.clock() - c0) * 1000 >= ms return 1 end
+local s = redis.call("TIME") local t0 = s[1] * 1000000 + s[2]
+repeat local t = redis.call("TIME") until t[1] * 1000000 + t[2] - t0 >= ms * 1000
+return 1'
+test_slow_command_no_failover() {
+	cluster
+	local out ev n1 what
+	n1=$(cl_node 1)
+	T0=$(cl_now_ns)
+	for what in sleep loop; do
+		if [ "$what" = sleep ]; then # DEBUG is enabled for local connections only
+			out=$(timeout 10 nsenter --net="/run/netns/$(cl_ns 1)" "$CL_CLI" -h 127.0.0.1 -p 6379 debug sleep 1 2>&1)
+			expect_eq "DEBUG SLEEP 1" "$out" OK
+		else
+			out=$(CL_CLI_TIMEOUT=10 cl_redis 1 eval "$SLOW_LOOP" 0 1000 2>&1)
+			expect_eq "1 s Lua loop" "$out" 1
+		fi
+		# Anything the second of silence set off has happened 3 s after it ended.
+		sleep 3
+		ev=$(jq -c 'select(.kind == "proc_busy")' "$CL_DIR/events-$n1.jsonl" | tail -n 1)
+		[ -n "$ev" ] || fail "$what: no proc_busy on the primary: $(jq -c 'select(.kind | startswith("proc_"))' "$CL_DIR/events-$n1.jsonl")"
+		! ctl_ev '.kind == "failover_start"' || fail "$what: false failover: $(jq -c 'select(.kind == "failover_start")' "$CL_CLOG")"
+		! ctl_ev '.kind == "node_down"' || fail "$what: primary declared down: $(jq -c 'select(.kind == "node_down")' "$CL_CLOG" | head -n 1)"
+		! cl_has_event "$CL_DIR/events-$n1.jsonl" '.kind == "proc_hung"' ||
+			fail "$what: primary called hung: $(jq -c 'select(.kind == "proc_hung")' "$CL_DIR/events-$n1.jsonl")"
+		! cl_has_event "$CL_DIR/events-$n1.jsonl" '.kind == "lease_lost"' ||
+			fail "$what: lease given up: $(jq -c 'select(.kind == "lease_lost")' "$CL_DIR/events-$n1.jsonl")"
+		[ "$(cl_masters)" = 1 ] || fail "$what: primaries: $(cl_masters | tr '\n' ' ')"
+		record "  ($what: $(jq -c '{cause, thread_state, syscall, run_ms, window_ms}' <<<"$ev"))"
+	done
+	NEW=1
+	finish "1 s slow commands"
+	expect_eq "acknowledged writes lost" "$(jq .lost <<<"$J")" 0
+}
+
 # ---- the same on IPv6: ULA addresses, ICMPv6 probes, the controller on [::]
 # with the agents reporting to its IPv6 address, DNS AAAA, the Sentinel API's IPv6 ----
 
@@ -527,7 +577,7 @@ test_sentinel_client_ipv6() {
 
 TESTS=(test_sigkill test_segfault test_oom_kill test_hung_then_resumed test_host_failure
 	test_isolation test_fast_restart test_controller_restart test_agent_killed test_lossy_no_fault
-	test_agent_stall_no_fault)
+	test_agent_stall_no_fault test_slow_command_no_failover)
 # The IPv6 runs with one controller (the HA harness's etcd members and controllers are IPv4).
 [ -n "${FL_HA:-}" ] ||
 	TESTS+=(test_host_failure_ipv6 test_isolation_ipv6 test_sentinel_client_ipv6 test_lossy_no_fault_ipv6)

@@ -102,19 +102,61 @@ test_frozen_cgroup_stopped() {
 	wait_event "$LOG" '.kind == "proc_up" and .was == "hung"' >/dev/null || fail "no proc_up after thawing"
 }
 
-# DEBUG SLEEP sleeps rather than works: unresponsive, hung at hung_after.
-test_debug_sleep_unresponsive() {
+# DEBUG SLEEP: the command thread asleep in nanosleep, by its own choice. A
+# command at work: busy (alive up to busy_max_ms), never hung.
+test_debug_sleep_busy() {
 	p=$(free_port); up "$p" --enable-debug-command yes
 	t0=$(date +%s%N)
-	redis-cli -p "$p" debug sleep 1.5 >/dev/null &
-	ev=$(wait_event "$LOG" '.kind == "proc_hung"') || fail "no proc_hung during DEBUG SLEEP"
+	redis-cli -p "$p" debug sleep 1.5 >"$T/sleep.out"
+	took=$(( ($(date +%s%N) - t0) / 1000000 ))
+	[ "$took" -ge 1500 ] || fail "DEBUG SLEEP 1.5 returned after $took ms"
+	ev=$(wait_event "$LOG" '.kind == "proc_busy"') || fail "no proc_busy during DEBUG SLEEP"
+	expect_eq "cause" "$(jq -r .cause <<<"$ev")" busy
+	expect_eq "by" "$(jq -r .by <<<"$ev")" kernel
+	expect_eq "thread_state" "$(jq -r .thread_state <<<"$ev")" sleeping
+	case $(jq -r .syscall <<<"$ev") in
+	nanosleep | clock_nanosleep) ;;
+	*) fail "proc_busy without the timed sleep it is in: $ev" ;;
+	esac
+	wait_report '.args.proc == "busy" and .args.cause == "busy"' >/dev/null ||
+		fail "no report with proc busy, cause busy"
+	wait_event "$LOG" '.kind == "proc_up" and .was == "busy"' >/dev/null || fail "no proc_up after the sleep"
+	expect_eq "proc_hung events" "$(count_events "$LOG" '.kind == "proc_hung"')" 0
+	expect_eq "hung reports" "$(count_events "$REC" '.args.proc == "hung"')" 0
+}
+
+# A sleep that does not end is no progress: past busy_max_ms (1 s here) SCRIPT
+# KILL (-NOTBUSY, which it cannot even answer), and hung (cause busy) a hung
+# window after it.
+test_sleep_past_busy_max_hung() {
+	AGENT_EXTRA='busy_max_ms = 1000\n'
+	p=$(free_port); up "$p" --enable-debug-command yes
+	t0=$(date +%s%N)
+	redis-cli -p "$p" debug sleep 4 >/dev/null 2>&1 &
+	ev=$(wait_event "$LOG" '.kind == "proc_hung"') || fail "no proc_hung for a 4 s sleep"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	expect_eq "cause" "$(jq -r .cause <<<"$ev")" busy
+	# busy_max_ms (1000) + a hung window (500); bounded above by the sleep (4000).
+	[ "$ms" -ge 1400 ] && [ "$ms" -lt 4000 ] || fail "proc_hung $ms ms after DEBUG SLEEP 4, want ~1500"
+	expect_eq "proc_busy events before" "$(count_events "$LOG" '.kind == "proc_busy"')" 1
+	wait_event "$LOG" '.kind == "proc_up" and .was == "hung"' >/dev/null || fail "no proc_up after the sleep"
+}
+
+# CLIENT PAUSE: the command thread asleep in its event loop (epoll_wait), not
+# in a command, and no answer: unresponsive, hung at hung_after.
+test_paused_unresponsive() {
+	p=$(free_port); up "$p"
+	t0=$(date +%s%N)
+	redis-cli -p "$p" client pause 1500 all >/dev/null
+	ev=$(wait_event "$LOG" '.kind == "proc_hung"') || fail "no proc_hung during CLIENT PAUSE"
 	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 	expect_eq "cause" "$(jq -r .cause <<<"$ev")" unresponsive
 	expect_eq "thread_state" "$(jq -r .thread_state <<<"$ev")" sleeping
+	expect_eq "syscall" "$(jq -r .syscall <<<"$ev")" null
 	[ "$ms" -ge 400 ] || fail "proc_hung after $ms ms, want hung_after x ping_interval_ms (500)"
 	wait_report '.args.proc == "hung" and .args.cause == "unresponsive"' >/dev/null ||
 		fail "no report with cause unresponsive"
-	wait_event "$LOG" '.kind == "proc_up" and .was == "hung"' >/dev/null || fail "no proc_up after the sleep"
+	wait_event "$LOG" '.kind == "proc_up" and .was == "hung"' >/dev/null || fail "no proc_up after the pause"
 }
 
 # A working server whose cgroup gets 1 % of a CPU: runnable, not running.
@@ -207,6 +249,7 @@ test_state_map_pinned() {
 }
 
 TESTS=(test_busy_scripts_not_hung test_keys_over_millions_not_hung test_sigstop_hung_at_stop_grace
-	test_frozen_cgroup_stopped test_debug_sleep_unresponsive test_cpu_throttled
+	test_frozen_cgroup_stopped test_debug_sleep_busy test_sleep_past_busy_max_hung
+	test_paused_unresponsive test_cpu_throttled
 	test_script_past_busy_max test_state_map_pinned)
 run_tests

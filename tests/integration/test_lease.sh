@@ -245,9 +245,11 @@ test_agent_stopped() {
 
 # The primary's server SIGSTOPped (its agent gives the lease up as it reports it hung),
 # the failover, then the server resumed: whatever it had read is executed, nothing is
-# acknowledged.
+# acknowledged. The agent moved the kernel deadline to 0 before its REPORT said
+# lease=revoked, so the controller waits for no lease: the promotion follows proc_hung
+# at once (no lease_wait), and h1 acknowledges nothing after it, before or after SIGCONT.
 test_server_stopped() {
-	local p new
+	local p new t_hung t_lost waited
 	cluster
 	p=$(cl_pid "redis-$OLD_NODE")
 	T_CUT=$(cl_now_ns)
@@ -260,12 +262,22 @@ test_server_stopped() {
 	lease_figure
 	cl_has_event "$OLD_LOG" '.kind == "lease_lost" and (.reason | startswith("given_up"))' ||
 		fail "the agent did not give the lease up: $(grep lease_ "$OLD_LOG" | tail -n 2)"
+	t_hung=$(ts_ns "$(jq -r 'select(.kind == "proc_hung") | .ts' "$OLD_LOG" | head -n 1)")
+	t_lost=$(ts_ns "$(jq -r 'select(.kind == "lease_lost") | .ts' "$OLD_LOG" | head -n 1)")
+	waited=$(jq -r 'select(.kind == "failover_start") | .lease_wait_ms' "$CL_CLOG" | head -n 1)
 	sleep 0.5
 	kill -CONT "$p"
 	new=$(cl_idx "$(jq -r 'select(.kind == "promoted") | .instance' "$CL_CLOG" | head -n 1)")
 	sleep 1
 	cl_until 15 old_is_replica "$new" || fail "h1 did not become a replica of h$new"
 	check_invariant server_stopped "$new"
+	[ "$N_PROM" = 0 ] || fail "h1 acknowledged $N_PROM writes after the promotion"
+	[ "$t_lost" -le "$t_hung" ] || fail "lease_lost came after proc_hung: the lease must go first"
+	[ "${waited:-x}" -lt 50 ] 2>/dev/null ||
+		fail "the failover waited ${waited:-?} ms for a revoked lease: $(grep lease_wait "$CL_CLOG")"
+	[ $(((T_PROM - t_hung) / 1000000)) -lt 300 ] ||
+		fail "promoted $(((T_PROM - t_hung) / 1000000)) ms after proc_hung (revoked lease: no wait)"
+	[ "$PROM_MS" -lt 500 ] || fail "promoted $PROM_MS ms after SIGSTOP"
 }
 
 # Availability: an agent restarted within the lease (the pinned map kept it) causes no

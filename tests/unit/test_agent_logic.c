@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <cmocka.h>
 #include "common/backoff.h"
 #include "agent/srvmon.h"
@@ -104,7 +105,8 @@ static struct sched_sample at(uint64_t t, uint32_t state, uint64_t since, uint64
 				     .since_ns = since * MS,
 				     .run_ns = run * MS,
 				     .wait_ns = wait * MS,
-				     .state = state};
+				     .state = state,
+				     .syscall_nr = FL_SCHED_NO_SYSCALL};
 }
 
 /* On a CPU for the whole 500 ms window (a Lua loop, KEYS *): busy. */
@@ -160,7 +162,37 @@ static void test_judge_throttled(void **state)
 	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_THROTTLED);
 }
 
-/* Asleep (DEBUG SLEEP, a deadlock) or in D state, with no runtime gained. */
+/* Asleep in a timed sleep (DEBUG SLEEP: nanosleep in the command thread) is a
+ * command at work, busy; asleep anywhere else (a futex, epoll_wait) is not. */
+static void test_judge_timed_sleep_busy(void **state)
+{
+	struct sched_sample b = at(1000, FL_TS_SLEEPING, 950, 100, 0);
+	struct sched_sample c = at(1500, FL_TS_SLEEPING, 950, 100, 0);
+	struct srv_evidence ev;
+
+	(void)state;
+	c.syscall_nr = SYS_clock_nanosleep;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BUSY);
+	assert_string_equal(ev.sleep_call, "clock_nanosleep");
+	assert_int_equal(ev.thread_state, FL_TS_SLEEPING);
+	c.syscall_nr = SYS_nanosleep;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BUSY);
+	assert_string_equal(ev.sleep_call, "nanosleep");
+	c.syscall_nr = SYS_futex;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_UNRESPONSIVE);
+	assert_null(ev.sleep_call);
+	c.syscall_nr = SYS_epoll_wait;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_UNRESPONSIVE);
+	/* Blocked (D) in it, or stopped: the sleep it began does not count. */
+	c.syscall_nr = SYS_clock_nanosleep;
+	c.state = FL_TS_BLOCKED;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_BLOCKED);
+	c.state = FL_TS_STOPPED;
+	assert_int_equal(srv_judge(&b, &c, &ev), SRV_CAUSE_STOPPED);
+	assert_null(srv_sleep_call(FL_SCHED_NO_SYSCALL));
+}
+
+/* Asleep (a deadlock) or in D state, with no runtime gained. */
 static void test_judge_asleep_and_blocked(void **state)
 {
 	struct sched_sample b = at(1000, FL_TS_SLEEPING, 950, 100, 0);
@@ -206,6 +238,7 @@ int main(void)
 	    cmocka_unit_test(test_judge_busy),
 	    cmocka_unit_test(test_judge_stopped),
 	    cmocka_unit_test(test_judge_throttled),
+	    cmocka_unit_test(test_judge_timed_sleep_busy),
 	    cmocka_unit_test(test_judge_asleep_and_blocked),
 	    cmocka_unit_test(test_judge_edges),
 	};

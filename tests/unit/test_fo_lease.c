@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The wait for the old primary's write lease (controller/lease_wait.c): the peers'
- * last packets bound it, a silent peer blocks, a lapsed lease or a death the kernel
- * saw needs no wait. With the four-node shard of fo_harness.h. */
+ * last packets bound it, a silent peer blocks, a lapsed lease waits for the last answer
+ * that named it, a revoked one or a death the kernel saw needs no wait. With the four-node shard of
+ * fo_harness.h. */
 #include "fo_harness.h"
 #include "controller/lease_wait.h"
 
@@ -100,6 +101,122 @@ static void test_lease_given_up_and_proc_down(void **state)
 	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
 	assert_true(evented("failover_start"));
 	do_failover_to("n1", "n3");
+}
+
+/* A hung server whose agent says its lease is revoked: no wait at all (the kernel
+ * deadline was 0 before the report left, no answer to it or before it renews it), and
+ * n1's own answers name nobody while it says revoked. */
+static void test_lease_revoked_ends_wait(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+	long long named;
+
+	(void)state;
+	healthy();
+	C.others_answered_until_ms = R.mono - 10000;
+	named = R.mono;
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), named), "n1");
+	R.mono += 50;
+	mkrep(&r, FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease = FO_LEASE_REVOKED;
+	fo_on_report(&C, N("n1"), &r);
+	assert_false(evented("lease_wait"));
+	assert_true(evented("failover_start"));
+	assert_int_equal(s->lease_waited_ms, 0);
+	assert_string_equal(fo_lease_word(N("n1")), "revoked");
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "");
+	assert_int_equal(N("n1")->named_primary_ms, named);
+	do_failover_to("n1", "n3");
+}
+
+/* Revoked but up (given up a moment ago, no failover decided): n1's answer names no
+ * primary and no grant is recorded; the next report (lapsed) is answered as usual. */
+static void test_lease_revoked_no_grant(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+	long long named;
+
+	(void)state;
+	healthy();
+	named = R.mono;
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), named), "n1");
+	R.mono += 20;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease = FO_LEASE_REVOKED;
+	fo_on_report(&C, N("n1"), &r);
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "");
+	assert_string_equal(fo_answer_primary(&C, s, N("n2"), R.mono), "n1");
+	assert_int_equal(N("n1")->named_primary_ms, named);
+	R.mono += 20;
+	r.lease = FO_LEASE_LAPSED;
+	fo_on_report(&C, N("n1"), &r);
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
+	assert_int_equal(N("n1")->named_primary_ms, R.mono);
+	assert_false(evented("failover_start"));
+}
+
+/* A revoked report that went stale (n1 then cut off, node_down_after_ms shorter than
+ * the lease here) does not end the wait: counted as lapsed, from the last answer that
+ * named n1. */
+static void test_lease_revoked_stale_waits(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+	long long span = fo_lease_span_ms(&C), named;
+
+	(void)state;
+	C.node_down_after_ms = 100;
+	healthy();
+	C.others_answered_until_ms = R.mono - 10000;
+	named = R.mono;
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), named), "n1");
+	R.mono += 10;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease = FO_LEASE_REVOKED;
+	fo_on_report(&C, N("n1"), &r);
+	R.mono += 150; /* n1 silent since: stale */
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, N("n1")->idx, 150);
+	fo_on_report(&C, N("n2"), &r);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	assert_true(evented("node_down"));
+	assert_true(evented("lease_wait"));
+	assert_false(evented("failover_start"));
+	R.mono = named + span - 1;
+	fo_on_report(&C, N("n2"), &r);
+	assert_false(evented("failover_start"));
+	R.mono = named + span;
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("failover_start"));
+}
+
+/* Right after this controller began to act (an HA takeover, a restart), a revoked
+ * report ends the wait only once a lease another controller granted before it could
+ * have run out: others_answered_until_ms + the lease. */
+static void test_lease_revoked_after_takeover(void **state)
+{
+	struct fo_report r;
+	long long span = fo_lease_span_ms(&C);
+
+	(void)state;
+	healthy();
+	C.others_answered_until_ms = R.mono - 100;
+	R.mono += 50;
+	mkrep(&r, FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease = FO_LEASE_REVOKED;
+	fo_on_report(&C, N("n1"), &r);
+	assert_true(evented("lease_wait"));
+	assert_false(evented("failover_start"));
+	R.mono = C.others_answered_until_ms + span - 1;
+	fo_on_report(&C, N("n1"), &r);
+	assert_false(evented("failover_start"));
+	R.mono = C.others_answered_until_ms + span;
+	fo_on_report(&C, N("n1"), &r);
+	assert_true(evented("failover_start"));
 }
 
 static void test_lease_proc_down_no_wait(void **state)
@@ -243,6 +360,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lease_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_silent_peer_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_given_up_and_proc_down, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_revoked_ends_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_revoked_no_grant, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_revoked_stale_waits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_revoked_after_takeover, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_proc_down_no_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_length_per_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_reload_raise_waits_new, setup, teardown),

@@ -139,6 +139,23 @@ static void test_report_parse(void **state)
 	assert_int_equal(r.wait_ms, 480);
 	assert_int_equal(r.throttled_ms, 470);
 	assert_int_equal(r.run_ms, 0);
+	/* The lease words; anything else (a newer agent's) is unknown. */
+	for (int i = 0; i < argc; i += 2)
+		if (!strcmp(argv[i], "lease")) {
+			static const char *const w[] = {"revoked", "held", "soon"};
+			static const int want[] = {FO_LEASE_REVOKED, FO_LEASE_HELD,
+						   FO_LEASE_UNKNOWN};
+
+			for (int j = 0; j < 3; j++) {
+				argv[i + 1] = w[j];
+				lens[i + 1] = strlen(w[j]);
+				assert_int_equal(
+				    fo_report_parse(&C, &r, argc, argv, lens, why, sizeof(why)), 0);
+				assert_int_equal(r.lease, want[j]);
+			}
+			argv[i + 1] = "lapsed";
+			lens[i + 1] = strlen("lapsed");
+		}
 	assert_int_equal(fo_report_parse(&C, &r, argc - 1, argv, lens, why, sizeof(why)), -EINVAL);
 	argv[13] = "12x";
 	lens[13] = 3;

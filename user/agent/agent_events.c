@@ -170,6 +170,8 @@ static void add_srv_cause(struct evrec *r, const struct srv_state *st)
 	evrec_int(r, "wait_ms", ev->wait_ms);
 	if (ev->throttled_ms >= 0)
 		evrec_int(r, "throttled_ms", ev->throttled_ms);
+	if (ev->sleep_call)
+		evrec_str(r, "syscall", ev->sleep_call);
 }
 
 static void log_srv_change(struct agent *a, const struct srv_state *prev,

@@ -190,8 +190,9 @@ void agent_lease_poll_clients(struct agent *a, bool now);
 /* The server monitor's connected hook and the prober's round-trip hook. */
 void agent_lease_on_srv_connected(void *ctx, int fd);
 void agent_lease_on_round_trip(void *ctx, const struct probe_peer_info *peer, uint64_t sent_ns);
-/* REPORT's lease, lease_ms_left and lease_source keys, while on. */
-void agent_lease_report(const struct agent *a, struct rep_msg *m);
+/* REPORT's lease (held, lapsed, revoked), lease_ms_left and lease_source keys, while
+ * on; a lease given up may be taken again from this REPORT on if the server answers. */
+void agent_lease_report(struct agent *a, struct rep_msg *m);
 /* Once a second (and every heartbeat): a new server process's sockets marked. */
 void agent_lease_rescan(struct agent *a);
 /* Closes the kernel side; the pins stay (the lease outlives the agent). */

@@ -25,6 +25,7 @@ struct agent_lease {
 	bool grant_pending;	/* taken back after drops: waits for a fresh CLIENT LIST */
 	bool parked;		/* shadow mode heard: disarmed in the kernel (port 0), off */
 	uint64_t opened_ns;	/* opened parked at this time: armed by a later report's answer */
+	bool revoke_written;	/* the last give-up is in the kernel: REPORTs may say revoked */
 	uint64_t lost_ns;	/* when it was last lost (0: never held by this agent) */
 	unsigned int polls;	/* CLIENT LIST polls asked while held (every tenth goes) */
 	/* Sockets of the server that flow without the lease, by cookie: ours, then
@@ -200,8 +201,10 @@ static void apply_change(struct agent *a, enum lease_change ch, const char *why)
 	if (ch == LEASE_SAME || !agent_lease_on(a))
 		return;
 	if (ch == LEASE_REVOKED) {
+		/* In the kernel first: only then may a REPORT (or the event log) say so. */
 		l->grant_pending = false;
 		err = lease_watch_write(l->lw, &l->sm.k);
+		l->revoke_written = !err;
 		if (err)
 			pr_warn("failed to write the lease map: %s\n", strerror(-err));
 		mark_lost(a, why, now_ns());
@@ -633,16 +636,27 @@ void agent_lease_answer(struct agent *a, long long epoch, const char *primary, u
 		     "revoked: the controller names another primary");
 }
 
-void agent_lease_report(const struct agent *a, struct rep_msg *m)
+/* The lease keys of a REPORT about to be sent. A lease given up stays revoked (every
+ * REPORT says so, and no answer to one of them can bring it back: agent/lease.h) until
+ * the server answers again; the first REPORT built after that no longer says revoked,
+ * and only answers to it and later ones may grant the lease again. */
+void agent_lease_report(struct agent *a, struct rep_msg *m)
 {
-	const struct agent_lease *l = a->lease;
+	const struct srv_state *st = srvmon_state(a->srv);
+	struct agent_lease *l = a->lease;
 	uint64_t now = now_ns();
+	const char *word;
 	bool held;
 
 	if (!agent_lease_on(a))
 		return;
+	if (lease_revoked(&l->sm) && (st->proc == SRV_UP || st->proc == SRV_BUSY))
+		lease_allow_retake(&l->sm, now);
 	held = agent_lease_held(a, now);
-	rep_add_key(m, RK_LEASE, NULL, "%s", held ? "held" : "lapsed");
+	word = held ? "held" : "lapsed";
+	if (lease_revoked(&l->sm) && l->revoke_written)
+		word = "revoked";
+	rep_add_key(m, RK_LEASE, NULL, "%s", word);
 	rep_add_key(m, RK_LEASE_MS_LEFT, NULL, "%llu",
 		    held ? (unsigned long long)((l->sm.k.deadline_ns - now) / 1000000) : 0ull);
 	rep_add_key(m, RK_LEASE_SOURCE, NULL, "%s", lease_source_name(l->sm.k.source));

@@ -100,6 +100,8 @@ void agent_report_build(void *ctx, struct rep_msg *m)
 		rep_add_key(m, RK_AUTH_ERROR, NULL, "%s", st->auth_error);
 	rep_add_key(m, RK_LEASE_LEN, NULL, "%d", a->cfg->agent.lease_ms);
 	rep_add_key(m, RK_HEARTBEAT, NULL, "%d", agent_report_interval_ms(a));
+	/* Whether INFO is known or not: a revoked lease is news at once. */
+	agent_lease_report(a, m);
 	if (!st->have_info)
 		return;
 	if (i->server != INFO_SRV_UNKNOWN)
@@ -123,5 +125,4 @@ void agent_report_build(void *ctx, struct rep_msg *m)
 	if (i->run_id[0])
 		rep_add_key(m, RK_RUN_ID, NULL, "%s", i->run_id);
 	agent_fence_report(a, m);
-	agent_lease_report(a, m);
 }

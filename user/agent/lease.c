@@ -16,6 +16,18 @@ bool lease_held(const struct lease_sm *sm, uint64_t now_ns)
 	return now_ns < sm->k.deadline_ns;
 }
 
+bool lease_revoked(const struct lease_sm *sm)
+{
+	return sm->retake_from_ns == LEASE_RETAKE_NEVER;
+}
+
+/* Evidence sent at sent_ns may count: not while revoked, not from before the agent
+ * allowed the lease back (an answer or an echo that was in flight). */
+static bool counts(const struct lease_sm *sm, uint64_t sent_ns)
+{
+	return sent_ns >= sm->retake_from_ns && !lease_revoked(sm);
+}
+
 static enum lease_change extend(struct lease_sm *sm, uint64_t now_ns, uint64_t sent_ns,
 				__u32 source)
 {
@@ -36,34 +48,51 @@ enum lease_change lease_on_controller(struct lease_sm *sm, uint64_t now_ns, uint
 				      long long epoch, const char *primary, const char *me,
 				      bool is_replica)
 {
+	bool current;
+
 	if (!primary || !primary[0])
 		return LEASE_SAME;
+	current = epoch >= sm->k.epoch;
+	if (current)
+		sm->k.epoch = epoch; /* the highest epoch any answer naming a primary carried */
 	if (!strcmp(primary, me)) {
-		if (epoch < sm->k.epoch)
-			return LEASE_SAME; /* a controller behind the times: no word of it counts */
-		sm->k.epoch = epoch;
+		if (!current || !counts(sm, sent_ns))
+			return LEASE_SAME; /* a controller behind the times, or a grant in flight */
 		return extend(sm, now_ns, sent_ns, FL_LEASE_SRC_CONTROLLER);
 	}
 	if (is_replica)
-		return extend(sm, now_ns, sent_ns, FL_LEASE_SRC_CONTROLLER);
-	/* Another node is the primary and our server still says master. */
+		return counts(sm, sent_ns) ? extend(sm, now_ns, sent_ns, FL_LEASE_SRC_CONTROLLER)
+					   : LEASE_SAME;
+	/* Another node is the primary and our server still says master: nothing left to
+	 * take away if the deadline is 0 (the epoch now keeps older grants out). */
+	if (!sm->k.deadline_ns)
+		return LEASE_SAME;
 	return lease_give_up(sm);
 }
 
 enum lease_change lease_on_peer(struct lease_sm *sm, uint64_t now_ns, uint64_t sent_ns)
 {
-	if (!lease_held(sm, now_ns))
+	if (!lease_held(sm, now_ns) || !counts(sm, sent_ns))
 		return LEASE_SAME;
 	return extend(sm, now_ns, sent_ns, FL_LEASE_SRC_PEER);
 }
 
 enum lease_change lease_give_up(struct lease_sm *sm)
 {
-	if (!sm->k.deadline_ns)
+	if (!sm->k.deadline_ns && lease_revoked(sm))
 		return LEASE_SAME;
 	sm->k.deadline_ns = 0;
 	sm->k.source = FL_LEASE_SRC_NONE;
+	sm->retake_from_ns = LEASE_RETAKE_NEVER;
 	return LEASE_REVOKED;
+}
+
+bool lease_allow_retake(struct lease_sm *sm, uint64_t now_ns)
+{
+	if (!lease_revoked(sm))
+		return false;
+	sm->retake_from_ns = now_ns + 1;
+	return true;
 }
 
 const char *lease_source_name(__u32 source)

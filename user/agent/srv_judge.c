@@ -4,6 +4,7 @@
  * of a silence from the scheduler samples (srv_judge), and the hung state machine
  * (hung_tick, hung_sent, hung_reply, hung_reset). */
 #include <stdint.h>
+#include <sys/syscall.h>
 #include "common/report_keys.h"
 #include "agent/srvmon.h"
 
@@ -18,6 +19,25 @@ const char *srv_cause_name(enum srv_cause c)
 					    "blocked", "unresponsive", "unknown"};
 
 	return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
+}
+
+const char *srv_sleep_call(uint32_t nr)
+{
+	if (nr == FL_SCHED_NO_SYSCALL)
+		return NULL;
+#ifdef SYS_nanosleep
+	if (nr == SYS_nanosleep)
+		return "nanosleep";
+#endif
+#ifdef SYS_clock_nanosleep
+	if (nr == SYS_clock_nanosleep)
+		return "clock_nanosleep";
+#endif
+#ifdef SYS_clock_nanosleep_time64
+	if (nr == SYS_clock_nanosleep_time64)
+		return "clock_nanosleep";
+#endif
+	return NULL;
 }
 
 static uint64_t delta(uint64_t to, uint64_t from)
@@ -38,10 +58,16 @@ enum srv_cause srv_judge(const struct sched_sample *base, const struct sched_sam
 	ev->run_ms = run / 1000000;
 	ev->wait_ms = wait / 1000000;
 	ev->throttled_ms = -1;
+	ev->sleep_call = NULL;
 	if (cur->state == FL_TS_STOPPED || cur->state == FL_TS_FROZEN)
 		return SRV_CAUSE_STOPPED;
 	/* Working: on a CPU now with no window yet, or a real share of it. */
 	if (window ? run * 100 >= window * SRV_BUSY_MIN_SHARE_PCT : cur->state == FL_TS_RUNNING)
+		return SRV_CAUSE_BUSY;
+	/* Asleep by its own choice, in a command (DEBUG SLEEP, a module's sleep): it
+	 * wakes when its timer does, so it is alive, as one on a CPU is, up to
+	 * busy_max_ms. A deadlock sleeps on a futex or in epoll_wait instead. */
+	if (cur->state == FL_TS_SLEEPING && (ev->sleep_call = srv_sleep_call(cur->syscall_nr)))
 		return SRV_CAUSE_BUSY;
 	/* Runnable and not getting a CPU: now, or for most of the window. */
 	if (cur->state == FL_TS_RUNNING || cur->state == FL_TS_RUNNABLE ||

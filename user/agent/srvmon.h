@@ -30,10 +30,11 @@ const char *srv_proc_name(enum srv_proc p);
 enum srv_cause {
 	SRV_CAUSE_NONE = 0,  /* answering */
 	SRV_CAUSE_STOPPED,   /* stopped (SIGSTOP, a tracer) or frozen: hung after stop_grace_ms */
-	SRV_CAUSE_BUSY,	     /* on a CPU, its runtime growing: alive up to busy_max_ms */
+	SRV_CAUSE_BUSY,	     /* on a CPU, its runtime growing, or asleep in a timed sleep
+			      * (DEBUG SLEEP): alive up to busy_max_ms */
 	SRV_CAUSE_THROTTLED, /* runnable but hardly running (cpu.max, an overloaded host) */
 	SRV_CAUSE_BLOCKED,   /* uninterruptible sleep (D): disk, NFS, reclaim */
-	SRV_CAUSE_UNRESPONSIVE, /* asleep and not answering: a deadlock, DEBUG SLEEP */
+	SRV_CAUSE_UNRESPONSIVE, /* asleep, not in a timed sleep, and not answering: a deadlock */
 	SRV_CAUSE_UNKNOWN,	/* no scheduler state for its thread (not a local process) */
 };
 const char *srv_cause_name(enum srv_cause c);
@@ -50,7 +51,12 @@ struct srv_evidence {
 	int64_t wait_ms;       /* time runnable, not running, within the window */
 	int64_t throttled_ms; /* its cgroup's cpu.stat throttled time within the window, -1: none */
 	int64_t silent_ms;    /* since the unanswered PING went out, 0: none out */
+	const char *sleep_call; /* busy asleep: the timed sleep it is in ("nanosleep"), else NULL */
 };
+
+/* "nanosleep" or "clock_nanosleep" for those system calls' numbers (a sleep a
+ * server chooses, in a command), NULL for any other. */
+const char *srv_sleep_call(uint32_t nr);
 
 /* The verdict on a silent server: base is its command thread's sample at the
  * start of the window, cur the sample now. Pure (unit tested). */

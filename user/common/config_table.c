@@ -134,7 +134,7 @@ const struct cfg_key cfg_keys[] = {
     {CFG_S_AGENT, "stop_grace_ms", INT(0, MS_MAX), "50", F(agent.stop_grace_ms), A, A,
      .doc = "a server stopped or frozen this long is hung"},
     {CFG_S_AGENT, "busy_max_ms", INT(1, MS_MAX), "5000", F(agent.busy_max_ms), A, A,
-     .doc = "a server busy on a CPU is alive this long"},
+     .doc = "a server busy on a CPU (or in a timed sleep) is alive this long"},
     {CFG_S_AGENT, "metrics_listen", .type = CFG_T_METRICS, .def = NULL, F(agent.metrics_listen), A,
      0, .doc = "host:port of the agent's Prometheus metrics (empty: off)"},
     {CFG_S_AGENT, "tls_cert", CUSTOM(cfg_set_tls_file), F(agent.tls.cert), A | L, 0,

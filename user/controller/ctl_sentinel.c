@@ -288,7 +288,7 @@ static void reply_replica(const struct ctl_conn *k, struct evbuffer *o, const st
 	 * it a reader cut off by the failover finds no replica and stays on the new
 	 * primary. The +sdown events stay the server's health. */
 	reached = ((n->flags & (FO_N_REPORTED | FO_N_UNREACH)) == FO_N_REPORTED || n->info_ok) &&
-		  n->rep.lease != FO_LEASE_LAPSED;
+		  n->rep.lease != FO_LEASE_LAPSED && n->rep.lease != FO_LEASE_REVOKED;
 	serving = reached && r->role != INFO_ROLE_MASTER && !(n->flags & FO_N_FIXING);
 	repointing = reached && (n->flags & FO_N_FIXING) &&
 		     (r->role != INFO_ROLE_MASTER ||

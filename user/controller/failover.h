@@ -66,6 +66,7 @@ enum fo_lease_report {
 	FO_LEASE_UNKNOWN = 0, /* not reported (an older agent, or lease_ms = 0) */
 	FO_LEASE_HELD = 1,
 	FO_LEASE_LAPSED = 2,
+	FO_LEASE_REVOKED = 3, /* given up, deadline 0 in the kernel, no answer to it renews */
 };
 
 /* rep's verdict on node (an index of fo_cluster.nodes): FO_PEER_UNKNOWN if it has none. */

@@ -62,6 +62,15 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	*blocker = NULL;
 	if (!lease_ms || v == FO_V_PROC_DOWN)
 		return 0;
+	/* Revoked, and nothing heard from p since: its kernel deadline was 0 before it sent
+	 * that report, no answer to it or to an earlier one renews it, nor a peer, and this
+	 * controller names p in no answer while it says so (fo_answer_primary). Only another
+	 * controller (the HA leader before this one, or this one's previous process) may
+	 * have granted it from a later report: before this one acted, so within a span of
+	 * that. A report that went stale counts as lapsed (the agent may have said more). */
+	if ((p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_REVOKED && fresh(c, p, now))
+		return c->others_answered_until_ms + span > now ? c->others_answered_until_ms + span
+								: 0;
 	if (p->named_primary_ms)
 		end = p->named_primary_ms + span;
 	/* Another controller's answers (a deposed leader's, a previous process's), whatever
@@ -70,7 +79,8 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	if (c->others_answered_until_ms && c->others_answered_until_ms + span > end)
 		end = c->others_answered_until_ms + span;
 	/* Given up (hung, or anything that made it say lapsed): peers cannot revive it. */
-	if ((p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_LAPSED)
+	if ((p->flags & FO_N_REPORTED) &&
+	    (p->rep.lease == FO_LEASE_LAPSED || p->rep.lease == FO_LEASE_REVOKED))
 		return end;
 	for (int i = 0; i < s->nnodes; i++) {
 		const struct fo_node *q = &c->nodes[s->nodes[i]];
@@ -106,6 +116,8 @@ const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, const st
 	if (!s || s->primary < 0 || s->fo.state != FO_ST_NONE || s->lease_wait_since_ms)
 		return "";
 	p = &c->nodes[s->primary];
+	if (n == p && (p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_REVOKED)
+		return ""; /* no grant while it says revoked: the wait relies on it */
 	if (n == p)
 		p->named_primary_ms = now;
 	return p->id;
@@ -115,7 +127,8 @@ const char *fo_lease_word(const struct fo_node *n)
 {
 	if (!(n->flags & FO_N_REPORTED))
 		return "-";
-	return n->rep.lease == FO_LEASE_HELD	 ? "held"
-	       : n->rep.lease == FO_LEASE_LAPSED ? "lapsed"
-						 : "-";
+	return n->rep.lease == FO_LEASE_HELD	  ? "held"
+	       : n->rep.lease == FO_LEASE_LAPSED  ? "lapsed"
+	       : n->rep.lease == FO_LEASE_REVOKED ? "revoked"
+						  : "-";
 }

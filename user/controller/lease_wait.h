@@ -19,6 +19,13 @@
  *    said its lease was lapsed: peers never bring a lapsed lease back.
  *  - a peer whose agent is silent may still be answering the primary's echoes: no
  *    bound, no promotion (failover_blocked says which peer).
+ * A fresh report saying lease=revoked ends the wait at once: the agent moved the
+ * kernel deadline to 0 before sending it and takes the lease back only from an answer
+ * to a later REPORT (agent/lease.h), which this controller has not read, and whose
+ * answer would not name the node while its last report says revoked. Only a
+ * controller before this one (HA leader, previous process) could have granted from a
+ * later report, before this one could act: the wait is then until
+ * others_answered_until_ms + the lease. A stale revoked report counts as lapsed.
  *
  * The lease length, per node (fo_node_lease_ms): the longest of the controller's
  * [agent] lease_ms, the length the node's agent reports (REPORT key lease_ms, the
@@ -53,12 +60,13 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 			  const struct fo_node *p, enum fo_verdict v,
 			  const struct fo_node **blocker);
 /* The primary to name in the answer to a REPORT from node n of s: "" while a failover
- * of s is decided or running (no lease is renewed then), else the primary's id; when n
- * is the primary itself (only its own agent renews from the answer), the time is
- * recorded. */
+ * of s is decided or running (no lease is renewed then), and to the primary itself
+ * while its report says its lease is revoked; else the primary's id; when n is the
+ * primary itself (only its own agent renews from the answer), the time is recorded. */
 const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, const struct fo_node *n,
 			      long long now);
-/* The node's write lease as its agent last reported it: "held", "lapsed" or "-". */
+/* The node's write lease as its agent last reported it: "held", "lapsed", "revoked" or
+ * "-". */
 const char *fo_lease_word(const struct fo_node *n);
 
 #endif

@@ -164,7 +164,7 @@ int sched_watch_add(struct sched_watch *sw, pid_t pid, pid_t judged)
 	if (!dir)
 		return -errno;
 	while ((d = readdir(dir))) {
-		struct fl_sched_thread t = {.tgid = pid};
+		struct fl_sched_thread t = {.tgid = pid, .syscall_nr = FL_SCHED_NO_SYSCALL};
 		char *end;
 		long tid = strtol(d->d_name, &end, 10);
 
@@ -235,6 +235,7 @@ int sched_watch_sample(struct sched_watch *sw, pid_t tid, struct sched_sample *o
 	out->wait_ns = t.wait_ns + (t.state == FL_TS_RUNNABLE ? now - t.since_ns : 0);
 	out->nr_switch = t.nr_switch;
 	out->state = t.state;
+	out->syscall_nr = t.syscall_nr;
 	return 0;
 }
 

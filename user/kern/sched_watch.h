@@ -28,6 +28,8 @@ struct sched_sample {
 	uint64_t wait_ns;  /* runnable and not running, in total */
 	uint64_t nr_switch;
 	uint32_t state; /* enum fl_sched_state */
+	uint32_t
+	    syscall_nr; /* asleep in this system call, FL_SCHED_NO_SYSCALL: not asleep, unknown */
 };
 
 /* Loads, attaches and pins (the caller holds the node's lock). -errno. */
