@@ -430,23 +430,6 @@ static int finish(struct parser *p, struct cfg **out)
 	return 0;
 }
 
-int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
-{
-	struct parser p = {.name = path, .err = err, .errlen = errlen};
-	int rc;
-
-	if (!new_cfg(&p))
-		return -ENOMEM;
-	rc = parse_file(&p, path);
-	if (rc) {
-		snprintf(err, errlen, "failed to open cluster file %s: %s", path, strerror(-rc));
-		cfg_free(p.c);
-		return rc;
-	}
-	p.name = path;
-	return finish(&p, out);
-}
-
 int cfg_load_extra(const char *path, const char *extra, struct cfg **out, char *err, size_t errlen)
 {
 	struct parser p = {.name = path, .err = err, .errlen = errlen};
@@ -460,12 +443,17 @@ int cfg_load_extra(const char *path, const char *extra, struct cfg **out, char *
 		cfg_free(p.c);
 		return rc;
 	}
-	if (!p.failed) {
+	if (!p.failed && extra) {
 		p.s = extra; /* after the file's last line, as if it were there */
 		parse_stream(&p);
 	}
 	p.name = path;
 	return finish(&p, out);
+}
+
+int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
+{
+	return cfg_load_extra(path, NULL, out, err, errlen);
 }
 
 int cfg_load_string(const char *name, const char *text, struct cfg **out, char *err, size_t errlen)

@@ -15,20 +15,6 @@
 
 #define FO_STATE_MAGIC "flatline-state 1"
 
-/* Splits s at spaces into at most max words; the count, or max + 1 if more. */
-static int split_words(char *s, char **w, int max)
-{
-	char *save = NULL;
-	int n = 0;
-
-	for (char *p = strtok_r(s, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
-		if (n == max)
-			return max + 1;
-		w[n++] = p;
-	}
-	return n;
-}
-
 static int parse_ull(const char *s, int base, unsigned long long *v)
 {
 	char *end;
@@ -107,7 +93,7 @@ static int parse_body(struct fo_cluster *c, const char *text, size_t len, const 
 					 name, line, buf);
 				return -EINVAL;
 			}
-		} else if ((nw = split_words(memcpy(wbuf, buf, sizeof(wbuf)), w, 8)) == 3 &&
+		} else if ((nw = mb_words(memcpy(wbuf, buf, sizeof(wbuf)), w, 8)) == 3 &&
 			   !strcmp(w[0], "end") && !parse_ull(w[1], 10, &u) &&
 			   !parse_ull(w[2], 16, &want)) {
 			cnt = (int)u;

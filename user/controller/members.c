@@ -80,8 +80,7 @@ int mb_check(const struct mb_entry *e, char *why, size_t whylen)
 	return 0;
 }
 
-/* Splits s (modified) at spaces into at most max words; the count, or max + 1. */
-static int words(char *s, char **w, int max)
+int mb_words(char *s, char **w, int max)
 {
 	char *save = NULL;
 	int n = 0;
@@ -134,7 +133,7 @@ int mb_parse(const char *line, struct mb_entry *e, char *why, size_t whylen)
 		return -EINVAL;
 	}
 	snprintf(buf, sizeof(buf), "%s", line);
-	n = words(buf, w, 16);
+	n = mb_words(buf, w, 16);
 	if (n == 3 && !strcmp(w[0], "drop") && (!strcmp(w[1], "node") || !strcmp(w[1], "shard"))) {
 		e->kind = !strcmp(w[1], "node") ? MB_DROP_NODE : MB_DROP_SHARD;
 		if (copy(e->id, sizeof(e->id), w[2]))

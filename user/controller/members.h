@@ -32,6 +32,8 @@ struct mb_entry {
 #define MB_PREFIX   "member " /* the state file's lines: "member " + the line */
 #define MB_LINE_MAX 768
 
+/* Splits s (modified) at spaces into at most max words; the count, or max + 1. */
+int mb_words(char *s, char **w, int max);
 /* Parses one line (without MB_PREFIX); -EINVAL with why. */
 int mb_parse(const char *line, struct mb_entry *e, char *why, size_t whylen);
 /* Writes e as one line (no newline); its length, or -ENOSPC. */
