@@ -658,7 +658,7 @@ static int drop_caps(struct agent *a)
 	/* Shadow mode with a lease to take when the controller says active: what opening
 	 * it needs (loading and attaching the program, marking the server's sockets). */
 	if (a->srv && a->shadow && a->cfg->agent.lease_ms)
-		keep |= AGENT_LOAD_CAPS | AGENT_RUN_LEASE_CAPS;
+		keep |= CAPS_BIT(CAP_PERFMON) | AGENT_RUN_LEASE_CAPS;
 	char names[256];
 	int err;
 

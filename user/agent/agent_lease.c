@@ -257,6 +257,13 @@ static void mark_server(struct agent *a)
 			"cannot guard: set unixsocket to \"\" in its configuration, or [agent] "
 			"lease_ms = 0; the agent stops\n",
 			(int)pid, sc.unix_path);
+		/* Disarmed before it stops: its TCP sockets are marked already, and an
+		 * armed lease nobody renews would silence them for good. */
+		lease_give_up(&l->sm);
+		l->sm.k.port = 0;
+		if (lease_watch_write(l->lw, &l->sm.k))
+			pr_warn("failed to disarm the write lease: remove %s\n",
+				lease_watch_pin_dir(l->lw));
 		a->fatal = -EPROTONOSUPPORT;
 		event_base_loopbreak(a->base);
 		return;
@@ -506,6 +513,10 @@ static int lease_open(struct agent *a, bool armed)
 		return err;
 	}
 	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
+	/* A lease a previous agent left armed stays armed (and lapses, or is renewed, as
+	 * when active): shadow mode's answer parks it, killing what it held back. */
+	if (!armed && st.port)
+		armed = true;
 	l->parked = !armed;
 	l->opened_ns = armed ? 0 : now_ns();
 	l->have_key = !auth_key_for(a->me->key, a->cfg->secret, a->node, l->key);
@@ -522,12 +533,32 @@ static int lease_open(struct agent *a, bool armed)
 
 int agent_lease_start(struct agent *a)
 {
-	if (!a->cfg->agent.lease_ms)
+	if (!a->cfg->agent.lease_ms) {
+		/* Off: a lease a previous agent left armed would silence the server once it
+		 * ran out, with nobody to renew it. */
+		if (lease_watch_pinned(a->node)) {
+			int err = lease_watch_unpin(a->node);
+
+			if (err)
+				pr_warn(
+				    "the write lease is off ([agent] lease_ms = 0) but a previous "
+				    "agent's is pinned in %s/%s/lease and could not be removed: "
+				    "%s\n",
+				    FL_PIN_ROOT, a->node, strerror(-err));
+			else
+				pr_info("the write lease is off: removed the one a previous agent "
+					"left\n");
+		}
 		return 0;
+	}
 	if (a->shadow) {
 		/* Shadow mode ([controller] mode = shadow): no write lease (and so no
 		 * self-demotion, which needs it): another system decides who writes. The
-		 * controller's word "active" opens it (agent_lease_set_shadow). */
+		 * controller's word "active" opens it (agent_lease_set_shadow). A lease a
+		 * previous agent left pinned is opened now, so that it is not left armed
+		 * with nobody to renew it: the controller's answer parks or takes it. */
+		if (lease_watch_pinned(a->node))
+			return lease_open(a, false);
 		pr_info("shadow mode: no write lease\n");
 		return 0;
 	}
@@ -541,6 +572,19 @@ static void park(struct agent *a)
 	struct agent_lease *l = a->lease;
 	int err;
 
+	/* Replies the kernel held back since the lease last ran out (writes a failover
+	 * may have made stale) wait in their sockets: those connections go first. */
+	if (lease_watch_count(l->lw, FL_LC_DROPPED) != l->sm.k.dropped_mark) {
+		int killed = lease_kill_conns(l->lw, l->allow, l->nallow);
+
+		if (killed < 0) {
+			pr_warn("failed to close the server's client connections: %s; the lease "
+				"stays armed\n",
+				strerror(-killed));
+			return;
+		}
+		l->sm.k.dropped_mark = lease_watch_count(l->lw, FL_LC_DROPPED);
+	}
 	lease_give_up(&l->sm);
 	l->sm.k.port = 0;
 	l->grant_pending = false;

@@ -261,6 +261,38 @@ uint64_t lease_watch_count(const struct lease_watch *lw, enum fl_lease_counter c
 	return fl_percpu_sum(bpf_map__fd(lw->skel->maps.fl_lease_cnt), c);
 }
 
+bool lease_watch_pinned(const char *node)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s/lease/fl_lease", FL_PIN_ROOT, node);
+	return !access(path, F_OK);
+}
+
+int lease_watch_unpin(const char *node)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 256];
+	struct dirent *e;
+	DIR *d;
+	int err = 0;
+
+	snprintf(dir, sizeof(dir), "%s/%s/lease", FL_PIN_ROOT, node);
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (unlink(path) && !err)
+			err = -errno;
+	}
+	closedir(d);
+	if (rmdir(dir) && !err)
+		err = -errno;
+	return err;
+}
+
 const char *lease_watch_pin_dir(const struct lease_watch *lw)
 {
 	return lw->pin_dir;
@@ -308,7 +340,9 @@ int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port)
 	err = lease_watch_read(lw, &l);
 	if (err)
 		goto cleanup;
-	if (l.port != port) {
+	/* Opened to stay disarmed (port 0: shadow mode) never disarms a lease a previous
+	 * agent left armed: its replies may be ones a failover made stale. */
+	if (port && l.port != port) {
 		l.port = port;
 		err = lease_watch_write(lw, &l);
 		if (err)

@@ -28,6 +28,10 @@ struct lease_watch;
  * the cgroup v2 hierarchy; arms the lease for port ([node] redis). -errno with a
  * message. */
 int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port);
+/* Whether a previous agent left this node's lease pinned (it may still be armed). */
+bool lease_watch_pinned(const char *node);
+/* Removes a node's pinned lease (programs detached, maps freed): the lease is off. */
+int lease_watch_unpin(const char *node);
 int lease_watch_read(struct lease_watch *lw, struct fl_lease_state *l);
 int lease_watch_write(struct lease_watch *lw, const struct fl_lease_state *l);
 /* Replaces the allowed sockets (by cookie) with these n. */
