@@ -60,6 +60,9 @@ struct ctl_conn {
 /* An agent's answers are written at the end of the read callback, with the
  * bufferevent's EV_WRITE off (no epoll change per REPORT): ctl_listen.c. */
 #define CTL_C_WDIRECT (1u << 13)
+/* Used up its last turn: its events run at CTL_PRIO_LOW until a turn empties its
+ * input (ctl_listen.c's conn_priority). */
+#define CTL_C_LOW (1u << 14)
 	unsigned roles; /* 1 << enum ctl_role: whose release ctl_conn_free() calls */
 	int node;
 	/* A plain agent connection reads with its own event, not the bufferevent's
