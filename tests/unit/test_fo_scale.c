@@ -179,13 +179,20 @@ static void test_report_judges_its_shard(void **state)
 static void test_peer_verdict_reaches_its_shard(void **state)
 {
 	struct fo_report r;
-	struct fo_node *n = fo_find_node(&C, "s0001n2"), *x = fo_find_node(&C, "s0900n1");
+	struct fo_node *o = fo_find_node(&C, "s0001n2"), *n = fo_find_node(&C, "s0900n2"),
+		       *x = fo_find_node(&C, "s0900n1");
 
 	(void)state;
 	all_report();
 	mono += 1500;
-	/* s0001n2 (fresh again) says s0900n1, in another shard and stale, is down: that
-	 * node's shard is judged on this report, the host path applies. */
+	/* s0001n2 (fresh again) says s0900n1, in another shard and stale, is down: one
+	 * node's key does not testify about another shard's nodes, so nothing changes. */
+	report_of(o, &r);
+	assert_int_equal(fo_report_set_peer(&r, x->idx, FO_PEER_DOWN), 0);
+	fo_on_report(&C, o, &r);
+	assert_false(x->flags & FO_N_HOST_DOWN);
+	assert_int_equal(n_failover_start, 0);
+	/* s0900n2, of its own shard, says so: the host path applies. */
 	report_of(n, &r);
 	assert_int_equal(fo_report_set_peer(&r, x->idx, FO_PEER_DOWN), 0);
 	fo_on_report(&C, n, &r);
