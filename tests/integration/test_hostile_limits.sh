@@ -110,5 +110,49 @@ test_controller_junk_flood() {
 	ctl_alive "after the floods"
 }
 
-TESTS=(test_controller_junk_flood)
+# A guesser at full speed from 127.0.0.1 fills its address's queue of answers past
+# 30 s; a client whose address shares its slot (the controller keeps 256 slots by a
+# hash of the address) used to queue behind it and be closed unanswered: locked
+# out. Now each address of a slot has its own queue: the client with the right
+# password waits one turn (at most 2 s), the guesser stays slowed.
+test_throttle_never_locks_out_a_neighbour() {
+	local g r nb
+	setup_ctl
+	# An address whose hash (FNV-1a of its text, as the controller's) shares 127.0.0.1's slot.
+	nb=$($PY -c '
+def h(s):
+    x = 2166136261
+    for ch in s.encode():
+        x = ((x ^ ch) * 16777619) & 0xffffffff
+    return x
+t = h("127.0.0.1") % 256
+print(next("127.0.%d.%d" % (a, b) for a in range(256) for b in range(2, 255)
+           if "127.0.%d.%d" % (a, b) != "127.0.0.1" and h("127.0.%d.%d" % (a, b)) % 256 == t))')
+	hc auth-flood "$CTL_PORT" 14 50 127.0.0.1 >"$T/guess.json" &
+	g=$!
+	on_exit "kill $g 2>/dev/null"
+	sleep 8 # its queue is past 30 s of answers: its new logins are closed unanswered
+	r=$($PY - "$CTL_PORT" "$SECRET" "$nb" <<-'EOP'
+	import socket, sys, time
+	s = socket.socket(); s.bind((sys.argv[3], 0)); s.connect(("127.0.0.1", int(sys.argv[1])))
+	s.settimeout(15)
+	t0 = time.time()
+	s.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(sys.argv[2]), sys.argv[2].encode()))
+	try:
+	    d = s.recv(100).decode().strip() or "closed"
+	except OSError:
+	    d = "closed"
+	print(d, int((time.time() - t0) * 1000))
+	EOP
+	)
+	wait "$g"
+	echo "    the right password from $nb (127.0.0.1's slot) while 127.0.0.1 guesses: $r ms; guesser: $(cat "$T/guess.json")" >&2
+	grep -q "closing client 127.0.0.1:[0-9]*: more logins queued" "$T/controller.err" || fail "the guesser's queue never filled"
+	[ "${r%% *}" = +OK ] || fail "a client sharing the guesser's slot was locked out: $r"
+	[ "${r##* }" -le 2500 ] || fail "a client sharing the guesser's slot waited ${r##* } ms"
+	[ "${r##* }" -ge 40 ] || fail "a client sharing the guesser's slot was not slowed at all: ${r##* } ms"
+	jq -e '.per_s <= 5 and .answers >= 3' "$T/guess.json" >/dev/null || fail "guessing not slowed: $(cat "$T/guess.json")"
+}
+
+TESTS=(test_controller_junk_flood test_throttle_never_locks_out_a_neighbour)
 run_tests
