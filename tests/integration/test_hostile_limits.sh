@@ -154,5 +154,60 @@ print(next("127.0.%d.%d" % (a, b) for a in range(256) for b in range(2, 255)
 	jq -e '.per_s <= 5 and .answers >= 3' "$T/guess.json" >/dev/null || fail "guessing not slowed: $(cat "$T/guess.json")"
 }
 
-TESTS=(test_controller_junk_flood test_throttle_never_locks_out_a_neighbour)
+# flood_unread PORT CONNS SECS: CONNS connections pipelining COMMAND (a 3 KB
+# answer for 9 bytes) as fast as the socket takes it, never reading; prints how
+# many the controller closed.
+flood_unread() {
+	$PY - "$@" <<-'EOP'
+	import socket, sys, time
+	port, n, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+	socks = []
+	for _ in range(n):
+	    s = socket.create_connection(("127.0.0.1", port))
+	    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+	    s.setblocking(False)
+	    socks.append(s)
+	chunk, closed, end = b"COMMAND\r\n" * 400, set(), time.time() + secs
+	while time.time() < end and len(closed) < n:
+	    for i, s in enumerate(socks):
+	        if i in closed:
+	            continue
+	        try:
+	            s.send(chunk)
+	        except BlockingIOError:
+	            pass
+	        except OSError:
+	            closed.add(i)
+	    time.sleep(0.005)
+	print(len(closed))
+	EOP
+}
+
+# The output limit was checked once per read, after every command the read
+# held; and anonymous clients could hold 16 MiB each, 40 GiB at maxclients. Now
+# it is checked after every command (one client is closed within one answer of
+# the 16 MiB hard limit), and past 64 MiB held by anonymous clients in all, the
+# one that holds more than 64 KiB is closed.
+test_output_limits_per_command_and_in_all() {
+	local n line held hwm
+	setup_ctl
+	n=$(flood_unread "$CTL_PORT" 1 20)
+	expect_eq "one client pipelining COMMAND closed" "$n" 1
+	line=$(grep "output buffer limit of class normal" "$T/controller.err" | head -n 1)
+	held=$(sed -n 's/.*(\([0-9]*\) bytes unread.*/\1/p' <<<"$line")
+	echo "    closed at $held bytes unread: $line" >&2
+	[ -n "$held" ] || fail "no output limit message: $(tail -n 3 "$T/controller.err")"
+	[ "$held" -le $((16 * 1048576 + 8192)) ] || fail "closed $((held - 16 * 1048576)) bytes past the hard limit"
+	sleep 1.1 # rejections are logged once per second per address
+	n=$(flood_unread "$CTL_PORT" 40 8)
+	hwm=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$CTL_PID/status")
+	echo "    40 clients not reading: $n closed; controller peak RSS $hwm kB" >&2
+	grep -q "anonymous clients hold [0-9]* bytes in all (at most 67108864)" "$T/controller.err" ||
+		fail "no client closed for the anonymous total: $(tail -n 3 "$T/controller.err")"
+	[ "$n" -ge 20 ] || fail "only $n of 40 clients not reading closed"
+	ctl_alive "after the unread floods"
+	redis-cli -p "$CTL_PORT" ping | grep -q PONG || fail "controller not answering"
+}
+
+TESTS=(test_controller_junk_flood test_throttle_never_locks_out_a_neighbour test_output_limits_per_command_and_in_all)
 run_tests

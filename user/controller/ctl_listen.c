@@ -269,6 +269,11 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 			resp_cmd_free(&cmd);
 			ran = true;
 			ncmds++;
+			/* Per command: a pipeline of big answers stops at the limit. */
+			if (!(k->flags & CTL_C_CLOSING) && ctl_conn_over_limit(k)) {
+				ctl_conn_free(k);
+				return;
+			}
 		}
 		if (k->flags & CTL_C_WAITING) {
 			if (direct)
@@ -560,6 +565,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	 * 4 KiB at a time each, not 16 (a proven agent reads on its own, 16 KiB). */
 	bufferevent_set_max_single_read(k->bev, CTL_TURN_BYTES);
 	bufferevent_setcb(k->bev, on_conn_read, on_conn_write, on_conn_event, k);
+	ctl_conn_count_output(k);
 	bufferevent_enable(k->bev, EV_READ | EV_WRITE);
 	k->next = c->conns;
 	if (c->conns)
