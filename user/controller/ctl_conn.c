@@ -62,6 +62,10 @@ void ctl_conn_free(struct ctl_conn *k)
 {
 	struct ctl *c = k->ctl;
 
+	/* A release may publish (an agent's end judges its node): publishing skips a
+	 * closing connection, so an agent that also subscribed and is over its
+	 * limit is not freed again from inside its own release. */
+	k->flags |= CTL_C_CLOSING;
 	for (int r = 0; r < CTL_NROLES; r++)
 		if ((k->roles & (1u << r)) && c->conn->release[r])
 			c->conn->release[r](k);
