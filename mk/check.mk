@@ -10,7 +10,7 @@
 #   make check-bpf              BPF objects compile with -Wall -Werror
 #   make check-cppcheck         cppcheck over user/ (.cppcheck-suppressions)
 #   make check-tidy             clang-tidy over user/*.c (.clang-tidy)
-#   make check-integration-asan integration tests (default: test_proc.sh, test_hostile.sh,
+#   make check-integration-asan integration tests (default: test_proc.sh, test_hostile*.sh,
 #                               test_client_auth.sh) on build-asan/
 #                               (root; CHECK_INTEGRATION=<filter list> to choose)
 #   make fuzz [FUZZ_SECONDS=30] each libFuzzer harness tests/fuzz/fuzz_*.c for N seconds
@@ -77,7 +77,7 @@ check-asan:
 # the foundation (process death) and the hostile-peer and client-authentication suites
 # (the code that reads what attackers send): 11 s + 43 s + 32 s here;
 # CHECK_INTEGRATION="proc agent peer" runs others.
-CHECK_INTEGRATION ?= proc hostile client_auth
+CHECK_INTEGRATION ?= proc hostile hostile_limits client_auth
 check-integration-asan:
 	$(Q)$(MAKE) --no-print-directory SANITIZE=1 integration
 	$(Q)rm -rf $(SAN_LOG_DIR)/integration.* && mkdir -p $(SAN_LOG_DIR)

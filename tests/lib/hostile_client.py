@@ -77,12 +77,16 @@ def flood(port, secs, first, unit):
 def auth_flood(port, secs, n, src):
     """Wrong AUTHs at full speed on n connections for secs: answers per second."""
     def dial():
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind((src, 0))
-        s.connect(("127.0.0.1", port))
-        s.setblocking(False)
-        s.sendall(enc("AUTH", "guess-" + os.urandom(8).hex()))
-        return s
+        while True:  # a connection reset as it opened (closed unanswered): again
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                s.bind((src, 0))
+                s.connect(("127.0.0.1", port))
+                s.sendall(enc("AUTH", "guess-" + os.urandom(8).hex()))
+                s.setblocking(False)
+                return s
+            except (ConnectionResetError, BrokenPipeError):
+                s.close()
     socks = {}
     for _ in range(n):
         s = dial()

@@ -120,6 +120,46 @@ static void test_judge_and_fresh_pure(void **state)
 	snap_same(&sn);
 }
 
+/* One node's key testifies only about its own shard's nodes: n3 (shard t) saying
+ * n1 (shard s) is down, or up, is not counted; n2 (shard s) is. */
+static void test_judge_counts_own_shard_only(void **state)
+{
+	static const char two[] = "[cluster]\nname = t\nsecret = s3cret-s3cret-s3cret\n"
+				  "[controller]\nnode_down_after_ms = 1000\n"
+				  "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
+				  "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
+				  "[node \"n3\"]\naddress = 10.0.0.3\nredis = 10.0.0.3:6379\n"
+				  "[node \"n4\"]\naddress = 10.0.0.4\nredis = 10.0.0.4:6379\n"
+				  "[shard \"s\"]\nnodes = n1 n2\n[shard \"t\"]\nnodes = n3 n4\n";
+	char err[256];
+
+	(void)state;
+	fo_cluster_free(&C);
+	cfg_free(cfg);
+	assert_int_equal(cfg_load_string("two.conf", two, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(fo_cluster_init(&C, cfg, &ops, NULL), 0);
+	C.now_ms = clk_mono;
+	C.wall_ms = clk_wall;
+	fo_find_shard(&C, "s")->primary = N("n1")->idx;
+	fo_find_shard(&C, "t")->primary = N("n3")->idx;
+	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
+	report("n3", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n3", 1, 990);
+	R.mono += 1500; /* n1's heartbeat is stale */
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
+	report("n3", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n3", 1, 990);
+	/* Another shard's nodes say n1 is down: not a host failure. */
+	fo_report_set_peer(&N("n3")->rep, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer(&N("n4")->rep, N("n1")->idx, FO_PEER_DOWN);
+	assert_int_equal(fo_judge(&C, N("n1"), R.mono), FO_V_AGENT_LOST);
+	/* Its own shard's node says so: it is; another shard's "up" does not contradict. */
+	fo_report_set_peer(&N("n2")->rep, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer(&N("n3")->rep, N("n1")->idx, FO_PEER_UP);
+	assert_int_equal(fo_judge(&C, N("n1"), R.mono), FO_V_HOST_DOWN);
+}
+
 static void test_may_failover_pure(void **state)
 {
 	struct fo_shard *s = fo_find_shard(&C, "s");
@@ -262,6 +302,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_tilt_judge, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_judge_and_fresh_pure, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_judge_counts_own_shard_only, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_may_failover_pure, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restarted_empty_rule, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_discover_pick_rule, setup, teardown),

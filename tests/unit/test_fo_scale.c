@@ -180,13 +180,20 @@ static void test_report_judges_its_shard(void **state)
 static void test_peer_verdict_reaches_its_shard(void **state)
 {
 	struct fo_report r;
-	struct fo_node *n = fo_find_node(&C, "s0001n2"), *x = fo_find_node(&C, "s0900n1");
+	struct fo_node *o = fo_find_node(&C, "s0001n2"), *n = fo_find_node(&C, "s0900n2"),
+		       *x = fo_find_node(&C, "s0900n1");
 
 	(void)state;
 	all_report();
 	mono += 1500;
-	/* s0001n2 (fresh again) says s0900n1, in another shard and stale, is down: that
-	 * node's shard is judged on this report, the host path applies. */
+	/* s0001n2 (fresh again) says s0900n1, in another shard and stale, is down: one
+	 * node's key does not testify about another shard's nodes, so nothing changes. */
+	report_of(o, &r);
+	assert_int_equal(fo_report_set_peer(&r, x->idx, FO_PEER_DOWN), 0);
+	fo_on_report(&C, o, &r);
+	assert_false(x->flags & FO_N_HOST_DOWN);
+	assert_int_equal(n_failover_start, 0);
+	/* s0900n2, of its own shard, says so: the host path applies. */
 	report_of(n, &r);
 	assert_int_equal(fo_report_set_peer(&r, x->idx, FO_PEER_DOWN), 0);
 	fo_on_report(&C, n, &r);
@@ -199,33 +206,6 @@ static void test_peer_verdict_reaches_its_shard(void **state)
 	report_of(n, &r);
 	fo_on_report(&C, n, &r);
 	assert_false(x->flags & FO_N_HOST_DOWN);
-}
-
-/* Who names a node from outside its shard is counted (fo_judge then asks every
- * node); a verdict from its own shard is not, and a withdrawn one is uncounted. */
-static void test_named_outside_counted(void **state)
-{
-	struct fo_report r;
-	struct fo_node *n = fo_find_node(&C, "s0001n2"), *x = fo_find_node(&C, "s0900n1"),
-		       *own = fo_find_node(&C, "s0001n1");
-
-	(void)state;
-	all_report();
-	report_of(n, &r);
-	assert_int_equal(fo_report_set_peer(&r, x->idx, FO_PEER_UP), 0);
-	assert_int_equal(fo_report_set_peer(&r, own->idx, FO_PEER_UP), 0);
-	fo_on_report(&C, n, &r);
-	assert_int_equal(x->named_outside, 1);
-	assert_int_equal(own->named_outside, 0);
-	fo_on_report(&C, n, &r); /* the same verdicts again: counted once */
-	assert_int_equal(x->named_outside, 1);
-	/* x stale, its own shard silent on it, n (fresh) says up: not down. */
-	mono += 1500;
-	fo_on_report(&C, n, &r);
-	assert_int_equal(fo_judge(&C, x, mono), FO_V_AGENT_LOST);
-	report_of(n, &r);
-	fo_on_report(&C, n, &r);
-	assert_int_equal(x->named_outside, 0);
 }
 
 /* A quiet replica says it reports every 500 ms (key heartbeat_ms): it stays fresh
@@ -299,7 +279,6 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_report_judges_its_shard, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_verdict_reaches_its_shard, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_table_bounded, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_named_outside_counted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_quiet_replica_fresh, setup, teardown),
 	    cmocka_unit_test(test_shard_too_large),
 	};

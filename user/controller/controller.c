@@ -177,6 +177,29 @@ static const struct fo_ops ctl_ops = {
     .done = ctl_failover_done,
 };
 
+/* The event loop, with CTL_NPRIOS priorities: what every module adds runs at the
+ * default one (CTL_PRIO_DEFAULT); a connection that used up its turn
+ * (ctl_listen.c) drops to CTL_PRIO_LOW until a turn empties its input. At most
+ * CTL_LOW_MAX_CALLBACKS callbacks of CTL_PRIO_LOW run before the loop polls
+ * again, so agents, timers and every other client wait behind a few of them at
+ * most, however many there are. */
+static struct event_base *ctl_base_new(void)
+{
+	struct event_config *ec = event_config_new();
+	struct event_base *b;
+
+	if (!ec)
+		return NULL;
+	event_config_set_max_dispatch_interval(ec, NULL, CTL_LOW_MAX_CALLBACKS, CTL_PRIO_LOW);
+	b = event_base_new_with_config(ec);
+	event_config_free(ec);
+	if (b && event_base_priority_init(b, CTL_NPRIOS)) {
+		event_base_free(b);
+		return NULL;
+	}
+	return b;
+}
+
 /* ---- TILT tick, signals ---- */
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -449,7 +472,7 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	} else if (err[0]) {
 		pr_warn("%s\n", err);
 	}
-	c->base = event_base_new();
+	c->base = ctl_base_new();
 	if (!c->base) {
 		rc = -ENOMEM;
 		goto fail;

@@ -77,6 +77,15 @@ struct ssl_ctx_st;
  * before the others get theirs: hundreds of connections sending
  * empty lines or inline junk leave the loop turning in milliseconds. */
 #define CTL_TURN_BYTES 4096
+/* ... and at most this many commands (4 KiB of "x\n" is 2,048 error replies). */
+#define CTL_TURN_CMDS 64
+/* The event loop's priorities (controller.c's ctl_base_new): libevent gives an
+ * event the middle one unless told; a connection that used up its turn runs at
+ * the low one, a few callbacks at a time. */
+#define CTL_NPRIOS	      3
+#define CTL_PRIO_DEFAULT      1
+#define CTL_PRIO_LOW	      2
+#define CTL_LOW_MAX_CALLBACKS 4
 
 /* The DNS record of one shard as the controller knows it. */
 struct ctl_dns {

@@ -14,7 +14,9 @@
  * Guessing is slowed per source address (an IPv6 one's /64; attempt()): once an address has
  * failed, each of its logins, right or wrong, is answered at its turn, 50 ms
  * doubling with the failures up to 2 s after the previous turn, whatever
- * connection it comes on; logged once per second per address at most. */
+ * connection it comes on; logged once per second per address at most. Another
+ * address that shares its slot is slowed as much, but queues apart: never
+ * locked out by the guesser's queue. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +34,18 @@
 
 static const char wrongpass[] = "WRONGPASS invalid username-password pair or user is disabled.";
 
+/* Addresses a slot keeps apart (each its own queue of answers): a client whose
+ * address shares a guesser's slot waits a turn, not behind the guesser's queue. */
+#define CTL_AUTH_LANES 4
+
 struct ctl_client_auth {
-	struct {
-		unsigned hash;
-		unsigned fails;
-		long long last_ms;
-		long long next_ms; /* the next failed AUTH from there is answered then */
+	struct ctl_auth_slot {
+		struct ctl_auth_lane {
+			unsigned hash;	   /* the address's full hash */
+			unsigned fails;	   /* failed logins from there in a row */
+			long long last_ms; /* its last failure (forgotten after a minute) */
+			long long next_ms; /* its next login is answered then at the earliest */
+		} lane[CTL_AUTH_LANES];
 	} auth_src[CTL_LOG_SLOTS]; /* failed AUTHs per source address */
 };
 
@@ -102,7 +110,8 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	char src[INET6_ADDRSTRLEN + 4];
 	unsigned h = 2166136261u, supp = 0, before;
 	long long now = fl_mono_ms(), at_ms;
-	typeof(c->client_auth->auth_src[0]) *a;
+	struct ctl_auth_slot *sl;
+	struct ctl_auth_lane *a;
 	char esc[LOG_ESC_MAX];
 	struct timeval tv;
 	bool mine;
@@ -111,20 +120,31 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	acl_peer_source(k->peer, src, sizeof(src));
 	for (const char *s = src; *s; s++)
 		h = (h ^ (unsigned char)*s) * 16777619u;
-	a = &c->client_auth->auth_src[h % CTL_LOG_SLOTS];
-	/* Its record: failures in the last minute from the addresses of this slot.
-	 * Addresses whose hashes share a slot share its turn: were another address's
-	 * failure to reset the count, a guesser alternating two colliding addresses
-	 * would never be slowed. */
-	mine = a->last_ms && now - a->last_ms <= 60000;
-	before = mine ? a->fails : 0;
+	sl = &c->client_auth->auth_src[h % CTL_LOG_SLOTS];
+	/* Its record: its own lane, and the failures in the last minute from every
+	 * address of this slot. The wait doubles with the slot's failures (a guesser
+	 * alternating colliding addresses is slowed as one), but each address queues
+	 * in its own lane: a guesser's queue delays only its own answers, and a client
+	 * sharing its slot is answered at its own turn (at most 2 s away). */
+	a = NULL;
+	before = 0;
+	for (int i = 0; i < CTL_AUTH_LANES; i++) {
+		struct ctl_auth_lane *l = &sl->lane[i];
+
+		if (!l->last_ms || now - l->last_ms > 60000)
+			continue;
+		before += l->fails;
+		if (l->hash == h)
+			a = l;
+	}
+	mine = a != NULL;
 	at_ms = (mine && a->next_ms > now ? a->next_ms : now) + (50LL << (before < 5 ? before : 5));
-	if (before && at_ms - now > CTL_AUTH_QUEUE_MS) {
+	if (mine && at_ms - now > CTL_AUTH_QUEUE_MS) {
 		a->last_ms = now;
 		if (ctl_log_allowed(c, k->peer, &supp))
 			pr_warn("closing client %s: more logins queued from that address than %d s "
 				"of answers (%u failed in a row)%s\n",
-				k->peer, CTL_AUTH_QUEUE_MS / 1000, before,
+				k->peer, CTL_AUTH_QUEUE_MS / 1000, a->fails,
 				supp ? " (and other rejections from there, not logged)" : "");
 		tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS); /* earlier answers, if any, then closed */
 		k->flags |= CTL_C_CLOSING;
@@ -137,9 +157,13 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	if (*ok)
 		login(k, user, (unsigned)perms);
 	if (!*ok) {
-		if (!mine) {
+		if (!mine) { /* a lane free for a minute, else the one idle longest */
+			a = &sl->lane[0];
+			for (int i = 1; i < CTL_AUTH_LANES; i++)
+				if (sl->lane[i].last_ms < a->last_ms)
+					a = &sl->lane[i];
+			memset(a, 0, sizeof(*a));
 			a->hash = h;
-			a->fails = 0;
 		}
 		a->fails++;
 		a->last_ms = now;
@@ -154,7 +178,8 @@ static bool attempt(struct ctl_conn *k, const char *user, const char *pass, size
 	} else if (!before) {
 		return true; /* no failure from there: at once */
 	}
-	a->next_ms = at_ms;
+	if (a)
+		a->next_ms = at_ms;
 	if (!k->resume)
 		k->resume = evtimer_new(c->base, ctl_conn_on_resume, k);
 	if (!k->resume)

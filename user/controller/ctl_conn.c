@@ -25,6 +25,7 @@ struct ctl_conn_mod {
 	/* An agent's read timeout as a libevent common timeout, per length. */
 	int silent_ms;
 	const struct timeval *silent_tv;
+	size_t anon_out; /* output held for anonymous clients, in all */
 };
 
 int ctl_conn_init(struct ctl *c)
@@ -61,6 +62,10 @@ void ctl_conn_free(struct ctl_conn *k)
 {
 	struct ctl *c = k->ctl;
 
+	/* A release may publish (an agent's end judges its node): publishing skips a
+	 * closing connection, so an agent that also subscribed and is over its
+	 * limit is not freed again from inside its own release. */
+	k->flags |= CTL_C_CLOSING;
 	for (int r = 0; r < CTL_NROLES; r++)
 		if ((k->roles & (1u << r)) && c->conn->release[r])
 			c->conn->release[r](k);
@@ -79,6 +84,10 @@ void ctl_conn_free(struct ctl_conn *k)
 	if (k->rev)
 		event_free(k->rev);
 	c->nconns--;
+	if (k->out_cb) {
+		evbuffer_remove_cb_entry(bufferevent_get_output(k->bev), k->out_cb);
+		c->conn->anon_out -= k->out_counted;
+	}
 	bufferevent_free(k->bev);
 	resp_reader_free(k->rd);
 	free(k);
@@ -187,9 +196,38 @@ static const struct ctl_out_limit ctl_out_pubsub = {"pubsub", CTL_PUBSUB_MAX_OUT
  * errors and handshake replies; one that does not read them is closed early. */
 static const struct ctl_out_limit ctl_out_prelogin = {"unauthenticated", 64u << 10, 64u << 10, 0};
 
+static bool anonymous(const struct ctl_conn *k)
+{
+	return !(k->flags & (CTL_C_AGENT | CTL_C_AUTH | CTL_C_LOGIN));
+}
+
+/* Every change of an anonymous client's output, in the total; once it is not
+ * one any more, its part leaves the total and the callback is off. */
+static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct ctl_conn *k = arg;
+	struct ctl_conn_mod *m = k->ctl->conn;
+	size_t len = info->orig_size + info->n_added - info->n_deleted;
+
+	m->anon_out -= k->out_counted;
+	k->out_counted = 0;
+	if (anonymous(k)) {
+		k->out_counted = len;
+		m->anon_out += len;
+	} else {
+		evbuffer_cb_set_flags(buf, k->out_cb, 0);
+	}
+}
+
+void ctl_conn_count_output(struct ctl_conn *k)
+{
+	k->out_cb = evbuffer_add_cb(bufferevent_get_output(k->bev), on_output, k);
+}
+
 /* Past its output buffer limit (its class's hard limit, or the soft one for
- * soft_s): true, and the caller frees it at once (a client that does not read
- * would never take an error reply). */
+ * soft_s), or an anonymous client over its share of a full total: true, and the
+ * caller frees it at once (a client that does not read would never take an
+ * error reply). */
 bool ctl_conn_over_limit(struct ctl_conn *k)
 {
 	const struct ctl_out_limit *lim =
@@ -202,6 +240,14 @@ bool ctl_conn_over_limit(struct ctl_conn *k)
 		lim = &ctl_out_prelogin;
 	unsigned supp = 0;
 
+	if (len > CTL_ANON_OUT_SHARE && k->ctl->conn->anon_out > CTL_ANON_OUT_MAX && anonymous(k)) {
+		if (ctl_log_allowed(k->ctl, k->peer, &supp))
+			pr_warn("closing client %s: %zu bytes unread, and anonymous clients hold "
+				"%zu bytes in all (at most %u)%s\n",
+				k->peer, len, k->ctl->conn->anon_out, CTL_ANON_OUT_MAX,
+				supp ? " (and others from there, not logged)" : "");
+		return true;
+	}
 	if (len <= lim->soft) {
 		k->soft_since_ms = 0;
 		return false;

@@ -20,11 +20,16 @@
 
 struct ctl;
 struct evbuffer;
+struct evbuffer_cb_entry;
 struct bufferevent;
 
 #define CTL_MAX_SUBS	   64
 #define CTL_PUBSUB_MAX_OUT (8u << 20) /* bytes a subscriber may leave unread */
 #define CTL_CLOSE_FLUSH_MS 5000	      /* a closing client that does not read: freed */
+/* Output held for anonymous clients in all, and what one of them may hold while
+ * the total is over it (maxclients x the normal class's 4 MiB was 40 GiB). */
+#define CTL_ANON_OUT_MAX   (64u << 20)
+#define CTL_ANON_OUT_SHARE (64u << 10)
 
 /* What a connection may be besides a client; each module releases its own. */
 enum ctl_role {
@@ -60,6 +65,9 @@ struct ctl_conn {
 /* An agent's answers are written at the end of the read callback, with the
  * bufferevent's EV_WRITE off (no epoll change per REPORT): ctl_listen.c. */
 #define CTL_C_WDIRECT (1u << 13)
+/* Used up its last turn: its events run at CTL_PRIO_LOW until a turn empties its
+ * input (ctl_listen.c's conn_priority). */
+#define CTL_C_LOW (1u << 14)
 	unsigned roles; /* 1 << enum ctl_role: whose release ctl_conn_free() calls */
 	int node;
 	/* A plain agent connection reads with its own event, not the bufferevent's
@@ -72,6 +80,9 @@ struct ctl_conn {
 	struct event *deadline;	      /* a frame or the agent handshake begun and not finished */
 	struct event *login_deadline; /* client authentication on: CTL_LOGIN_MS from accept */
 	long long soft_since_ms;      /* output over the soft limit since, 0 if not */
+	/* Its unread output counted in the anonymous clients' total (ctl_conn.c) */
+	size_t out_counted;
+	struct evbuffer_cb_entry *out_cb;
 	/* Subscriptions (ctl_pubsub.c) */
 	char *subs[CTL_MAX_SUBS];
 	int nsubs;
@@ -117,8 +128,13 @@ void ctl_reply_map(const struct ctl_conn *k, struct evbuffer *o, long npairs);
 void ctl_reply_null(const struct ctl_conn *k, struct evbuffer *o, bool array);
 void ctl_reply_push(const struct ctl_conn *k, struct evbuffer *o, long n);
 
-/* Past its class's output buffer limit: the caller frees it at once. */
+/* Past its class's output buffer limit, or an anonymous client holding more than
+ * CTL_ANON_OUT_SHARE while all of them hold more than CTL_ANON_OUT_MAX: the caller
+ * frees it at once. Checked after every command. */
 bool ctl_conn_over_limit(struct ctl_conn *k);
+/* At accept: k's output counts in the anonymous clients' total while it is one
+ * (not an agent, not logged in, no AUTH). */
+void ctl_conn_count_output(struct ctl_conn *k);
 
 /* A timeout of ms as a libevent common timeout (the last length asked for kept in
  * *ms_at, *tv_at). */

@@ -187,6 +187,23 @@ static void direct_end(struct ctl_conn *k)
 
 static void agent_own_reads(struct ctl_conn *k);
 
+/* A connection that used up its turn (low) runs behind every other event, a few
+ * callbacks at a time (ctl_base_new); one whose turn emptied its input is back
+ * with the others. A flood on hundreds of connections then delays a PING from
+ * another one by a few turns, not by one turn of each. */
+static void conn_priority(struct ctl_conn *k, bool low)
+{
+	int pri = low ? CTL_PRIO_LOW : CTL_PRIO_DEFAULT;
+
+	if (!!(k->flags & CTL_C_LOW) == low)
+		return;
+	/* An event active right now keeps its priority (libevent refuses): tried
+	 * again at the end of the next turn. */
+	if (bufferevent_priority_set(k->bev, pri))
+		return;
+	k->flags ^= CTL_C_LOW; /* its resume timer follows in conn_yield */
+}
+
 /* Its turn used up: reading off until its resume timer, which fires after the
  * connections that are ready now have had their turn (a timer due at once runs
  * after the loop's next poll; ctl_conn_on_resume reads on again). */
@@ -200,6 +217,9 @@ static void conn_yield(struct ctl_conn *k)
 		return; /* it runs on when it next reads */
 	k->flags |= CTL_C_YIELD;
 	ctl_conn_reading(k, false);
+	if (!evtimer_pending(k->resume, NULL))
+		event_priority_set(k->resume,
+				   (k->flags & CTL_C_LOW) ? CTL_PRIO_LOW : CTL_PRIO_DEFAULT);
 	evtimer_add(k->resume, &now);
 }
 
@@ -215,7 +235,7 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 	bool ran = false; /* a command finished: a partial frame now is a new one */
 	bool direct = direct_begin(k);
 	bool turn = !(k->flags & CTL_C_AGENT), yield = false;
-	size_t fed = 0;
+	size_t fed = 0, ncmds = 0;
 	char e[200];
 	int rc;
 
@@ -226,6 +246,10 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 
 		/* Every whole command buffered, in order; a deferred answer holds the rest. */
 		while (!(k->flags & (CTL_C_CLOSING | CTL_C_WAITING))) {
+			if (turn && ncmds >= CTL_TURN_CMDS) {
+				yield = true;
+				break;
+			}
 			rc = resp_next(k->rd, &cmd);
 			if (rc == 0)
 				break;
@@ -244,6 +268,12 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 			dispatch(k, &cmd);
 			resp_cmd_free(&cmd);
 			ran = true;
+			ncmds++;
+			/* Per command: a pipeline of big answers stops at the limit. */
+			if (!(k->flags & CTL_C_CLOSING) && ctl_conn_over_limit(k)) {
+				ctl_conn_free(k);
+				return;
+			}
 		}
 		if (k->flags & CTL_C_WAITING) {
 			if (direct)
@@ -268,6 +298,10 @@ static void conn_read(struct ctl_conn *k, const char *buf, size_t len)
 		evbuffer_drain(in, v.iov_len);
 		fed += v.iov_len;
 	}
+	/* Its turn used up: by commands, or by bytes (a full read, however many of
+	 * them were empty lines). */
+	if (turn)
+		conn_priority(k, (yield || fed >= CTL_TURN_BYTES) && !(k->flags & CTL_C_CLOSING));
 	if (yield && !(k->flags & CTL_C_CLOSING))
 		conn_yield(k);
 	if (direct)
@@ -531,6 +565,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	 * 4 KiB at a time each, not 16 (a proven agent reads on its own, 16 KiB). */
 	bufferevent_set_max_single_read(k->bev, CTL_TURN_BYTES);
 	bufferevent_setcb(k->bev, on_conn_read, on_conn_write, on_conn_event, k);
+	ctl_conn_count_output(k);
 	bufferevent_enable(k->bev, EV_READ | EV_WRITE);
 	k->next = c->conns;
 	if (c->conns)

@@ -140,9 +140,6 @@ struct fo_node {
 	enum fo_fix fix_kind; /* what the repair in flight (FO_N_FIXING) does */
 	int fix_ok;	      /* REPOINT: this node answered OK */
 	struct fo_report rep;
-	/* Nodes of other shards (or of none) whose last REPORT has a verdict on this
-	 * one (--peer): fo_judge asks them too; else only its own shard's. */
-	int named_outside;
 	long long named_primary_ms; /* last REPORT answer naming it primary (lease_wait.h) */
 	/* A longer lease length its agent reported before a shorter one: counted until
 	 * lease_hold_until_ms (monotonic), when no lease of that length can remain. */

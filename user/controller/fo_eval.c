@@ -310,18 +310,6 @@ static int peers_touched(const struct fo_report *a, const struct fo_report *b, i
 	return n;
 }
 
-/* The peers a report of n judges that are not in n's shard: their named_outside. */
-static void count_outside(struct fo_cluster *c, const struct fo_node *n,
-			  const struct fo_report *rep, int by)
-{
-	for (int i = 0; i < rep->npeers; i++) {
-		struct fo_node *p = &c->nodes[rep->peer_node[i]];
-
-		if (p->shard < 0 || p->shard != n->shard)
-			p->named_outside += by;
-	}
-}
-
 void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep)
 {
 	struct fo_shard *s = fo_shard_of(c, n);
@@ -340,8 +328,6 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 		    peers_touched((n->flags & FO_N_REPORTED) ? &n->rep : &none, rep, touched);
 
 	fo_lease_note_report(c, n, rep, now);
-	count_outside(c, n, &n->rep, -1);
-	count_outside(c, n, rep, 1);
 	n->rep = *rep;
 	n->last_report_ms = now;
 	n->flags |= FO_N_REPORTED;

@@ -27,16 +27,16 @@ enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, lo
 		return FO_V_PROC_DOWN;
 	if (fo_fresh(c, n, now))
 		return n->rep.proc == FO_PROC_HUNG ? FO_V_PROC_HUNG : FO_V_OK;
-	/* The host path: only peers whose own heartbeat is fresh have a say (every node
-	 * may name any peer; this runs only for a node whose heartbeat is stale). Its
-	 * own shard's nodes, and every node only when one outside it names it: the
-	 * judgement of a stale node costs its shard, not the cluster. */
-	const struct fo_shard *s = n->shard >= 0 ? &c->shards[n->shard] : NULL;
-	bool all = n->named_outside > 0 || !s;
-	int count = all ? c->nnodes : s->nnodes;
+	/* The host path: only peers of its own shard whose own heartbeat is fresh have
+	 * a say (this runs only for a node whose heartbeat is stale). A report may name
+	 * any node (an agent's --peer extras), but one node's key does not testify
+	 * about another shard's nodes: whoever holds it could fail them over. */
+	if (n->shard < 0)
+		return FO_V_AGENT_LOST;
+	const struct fo_shard *s = &c->shards[n->shard];
 
-	for (int i = 0; i < count; i++) {
-		const struct fo_node *p = all ? &c->nodes[i] : &c->nodes[s->nodes[i]];
+	for (int i = 0; i < s->nnodes; i++) {
+		const struct fo_node *p = &c->nodes[s->nodes[i]];
 
 		if (p == n || !fo_fresh(c, p, now))
 			continue;

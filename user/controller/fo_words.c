@@ -131,7 +131,8 @@ static void peers_saying(const struct fo_cluster *c, const struct fo_node *n, en
 	for (int i = 0; i < c->nnodes; i++) {
 		const struct fo_node *p = &c->nodes[i];
 
-		if (p != n && (p->flags & FO_N_REPORTED) && fo_report_peer(&p->rep, n->idx) == what)
+		if (p != n && p->shard == n->shard && (p->flags & FO_N_REPORTED) &&
+		    fo_report_peer(&p->rep, n->idx) == what)
 			fo_list_add(buf, len, &off, p->id);
 	}
 }

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Hostile clients of the controller and of the metrics endpoints, and hostile
+# servers the CLI talks to: floods of inline junk on hundreds of connections,
+# pipelines that never read their answers, slow and numerous metrics scrapers,
+# a fake controller on the controller's port, a password guesser sharing a
+# victim's address, one node's key testifying about another shard. Real
+# controller, real agents (real BPF), real redis-server; the attackers are
+# python sockets (tests/lib/hostile_client.py, bench/flood.py).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/testlib.sh
+PY=/usr/bin/python3
+SECRET=s3cret-s3cret-s3cret
+
+# setup_ctl [EXTRA]: two servers (hl1 primary, hl2 replica), the controller on
+# CTL_PORT (stderr $T/controller.err, events $CLOG), an agent per server; EXTRA
+# more [controller] lines.
+setup_ctl() {
+	need_root
+	need_cmd redis-server redis-cli jq
+	P1=$(free_port) P2=$(free_port) CTL_PORT=$(free_port)
+	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
+	cat >"$CONF" <<-EOF
+	[cluster]
+	name = hl
+	secret = $SECRET
+	[agent]
+	ping_interval_ms = 50
+	hung_after = 4
+	heartbeat_ms = 100
+	lease_ms = 0
+	[controller]
+	listen = 127.0.0.1:$CTL_PORT
+	node_down_after_ms = 1000
+	state_file = $T/state
+	event_log = $CLOG
+	failover_block_ms = 1000
+	${1:-}
+	[node "hl1-$$"]
+	address = 127.0.0.21
+	redis = 127.0.0.1:$P1
+	[node "hl2-$$"]
+	address = 127.0.0.22
+	redis = 127.0.0.1:$P2
+	[shard "s"]
+	nodes = hl1-$$ hl2-$$
+	EOF
+	chmod 600 "$CONF"
+	start_redis "$P1"; PID_1=$REDIS_PID
+	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
+	spawn_controller
+	spawn_agents hl1 hl2
+	wait_nodes_healthy "$CONF" 2
+}
+
+hc() { $PY tests/lib/hostile_client.py "$@"; }
+
+ctl_alive() { kill -0 "$CTL_PID" 2>/dev/null || { tail -n 5 "$T/controller.err" >&2; fail "controller died: $1"; }; }
+
+# ms_since T0_NS EVENT_JSON: milliseconds from T0 (date +%s%N) to the event's ts.
+ms_since() {
+	$PY -c 'import datetime, json, sys
+ts = json.loads(sys.argv[2])["ts"].replace("Z", "+00:00")
+print(round((datetime.datetime.fromisoformat(ts).timestamp() - int(sys.argv[1]) / 1e9) * 1000, 1))' "$1" "$2"
+}
+
+# pct FILE Q: the Q quantile of bench/flood.py ping's latencies.
+pct() { jq --argjson q "$2" '.lat_ms | sort | .[((length - 1) * $q | floor)]' "$1"; }
+
+# Inline junk ("x\n", each answered with an error) on 300 connections: every
+# 4 KiB read was 2,048 commands, so one loop turn ran 600,000 of them and a PING
+# from another connection waited ~400 ms (bench/flood.sh). A connection that uses
+# up its turn now runs behind everything else, a few at a time: PING is answered
+# in about a millisecond, no TILT, the agents keep their links and a kill -9 is
+# failed over as fast as without the flood.
+test_controller_junk_flood() {
+	local mode n0 t0 ev ms p99 f1 f2
+	setup_ctl
+	n0=$(count_events "$CLOG" '.kind == "agent_connected"')
+	for mode in junk empty; do
+		$PY bench/flood.py flood "$CTL_PORT" 150 5 "$mode" "$T/f1-$mode.json" &
+		f1=$!
+		on_exit "kill $f1 2>/dev/null"
+		$PY bench/flood.py flood "$CTL_PORT" 150 5 "$mode" "$T/f2-$mode.json" &
+		f2=$!
+		on_exit "kill $f2 2>/dev/null"
+		sleep 1 # every connection open and sending
+		$PY bench/flood.py ping "$CTL_PORT" 3 "$T/ping-$mode.json"
+		p99=$(pct "$T/ping-$mode.json" 0.99)
+		echo "    $mode flood on 300 connections: PING p50 $(pct "$T/ping-$mode.json" 0.5) ms, p99 $p99 ms, $(jq '.lat_ms | length' "$T/ping-$mode.json") answered" >&2
+		[ "$(jq '.lat_ms | length' "$T/ping-$mode.json")" -ge 100 ] || fail "$mode: few PINGs answered"
+		expect_eq "$mode: PINGs lost" "$(jq .lost "$T/ping-$mode.json")" 0
+		# 10x the 10 ms goal: the old reader's turn took 400 ms.
+		awk -v v="$p99" 'BEGIN { exit !(v < 100) }' || fail "$mode flood: PING p99 $p99 ms"
+		wait "$f1" "$f2"
+	done
+	# A failover while the junk flows: as fast as without it.
+	$PY bench/flood.py flood "$CTL_PORT" 300 4 junk "$T/f3.json" &
+	f1=$!
+	on_exit "kill $f1 2>/dev/null"
+	sleep 1
+	t0=$(date +%s%N)
+	kill -KILL "$PID_1"
+	ev=$(wait_event "$CLOG" '.kind == "failover_end"' 15) || { tail -n 20 "$CLOG" >&2; fail "no failover under the junk flood"; }
+	ms=$(ms_since "$t0" "$ev")
+	echo "    kill -9 of the primary under the junk flood: failed over after $ms ms" >&2
+	awk -v ms="$ms" 'BEGIN { exit !(ms < 500) }' || fail "failover took $ms ms under the junk flood"
+	wait "$f1"
+	expect_eq "TILT entered" "$(count_events "$CLOG" '.kind == "tilt_start"')" 0
+	expect_eq "agent links dialled again" "$(count_events "$CLOG" '.kind == "agent_connected"')" "$n0"
+	ctl_alive "after the floods"
+}
+
+# A guesser at full speed from 127.0.0.1 fills its address's queue of answers past
+# 30 s; a client whose address shares its slot (the controller keeps 256 slots by a
+# hash of the address) used to queue behind it and be closed unanswered: locked
+# out. Now each address of a slot has its own queue: the client with the right
+# password waits one turn (at most 2 s), the guesser stays slowed.
+test_throttle_never_locks_out_a_neighbour() {
+	local g r nb
+	setup_ctl
+	# An address whose hash (FNV-1a of its text, as the controller's) shares 127.0.0.1's slot.
+	nb=$($PY -c '
+def h(s):
+    x = 2166136261
+    for ch in s.encode():
+        x = ((x ^ ch) * 16777619) & 0xffffffff
+    return x
+t = h("127.0.0.1") % 256
+print(next("127.0.%d.%d" % (a, b) for a in range(256) for b in range(2, 255)
+           if "127.0.%d.%d" % (a, b) != "127.0.0.1" and h("127.0.%d.%d" % (a, b)) % 256 == t))')
+	hc auth-flood "$CTL_PORT" 14 50 127.0.0.1 >"$T/guess.json" &
+	g=$!
+	on_exit "kill $g 2>/dev/null"
+	sleep 8 # its queue is past 30 s of answers: its new logins are closed unanswered
+	r=$($PY - "$CTL_PORT" "$SECRET" "$nb" <<-'EOP'
+	import socket, sys, time
+	s = socket.socket(); s.bind((sys.argv[3], 0)); s.connect(("127.0.0.1", int(sys.argv[1])))
+	s.settimeout(15)
+	t0 = time.time()
+	s.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n" % (len(sys.argv[2]), sys.argv[2].encode()))
+	try:
+	    d = s.recv(100).decode().strip() or "closed"
+	except OSError:
+	    d = "closed"
+	print(d, int((time.time() - t0) * 1000))
+	EOP
+	)
+	wait "$g"
+	echo "    the right password from $nb (127.0.0.1's slot) while 127.0.0.1 guesses: $r ms; guesser: $(cat "$T/guess.json")" >&2
+	grep -q "closing client 127.0.0.1:[0-9]*: more logins queued" "$T/controller.err" || fail "the guesser's queue never filled"
+	[ "${r%% *}" = +OK ] || fail "a client sharing the guesser's slot was locked out: $r"
+	[ "${r##* }" -le 2500 ] || fail "a client sharing the guesser's slot waited ${r##* } ms"
+	[ "${r##* }" -ge 40 ] || fail "a client sharing the guesser's slot was not slowed at all: ${r##* } ms"
+	jq -e '.per_s <= 5 and .answers >= 3' "$T/guess.json" >/dev/null || fail "guessing not slowed: $(cat "$T/guess.json")"
+}
+
+# flood_unread PORT CONNS SECS: CONNS connections pipelining COMMAND (a 3 KB
+# answer for 9 bytes) as fast as the socket takes it, never reading; prints how
+# many the controller closed.
+flood_unread() {
+	$PY - "$@" <<-'EOP'
+	import socket, sys, time
+	port, n, secs = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+	socks = []
+	for _ in range(n):
+	    s = socket.create_connection(("127.0.0.1", port))
+	    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+	    s.setblocking(False)
+	    socks.append(s)
+	chunk, closed, end = b"COMMAND\r\n" * 400, set(), time.time() + secs
+	while time.time() < end and len(closed) < n:
+	    for i, s in enumerate(socks):
+	        if i in closed:
+	            continue
+	        try:
+	            s.send(chunk)
+	        except BlockingIOError:
+	            pass
+	        except OSError:
+	            closed.add(i)
+	    time.sleep(0.005)
+	print(len(closed))
+	EOP
+}
+
+# The output limit was checked once per read, after every command the read
+# held; and anonymous clients could hold 16 MiB each, 40 GiB at maxclients. Now
+# it is checked after every command (one client is closed within one answer of
+# the 16 MiB hard limit), and past 64 MiB held by anonymous clients in all, the
+# one that holds more than 64 KiB is closed.
+test_output_limits_per_command_and_in_all() {
+	local n line held hwm
+	setup_ctl
+	n=$(flood_unread "$CTL_PORT" 1 20)
+	expect_eq "one client pipelining COMMAND closed" "$n" 1
+	line=$(grep "output buffer limit of class normal" "$T/controller.err" | head -n 1)
+	held=$(sed -n 's/.*(\([0-9]*\) bytes unread.*/\1/p' <<<"$line")
+	echo "    closed at $held bytes unread: $line" >&2
+	[ -n "$held" ] || fail "no output limit message: $(tail -n 3 "$T/controller.err")"
+	[ "$held" -le $((16 * 1048576 + 8192)) ] || fail "closed $((held - 16 * 1048576)) bytes past the hard limit"
+	sleep 1.1 # rejections are logged once per second per address
+	n=$(flood_unread "$CTL_PORT" 40 8)
+	hwm=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$CTL_PID/status")
+	echo "    40 clients not reading: $n closed; controller peak RSS $hwm kB" >&2
+	grep -q "anonymous clients hold [0-9]* bytes in all (at most 67108864)" "$T/controller.err" ||
+		fail "no client closed for the anonymous total: $(tail -n 3 "$T/controller.err")"
+	[ "$n" -ge 20 ] || fail "only $n of 40 clients not reading closed"
+	ctl_alive "after the unread floods"
+	redis-cli -p "$CTL_PORT" ping | grep -q PONG || fail "controller not answering"
+}
+
+TESTS=(test_controller_junk_flood test_throttle_never_locks_out_a_neighbour test_output_limits_per_command_and_in_all)
+run_tests
