@@ -239,7 +239,33 @@ static void rep_len(const char *id, int lease_len_ms)
 	mkrep(&r, FO_PROC_UP, strcmp(id, "n1") ? INFO_ROLE_SLAVE : INFO_ROLE_MASTER,
 	      strcmp(id, "n1") ? "n1" : NULL, strcmp(id, "n1") ? 1 : -1, 1000);
 	r.lease_len_ms = lease_len_ms;
+	/* A running lease says so (an agent with a length and no lease key runs none). */
+	r.lease = strcmp(id, "n1") ? FO_LEASE_LAPSED : FO_LEASE_HELD;
 	fo_on_report(&C, N(id), &r);
+}
+
+/* n1's agent has a lease length but runs no lease (parked: shadow mode heard, or
+ * not armed yet after the switch to active): nothing fences it, so a cut-off n1 is
+ * not promoted over, however long; failover_blocked names n1 itself. */
+static void test_lease_parked_primary_blocks(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	const struct fo_node *blocker;
+	struct fo_report r;
+
+	(void)state;
+	healthy();
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease_len_ms = 200;
+	fo_on_report(&C, N("n1"), &r);
+	R.mono += 100000;
+	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker), FO_LEASE_NEVER);
+	assert_ptr_equal(blocker, N("n1"));
+	r.lease = FO_LEASE_HELD; /* armed: bounded again */
+	fo_on_report(&C, N("n1"), &r);
+	R.mono += 100000;
+	(void)fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker);
+	assert_ptr_not_equal(blocker, N("n1"));
 }
 
 /* The lease length per node (a reload of lease_ms, in either order): the longest of
@@ -367,6 +393,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lease_proc_down_no_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_length_per_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_reload_raise_waits_new, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_parked_primary_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_deposed_leader, setup, teardown),
 	};
 

@@ -203,7 +203,12 @@ static bool lease_run_out(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		s->lease_wait_since_ms = now;
 		fo_say_lease_wait(c, s, blocker, blocker ? -1 : end - now);
 	}
-	if (blocker)
+	if (blocker == p)
+		snprintf(why, sizeof(why),
+			 "%s's agent runs no write lease (parked or not armed yet): its "
+			 "replies are not fenced",
+			 p->id);
+	else if (blocker)
 		snprintf(why, sizeof(why),
 			 "%s's write lease: peer %s is silent and may still renew it "
 			 "(no report from it since the lease could last run through it)",

@@ -71,6 +71,14 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	if ((p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_REVOKED && fresh(c, p, now))
 		return c->others_answered_until_ms + span > now ? c->others_answered_until_ms + span
 								: 0;
+	/* Its agent has a lease length but runs no lease (parked in shadow mode, or not
+	 * armed yet after the switch to active): nothing fences its replies, so no wait
+	 * ends it; it is blocked until the agent says more. */
+	if (!c->shadow && (p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_UNKNOWN &&
+	    p->rep.lease_len_ms > 0) {
+		*blocker = p;
+		return FO_LEASE_NEVER;
+	}
 	if (p->named_primary_ms)
 		end = p->named_primary_ms + span;
 	/* Another controller's answers (a deposed leader's, a previous process's), whatever
