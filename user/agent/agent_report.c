@@ -36,8 +36,16 @@ int agent_report_interval_ms(void *ctx)
 	const struct agent *a = ctx;
 	const struct srv_state *st = srvmon_state(a->srv);
 	int hb = a->cfg->agent.heartbeat_ms, idle = a->cfg->agent.replica_heartbeat_ms;
-	long long left;
+	int lease_ms = a->cfg->agent.lease_ms, quick = lease_ms / 4 < 10 ? 10 : lease_ms / 4;
+	uint64_t now = fl_clock_ns(CLOCK_MONOTONIC);
+	long long left = agent_lease_ms_left(a, now);
 
+	/* A lease held and half gone (the peers' echoes stopped renewing it): only an
+	 * answer renews it now, so a REPORT every quarter of it (not slower than
+	 * heartbeat_ms) leaves three chances before it runs out, whatever a kick did
+	 * to the heartbeat's phase. */
+	if (agent_lease_held(a, now) && left * 2 < lease_ms)
+		return quick < hb ? quick : hb;
 	if (idle <= hb || st->proc != SRV_UP || !st->have_info ||
 	    st->info.role != INFO_ROLE_SLAVE || st->info.link_up <= 0 || st->auth_error[0])
 		return hb;
@@ -52,8 +60,7 @@ int agent_report_interval_ms(void *ctx)
 		    pi->ev.reply_age_ns > 3ULL * a->cfg->agent.probe_interval_ms * 1000000)
 			return hb;
 	}
-	left = agent_lease_ms_left(a, fl_clock_ns(CLOCK_MONOTONIC));
-	if (left >= 0 && left * 2 < a->cfg->agent.lease_ms)
+	if (left >= 0 && left * 2 < lease_ms)
 		return hb; /* the peers' echoes stopped renewing it */
 	return idle;
 }

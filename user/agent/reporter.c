@@ -298,7 +298,16 @@ static int interval_ms(const struct reporter *r)
 {
 	int ms = r->ops.interval_ms ? r->ops.interval_ms(r->ctx) : 0;
 
-	return ms > r->o.heartbeat_ms ? ms : r->o.heartbeat_ms;
+	return ms > 0 ? ms : r->o.heartbeat_ms;
+}
+
+/* The heartbeat timer ticks four times per heartbeat: a REPORT goes out within a
+ * quarter of one after its interval, whatever a kick (a change sent at once) did to
+ * the phase — with one tick per heartbeat, a kick just after a tick put the next
+ * REPORT two heartbeats after the last. */
+static struct timeval tick_tv(int heartbeat_ms)
+{
+	return fl_ms_tv(heartbeat_ms / 4 < 5 ? 5 : heartbeat_ms / 4);
 }
 
 static int in_flight_max(const struct reporter *r)
@@ -370,7 +379,7 @@ struct reporter *reporter_new(struct event_base *base, const struct reporter_opt
 
 void reporter_start(struct reporter *r)
 {
-	struct timeval tv = fl_ms_tv(r->o.heartbeat_ms);
+	struct timeval tv = tick_tv(r->o.heartbeat_ms);
 
 	event_add(r->hb_ev, &tv);
 	redis_link_start(r->link);
@@ -384,7 +393,7 @@ void reporter_kick(struct reporter *r)
 
 void reporter_set_heartbeat(struct reporter *r, int ms)
 {
-	struct timeval tv = fl_ms_tv(ms);
+	struct timeval tv = tick_tv(ms);
 
 	if (r->o.heartbeat_ms == ms)
 		return;
