@@ -612,7 +612,8 @@ static void unpark(struct agent *a, long long epoch, const char *primary, uint64
 
 	if (sent_ns < l->opened_ns)
 		return; /* answers a report sent before the lease was loaded: too old */
-	lease_give_up(&l->sm);
+	/* Off until now (not given up: nothing to recover from), this answer may grant. */
+	lease_start_over(&l->sm, sent_ns);
 	if (up || !primary || strcmp(primary, a->node))
 		lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica);
 	if (!lease_held(&l->sm, now) && primary && !strcmp(primary, a->node))

@@ -87,6 +87,13 @@ enum lease_change lease_give_up(struct lease_sm *sm)
 	return LEASE_REVOKED;
 }
 
+void lease_start_over(struct lease_sm *sm, uint64_t from_sent_ns)
+{
+	sm->k.deadline_ns = 0;
+	sm->k.source = FL_LEASE_SRC_NONE;
+	sm->retake_from_ns = from_sent_ns;
+}
+
 bool lease_allow_retake(struct lease_sm *sm, uint64_t now_ns)
 {
 	if (!lease_revoked(sm))

@@ -83,6 +83,9 @@ enum lease_change lease_give_up(struct lease_sm *sm);
  * after now_ns (the agent calls this as it builds a REPORT, which then no longer says
  * revoked, and stamps it after). True if it was revoked. */
 bool lease_allow_retake(struct lease_sm *sm, uint64_t now_ns);
+/* Not held, and not revoked: answers to REPORTs sent from from_sent_ns on may grant it
+ * (a lease that was off — shadow mode — armed with a fresh answer). */
+void lease_start_over(struct lease_sm *sm, uint64_t from_sent_ns);
 const char *lease_source_name(__u32 source);
 
 #endif
