@@ -172,7 +172,9 @@ void ctl_members_on_tick(int fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	ctl_members_retry(c);
-	if (c->fo.starting)
+	/* Starting: nothing known yet — but an HA follower stays "starting" (it observes,
+	 * the leader discovers) and its status should name unknown replicas too. */
+	if (c->fo.starting && !(c->ha && !ctl_may_act(c)))
 		return;
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
