@@ -32,41 +32,6 @@ static long long clk_wall(void *ctx)
 	return fl_wall_ms();
 }
 
-struct shard_timer_arg {
-	struct ctl *c;
-	int shard;
-};
-
-static void on_shard_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct shard_timer_arg *a = arg;
-
-	(void)fd;
-	(void)what;
-	fo_on_timer(&a->c->fo, &a->c->fo.shards[a->shard]);
-}
-
-int ctl_shard_timer_add(struct ctl *c, int shard)
-{
-	struct shard_timer_arg *a;
-
-	if (c->shard_timer[shard]) {
-		evtimer_del(c->shard_timer[shard]);
-		return 0;
-	}
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return -ENOMEM;
-	a->c = c;
-	a->shard = shard;
-	c->shard_timer[shard] = evtimer_new(c->base, on_shard_timer, a);
-	if (!c->shard_timer[shard]) {
-		free(a);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 static void op_timer(void *ctx, int shard, int ms)
 {
 	struct ctl *c = ctx;
@@ -607,13 +572,7 @@ void ctl_free(struct ctl *c)
 	ctl_servers_free(c);
 	ctl_hooks_stop(c);
 	ctl_agents_free(c);
-	for (int i = 0; c->shard_timer && i < ctl_shard_room(c); i++) {
-		if (c->shard_timer[i]) {
-			free(event_get_callback_arg(c->shard_timer[i]));
-			event_free(c->shard_timer[i]);
-		}
-	}
-	free(c->shard_timer);
+	ctl_shard_timers_free(c);
 	ctl_dns_free(c);
 	ctl_metrics_free(c);
 	ctl_listen_close(c);

@@ -14,6 +14,7 @@
  *   ctl_mode.c         the mode while running (reload, FLATLINE MODE), FLATLINE CUTOVER
  *   ctl_members_cmd.c  FLATLINE NODE|SHARD, SENTINEL MONITOR/REMOVE/RESET, over
  *   ctl_members.c      nodes and shards added and removed at runtime (state file, etcd)
+ *   ctl_shard_timer.c  the failover core's per-shard timers
  *   ctl_runtime_cmd.c  SENTINEL SET/CONFIG/DEBUG …, over
  *   ctl_runtime.c      the runtime settings (<state_file>.runtime, etcd)
  *   ctl_servers.c      requests to the Redis servers (the I/O behind struct fo_ops)
@@ -338,8 +339,9 @@ void ctl_members_from_etcd(struct ctl *c, const char *val);
  * (true when cmd was one of those: answered). */
 void ctl_on_members(struct ctl_conn *k, struct resp_cmd *cmd);
 bool ctl_members_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
-/* controller.c: the failover timer of a shard (added at runtime). */
+/* ctl_shard_timer.c: the failover timer of a shard (at start, or added at runtime). */
 int ctl_shard_timer_add(struct ctl *c, int shard);
+void ctl_shard_timers_free(struct ctl *c);
 /* ctl_servers.c: the link of a node added or removed at runtime, and a request of
  * one's own (false: the node has no server link). */
 int ctl_server_add(struct ctl *c, int node);

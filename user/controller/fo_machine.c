@@ -106,21 +106,6 @@ int fo_transition(struct fo_cluster *c, struct fo_shard *s, enum fo_state to, co
 	return 0;
 }
 
-int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch)
-{
-	if ((s->fo.state != FO_ST_NONE && s->fo.state != FO_ST_PROMOTE) || node >= c->nnodes ||
-	    (node >= 0 && c->nodes[node].shard != s->idx))
-		return -EINVAL;
-	s->primary = node;
-	s->epoch = epoch;
-	return 0;
-}
-
-bool fo_primary_settled(const struct fo_shard *s)
-{
-	return s->primary >= 0 && (s->fo.state == FO_ST_NONE || s->fo.state == FO_ST_REPOINT);
-}
-
 static void abort_failover(struct fo_cluster *c, struct fo_shard *s, const char *reason)
 {
 	struct fo_failover *f = &s->fo;

@@ -254,3 +254,18 @@ const struct info_repl *fo_latest(const struct fo_node *n)
 		return &n->info;
 	return rep ? &n->rep.repl : NULL;
 }
+
+int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch)
+{
+	if ((s->fo.state != FO_ST_NONE && s->fo.state != FO_ST_PROMOTE) || node >= c->nnodes ||
+	    (node >= 0 && c->nodes[node].shard != s->idx))
+		return -EINVAL;
+	s->primary = node;
+	s->epoch = epoch;
+	return 0;
+}
+
+bool fo_primary_settled(const struct fo_shard *s)
+{
+	return s->primary >= 0 && (s->fo.state == FO_ST_NONE || s->fo.state == FO_ST_REPOINT);
+}
