@@ -122,7 +122,8 @@ $(BUILD)/tools/dnsupdate: tests/lib/dnsupdate.c $(BUILD)/libflatline.a
 $(BUILD)/tools/nfqdelay: tests/lib/nfqdelay.c
 	$(call msg,CC-TOOL,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) $(LDFLAGS) $< -lnetfilter_queue -o $@
-integration test: $(BUILD)/tools/dnsupdate $(BUILD)/tools/nfqdelay
+# test_scale runs serversim and loadgen; the campaign and test_dns the others.
+integration test: $(TOOLS)
 
 unit: $(UNIT_BINS)
 integration: $(BUILD)/flatline $(ITEST_BINS)

@@ -46,10 +46,10 @@ test_reload_every_live_key() {
 	n2=$(cl_node 2)
 	sed -i -e 's/^hung_after = 5$/hung_after = 6/' -e 's/^heartbeat_ms = 100$/heartbeat_ms = 150/' \
 		-e 's/^ping_interval_ms = 100$/ping_interval_ms = 50/' \
-		-e 's/^node_down_after_ms = 1000$/node_down_after_ms = 1200/' -e 's/^ttl = 1$/ttl = 2/' \
+		-e 's/^ttl = 1$/ttl = 2/' \
 		-e 's/^secret = .*/secret = a-new-cluster-secret-0123456789/' \
 		-e '/^\[agent\]$/a self_fence = no\nself_fence_after_ms = 2500\nstop_grace_ms = 80\nbusy_max_ms = 6000\nlease_ms = 700' \
-		-e '/^\[controller\]$/a failover_block_ms = 12000\ntilt_ms = 25000\nagent_address_check = yes' \
+		-e '/^\[controller\]$/a node_down_after_ms = 1200\nfailover_block_ms = 12000\ntilt_ms = 25000\nagent_address_check = yes' \
 		-e '/^\[dns\]$/a check_ms = 5000' \
 		-e "/^\\[node \"$n2\"\\]\$/a key = $key" "$CL_CONF"
 	"$FL" check -q -c "$CL_CONF" || fail "the edited file does not validate"

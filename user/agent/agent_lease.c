@@ -233,12 +233,15 @@ void agent_lease_drop(struct agent *a, const char *why)
 static void mark_server(struct agent *a)
 {
 	struct agent_lease *l = a->lease;
-	pid_t pid = srvmon_state(a->srv)->pid;
 	struct lease_scan sc;
 	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1];
 	int err, n = 0;
+	pid_t pid;
 
-	if (!l || pid <= 0 || pid == l->scanned)
+	if (!l || !a->srv) /* no lease, or no server (--watch-pid only) */
+		return;
+	pid = srvmon_state(a->srv)->pid;
+	if (pid <= 0 || pid == l->scanned)
 		return;
 	err = lease_scan_pid(l->lw, pid, &sc);
 	if (err && !sc.marked) {

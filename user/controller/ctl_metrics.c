@@ -22,6 +22,13 @@ static void cause_of(const struct fo_failover *f, char *out, size_t len)
 		snprintf(out, len, "%.*s", (int)(n < len - 1 ? n : len - 1), f->reason);
 }
 
+/* Seconds since a monotonic ms time, to the nanosecond now: a failover that ends
+ * within the millisecond it began (a kill -9 on a fast host) is not timed 0. */
+static double since_s(long long start_ms)
+{
+	return ((double)fl_mono_ns() / 1e6 - (double)start_ms) / 1e3;
+}
+
 void ctl_metrics_promoted(struct ctl *c, const struct fo_shard *s)
 {
 	/* fo_ops.promoted also says a primary found at start (no failover running):
@@ -30,7 +37,7 @@ void ctl_metrics_promoted(struct ctl *c, const struct fo_shard *s)
 	    c->m.promoted_start_ms[s->idx] == s->fo.start_ms)
 		return;
 	c->m.promoted_start_ms[s->idx] = s->fo.start_ms;
-	metrics_hist_observe(&c->m.to_promotion, (fl_mono_ms() - s->fo.start_ms) / 1e3);
+	metrics_hist_observe(&c->m.to_promotion, since_s(s->fo.start_ms));
 }
 
 void ctl_metrics_failover_done(struct ctl *c, const struct fo_shard *s, const char *result)
@@ -43,7 +50,7 @@ void ctl_metrics_failover_done(struct ctl *c, const struct fo_shard *s, const ch
 	int i;
 
 	if (!strcmp(res, "ok"))
-		metrics_hist_observe(&c->m.to_writable, (fl_mono_ms() - f->start_ms) / 1e3);
+		metrics_hist_observe(&c->m.to_writable, since_s(f->start_ms));
 	cause_of(f, cause, sizeof(cause));
 	for (i = 0; i < c->m.nfailovers; i++)
 		if (c->m.failovers[i].shard == s->idx && !strcmp(c->m.failovers[i].cause, cause) &&
