@@ -484,7 +484,7 @@ test_prometheus_failover() {
 	# SIGHUP on the controller: a broken file keeps the running configuration.
 	ctl=$(cl_pid controller)
 	cp "$CL_CONF" "$T/good.conf"
-	sed -i 's/^node_down_after_ms = 1000/node_down_after_ms = 1s/' "$CL_CONF"
+	sed -i '/^\[controller\]$/a node_down_after_ms = 1s' "$CL_CONF"
 	kill -HUP "$ctl"
 	cl_until 10 cl_has_event "$CL_CLOG" '.kind == "config_rejected"' || fail "no config_rejected"
 	grep -q "failed to reload the cluster file: .*node_down_after_ms: not a number: '1s'; keeping" \
@@ -492,7 +492,7 @@ test_prometheus_failover() {
 	cl_running "$ctl" || fail "the controller died on a broken file"
 	$IN_CTL curl -sf "http://$CL_CTL_IP:9434/metrics" | grep -q '^flatline_controller_agents_connected 3$' ||
 		fail "the controller stopped serving after the rejected reload"
-	sed 's/^node_down_after_ms = 1000/node_down_after_ms = 1500/; s/^ttl = 1$/ttl = 2/' "$T/good.conf" >"$CL_CONF"
+	sed '/^\[controller\]$/a node_down_after_ms = 1500' "$T/good.conf" | sed 's/^ttl = 1$/ttl = 2/' >"$CL_CONF"
 	kill -HUP "$ctl"
 	cl_until 10 cl_has_event "$CL_CLOG" '.kind == "config_reloaded"' || fail "no config_reloaded"
 	ev=$(jq -c 'select(.kind == "config_reloaded")' "$CL_CLOG" | head -n 1)
