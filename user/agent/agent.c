@@ -3,12 +3,12 @@
  * PID and cgroup, and writes what the kernel reports to the event log. One
  * libevent loop: the ring buffer's epoll fd, signals and timers.
  *
- * This file: options, start-up (config, watches, prober, cluster links,
- * capabilities), reload, and the loop; it registers every callback. What the agent
- * hears goes through agent_events.c, the REPORT is agent_report.c, the write lease
- * agent_lease.c, self-fencing agent_fence.c, self-demotion agent_demote.c, Prometheus
- * agent_metrics.c, and every output (log lines, report kicks) agent_out.c; their
- * layers: agent_layers.h. */
+ * This file: options, start-up (watches, prober, cluster links, capabilities), and
+ * the loop; it registers every callback. The cluster file, read at start and on
+ * SIGHUP, is agent_config.c; what the agent hears goes through agent_events.c, the
+ * REPORT is agent_report.c, the write lease agent_lease.c, self-fencing
+ * agent_fence.c, self-demotion agent_demote.c, Prometheus agent_metrics.c, and every
+ * output (log lines, report kicks) agent_out.c; their layers: agent_layers.h. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -250,119 +250,11 @@ static void on_sched_ringbuf(evutil_socket_t fd, short what, void *arg)
 		pr_warn("failed to read ring buffer: %s\n", strerror(-n));
 }
 
-/* What the agent applies while running (the rows of common/config_table.c with
- * live & CFG_P_AGENT): hung_after, stop_grace_ms, busy_max_ms and heartbeat_ms go to
- * the server monitor, the reporters and the fence tick; a node key or the cluster
- * secret to the reporters, for their next connection; self_fence and
- * self_fence_after_ms are read at each evaluation. Everything else it reads needs
- * a restart, and is named so. */
-static void reload_done(void *ctx)
-{
-	struct agent *a = ctx;
-	const typeof(a->cfg->agent) *k = &a->cfg->agent;
-	struct timeval tick = fl_ms_tv(k->heartbeat_ms);
-
-	if (a->srv)
-		srvmon_set_timing(a->srv, k->hung_after, k->stop_grace_ms, k->busy_max_ms,
-				  k->heartbeat_ms);
-	for (int i = 0; i < a->nrep; i++) {
-		reporter_set_heartbeat(a->rep[i], k->heartbeat_ms);
-		if (reporter_set_key(a->rep[i], a->cfg->secret, a->me->key))
-			pr_warn("failed to derive node %s's key: keeping the one in use\n",
-				a->node);
-	}
-	if (a->heartbeat_ev)
-		event_add(a->heartbeat_ev, &tick);
-	if (a->srv)
-		agent_mode_apply(a, -1, NULL, 0); /* [controller] mode, until the controller says */
-}
-
-/* The cluster file; for a node added at runtime (--address, --redis), its [node]
- * section after the file's lines, with its key from --key-file if given (a file
- * without the cluster secret). */
-static int load_file(struct agent *a, struct cfg **out, char *err, size_t errlen)
-{
-	char extra[1024], key[128] = "";
-	FILE *f;
-	size_t len;
-	int rc;
-
-	if (!a->rt_address && !a->rt_redis)
-		return cfg_load(a->config, out, err, errlen);
-	if (!a->rt_address || !a->rt_redis) {
-		snprintf(err, errlen,
-			 "--address and --redis go together (a node added at runtime)");
-		return -EINVAL;
-	}
-	if (a->rt_key_file) {
-		f = fopen(a->rt_key_file, "re");
-		if (!f || !fgets(key, sizeof(key), f)) {
-			snprintf(err, errlen, "--key-file %s: %s", a->rt_key_file,
-				 f ? "empty" : strerror(errno));
-			if (f)
-				fclose(f);
-			return -EINVAL;
-		}
-		fclose(f);
-		len = strcspn(key, " \t\r\n");
-		key[len] = '\0';
-	}
-	if (strpbrk(a->rt_address, "\r\n[]\"") || strpbrk(a->rt_redis, "\r\n\"") ||
-	    strpbrk(key, "\r\n[]\"")) {
-		snprintf(err, errlen, "--address, --redis, --key-file: not a value");
-		return -EINVAL;
-	}
-	snprintf(extra, sizeof(extra), "\n[node \"%s\"]\naddress = %s\nredis = %s\n%s%s%s", a->node,
-		 a->rt_address, a->rt_redis, key[0] ? "key = " : "", key, key[0] ? "\n" : "");
-	rc = cfg_load_extra(a->config, extra, out, err, errlen);
-	if (!rc && cfg_find_node(*out, a->node))
-		cfg_find_node(*out, a->node)->runtime = true;
-	return rc;
-}
-
-static void agent_reload(struct agent *a)
-{
-	struct cfg_reload rr = {.proc = CFG_P_AGENT, .who = "agent", .done = reload_done, .ctx = a};
-	struct cfg *n = NULL;
-	struct evrec r;
-	char err[512];
-
-	if (!a->cfg) {
-		pr_info("received SIGHUP: no cluster file to reload (started without -c)\n");
-		return;
-	}
-	if (load_file(a, &n, err, sizeof(err))) {
-		pr_warn(
-		    "failed to reload the cluster file: %s; keeping the running configuration\n",
-		    err);
-		evrec_begin(&r, NULL, a->node, "config_rejected");
-		evrec_str(&r, "error", err);
-		agent_out_log(a, &r);
-		return;
-	}
-	if (!cfg_find_node(n, a->node)) {
-		pr_warn(
-		    "failed to reload the cluster file: node %s is no longer in %s; keeping the "
-		    "running configuration\n",
-		    a->node, a->config);
-		cfg_free(n);
-		return;
-	}
-	cfg_reload_run(&rr, a->cfg, n, a->config);
-	evrec_begin(&r, NULL, a->node, "config_reloaded");
-	evrec_int(&r, "changed", rr.changed);
-	evrec_str(&r, "needs_restart", rr.restart);
-	evrec_str(&r, "applied", rr.applied);
-	evrec_str(&r, "refused", rr.refused);
-	agent_out_log(a, &r);
-	cfg_free(n);
-}
-
 static void on_sighup(evutil_socket_t sig, short what, void *arg)
 {
 	(void)sig;
 	(void)what;
-	agent_reload(arg);
+	agent_config_reload(arg);
 }
 
 /* Once a second: flush the log to disk and report new ring buffer drops. */
@@ -519,36 +411,6 @@ static int parse_args(struct agent *a, int argc, char **argv)
 		pr_warn("--node %s: a node id is 1-64 letters, digits, '-' or '_'\n", a->node);
 		return 2;
 	}
-	return 0;
-}
-
-static int load_config(struct agent *a)
-{
-	char err[512];
-
-	if (load_file(a, &a->cfg, err, sizeof(err))) {
-		pr_warn("%s%s\n", err,
-			a->rt_address ? " (with --address/--redis: is the node in the file "
-					"already?)"
-				      : "");
-		return -EINVAL;
-	}
-	a->shadow = a->cfg->controller.shadow; /* until the controller says */
-	a->me = cfg_find_node(a->cfg, a->node);
-	if (!a->me) {
-		pr_warn("node %s is not in %s: give the id of a [node \"...\"] with --node, or "
-			"for a node added at runtime (flatline node add) --address and --redis\n",
-			a->node, a->config);
-		return -ENOENT;
-	}
-	if (!a->me->key[0] && !a->cfg->secret[0]) {
-		pr_warn("%s: node %s has no key: set [node \"%s\"] key (flatline node-key prints "
-			"it) or [cluster] secret\n",
-			a->config, a->node, a->node);
-		return -ENOKEY;
-	}
-	if (!a->event_log_flag)
-		a->event_log = a->cfg->agent.event_log;
 	return 0;
 }
 
@@ -776,7 +638,7 @@ int cmd_agent(int argc, char **argv)
 		return 1;
 	daemon_libbpf_messages();
 	/* From here on every failure goes through cleanup: a.cfg may be loaded. */
-	err = a.config ? load_config(&a) : 0;
+	err = a.config ? agent_config_load(&a) : 0;
 	if (err)
 		goto cleanup;
 	err = check_caps(&a);

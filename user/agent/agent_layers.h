@@ -5,7 +5,8 @@
  * The files in layers, each calling only down (and into the modules below them:
  * srvmon, reporter, prober, the pure lease/fence/demote, common/, kern/):
  *
- *   agent.c              options, start-up, reload, the loop; registers every callback
+ *   agent.c              options, start-up, the loop; registers every callback
+ *   agent_config.c       agent_config_*: the cluster file, at start and on SIGHUP
  *   agent_events.c       agent_on_*: what the kernel, the server monitor, the controller
  *                        links and the prober report, routed to the glue and the outputs
  *   agent_report.c       agent_report_build: the REPORT, asking each glue for its keys
@@ -119,6 +120,14 @@ struct agent {
 	struct agent_demote *demote;
 	struct agent_metrics *metrics; /* NULL without metrics_listen */
 };
+
+/* --- agent_config.c: the cluster file --------------------------------- */
+/* Reads -c FILE (with a runtime node's section) into a->cfg, finds a->me, and takes
+ * the event log path and the mode from it; -errno with a message. */
+int agent_config_load(struct agent *a);
+/* SIGHUP: reads the file again and applies what may change live (config_rejected or
+ * config_reloaded in the event log); a file that fails keeps the running one. */
+void agent_config_reload(struct agent *a);
 
 /* --- agent_events.c: what the agent hears ----------------------------- */
 void agent_on_proc_event(void *ctx, const struct fl_proc_event *e);

@@ -2,7 +2,8 @@
 /* The peer prober: see prober.h. One timer, one raw socket; each round sends every
  * peer its probe (one sendmmsg), then reads the kernel's view of each peer and
  * judges it. Nothing blocks: the socket is non-blocking and the only waits are the
- * caller's event loop. */
+ * caller's event loop. Routes and links (where each peer's probes go out, followed
+ * as they change) are prober_route.c; what both share, prober_layers.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <net/if.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <linux/icmp.h>
@@ -18,63 +18,7 @@
 #include <netinet/ip.h>
 #include "common/clock.h"
 #include "common/log.h"
-#include "agent/prober.h"
-
-#define PROBE_ROUTE_RETRY_NS (1000 * NS_PER_MS)
-/* Random bytes per probe (getrandom): a reply counts only when it echoes them, so a host
- * that did not receive the request cannot forge its answer (bpf/icmp.bpf.c checks the
- * same bytes for the kernel's figures). */
-#define PROBE_PAYLOAD	FL_ECHO_PAYLOAD
-#define PROBE_SENT_RING 64 /* send times of the last probes, by seq: late replies count */
-
-struct probe_peer {
-	char id[65];
-	char addr_str[INET6_ADDRSTRLEN];
-	struct fl_peer_key key; /* its address, as the kernel's table is keyed */
-	int ifindex;		/* route's interface; 0 = no route (yet) */
-	uint64_t next_route_ns; /* when to look for a route again */
-	uint16_t seq;		/* of the last probe sent */
-	uint64_t probes;	/* probes sent (tried) */
-	uint64_t last_send_ns;	/* CLOCK_MONOTONIC before the last sendmmsg */
-	struct {
-		uint16_t seq;
-		uint64_t ns; /* 0: answered, or not a probe a reply can match */
-		uint8_t payload[PROBE_PAYLOAD];
-	} sent[PROBE_SENT_RING]; /* by seq % RING */
-	int last_errno;		 /* of the last failed send, 0 after a good one */
-	bool round_read;	 /* its stats were in this round's table read */
-	struct verdict_peer pv;
-	struct probe_peer_info info;
-};
-
-struct prober {
-	struct probe_opts o;
-	struct verdict_config cfg;
-	struct icmp_watch *iw;
-	int fd;		  /* raw ICMP socket */
-	int fd6;	  /* raw ICMPv6 socket, opened with the first IPv6 peer; -1 before */
-	uint16_t echo_id; /* the ICMP id of all our probes */
-	bool rand_warned; /* getrandom failed once (said once) */
-	struct event *ev_round, *ev_read, *ev_read6, *ev_nl;
-	int nl_fd; /* route and link notifications; -1 if none */
-	struct probe_peer **peers;
-	int npeers, cap;
-	/* Per round: scratch for sendmmsg and the carrier of each interface. */
-	struct mmsghdr *msgs;
-	struct iovec *iov;
-	struct sockaddr_in6 *dst; /* room for either family */
-	uint8_t (*pkt)[sizeof(struct icmphdr) + PROBE_PAYLOAD];
-	struct {
-		int ifindex, carrier;
-	} carrier[ICMP_WATCH_MAX_IFACES];
-	int ncarrier;
-	/* The kernel's table, read at once each round, and the peers sorted by
-	 * address to find their rows. */
-	struct fl_peer_key *keys;
-	struct fl_peer_stats *vals;
-	struct probe_peer **byaddr;
-	struct probe_peer **sendq; /* the peer of each sendmmsg slot */
-};
+#include "agent/prober_layers.h"
 
 uint16_t probe_csum16(const void *p, size_t n)
 {
@@ -90,25 +34,7 @@ uint16_t probe_csum16(const void *p, size_t n)
 	return htons(~s & 0xffff);
 }
 
-/* ---- peers and routes ---- */
-
-static void find_route(struct prober *p, struct probe_peer *pp, uint64_t now)
-{
-	int ifindex, err;
-
-	pp->next_route_ns = now + PROBE_ROUTE_RETRY_NS;
-	err = icmp_watch_route_ifindex(&pp->key, &ifindex);
-	if (err) {
-		if (pp->ifindex || !pp->info.ifindex)
-			pr_debug("no route to peer %s (%s): %s\n", pp->id, pp->addr_str,
-				 strerror(-err));
-		return;
-	}
-	if (icmp_watch_attach(p->iw, ifindex))
-		return;
-	pp->ifindex = ifindex;
-	pp->info.ifindex = ifindex;
-}
+/* ---- peers ---- */
 
 static int cmp_addr(const void *a, const void *b)
 {
@@ -206,7 +132,7 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 		return err;
 	}
 	pp->info.ev = pp->pv.ev;
-	find_route(p, pp, (uint64_t)fl_mono_ns());
+	probe_find_route(p, pp, (uint64_t)fl_mono_ns());
 	if (!pp->ifindex)
 		pr_warn("no route to peer %s (%s) yet: probing it once there is one\n", id,
 			pp->addr_str);
@@ -216,99 +142,6 @@ int probe_add_peer(struct prober *p, const char *id, const char *addr)
 	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
 	qsort(p->byaddr, p->npeers, sizeof(*p->byaddr), cmp_addr);
 	return 0;
-}
-
-/* ---- following routes and links ---- */
-
-static const char *ifname_of(int ifindex, char *buf)
-{
-	if (!ifindex)
-		return NULL;
-	if (!if_indextoname(ifindex, buf))
-		snprintf(buf, IF_NAMESIZE, "if%d", ifindex);
-	return buf;
-}
-
-/* Our programs leave an interface no peer is routed through any more. */
-static void detach_unused(struct prober *p, int ifindex)
-{
-	if (!ifindex)
-		return;
-	for (int i = 0; i < p->npeers; i++)
-		if (p->peers[i]->ifindex == ifindex)
-			return;
-	icmp_watch_detach(p->iw, ifindex, false);
-}
-
-static void route_changed(struct prober *p, struct probe_peer *pp, int prev)
-{
-	char a[IF_NAMESIZE], b[IF_NAMESIZE];
-	const char *now_if = ifname_of(pp->ifindex, a), *prev_if = ifname_of(prev, b);
-
-	if (pp->ifindex)
-		pr_info("peer %s (%s) is now routed through %s (was %s)\n", pp->id, pp->addr_str,
-			now_if, prev_if ? prev_if : "no route");
-	else
-		pr_info("peer %s (%s): no route any more (was through %s)\n", pp->id, pp->addr_str,
-			prev_if ? prev_if : "?");
-	if (p->o.on_route)
-		p->o.on_route(p->o.ctx, &pp->info, prev);
-	detach_unused(p, prev);
-}
-
-/* The route to pp now: attach where it goes, note where it went (prev: the
- * interface it went through before, to report). */
-static void reroute_from(struct prober *p, struct probe_peer *pp, uint64_t now, int prev)
-{
-	int ifindex = 0, err;
-
-	pp->next_route_ns = now + PROBE_ROUTE_RETRY_NS;
-	err = icmp_watch_route_ifindex(&pp->key, &ifindex);
-	if (err)
-		ifindex = 0;
-	if (ifindex == pp->ifindex && ifindex == prev)
-		return;
-	if (ifindex && icmp_watch_attach(p->iw, ifindex))
-		ifindex = 0; /* retried with the next notification or round */
-	pp->ifindex = ifindex;
-	pp->info.ifindex = ifindex;
-	if (ifindex != prev)
-		route_changed(p, pp, prev);
-}
-
-static void reroute(struct prober *p, struct probe_peer *pp, uint64_t now)
-{
-	reroute_from(p, pp, now, pp->ifindex);
-}
-
-static void on_netlink(evutil_socket_t fd, short what, void *arg)
-{
-	struct prober *p = arg;
-	struct icmp_watch_nl_news nw;
-	uint64_t now = (uint64_t)fl_mono_ns();
-	int err;
-
-	(void)what;
-	err = icmp_watch_nl_read(fd, &nw);
-	if (err)
-		pr_warn("failed to read route notifications: %s\n", strerror(-err));
-	if (!nw.routes && !nw.links)
-		return;
-	/* A deleted interface took our links with it; its peers have no route now
-	 * (unless another one is found just below). */
-	for (int g = 0; g < nw.ngone; g++) {
-		icmp_watch_detach(p->iw, nw.gone[g], true);
-		for (int i = 0; i < p->npeers; i++) {
-			struct probe_peer *pp = p->peers[i];
-
-			if (pp->ifindex == nw.gone[g]) {
-				pp->ifindex = pp->info.ifindex = 0;
-				reroute_from(p, pp, now, nw.gone[g]);
-			}
-		}
-	}
-	for (int i = 0; i < p->npeers; i++)
-		reroute(p, p->peers[i], now);
 }
 
 /* ---- one round ---- */
@@ -512,7 +345,7 @@ static void on_round(evutil_socket_t fd, short what, void *arg)
 	p->ncarrier = 0;
 	for (int i = 0; i < p->npeers; i++)
 		if (!p->peers[i]->ifindex && now >= p->peers[i]->next_route_ns)
-			reroute(p, p->peers[i], now);
+			probe_reroute(p, p->peers[i], now);
 	send_all(p, now);
 	read_stats(p);
 	for (int i = 0; i < p->npeers; i++)
@@ -736,16 +569,8 @@ int probe_start(struct prober *p)
 		if (!p->ev_read6 || event_add(p->ev_read6, NULL))
 			return -ENOMEM;
 	}
-	p->nl_fd = icmp_watch_nl_open();
-	if (p->nl_fd < 0) {
-		pr_warn("failed to follow route changes: %s (a peer without a route is looked "
-			"up again every second; a route that moves is not followed)\n",
-			strerror(-p->nl_fd));
-	} else {
-		p->ev_nl = event_new(p->o.base, p->nl_fd, EV_READ | EV_PERSIST, on_netlink, p);
-		if (!p->ev_nl || event_add(p->ev_nl, NULL))
-			return -ENOMEM;
-	}
+	if (probe_follow_routes(p))
+		return -ENOMEM;
 	on_round(-1, 0, p);
 	return 0;
 }
@@ -808,15 +633,4 @@ void probe_close(struct prober *p)
 	if (p->nl_fd >= 0)
 		close(p->nl_fd);
 	free(p);
-}
-void probe_route_evrec(struct evrec *r, const char *node, const struct probe_peer_info *peer,
-		       int prev_ifindex)
-{
-	char a[IF_NAMESIZE], b[IF_NAMESIZE];
-
-	evrec_begin(r, NULL, node, "peer_route");
-	evrec_str(r, "peer", peer->id);
-	evrec_str(r, "addr", peer->addr);
-	evrec_str(r, "ifname", ifname_of(peer->ifindex, a));
-	evrec_str(r, "prev_ifname", ifname_of(prev_ifindex, b));
 }
