@@ -53,12 +53,14 @@ int mb_check(const struct mb_entry *e, char *why, size_t whylen)
 			 e->dns_name);
 		return -EINVAL;
 	}
-	if (e->kind != MB_NODE)
+	if (e->kind != MB_NODE && e->kind != MB_ATTACH)
 		return 0;
 	if (!mb_valid_id(e->shard, true)) {
 		snprintf(why, whylen, "shard '%.70s': not a shard name", e->shard);
 		return -EINVAL;
 	}
+	if (e->kind == MB_ATTACH)
+		return 0;
 	if (inet_pton(AF_INET, e->address, a) != 1 && inet_pton(AF_INET6, e->address, a) != 1) {
 		snprintf(why, whylen, "address '%.70s': not an IPv4 or IPv6 address", e->address);
 		return -EINVAL;
@@ -138,6 +140,11 @@ int mb_parse(const char *line, struct mb_entry *e, char *why, size_t whylen)
 		e->kind = !strcmp(w[1], "node") ? MB_DROP_NODE : MB_DROP_SHARD;
 		if (copy(e->id, sizeof(e->id), w[2]))
 			goto bad;
+	} else if (n == 5 && !strcmp(w[0], "attach") && !strcmp(w[1], "node") &&
+		   !strcmp(w[3], "shard")) {
+		e->kind = MB_ATTACH;
+		if (copy(e->id, sizeof(e->id), w[2]) || copy(e->shard, sizeof(e->shard), w[4]))
+			goto bad;
 	} else if (n == 6 && !strcmp(w[0], "shard") && !strcmp(w[2], "dns_name") &&
 		   !strcmp(w[4], "discover")) {
 		e->kind = MB_SHARD;
@@ -175,6 +182,9 @@ int mb_format(const struct mb_entry *e, char *buf, size_t len)
 	case MB_SHARD:
 		n = snprintf(buf, len, "shard %s dns_name %s discover %d", e->id,
 			     e->dns_name[0] ? e->dns_name : "-", e->discover);
+		break;
+	case MB_ATTACH:
+		n = snprintf(buf, len, "attach node %s shard %s", e->id, e->shard);
 		break;
 	case MB_DROP_NODE:
 	case MB_DROP_SHARD:
@@ -333,6 +343,13 @@ static bool node_entry(const struct cfg *c, int i, struct mb_entry *e)
 {
 	const struct cfg_node *n = &c->nodes[i];
 
+	if (!n->runtime && !n->removed && n->attached && n->shard >= 0) {
+		memset(e, 0, sizeof(*e));
+		e->kind = MB_ATTACH;
+		snprintf(e->id, sizeof(e->id), "%s", n->id);
+		snprintf(e->shard, sizeof(e->shard), "%s", c->shards[n->shard].name);
+		return true;
+	}
 	if (n->runtime == n->removed)
 		return false;
 	memset(e, 0, sizeof(*e));
@@ -354,8 +371,9 @@ static bool node_entry(const struct cfg *c, int i, struct mb_entry *e)
 int mb_walk_cfg(const struct cfg *c, int (*fn)(void *ctx, const struct mb_entry *e), void *ctx)
 {
 	/* In an order that applies: the drops of nodes, of shards, then the shards
-	 * added, then the nodes (which name them). */
-	static const enum mb_kind order[] = {MB_DROP_NODE, MB_DROP_SHARD, MB_SHARD, MB_NODE};
+	 * added, then the nodes (which name them), then the spares attached. */
+	static const enum mb_kind order[] = {MB_DROP_NODE, MB_DROP_SHARD, MB_SHARD, MB_NODE,
+					     MB_ATTACH};
 	struct mb_entry e;
 	int rc;
 

@@ -14,8 +14,10 @@
  *   node ID shard SHARD address IP redis HOST:PORT priority N spare 0|1
  *   shard NAME dns_name NAME|- discover 0|1
  *   drop node ID          (a node of the cluster file, removed at runtime)
- *   drop shard NAME       (the same for a shard) */
-enum mb_kind { MB_NODE = 1, MB_SHARD, MB_DROP_NODE, MB_DROP_SHARD };
+ *   drop shard NAME       (the same for a shard)
+ *   attach node ID shard SHARD  (a spare of the cluster file made a member of SHARD;
+ *                         a spare added at runtime is a node line with spare 0) */
+enum mb_kind { MB_NODE = 1, MB_SHARD, MB_DROP_NODE, MB_DROP_SHARD, MB_ATTACH };
 
 struct mb_entry {
 	enum mb_kind kind;
