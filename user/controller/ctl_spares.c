@@ -44,6 +44,9 @@
 #define SP_STEP_MS    10000	    /* CHECK or ATTACH without an answer: given up */
 #define SP_LAG_MAX    (1024 * 1024) /* a steady replica is this close to its primary */
 #define SP_REPLID_LEN 48
+#define SP_CONFIRM_MS                                                                              \
+	1000 /* fewer replicas this long is a deficit (a link that blinks                          \
+	      * is not) */
 
 enum sp_state { SP_IDLE, SP_CHECK, SP_ATTACH, SP_SYNC, SP_STEADY };
 static const char *const sp_state_name[] = {"idle", "checking", "attaching", "syncing", "steady"};
@@ -62,6 +65,7 @@ struct sp_seen {
 };
 
 struct sp_shard {
+	long long low_since_ms; /* fewer than wanted since (monotonic), 0 = not */
 	bool deficit;
 	long long deficit_since_ms; /* monotonic */
 	bool provisioned;	    /* the script was asked this deficit */
@@ -80,6 +84,7 @@ struct sp_shard {
 
 struct ctl_spares {
 	struct event *tick;
+	long long since_ms; /* this controller may change servers since (monotonic), 0 not */
 	struct sp_shard *sh;
 	int nsh, node_cap;
 };
@@ -581,9 +586,13 @@ static void shard_tick(struct ctl *c, int i, long long now)
 	sp->have = 0;
 	for (int k = 0; k < s->nnodes; k++)
 		sp->have += healthy(c, sp, s, &c->fo.nodes[s->nodes[k]], now);
-	if (!sp->deficit && sp->have < sp->want) {
+	if (sp->have >= sp->want)
+		sp->low_since_ms = 0;
+	else if (!sp->low_since_ms)
+		sp->low_since_ms = now;
+	if (!sp->deficit && sp->low_since_ms && now - sp->low_since_ms >= SP_CONFIRM_MS) {
 		sp->deficit = true;
-		sp->deficit_since_ms = now;
+		sp->deficit_since_ms = sp->low_since_ms;
 		sp->provisioned = false;
 		pr_warn("shard %s: %d of %d replicas\n", s->name, sp->have, sp->want);
 		say(c, "replica_deficit", s, sp, NULL, NULL);
@@ -642,7 +651,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->fo.starting || !ctl_may_change(c) || grow(c->spares, c))
+	if (c->fo.starting || !ctl_may_change(c) || grow(c->spares, c)) {
+		c->spares->since_ms = 0;
+		return;
+	}
+	/* Just started or just leader: every agent reports (and a replica's link is up)
+	 * before a missing replica is counted. */
+	if (!c->spares->since_ms)
+		c->spares->since_ms = now;
+	if (now - c->spares->since_ms < c->fo.node_down_after_ms + 2 * ctl_agent_heartbeat_ms(c))
 		return;
 	for (int i = 0; i < c->fo.nshards; i++)
 		shard_tick(c, i, now);
