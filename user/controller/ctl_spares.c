@@ -40,9 +40,9 @@
 #include "controller/ctl_members.h"
 
 #define SP_TICK_MS    250
-#define SP_REQ_MS     2000	    /* one request to a server */
-#define SP_STEP_MS    10000	    /* CHECK or ATTACH without an answer: given up */
-#define SP_LAG_MAX    (1024 * 1024) /* a steady replica is this close to its primary */
+#define SP_REQ_MS     2000	      /* one request to a server */
+#define SP_STEP_MS    10000	      /* CHECK or ATTACH without an answer: given up */
+#define SP_LAG_MAX    (1024LL * 1024) /* a steady replica is this close to its primary */
 #define SP_REPLID_LEN 48
 #define SP_CONFIRM_MS                                                                              \
 	1000 /* fewer replicas this long is a deficit (a link that blinks                          \
@@ -105,8 +105,8 @@ void ctl_spares_shard_defaults(struct cfg_shard *s)
 	const struct cfg_key *p = cfg_key_find(CFG_S_SHARD, "promotable_after_ms");
 
 	s->replicas = -1;
-	s->restore_after_ms = r && r->def ? atoi(r->def) : 30000;
-	s->promotable_after_ms = p && p->def ? atoi(p->def) : 5000;
+	s->restore_after_ms = r && r->def ? (int)strtol(r->def, NULL, 10) : 30000;
+	s->promotable_after_ms = p && p->def ? (int)strtol(p->def, NULL, 10) : 5000;
 }
 
 int ctl_spares_cfg_attach(struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen)
