@@ -592,7 +592,7 @@ static void shard_tick(struct ctl *c, int i, long long now)
 		sp->low_since_ms = now;
 	if (!sp->deficit && sp->low_since_ms && now - sp->low_since_ms >= SP_CONFIRM_MS) {
 		sp->deficit = true;
-		sp->deficit_since_ms = sp->low_since_ms;
+		sp->deficit_since_ms = now; /* restore_after_ms counts from here */
 		sp->provisioned = false;
 		pr_warn("shard %s: %d of %d replicas\n", s->name, sp->have, sp->want);
 		say(c, "replica_deficit", s, sp, NULL, NULL);
