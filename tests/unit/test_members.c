@@ -310,7 +310,7 @@ static void test_cfg_attach(void **state)
 	i = ctl_members_cfg_node(b, "n5");
 	assert_false(b->nodes[i].spare);
 	assert_int_equal(b->nodes[i].shard, 0);
-	ctl_spares_cfg_detach(&b->nodes[2]);
+	mb_cfg_detach(&b->nodes[2]);
 	assert_true(b->nodes[2].spare && !b->nodes[2].attached);
 	cfg_free(a);
 	cfg_free(b);

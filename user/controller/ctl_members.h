@@ -39,14 +39,6 @@ struct ctl_members {
 	bool postponed;	    /* the removal of a primary waits (said once) */
 	long long rev_seen; /* HA: the revision of this controller's last membership write */
 };
-/* ctl_spares.c: a spare made a member of its shard in the cfg (MB_ATTACH), and
- * whether that may be done now; a file's spare back to a spare (HA: rebuilt);
- * a shard added at runtime takes the file's defaults for its redundancy keys. */
-int ctl_spares_cfg_attach(struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen);
-int ctl_spares_check_attach(struct ctl *c, const struct mb_entry *e, char *why, size_t whylen);
-void ctl_spares_cfg_detach(struct cfg_node *n);
-void ctl_spares_shard_defaults(struct cfg_shard *s);
-
 /* ctl_members.c: HA mode's membership that waited, tried again (every tick). */
 void ctl_members_retry(struct ctl *c);
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 #include <arpa/inet.h>
+#include "common/config.h"
+#include "controller/failover.h"
 #include "controller/members.h"
 
 bool mb_valid_id(const char *id, bool dots)
@@ -417,4 +419,69 @@ int mb_format_cfg(const struct cfg *c, char *buf, size_t cap, size_t *len)
 	struct fmt_ctx f = {buf, cap, len};
 
 	return mb_walk_cfg(c, fmt_one, &f);
+}
+
+/* ---- a spare made a member of its shard (MB_ATTACH), in the cfg ---- */
+
+void mb_shard_defaults(struct cfg_shard *s)
+{
+	const struct cfg_key *r = cfg_key_find(CFG_S_SHARD, "restore_after_ms");
+	const struct cfg_key *p = cfg_key_find(CFG_S_SHARD, "promotable_after_ms");
+
+	s->replicas = -1;
+	s->restore_after_ms = r && r->def ? (int)strtol(r->def, NULL, 10) : 30000;
+	s->promotable_after_ms = p && p->def ? (int)strtol(p->def, NULL, 10) : 5000;
+}
+
+/* n is a spare of shard, neither removed; -errno and why if not. */
+static int spare_of(const struct cfg_node *n, const struct cfg_shard *s, const struct mb_entry *e,
+		    char *why, size_t whylen)
+{
+	if (!n || n->removed || !s || s->removed) {
+		snprintf(why, whylen, "no node %s or no shard %s", e->id, e->shard);
+		return -ENOENT;
+	}
+	if (!n->spare || strcmp(n->spare_for, e->shard)) {
+		snprintf(why, whylen, "node %s is not a spare of shard %s", e->id, e->shard);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mb_cfg_attach_check(const struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen)
+{
+	return spare_of(cfg_find_node(cfg, e->id), cfg_find_shard(cfg, e->shard), e, why, whylen);
+}
+
+int mb_cfg_attach(struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen)
+{
+	struct cfg_node *n = cfg_find_node(cfg, e->id);
+	struct cfg_shard *cs = cfg_find_shard(cfg, e->shard);
+	int rc = spare_of(n, cs, e, why, whylen), *l;
+
+	if (rc)
+		return rc;
+	if (cs->nnodes >= FO_MAX_SHARD_NODES) {
+		snprintf(why, whylen, "shard %s has %d nodes, the most a shard may have", e->shard,
+			 FO_MAX_SHARD_NODES);
+		return -E2BIG;
+	}
+	l = realloc(cs->nodes, (cs->nnodes + 1) * sizeof(*l));
+	if (!l) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	cs->nodes = l;
+	cs->nodes[cs->nnodes++] = (int)(n - cfg->nodes);
+	n->spare = false;
+	n->attached = true;
+	n->shard = (int)(cs - cfg->shards);
+	return (int)(n - cfg->nodes);
+}
+
+void mb_cfg_detach(struct cfg_node *n)
+{
+	n->spare = true;
+	n->attached = false;
+	n->shard = -1;
 }

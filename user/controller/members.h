@@ -73,4 +73,14 @@ int mb_walk_cfg(const struct cfg *c, int (*fn)(void *ctx, const struct mb_entry 
  * -ENOSPC if they do not fit. */
 int mb_format_cfg(const struct cfg *c, char *buf, size_t cap, size_t *len);
 
+/* A spare made a member of its shard in the cfg (MB_ATTACH; controller/ctl_spares.c
+ * asks it): the node's index, or -errno and why (not a spare of that shard, the shard
+ * full). _check: only whether it could be. mb_cfg_detach: a file's spare made a
+ * spare again (HA mode rebuilds the membership over the file's). */
+int mb_cfg_attach(struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen);
+int mb_cfg_attach_check(const struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen);
+void mb_cfg_detach(struct cfg_node *n);
+/* A shard added at runtime: the file's defaults of its redundancy keys. */
+void mb_shard_defaults(struct cfg_shard *s);
+
 #endif
