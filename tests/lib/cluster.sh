@@ -26,7 +26,8 @@
 #      FL_FAMILY=6 (an IPv6 cluster on FL_NET6, default the ULA prefix fd00:77::: hosts
 #      ::1..3, controller ::fe listening on [::], DNS AAAA records),
 #      FL_SHARD (cache), FL_ZONE (ha.test), FL_AGENT_CONF / FL_CTL_CONF / FL_DNS_CONF (extra
-#      lines for the [agent] / [controller] / [dns] sections), FL (the binary).
+#      lines for the [agent] / [controller] / [dns] sections), FL_SHARD_CONF (lines after
+#      the [shard] section's: its keys, then more sections), FL (the binary).
 #
 # This file is the library: sourced (`. tests/lib/cluster.sh`), it only defines the cl_*
 # functions, for scripts/cluster.sh (the command), the demo, the tests and the benchmarks
@@ -348,6 +349,7 @@ cl_write_conf() {
 		[shard "$CL_SHARD"]
 		nodes = ${CL_NODES[*]}
 		dns_name = $CL_DNS_NAME
+		${FL_SHARD_CONF:-}
 	EOF
 	[ -z "$CL_HA" ] || cl_ha_conf
 	chmod 600 "$CL_CONF" # it holds the secrets

@@ -277,6 +277,71 @@ static void test_mode(void **state)
 	cfg_free(c);
 }
 
+/* [shard] replicas, spares, restore_after_ms, promotable_after_ms: defaults, the
+ * spare nodes marked, and each refusal with its file:line. */
+static void test_spares(void **state)
+{
+	static const char head[] = "[cluster]\nname = p\nsecret = 0123456789abcdef\n"
+				   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
+				   "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
+				   "[node \"n3\"]\naddress = 10.0.0.3\nredis = 10.0.0.3:6379\n"
+				   "[node \"n4\"]\naddress = 10.0.0.4\nredis = 10.0.0.4:6379\n";
+	static const struct {
+		const char *tail, *msg;
+	} bad[] = {
+	    {"[shard \"s\"]\nnodes = n1 n2\nspares = n9\n",
+	     "t.conf:18: [shard \"s\"] spares: no [node \"n9\"] in this file"},
+	    {"[shard \"s\"]\nnodes = n1 n2\nspares = n3 n2\n",
+	     "t.conf:18: [shard \"s\"] spares: node n2 is in shard s's nodes"},
+	    {"[shard \"s\"]\nnodes = n1\nspares = n3\n[shard \"t\"]\nnodes = n2\nspares = n3\n",
+	     "t.conf:21: [shard \"t\"] spares: node n3 is already a spare of shard s"},
+	    {"[shard \"s\"]\nnodes = n1 n2\nreplicas = 64\n", "t.conf:18: [shard \"s\"] replicas"},
+	    {"[shard \"s\"]\nnodes = n1 n2\nrestore_after_ms = -1\n",
+	     "t.conf:18: [shard \"s\"] restore_after_ms"},
+	};
+	struct cfg *c = NULL;
+	char text[1024], err[512] = "";
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s[shard \"s\"]\nnodes = n1 n2\n", head);
+	assert_int_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->shards[0].replicas, -1);
+	assert_int_equal(c->shards[0].restore_after_ms, 30000);
+	assert_int_equal(c->shards[0].promotable_after_ms, 5000);
+	assert_false(c->nodes[2].spare);
+	assert_string_equal(c->controller.provision_script, "");
+	cfg_free(c);
+	snprintf(text, sizeof(text),
+		 "%s[controller]\nprovision_script = /usr/local/bin/prov\n[shard \"s\"]\n"
+		 "nodes = n1 n2\nspares = n3, n4\nreplicas = 2\nrestore_after_ms = 0\n"
+		 "promotable_after_ms = 100\n",
+		 head);
+	assert_int_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_int_equal(c->shards[0].replicas, 2);
+	assert_int_equal(c->shards[0].restore_after_ms, 0);
+	assert_int_equal(c->shards[0].promotable_after_ms, 100);
+	assert_true(c->nodes[2].spare && c->nodes[3].spare);
+	assert_string_equal(c->nodes[3].spare_for, "s");
+	assert_int_equal(c->nodes[3].shard, -1);
+	assert_int_equal(c->shards[0].nnodes, 2);
+	assert_string_equal(c->controller.provision_script, "/usr/local/bin/prov");
+	cfg_free(c);
+	snprintf(text, sizeof(text), "%s[controller]\nprovision_script = prov\n", head);
+	c = NULL;
+	assert_int_not_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "t.conf:17: [controller] provision_script"));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "%s%s", head, bad[i].tail);
+		c = NULL;
+		if (!cfg_load_string("t.conf", text, &c, err, sizeof(err)) ||
+		    strncmp(err, bad[i].msg, strlen(bad[i].msg))) {
+			print_error("case %zu: '%s', want a prefix '%s'\n", i, err, bad[i].msg);
+			fail();
+		}
+		assert_null(c);
+	}
+}
+
 /* The TLS keys (docs/security.md, TLS): defaults, tls_address from
  * tls_listen, and each cross-check with its file:line message. */
 static void test_tls_keys(void **state)
@@ -631,6 +696,7 @@ int main(void)
 	    cmocka_unit_test(test_endpoints),
 	    cmocka_unit_test(test_etcd),
 	    cmocka_unit_test(test_mode),
+	    cmocka_unit_test(test_spares),
 	    cmocka_unit_test(test_tls_keys),
 	    cmocka_unit_test(test_ha_tls_keys),
 	    cmocka_unit_test(test_file_mode_and_nul),

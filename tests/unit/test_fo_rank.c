@@ -29,6 +29,25 @@ static void test_rank_offset_then_priority(void **state)
 	assert_string_equal(C.nodes[out[2]].id, "n2");
 }
 
+/* A spare just attached (FO_N_UNPROMOTABLE) is no candidate, the best one though. */
+static void test_rank_unpromotable(void **state)
+{
+	int out[FO_MAX_SHARD_NODES];
+
+	(void)state;
+	healthy();
+	set_info("n2", slave_info("n1", 1, 500));
+	set_info("n3", slave_info("n1", 1, 700));
+	set_info("n4", slave_info("n1", 1, 900));
+	N("n4")->flags |= FO_N_UNPROMOTABLE;
+	assert_int_equal(rank(out), 2);
+	assert_string_equal(C.nodes[out[0]].id, "n3");
+	assert_string_equal(C.nodes[out[1]].id, "n2");
+	N("n4")->flags &= ~FO_N_UNPROMOTABLE;
+	assert_int_equal(rank(out), 3);
+	assert_string_equal(C.nodes[out[0]].id, "n4");
+}
+
 static void test_rank_priority_zero(void **state)
 {
 	int out[FO_MAX_SHARD_NODES];
@@ -126,6 +145,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_rank_offset_then_priority, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_priority_zero, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_unpromotable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_replid_mismatch, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_disconnected_fallback, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_dragonfly, setup, teardown),

@@ -27,6 +27,7 @@ static void test_line_round_trip(void **state)
 	    "shard mymaster dns_name - discover 1",
 	    "drop node n2",
 	    "drop shard old.one",
+	    "attach node n3 shard cache",
 	};
 	char buf[MB_LINE_MAX], why[200];
 	struct mb_entry e;
@@ -253,6 +254,69 @@ static void test_cfg_state_round_trip(void **state)
 	unlink(path);
 }
 
+/* A spare of the file attached: kept as an attach line, read back a member; a spare
+ * added at runtime attached: its node line says spare 0. */
+static void test_cfg_attach(void **state)
+{
+	static const char sconf[] = "[cluster]\nname = t\nsecret = 0123456789abcdef01\n"
+				    "[controller]\nlisten = 127.0.0.1:26379\n"
+				    "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
+				    "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
+				    "[node \"n3\"]\naddress = 10.0.0.3\nredis = 10.0.0.3:6379\n"
+				    "[shard \"cache\"]\nnodes = n1 n2\nspares = n3\n";
+	struct cfg *a, *b;
+	struct mb_entry e;
+	char err[512], text[4096];
+	size_t len = 0;
+	struct fo_cluster fo;
+	char path[] = "/tmp/fl-members-XXXXXX";
+	int fd = mkstemp(path), i;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(cfg_load_string("t.conf", sconf, &a, err, sizeof(err)), 0);
+	assert_int_equal(ctl_members_reserve(a), 0);
+	assert_int_equal(mb_parse("attach node n2 shard cache", &e, err, sizeof(err)), 0);
+	assert_int_equal(ctl_members_cfg_apply(a, &e, err, sizeof(err)), -EINVAL); /* no spare */
+	assert_int_equal(mb_parse("attach node n3 shard cache", &e, err, sizeof(err)), 0);
+	assert_int_equal(ctl_members_cfg_apply(a, &e, err, sizeof(err)), 2);
+	assert_int_equal(a->shards[0].nnodes, 3);
+	assert_false(a->nodes[2].spare);
+	assert_true(a->nodes[2].attached);
+	assert_int_equal(mb_parse("node n5 shard cache address 10.0.0.5 redis 10.0.0.5:6379 "
+				  "priority 100 spare 1",
+				  &e, err, sizeof(err)),
+			 0);
+	i = ctl_members_cfg_apply(a, &e, err, sizeof(err));
+	assert_true(i >= 3);
+	assert_int_equal(mb_parse("attach node n5 shard cache", &e, err, sizeof(err)), 0);
+	assert_int_equal(ctl_members_cfg_apply(a, &e, err, sizeof(err)), i);
+	assert_int_equal(mb_format_cfg(a, text, sizeof(text), &len), 0);
+	text[len] = '\0';
+	assert_non_null(strstr(text, "member node n5 shard cache address 10.0.0.5 redis "
+				     "10.0.0.5:6379 priority 100 spare 0\n"
+				     "member attach node n3 shard cache\n"));
+	assert_int_equal(fo_cluster_init(&fo, a, NULL, NULL), 0);
+	assert_int_equal(fo.nodes[2].shard, 0);
+	assert_int_equal(fo_state_save(&fo, path, err, sizeof(err)), 0);
+	fo_cluster_free(&fo);
+	assert_int_equal(cfg_load_string("t.conf", sconf, &b, err, sizeof(err)), 0);
+	assert_true(b->nodes[2].spare);
+	assert_int_equal(ctl_members_prepare(b, path, err, sizeof(err)), 0);
+	assert_false(b->nodes[2].spare);
+	assert_int_equal(b->nodes[2].shard, 0);
+	assert_int_equal(b->shards[0].nnodes, 4); /* n1 n2 n5 n3 */
+	i = ctl_members_cfg_node(b, "n5");
+	assert_false(b->nodes[i].spare);
+	assert_int_equal(b->nodes[i].shard, 0);
+	mb_cfg_detach(&b->nodes[2]);
+	assert_true(b->nodes[2].spare && !b->nodes[2].attached);
+	cfg_free(a);
+	cfg_free(b);
+	unlink(path);
+}
+
 /* The agent of a node added at runtime: its [node] section after the file's lines,
  * its key there when the file has no secret. */
 static void test_cfg_extra(void **state)
@@ -294,7 +358,7 @@ int main(void)
 	    cmocka_unit_test(test_line_round_trip),    cmocka_unit_test(test_line_refused),
 	    cmocka_unit_test(test_node_args),	       cmocka_unit_test(test_shard_args),
 	    cmocka_unit_test(test_node_id_and_slaves), cmocka_unit_test(test_cfg_state_round_trip),
-	    cmocka_unit_test(test_cfg_extra),
+	    cmocka_unit_test(test_cfg_extra),	       cmocka_unit_test(test_cfg_attach),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,6 +36,9 @@ struct cfg_node {
 	 * shard's quorum; spare_for names the shard it stands by for). */
 	bool runtime, removed, spare;
 	char spare_for[CFG_ID_MAX + 1];
+	/* A spare made a member of its shard (controller/ctl_spares.c): kept as an
+	 * "attach" line of the state file or etcd when the node is the file's. */
+	bool attached;
 };
 
 /* TLS files of one side of a link (common/tls.h). Paths are absolute, "" = not
@@ -89,6 +92,14 @@ struct cfg_shard {
 	/* Added at runtime, removed (a tombstone), or SENTINEL MONITOR's: its replicas
 	 * are found in its primary's INFO and added (controller/ctl_members.c). */
 	bool runtime, removed, discover;
+	/* Redundancy (controller/ctl_spares.c): the replicas it should have (-1: its
+	 * nodes minus one), its standby nodes as written (validate() marks each node
+	 * spare), how long a deficit waits for the old primary before a spare is
+	 * attached, how long a new replica stays steady before it may be promoted. */
+	int replicas;
+	char spares[512];
+	int spares_line;
+	int restore_after_ms, promotable_after_ms;
 };
 
 struct cfg {
@@ -124,6 +135,7 @@ struct cfg {
 		char event_log[256];
 		char notification_script[256];	  /* Sentinel's notification-script */
 		char client_reconfig_script[256]; /* Sentinel's client-reconfig-script */
+		char provision_script[256];	  /* a deficit no spare can fill */
 		int failover_block_ms;
 		int tilt_ms;
 		struct cfg_endpoint metrics_listen; /* Prometheus text; host empty = off */

@@ -213,6 +213,37 @@ static void validate_users(struct parser *p)
 	}
 }
 
+/* [shard] spares: nodes of this file in no shard's nodes nor another's spares. */
+static void validate_spares(struct parser *p, struct cfg_shard *s)
+{
+	struct cfg *c = p->c;
+	char list[sizeof(s->spares)], *tok, *save = NULL;
+
+	snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"", s->name);
+	snprintf(list, sizeof(list), "%s", s->spares);
+	for (tok = strtok_r(list, " \t,", &save); tok; tok = strtok_r(NULL, " \t,", &save)) {
+		struct cfg_node *n = cfg_find_node(c, tok);
+
+		if (!n) {
+			perr(p, s->spares_line, "spares", "no [node \"%s\"] in this file", tok);
+			return;
+		}
+		if (n->shard >= 0) {
+			perr(p, s->spares_line, "spares",
+			     "node %s is in shard %s's nodes: a spare is in no shard", tok,
+			     c->shards[n->shard].name);
+			return;
+		}
+		if (n->spare) {
+			perr(p, s->spares_line, "spares", "node %s is already a spare of shard %s",
+			     tok, n->spare_for);
+			return;
+		}
+		n->spare = true;
+		snprintf(n->spare_for, sizeof(n->spare_for), "%s", s->name);
+	}
+}
+
 void validate(struct parser *p)
 {
 	struct cfg *c = p->c;
@@ -262,6 +293,8 @@ void validate(struct parser *p)
 		if (s->nnodes == 0)
 			perr(p, line, "nodes", "empty");
 	}
+	for (int i = 0; i < c->nshards && !p->failed; i++)
+		validate_spares(p, &c->shards[i]);
 	if (p->failed)
 		return;
 	if (c->dns.enabled) {

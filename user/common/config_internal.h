@@ -77,6 +77,7 @@ CFG_SETTER(cfg_set_node_address);
 CFG_SETTER(cfg_set_node_redis);
 CFG_SETTER(cfg_set_node_key);
 CFG_SETTER(cfg_set_shard_nodes);
+CFG_SETTER(cfg_set_shard_spares);
 CFG_SETTER(cfg_set_include);
 CFG_SETTER(cfg_set_user_commands);
 

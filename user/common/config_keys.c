@@ -417,6 +417,13 @@ bool cfg_set_shard_nodes(struct parser *p, const struct cfg_key *k, const char *
 	return p->shard_nodes[p->cur] != NULL;
 }
 
+/* [shard] spares: kept as written; validate() resolves the ids once all is read. */
+bool cfg_set_shard_spares(struct parser *p, const struct cfg_key *k, const char *v, void *field)
+{
+	p->c->shards[p->cur].spares_line = p->line;
+	return set_str(p, k->name, v, field, k->size);
+}
+
 /* [include] path = /abs/file: read there and then, as part of this file. */
 bool cfg_set_include(struct parser *p, const struct cfg_key *k, const char *v, void *field)
 {

@@ -475,6 +475,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_members_start(c);
 	if (rc)
 		goto fail;
+	rc = ctl_spares_start(c);
+	if (rc)
+		goto fail;
 	rc = ctl_discover_init(c);
 	if (rc)
 		goto fail;
@@ -570,6 +573,7 @@ void ctl_free(struct ctl *c)
 	ctl_discover_fini(c);
 	ctl_members_fini(c);
 	ctl_servers_free(c);
+	ctl_spares_fini(c);
 	ctl_hooks_stop(c);
 	ctl_agents_free(c);
 	ctl_shard_timers_free(c);

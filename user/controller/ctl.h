@@ -184,6 +184,7 @@ struct ctl {
 	struct ctl_client_auth *client_auth;   /* ctl_client_auth.c */
 	struct ctl_clients *clients;	       /* ctl_clients.c */
 	struct ctl_members *members;	       /* ctl_members.c */
+	struct ctl_spares *spares;	       /* ctl_spares.c */
 };
 
 /* The heartbeat an agent's silence is counted in: the longer of [agent] heartbeat_ms
@@ -339,6 +340,22 @@ void ctl_members_from_etcd(struct ctl *c, const char *val);
  * (true when cmd was one of those: answered). */
 void ctl_on_members(struct ctl_conn *k, struct resp_cmd *cmd);
 bool ctl_members_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
+/* ctl_spares.c: redundancy restored. A shard with fewer healthy replicas than
+ * [shard] replicas (replica_deficit) gets, after restore_after_ms, a spare that
+ * passes the checks attached and synced (spare_attached, replica_synced,
+ * redundancy_restored), or provision_script (provision_requested). Only the one
+ * controller that may change servers attaches. What status and metrics show. */
+int ctl_spares_start(struct ctl *c);
+void ctl_spares_fini(struct ctl *c);
+struct ctl_spares_view {
+	int replicas, desired; /* healthy replicas now, and wanted */
+	long long deficit_ms;  /* how long fewer than desired; 0: not */
+	const char *state;     /* "idle", "checking", "attaching", "syncing", "steady" */
+	const char *node;      /* the spare in that state, or NULL */
+	long long state_ms;    /* since when it is in it */
+};
+void ctl_spares_view(const struct ctl *c, int shard, struct ctl_spares_view *v);
+
 /* ctl_shard_timer.c: the failover timer of a shard (at start, or added at runtime). */
 int ctl_shard_timer_add(struct ctl *c, int shard);
 void ctl_shard_timers_free(struct ctl *c);
@@ -435,6 +452,9 @@ int ctl_hooks_init(struct ctl *c, void (*log)(struct ctl *c, struct evrec *r));
 int ctl_hooks_start(struct ctl *c);
 void ctl_hooks_stop(struct ctl *c);
 void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg);
+/* Another script run the same way (queued, retried, never through a shell):
+ * [controller] provision_script (ctl_spares.c). At most 7 arguments. */
+void ctl_hooks_run(struct ctl *c, const char *script, int argc, const char **args);
 int ctl_hooks_running(const struct ctl *c);
 int ctl_hooks_queued(const struct ctl *c);
 void ctl_hooks_pending(const struct ctl_conn *k, struct evbuffer *out);

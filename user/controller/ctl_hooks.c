@@ -336,6 +336,12 @@ void ctl_hooks_event(struct ctl *c, const char *channel, const char *msg)
 	}
 }
 
+void ctl_hooks_run(struct ctl *c, const char *script, int argc, const char **args)
+{
+	if (c->hooks && script && script[0])
+		schedule(c->hooks, script, argc, args);
+}
+
 int ctl_hooks_running(const struct ctl *c)
 {
 	return c->hooks->nrunning;

@@ -110,6 +110,7 @@ int ctl_members_cfg_apply(struct cfg *cfg, const struct mb_entry *e, char *why, 
 			memset(&cfg->shards[i], 0, sizeof(cfg->shards[i]));
 			snprintf(cfg->shards[i].name, sizeof(cfg->shards[i].name), "%s", e->id);
 			cfg->shards[i].runtime = true;
+			mb_shard_defaults(&cfg->shards[i]);
 		}
 		cfg->shards[i].removed = false;
 		cfg->shards[i].discover = e->discover;
@@ -171,6 +172,8 @@ int ctl_members_cfg_apply(struct cfg *cfg, const struct mb_entry *e, char *why, 
 		}
 		return i;
 	}
+	case MB_ATTACH:
+		return mb_cfg_attach(cfg, e, why, whylen);
 	case MB_DROP_NODE:
 		i = ctl_members_cfg_node(cfg, e->id);
 		if (i < 0 || cfg->nodes[i].removed) {
@@ -440,6 +443,13 @@ int ctl_members_check(struct ctl *c, const struct mb_entry *e, char *why, size_t
 			return -EEXIST;
 		}
 		return 0;
+	case MB_ATTACH: /* ctl_spares.c's: a spare made a member */
+		s = fo_find_shard(&c->fo, e->shard);
+		if (s && s->fo.state != FO_ST_NONE) {
+			snprintf(why, whylen, "a failover of shard %s is running", s->name);
+			return -EBUSY;
+		}
+		return mb_cfg_attach_check(c->cfg, e, why, whylen);
 	case MB_DROP_NODE:
 		n = fo_find_node(&c->fo, e->id);
 		if (!n) {
@@ -515,6 +525,8 @@ static void rebuild(struct ctl *c, const char *text)
 		cfg->nodes[i].removed = i >= m->file_nodes; /* a runtime slot: until said */
 		if (i >= m->file_nodes)
 			cfg->nodes[i].spare = false;
+		else if (cfg->nodes[i].attached) /* the file's spare again, until said */
+			mb_cfg_detach(&cfg->nodes[i]);
 	}
 	for (int i = 0; i < cfg->nshards; i++) {
 		struct cfg_shard *s = &cfg->shards[i];

@@ -129,6 +129,26 @@ static void fill(void *ctx, struct evbuffer *b)
 			       fo_judge(fo, n, now) == FO_V_OK, "node", n->id, "shard",
 			       n->shard >= 0 ? fo->shards[n->shard].name : "", METRICS_END);
 	}
+	metrics_head(b, "flatline_shard_replicas", "gauge",
+		     "The shard's healthy replicas: linked to its primary, synced.");
+	for (int i = 0; i < fo->nshards; i++) {
+		struct ctl_spares_view v;
+
+		ctl_spares_view(c, i, &v);
+		if (!fo->shards[i].removed && v.replicas >= 0)
+			metrics_sample(b, "flatline_shard_replicas", v.replicas, "shard",
+				       fo->shards[i].name, METRICS_END);
+	}
+	metrics_head(b, "flatline_shard_replicas_desired", "gauge",
+		     "The replicas the shard should have ([shard] replicas).");
+	for (int i = 0; i < fo->nshards; i++) {
+		struct ctl_spares_view v;
+
+		ctl_spares_view(c, i, &v);
+		if (!fo->shards[i].removed)
+			metrics_sample(b, "flatline_shard_replicas_desired", v.desired, "shard",
+				       fo->shards[i].name, METRICS_END);
+	}
 	metrics_head(b, "flatline_controller_primary", "gauge", "1 for each shard's primary.");
 	for (int i = 0; i < fo->nshards; i++) {
 		const struct fo_shard *s = &fo->shards[i];

@@ -24,6 +24,36 @@ static void json_str(struct evbuffer *b, const char *s)
 	json_put_str(put_evbuffer, b, s);
 }
 
+/* The shard's redundancy (ctl_spares.c): replicas and desired, the deficit, the
+ * spare being attached. */
+static void status_redundancy_json(const struct ctl *c, int shard, struct evbuffer *b)
+{
+	struct ctl_spares_view v;
+
+	ctl_spares_view(c, shard, &v);
+	evbuffer_add_printf(b,
+			    ",\"replicas\":%d,\"replicas_desired\":%d,\"deficit_ms\":%lld,"
+			    "\"spare_state\":\"%s\",\"spare_node\":",
+			    v.replicas, v.desired, v.deficit_ms, v.state);
+	if (v.node)
+		json_str(b, v.node);
+	else
+		evbuffer_add_printf(b, "null");
+	evbuffer_add_printf(b, ",\"spare_state_ms\":%lld", v.state_ms);
+}
+
+static void status_redundancy_text(const struct ctl *c, int shard, struct evbuffer *b)
+{
+	struct ctl_spares_view v;
+
+	ctl_spares_view(c, shard, &v);
+	if (v.deficit_ms)
+		evbuffer_add_printf(b, "  REPLICA DEFICIT: %d of %d replicas for %lld ms\n",
+				    v.replicas, v.desired, v.deficit_ms);
+	if (v.node)
+		evbuffer_add_printf(b, "  SPARE %s: %s for %lld ms\n", v.node, v.state, v.state_ms);
+}
+
 static const char *node_health(const struct fo_node *n)
 {
 	if (n->flags & FO_N_PROC_DOWN)
@@ -185,6 +215,7 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			json_str(b, cn->id);
 		}
 		evbuffer_add_printf(b, "]");
+		status_redundancy_json(c, i, b);
 		evbuffer_add_printf(b, ",\"primary\":");
 		if (s->primary >= 0)
 			json_str(b, c->fo.nodes[s->primary].id);
@@ -357,6 +388,7 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 				    b, "  %-12s %-8s %-22s (a standby: in no quorum)  %s\n", cn->id,
 				    "spare", cn->redis_str, cn->runtime ? "runtime" : "file");
 		}
+		status_redundancy_text(c, i, b);
 		ctl_members_unknown(c, i, unknown, sizeof(unknown));
 		if (unknown[0])
 			evbuffer_add_printf(

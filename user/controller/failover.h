@@ -114,6 +114,9 @@ enum fo_verdict {
 	(1u << 9)		/* reported master, not the primary, and not demoted               \
 				 * by us yet: its agent may do it (agent/demote.h) */
 #define FO_N_REMOVED (1u << 10) /* removed at runtime: a tombstone, nothing looks it up */
+#define FO_N_UNPROMOTABLE                                                                          \
+	(1u << 11) /* a spare just attached (controller/ctl_spares.c): no candidate until          \
+		    * synced and steady for [shard] promotable_after_ms */
 
 /* A repair outside a failover (REPLICAOF <primary> of a node). */
 enum fo_fix {
@@ -376,6 +379,11 @@ const char *fo_state_name(enum fo_state s);
  * Unknown keys are ignored; -EINVAL (and a reason) for a malformed value. */
 int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const char **argv,
 		    const size_t *lens, char *why, size_t whylen);
+
+/* r replicates from m (by address; fo_model.c). */
+bool fo_follows(const struct info_repl *r, const struct fo_node *m);
+/* The freshest replication view of n: the agent's report or our own INFO; NULL if none. */
+const struct info_repl *fo_latest(const struct fo_node *n);
 
 /* The failure rules. */
 enum fo_verdict fo_judge(const struct fo_cluster *c, const struct fo_node *n, long long now_ms);

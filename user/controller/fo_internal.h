@@ -33,12 +33,6 @@ static inline struct fo_shard *fo_shard_of(struct fo_cluster *c, const struct fo
 	return n->shard >= 0 ? &c->shards[n->shard] : NULL;
 }
 
-/* fo_model.c */
-/* r replicates from m (by address). */
-bool fo_follows(const struct info_repl *r, const struct fo_node *m);
-/* The freshest replication view of n: the agent's report or our own INFO; NULL if none. */
-const struct info_repl *fo_latest(const struct fo_node *n);
-
 /* fo_rules.c */
 /* n reported within node_down_after_ms. */
 bool fo_fresh(const struct fo_cluster *c, const struct fo_node *n, long long now);

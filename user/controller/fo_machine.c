@@ -156,6 +156,12 @@ int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
 			snprintf(why, whylen, "%s has priority 0 (never promoted)", t->id);
 			return -EINVAL;
 		}
+		if (t->flags & FO_N_UNPROMOTABLE) {
+			snprintf(why, whylen,
+				 "%s was just attached: not promotable until synced and steady",
+				 t->id);
+			return -EINVAL;
+		}
 	}
 	memset(f, 0, sizeof(*f)); /* state NONE, as fo_may_failover checked */
 	f->planned = planned;
@@ -181,7 +187,8 @@ static void st_select(struct fo_cluster *c, struct fo_shard *s)
 	for (int i = 0; i < s->nnodes; i++) {
 		struct fo_node *n = &c->nodes[s->nodes[i]];
 
-		if (n->idx == f->from || n->priority <= 0 || (n->flags & FO_N_SDOWN))
+		if (n->idx == f->from || n->priority <= 0 ||
+		    (n->flags & (FO_N_SDOWN | FO_N_UNPROMOTABLE)))
 			continue;
 		if (f->target >= 0 && n->idx != f->target)
 			continue;

@@ -56,7 +56,8 @@ int fo_rank(const struct fo_cluster *c, const struct fo_shard *s, int from, cons
 		struct rank_key *k;
 		bool connected;
 
-		if (nd->idx == from || nd->priority <= 0 || (nd->flags & FO_N_SDOWN))
+		if (nd->idx == from || nd->priority <= 0 ||
+		    (nd->flags & (FO_N_SDOWN | FO_N_UNPROMOTABLE)))
 			continue;
 		r = nd->info_ok ? &nd->info : (nd->flags & FO_N_REPORTED) ? &nd->rep.repl : NULL;
 		if (!r || r->role != INFO_ROLE_SLAVE || r->slave_priority == 0 || r->loading)

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 #include <arpa/inet.h>
+#include "common/config.h"
+#include "controller/failover.h"
 #include "controller/members.h"
 
 bool mb_valid_id(const char *id, bool dots)
@@ -53,12 +55,14 @@ int mb_check(const struct mb_entry *e, char *why, size_t whylen)
 			 e->dns_name);
 		return -EINVAL;
 	}
-	if (e->kind != MB_NODE)
+	if (e->kind != MB_NODE && e->kind != MB_ATTACH)
 		return 0;
 	if (!mb_valid_id(e->shard, true)) {
 		snprintf(why, whylen, "shard '%.70s': not a shard name", e->shard);
 		return -EINVAL;
 	}
+	if (e->kind == MB_ATTACH)
+		return 0;
 	if (inet_pton(AF_INET, e->address, a) != 1 && inet_pton(AF_INET6, e->address, a) != 1) {
 		snprintf(why, whylen, "address '%.70s': not an IPv4 or IPv6 address", e->address);
 		return -EINVAL;
@@ -138,6 +142,11 @@ int mb_parse(const char *line, struct mb_entry *e, char *why, size_t whylen)
 		e->kind = !strcmp(w[1], "node") ? MB_DROP_NODE : MB_DROP_SHARD;
 		if (copy(e->id, sizeof(e->id), w[2]))
 			goto bad;
+	} else if (n == 5 && !strcmp(w[0], "attach") && !strcmp(w[1], "node") &&
+		   !strcmp(w[3], "shard")) {
+		e->kind = MB_ATTACH;
+		if (copy(e->id, sizeof(e->id), w[2]) || copy(e->shard, sizeof(e->shard), w[4]))
+			goto bad;
 	} else if (n == 6 && !strcmp(w[0], "shard") && !strcmp(w[2], "dns_name") &&
 		   !strcmp(w[4], "discover")) {
 		e->kind = MB_SHARD;
@@ -175,6 +184,9 @@ int mb_format(const struct mb_entry *e, char *buf, size_t len)
 	case MB_SHARD:
 		n = snprintf(buf, len, "shard %s dns_name %s discover %d", e->id,
 			     e->dns_name[0] ? e->dns_name : "-", e->discover);
+		break;
+	case MB_ATTACH:
+		n = snprintf(buf, len, "attach node %s shard %s", e->id, e->shard);
 		break;
 	case MB_DROP_NODE:
 	case MB_DROP_SHARD:
@@ -333,6 +345,13 @@ static bool node_entry(const struct cfg *c, int i, struct mb_entry *e)
 {
 	const struct cfg_node *n = &c->nodes[i];
 
+	if (!n->runtime && !n->removed && n->attached && n->shard >= 0) {
+		memset(e, 0, sizeof(*e));
+		e->kind = MB_ATTACH;
+		snprintf(e->id, sizeof(e->id), "%s", n->id);
+		snprintf(e->shard, sizeof(e->shard), "%s", c->shards[n->shard].name);
+		return true;
+	}
 	if (n->runtime == n->removed)
 		return false;
 	memset(e, 0, sizeof(*e));
@@ -354,8 +373,9 @@ static bool node_entry(const struct cfg *c, int i, struct mb_entry *e)
 int mb_walk_cfg(const struct cfg *c, int (*fn)(void *ctx, const struct mb_entry *e), void *ctx)
 {
 	/* In an order that applies: the drops of nodes, of shards, then the shards
-	 * added, then the nodes (which name them). */
-	static const enum mb_kind order[] = {MB_DROP_NODE, MB_DROP_SHARD, MB_SHARD, MB_NODE};
+	 * added, then the nodes (which name them), then the spares attached. */
+	static const enum mb_kind order[] = {MB_DROP_NODE, MB_DROP_SHARD, MB_SHARD, MB_NODE,
+					     MB_ATTACH};
 	struct mb_entry e;
 	int rc;
 
@@ -399,4 +419,69 @@ int mb_format_cfg(const struct cfg *c, char *buf, size_t cap, size_t *len)
 	struct fmt_ctx f = {buf, cap, len};
 
 	return mb_walk_cfg(c, fmt_one, &f);
+}
+
+/* ---- a spare made a member of its shard (MB_ATTACH), in the cfg ---- */
+
+void mb_shard_defaults(struct cfg_shard *s)
+{
+	const struct cfg_key *r = cfg_key_find(CFG_S_SHARD, "restore_after_ms");
+	const struct cfg_key *p = cfg_key_find(CFG_S_SHARD, "promotable_after_ms");
+
+	s->replicas = -1;
+	s->restore_after_ms = r && r->def ? (int)strtol(r->def, NULL, 10) : 30000;
+	s->promotable_after_ms = p && p->def ? (int)strtol(p->def, NULL, 10) : 5000;
+}
+
+/* n is a spare of shard, neither removed; -errno and why if not. */
+static int spare_of(const struct cfg_node *n, const struct cfg_shard *s, const struct mb_entry *e,
+		    char *why, size_t whylen)
+{
+	if (!n || n->removed || !s || s->removed) {
+		snprintf(why, whylen, "no node %s or no shard %s", e->id, e->shard);
+		return -ENOENT;
+	}
+	if (!n->spare || strcmp(n->spare_for, e->shard)) {
+		snprintf(why, whylen, "node %s is not a spare of shard %s", e->id, e->shard);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mb_cfg_attach_check(const struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen)
+{
+	return spare_of(cfg_find_node(cfg, e->id), cfg_find_shard(cfg, e->shard), e, why, whylen);
+}
+
+int mb_cfg_attach(struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen)
+{
+	struct cfg_node *n = cfg_find_node(cfg, e->id);
+	struct cfg_shard *cs = cfg_find_shard(cfg, e->shard);
+	int rc = spare_of(n, cs, e, why, whylen), *l;
+
+	if (rc)
+		return rc;
+	if (cs->nnodes >= FO_MAX_SHARD_NODES) {
+		snprintf(why, whylen, "shard %s has %d nodes, the most a shard may have", e->shard,
+			 FO_MAX_SHARD_NODES);
+		return -E2BIG;
+	}
+	l = realloc(cs->nodes, (cs->nnodes + 1) * sizeof(*l));
+	if (!l) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	cs->nodes = l;
+	cs->nodes[cs->nnodes++] = (int)(n - cfg->nodes);
+	n->spare = false;
+	n->attached = true;
+	n->shard = (int)(cs - cfg->shards);
+	return (int)(n - cfg->nodes);
+}
+
+void mb_cfg_detach(struct cfg_node *n)
+{
+	n->spare = true;
+	n->attached = false;
+	n->shard = -1;
 }

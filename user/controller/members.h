@@ -14,8 +14,10 @@
  *   node ID shard SHARD address IP redis HOST:PORT priority N spare 0|1
  *   shard NAME dns_name NAME|- discover 0|1
  *   drop node ID          (a node of the cluster file, removed at runtime)
- *   drop shard NAME       (the same for a shard) */
-enum mb_kind { MB_NODE = 1, MB_SHARD, MB_DROP_NODE, MB_DROP_SHARD };
+ *   drop shard NAME       (the same for a shard)
+ *   attach node ID shard SHARD  (a spare of the cluster file made a member of SHARD;
+ *                         a spare added at runtime is a node line with spare 0) */
+enum mb_kind { MB_NODE = 1, MB_SHARD, MB_DROP_NODE, MB_DROP_SHARD, MB_ATTACH };
 
 struct mb_entry {
 	enum mb_kind kind;
@@ -70,5 +72,15 @@ int mb_walk_cfg(const struct cfg *c, int (*fn)(void *ctx, const struct mb_entry 
 /* The same as "member <line>\n" lines appended to buf (cap bytes, at *len so far);
  * -ENOSPC if they do not fit. */
 int mb_format_cfg(const struct cfg *c, char *buf, size_t cap, size_t *len);
+
+/* A spare made a member of its shard in the cfg (MB_ATTACH; controller/ctl_spares.c
+ * asks it): the node's index, or -errno and why (not a spare of that shard, the shard
+ * full). _check: only whether it could be. mb_cfg_detach: a file's spare made a
+ * spare again (HA mode rebuilds the membership over the file's). */
+int mb_cfg_attach(struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen);
+int mb_cfg_attach_check(const struct cfg *cfg, const struct mb_entry *e, char *why, size_t whylen);
+void mb_cfg_detach(struct cfg_node *n);
+/* A shard added at runtime: the file's defaults of its redundancy keys. */
+void mb_shard_defaults(struct cfg_shard *s);
 
 #endif

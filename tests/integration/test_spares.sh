@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Redundancy restored with real servers, agents and a controller (tests/lib/cluster.sh:
+# three namespace hosts, a fourth and fifth made here for the spares): the primary's
+# host killed, the failover, then a spare of [shard] spares attached and synced
+# (spare_attached, replica_synced, redundancy_restored, flatline_shard_replicas, kept
+# across a restart) with every acknowledged write on it; a non-empty spare refused and
+# the next used; the old primary back before restore_after_ms (no spare used); a
+# failover while a spare is not yet promotable never picks it (and its sync moves to
+# the new primary); provision_script called with the shard, the primary, the epoch and
+# the reason when no spare is left. SPARES_TESTS="test_a test_b" runs only those.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/testlib.sh
+# shellcheck source=tests/lib/cluster.sh
+. tests/lib/cluster.sh
+
+PY=/usr/bin/python3
+MPORT=9187
+
+# cluster SHARD-LINES [SPARE-IDX...]: the cluster, with these [shard] lines and the
+# [node] sections of the spares on hosts IDX (their servers and agents started, empty).
+cluster() {
+	local lines=$1 i extra=""
+	shift
+	need_root
+	need_cmd ip nsenter nft named tsig-keygen dig jq setsid curl "$PY"
+	export FL_NODE_PREFIX=s${BASHPID}n
+	CL_KEEP=1
+	cl_init "$T/cl" "fls$BASHPID"
+	[ -z "$CL_FLAVOUR_WHY" ] || skip "$CL_FLAVOUR_WHY"
+	for i in "$@"; do
+		extra+=$'\n'"[node \"$(cl_node "$i")\"]"$'\n'"address = $(cl_ip "$i")"
+		extra+=$'\n'"redis = $(cl_hp "$(cl_ip "$i")" 6379)"$'\n'"${SPARE_NODE_CONF:-}"
+	done
+	export FL_SHARD_CONF="$lines$extra"
+	export FL_CTL_CONF="metrics_listen = 0.0.0.0:$MPORT
+provision_script = $T/provision.sh
+${CTL_CONF:-}"
+	cat >"$T/provision.sh" <<-EOF
+		#!/bin/sh
+		printf '%s|' "\$@" >>"$T/provision.args"
+		echo >>"$T/provision.args"
+	EOF
+	chmod 755 "$T/provision.sh"
+	on_exit cl_down
+	cl_up || fail "cluster did not come up"
+	for i in "$@"; do host_up "$i"; done
+}
+
+# host_up IDX: a namespace on the bridge, an empty server (a primary of its own), its agent.
+host_up() {
+	cl_netns_attach "$(cl_ns "$1")" "veth$1" "$(cl_ip "$1")"
+	[ -z "$CL_CG_KIND" ] || mkdir -p "$(cl_cg "$1")"
+	on_exit host_clean "$1"
+	cl_redis_start "$1" || fail "server on host $1 did not start"
+	# HOST_DATA=IDX: a key written before its agent runs (then it answers no client).
+	[ "${HOST_DATA:-}" != "$1" ] || cl_redis "$1" set precious 1 >/dev/null || fail "set on host $1"
+	cl_agent_start "$1"
+	wait_ctl ".kind == \"agent_connected\" and .instance == \"$(cl_node "$1")\"" 15
+}
+host_clean() {
+	local cg node
+	node=$(cl_node "$1")
+	cl_stop "agent-$node"
+	cl_stop "redis-$node"
+	rm -rf "/sys/fs/bpf/flatline/$node" "/run/flatline/agent-$node.lock"
+	cg=$(cl_cg "$1")
+	if [ -n "$cg" ] && [ -d "$cg" ]; then
+		while read -r p; do kill -KILL "$p"; done <"$cg/cgroup.procs"
+		for _ in $(seq 100); do rmdir "$cg" 2>/dev/null && break; sleep 0.02; done
+	fi
+}
+# untouched IDX: the spare's server was never made a replica (its log; once its agent
+# runs, a spare's server answers no client: it is a master without a write lease, and
+# the lease outlives the agent).
+untouched() {
+	! grep -q "Connecting to MASTER\|REPLICAOF" "$CL_DIR/$(cl_node "$1")/redis.log" ||
+		fail "the spare's server on host $1 was made a replica: $(grep -m 2 'MASTER\|REPLICAOF' "$CL_DIR/$(cl_node "$1")/redis.log")"
+}
+# host_kill IDX: the host gone at once: its server and agent killed, its cable pulled.
+host_kill() {
+	T0=$(cl_now_ns)
+	kill -KILL "$(cl_pid "agent-$(cl_node "$1")")" "$(cl_pid "redis-$(cl_node "$1")")"
+	cl_link_down "$1"
+}
+
+ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
+wait_ctl() { # JQ-FILTER [SECONDS]
+	cl_until "${2:-10}" ctl_ev "$1" || fail "no controller event ($1) within ${2:-10} s: $(tail -n 5 "$CL_CLOG")"
+}
+ev() { jq -c "select($1)" "$CL_CLOG" 2>/dev/null | head -n 1; }
+shard_json() { cl_status_json | jq -c --arg s "$CL_SHARD" '.shards[] | select(.name == $s)' 2>/dev/null; }
+shard_is() { [ "$(shard_json | jq -r "$1" 2>/dev/null)" = true ]; }
+node_json() { shard_json | jq -c --arg n "$1" '.nodes[] | select(.id == $n)' 2>/dev/null; }
+metric() { cl_ctl curl -s "http://$CL_CTL_IP:$MPORT/metrics" | awk -v m="$1{shard=\"$CL_SHARD\"}" '$1 == m { print $2 }'; }
+# ms_between EVENT-A EVENT-B: milliseconds from one event's ts to the other's.
+ms_between() {
+	"$PY" -c 'import sys, json, datetime as d
+t = [d.datetime.strptime(json.loads(a)["ts"], "%Y-%m-%dT%H:%M:%S.%fZ") for a in sys.argv[1:]]
+print(int((t[1] - t[0]).total_seconds() * 1000))' "$1" "$2"
+}
+# the new primary's index (one master among hosts 1..3)
+new_primary() {
+	local m
+	m=$(cl_masters)
+	[ "$(grep -c . <<<"$m")" = 1 ] || fail "primaries: $(tr '\n' ' ' <<<"$m")"
+	echo "$m"
+}
+# lost_acked IDX: writes acknowledged after T0 missing from server IDX's list w.
+lost_acked() {
+	CL_CLI_TIMEOUT=10 cl_redis "$1" lrange w 0 -1 >"$T/final-$1"
+	awk -v t="$T0" 'NR == FNR { have[$1] = 1; next } $1 == "A" && $3 > t && !($2 in have)' \
+		"$T/final-$1" "$CL_DIR/writer.out" | wc -l
+}
+
+# The primary's host killed: failover, a deficit, the spare attached after
+# restore_after_ms and synced, redundancy restored; every write acknowledged after the
+# kill is on the new primary and on the spare; the spare stays a member across a restart.
+test_host_kill_spare() {
+	local n4 new d a acked
+	cluster "restore_after_ms = 2000
+promotable_after_ms = 500
+spares = s${BASHPID}n4" 4
+	n4=$(cl_node 4)
+	[ "$(shard_json | jq -r '.spares[0]')" = "$n4" ] || fail "status has no spare: $(shard_json)"
+	[ "$(metric flatline_shard_replicas)" = 2 ] || fail "replicas metric: $(metric flatline_shard_replicas)"
+	[ "$(metric flatline_shard_replicas_desired)" = 2 ] || fail "desired metric"
+	cl_writer_start --rate 200 || fail "writer"
+	sleep 0.5
+	host_kill 1
+	wait_ctl '.kind == "failover_end"' 15
+	new=$(new_primary)
+	wait_ctl ".kind == \"replica_deficit\" and .shard == \"$CL_SHARD\" and .replicas == 1 and .desired == 2"
+	cl_until 5 shard_is '.deficit_ms > 0' || fail "status shows no deficit: $(shard_json)"
+	cl_ctl "$FL" status -c "$CL_CONF" | grep -q "REPLICA DEFICIT: 1 of 2" || fail "status text: $(cl_ctl "$FL" status -c "$CL_CONF")"
+	wait_ctl ".kind == \"spare_attached\" and .instance == \"$n4\"" 15
+	d=$(ev '.kind == "replica_deficit"')
+	a=$(ev '.kind == "spare_attached"')
+	[ "$(ms_between "$d" "$a")" -ge 1900 ] || fail "spare attached $(ms_between "$d" "$a") ms after the deficit (restore_after_ms 2000)"
+	wait_ctl ".kind == \"replica_synced\" and .instance == \"$n4\" and .duration_ms >= 0 and .bytes > 0" 30
+	wait_ctl ".kind == \"redundancy_restored\" and .replicas == 2 and .desired == 2" 15
+	cl_until 5 cl_linked 4 "$new" || fail "the spare does not follow $(cl_node "$new"): $(cl_info 4 master_host)"
+	[ "$(node_json "$n4" | jq -r .role)" = replica ] || fail "status: $(node_json "$n4")"
+	[ "$(shard_json | jq -r '.spares | length')" = 0 ] || fail "still listed as a spare: $(shard_json)"
+	cl_until 5 test "$(metric flatline_shard_replicas)" = 2 || fail "replicas metric: $(metric flatline_shard_replicas)"
+	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 10
+	sleep 0.5
+	cl_writer_stop
+	acked=$(awk -v t="$T0" '$1 == "A" && $3 > t' "$CL_DIR/writer.out" | wc -l)
+	[ "$acked" -gt 100 ] || fail "only $acked writes acknowledged after the kill"
+	CL_CLI_TIMEOUT=5 cl_redis "$new" wait 2 3000 >/dev/null
+	expect_eq "acknowledged writes lost on the new primary" "$(lost_acked "$new")" 0
+	expect_eq "acknowledged writes missing on the spare" "$(lost_acked 4)" 0
+	echo "    $acked writes acknowledged after the kill, none lost; spare synced in $(jq -r 'select(.kind == "replica_synced") | .duration_ms' "$CL_CLOG") ms" >&2
+	# Kept: a member of the shard after a restart (the state file's attach line).
+	grep -q "^member attach node $n4 shard $CL_SHARD" "$CL_DIR/state" || fail "state file: $(grep member "$CL_DIR/state")"
+	cl_stop controller
+	cl_controller_start || fail "controller did not start again"
+	cl_until 10 test "$(node_json "$n4" | jq -r .role)" = replica || fail "after the restart: $(node_json "$n4")"
+}
+
+# A spare with data is refused with the reason; the next one (empty) is attached.
+test_nonempty_refused() {
+	local n4 n5
+	HOST_DATA=4 cluster "restore_after_ms = 0
+spares = s${BASHPID}n4 s${BASHPID}n5" 4 5
+	n4=$(cl_node 4) n5=$(cl_node 5)
+	host_kill 1
+	wait_ctl '.kind == "failover_end"' 15
+	wait_ctl ".kind == \"spare_refused\" and .instance == \"$n4\" and (.reason | test(\"not empty\"))" 10
+	wait_ctl ".kind == \"spare_attached\" and .instance == \"$n5\"" 10
+	wait_ctl ".kind == \"redundancy_restored\"" 20
+	[ -z "$(ev ".kind == \"spare_attached\" and .instance == \"$n4\"")" ] || fail "$n4 was attached"
+	[ "$(shard_json | jq -r '.spares | join(" ")')" = "$n4" ] || fail "spares now: $(shard_json)"
+	untouched 4
+	cl_has_event "$CL_CLOG" ".kind == \"spare_refused\" and (.reason | test(\"DBSIZE 1\"))" ||
+		fail "refused for another reason: $(ev '.kind == "spare_refused"')"
+}
+
+# The old primary back (and demoted) before restore_after_ms: no spare is used.
+test_old_primary_back() {
+	local n4 old new
+	cluster "restore_after_ms = 20000
+spares = s${BASHPID}n4" 4
+	n4=$(cl_node 4)
+	old=1
+	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
+	wait_ctl '.kind == "failover_end"' 15
+	new=$(new_primary)
+	wait_ctl '.kind == "replica_deficit"' 10
+	cl_redis_start 1 || fail "server 1 did not start again"
+	cl_until 20 cl_linked "$old" "$new" || fail "the old primary is not a replica of $(cl_node "$new")"
+	wait_ctl '.kind == "redundancy_restored" and .replicas == 2' 15
+	[ "$(ms_between "$(ev '.kind == "replica_deficit"')" "$(ev '.kind == "redundancy_restored"')")" -lt 20000 ] ||
+		fail "restored only after restore_after_ms"
+	sleep 2
+	[ -z "$(ev '.kind == "spare_attached"')" ] || fail "a spare was attached: $(ev '.kind == "spare_attached"')"
+	[ "$(shard_json | jq -r '.spares[0]')" = "$n4" ] || fail "$n4 is no spare any more: $(shard_json)"
+	untouched 4
+}
+
+# A failover while the attached spare is not yet promotable (promotable_after_ms long)
+# picks another replica though the spare has the best priority (and a switchover to
+# it is refused); the epoch change moves the spare's sync to the new primary.
+test_no_promotion_of_syncing() {
+	local n4 second third out
+	SPARE_NODE_CONF="priority = 1" CTL_CONF="failover_block_ms = 1000" cluster "restore_after_ms = 0
+promotable_after_ms = 600000
+spares = s${BASHPID}n4" 4
+	n4=$(cl_node 4)
+	host_kill 1
+	wait_ctl '.kind == "failover_end"' 15
+	second=$(new_primary)
+	wait_ctl ".kind == \"replica_synced\" and .instance == \"$n4\"" 30
+	cl_until 5 shard_is ".spare_node == \"$n4\" and .spare_state == \"steady\"" || fail "status: $(shard_json)"
+	cl_ctl "$FL" status -c "$CL_CONF" | grep -q "SPARE $n4: steady" || fail "status text"
+	# A planned switchover to it is refused too.
+	if out=$(cl_ctl timeout 15 "$FL" failover "$CL_SHARD" --to "$n4" -c "$CL_CONF" 2>&1); then
+		fail "a switchover to the unpromotable spare was accepted: $out"
+	fi
+	grep -q "just attached" <<<"$out" || fail "switchover: $out"
+	# The second primary's server killed (its agent sees it: no lease wait; a host kill
+	# would wait for the dead n1, which may still renew the lease).
+	kill -KILL "$(cl_pid "redis-$(cl_node "$second")")"
+	wait_ctl ".kind == \"promoted\" and .instance != \"$(cl_node 1)\" and .instance != \"$(cl_node "$second")\"" 15
+	[ -z "$(ev ".kind == \"promoted\" and .instance == \"$n4\"")" ] || fail "the spare was promoted"
+	cl_until 5 test "$(cl_role 4)" = slave || fail "the spare's server is a '$(cl_role 4)'"
+	wait_ctl ".kind == \"spare_sync_aborted\" and .instance == \"$n4\" and (.reason | test(\"epoch\"))" 10
+	third=$(new_primary)
+	cl_until 10 cl_linked 4 "$third" || fail "the spare does not follow the third primary"
+}
+
+# No spare left: provision_script runs with the shard, the primary, the epoch, the reason.
+test_provision() {
+	local new epoch
+	cluster "restore_after_ms = 0"
+	kill -KILL "$(cl_pid "redis-$(cl_node 1)")"
+	wait_ctl '.kind == "failover_end"' 15
+	new=$(new_primary)
+	wait_ctl '.kind == "provision_requested" and (.reason | test("no spare left"))' 10
+	cl_until 10 test -s "$T/provision.args" || fail "provision_script did not run"
+	epoch=$(shard_json | jq -r .epoch)
+	expect_eq "provision_script's arguments" "$(cat "$T/provision.args")" \
+		"$CL_SHARD|$(cl_ip "$new"):6379|$epoch|replica_deficit: 1 of 2 replicas, no spare left|"
+	sleep 2
+	expect_eq "provision_script runs (once per deficit)" "$(wc -l <"$T/provision.args")" 1
+}
+
+if [ -n "${SPARES_TESTS:-}" ]; then
+	read -r -a TESTS <<<"$SPARES_TESTS"
+else
+	TESTS=(test_host_kill_spare test_nonempty_refused test_old_primary_back
+		test_no_promotion_of_syncing test_provision)
+fi
+run_tests

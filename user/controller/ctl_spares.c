@@ -1,0 +1,652 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Redundancy restored: a shard that has fewer healthy replicas than it should
+ * ([shard] replicas, by default its nodes minus one) gets one back.
+ *
+ *   the deficit (per shard):   have < want  -> replica_deficit
+ *                              have >= want -> redundancy_restored (after_ms)
+ *   the remedies, in order:    the old primary back and demoted (the evaluator's
+ *                              repair: nothing here), then, once the deficit is
+ *                              [shard] restore_after_ms old, a spare; with none
+ *                              left, [controller] provision_script, once.
+ *
+ * Attaching one spare, one at a time per shard (so one full sync at a time):
+ *
+ *   IDLE --pick--> CHECK --ok--> ATTACH --kept--> SYNC --synced--> STEADY --> IDLE
+ *                   | refused      | failed        | epoch changed: REPLICAOF the
+ *                   v              v               | new primary, SYNC again
+ *                  IDLE (spare_refused, the next)  | node down: IDLE (the next)
+ *
+ * CHECK: DBSIZE and INFO of the spare, INFO of the primary. Attached only if it is
+ * empty or already a replica of the primary's replication id, and its maxmemory (if
+ * set) holds the primary's used_memory. ATTACH: the membership change (state file
+ * or etcd, as FLATLINE NODE: ctl_members_change), then REPLICAOF the primary. SYNC
+ * and STEADY poll INFO replication of the spare and the primary: synced when its
+ * link is up to the primary's address, no sync in progress, on the primary's
+ * replication id; steady when that held (lag under SP_LAG_MAX bytes) for [shard]
+ * promotable_after_ms. Until then the node carries FO_N_UNPROMOTABLE: no failover
+ * picks it. Only the controller that may change servers (the leader, not shadow)
+ * attaches; a new leader finds an attached node not yet linked and resumes at SYNC.
+ * The events are said here, through the outbox (ctl_event). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include "common/clock.h"
+#include "common/info.h"
+#include "common/log.h"
+#include "controller/ctl.h"
+#include "controller/ctl_members.h"
+
+#define SP_TICK_MS    250
+#define SP_REQ_MS     2000	      /* one request to a server */
+#define SP_STEP_MS    10000	      /* CHECK or ATTACH without an answer: given up */
+#define SP_LAG_MAX    (1024LL * 1024) /* a steady replica is this close to its primary */
+#define SP_REPLID_LEN 48
+#define SP_CONFIRM_MS                                                                              \
+	1000 /* fewer replicas this long is a deficit (a link that blinks                          \
+	      * is not) */
+
+enum sp_state { SP_IDLE, SP_CHECK, SP_ATTACH, SP_SYNC, SP_STEADY };
+static const char *const sp_state_name[] = {"idle", "checking", "attaching", "syncing", "steady"};
+
+/* What the replies of one step said. */
+struct sp_seen {
+	int answered, failed;
+	char err[160];
+	long long dbsize;	    /* the spare's keys, -1 unknown */
+	long long maxmemory;	    /* the spare's, 0 = none */
+	long long used_memory;	    /* the primary's (CHECK), the spare's (SYNC) */
+	struct info_repl spare;	    /* the spare's INFO */
+	struct info_repl primary;   /* the primary's INFO */
+	long long spare_used;	    /* the spare's used_memory */
+	char replid[SP_REPLID_LEN]; /* the primary's master_replid */
+};
+
+struct sp_shard {
+	long long low_since_ms; /* fewer than wanted since (monotonic), 0 = not */
+	bool deficit;
+	long long deficit_since_ms; /* monotonic */
+	bool provisioned;	    /* the script was asked this deficit */
+	int have, want;
+	enum sp_state st;
+	long long st_since_ms;
+	int node;     /* the spare in CHECK … STEADY */
+	unsigned gen; /* replies of an older step are dropped */
+	int pending;  /* replies outstanding */
+	struct sp_seen seen;
+	unsigned long long epoch; /* the shard's when the sync (re)started */
+	long long sync_start_ms;
+	long long steady_since_ms;
+	bool *tried; /* per node: refused or failed in this deficit */
+};
+
+struct ctl_spares {
+	struct event *tick;
+	long long since_ms; /* this controller may change servers since (monotonic), 0 not */
+	struct sp_shard *sh;
+	int nsh, node_cap;
+};
+
+struct sp_req {
+	struct ctl *c;
+	int shard;
+	unsigned gen;
+	int what; /* SP_R_* */
+};
+enum { SP_R_DBSIZE, SP_R_SPARE_INFO, SP_R_PRIMARY_INFO };
+
+/* ---- counting ---- */
+
+static int desired(const struct ctl *c, int shard)
+{
+	const struct cfg_shard *cs = &c->cfg->shards[shard];
+	int n = 0;
+
+	if (cs->replicas >= 0)
+		return cs->replicas;
+	for (int k = 0; k < cs->nnodes; k++) /* its nodes, the spares it took aside */
+		n += !c->cfg->nodes[cs->nodes[k]].attached;
+	return n > 0 ? n - 1 : 0;
+}
+
+/* A replica that counts: judged well, following the primary with its link up, not
+ * the spare being attached (it counts once synced). */
+static bool healthy(const struct ctl *c, const struct sp_shard *sp, const struct fo_shard *s,
+		    const struct fo_node *n, long long now)
+{
+	const struct info_repl *r = fo_latest(n);
+
+	if (n->idx == s->primary || (n->flags & FO_N_REMOVED))
+		return false;
+	if (n->idx == sp->node && sp->st != SP_IDLE && sp->st != SP_STEADY)
+		return false;
+	return fo_judge(&c->fo, n, now) == FO_V_OK && r && r->link_up == 1 &&
+	       !r->sync_in_progress && fo_follows(r, &c->fo.nodes[s->primary]);
+}
+
+static void say(struct ctl *c, const char *kind, const struct fo_shard *s,
+		const struct sp_shard *sp, const char *node, const char *reason)
+{
+	struct evrec r;
+
+	evrec_begin(&r, NULL, "controller", kind);
+	evrec_str(&r, "shard", s->name);
+	if (node)
+		evrec_str(&r, "instance", node);
+	evrec_int(&r, "replicas", sp->have);
+	evrec_int(&r, "desired", sp->want);
+	evrec_uint(&r, "epoch", s->epoch);
+	if (s->primary >= 0)
+		evrec_str(&r, "primary", c->fo.nodes[s->primary].id);
+	if (!strcmp(kind, "redundancy_restored"))
+		evrec_int(&r, "after_ms", fl_mono_ms() - sp->deficit_since_ms);
+	if (!strcmp(kind, "replica_synced")) {
+		evrec_int(&r, "duration_ms", fl_mono_ms() - sp->sync_start_ms);
+		evrec_int(&r, "bytes", sp->seen.spare_used);
+	}
+	if (reason)
+		evrec_str(&r, "reason", reason);
+	ctl_event(c, kind, &r);
+}
+
+static void set_state(struct sp_shard *sp, enum sp_state st)
+{
+	sp->st = st;
+	sp->st_since_ms = fl_mono_ms();
+	sp->gen++;
+	sp->pending = 0;
+	if (st == SP_IDLE)
+		sp->node = -1;
+}
+
+/* ---- requests ---- */
+
+static long long info_num(const char *text, size_t len, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = text; p && p + kl < text + len;) {
+		if (!strncmp(p, key, kl) && p[kl] == ':')
+			return strtoll(p + kl + 1, NULL, 10);
+		p = memchr(p, '\n', text + len - p);
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+static void step_done(struct ctl *c, int shard);
+
+static void on_reply(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	struct sp_req *q = priv;
+	struct ctl *c = q->c;
+	struct sp_shard *sp;
+	struct sp_seen *v;
+
+	(void)ctx;
+	if (!c->spares || q->shard >= c->spares->nsh || c->spares->sh[q->shard].gen != q->gen) {
+		free(q);
+		return;
+	}
+	sp = &c->spares->sh[q->shard];
+	v = &sp->seen;
+	if (!rep || rep->type == REDIS_REPLY_ERROR) {
+		v->failed++;
+		snprintf(v->err, sizeof(v->err), "%s did not answer: %.100s",
+			 q->what == SP_R_PRIMARY_INFO ? "the primary" : "the spare",
+			 rep && rep->str ? rep->str
+			 : err		 ? err
+					 : "no reply");
+	} else if (q->what == SP_R_DBSIZE && rep->type == REDIS_REPLY_INTEGER) {
+		v->dbsize = rep->integer;
+	} else if (rep->type == REDIS_REPLY_STRING) {
+		struct info_repl *r = q->what == SP_R_PRIMARY_INFO ? &v->primary : &v->spare;
+
+		if (info_parse(rep->str, rep->len, r)) {
+			v->failed++;
+			snprintf(v->err, sizeof(v->err), "unreadable INFO");
+		}
+		if (q->what == SP_R_PRIMARY_INFO) {
+			v->used_memory = info_num(rep->str, rep->len, "used_memory");
+			snprintf(v->replid, sizeof(v->replid), "%s", r->master_replid);
+		} else {
+			v->maxmemory = info_num(rep->str, rep->len, "maxmemory");
+			v->spare_used = info_num(rep->str, rep->len, "used_memory");
+		}
+	}
+	v->answered++;
+	free(q);
+	if (--sp->pending == 0)
+		step_done(c, (int)(sp - c->spares->sh));
+}
+
+static bool ask(struct ctl *c, int shard, int node, int what, int argc, const char **argv)
+{
+	struct sp_shard *sp = &c->spares->sh[shard];
+	struct sp_req *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return false;
+	*q = (struct sp_req){c, shard, sp->gen, what};
+	sp->pending++;
+	if (!ctl_server_request(c, node, SP_REQ_MS, on_reply, q, argc, argv)) {
+		sp->pending--;
+		free(q);
+		return false;
+	}
+	return true;
+}
+
+/* The requests of a step: the spare's DBSIZE (CHECK only), its INFO, the primary's. */
+static void ask_step(struct ctl *c, int shard, bool check)
+{
+	struct sp_shard *sp = &c->spares->sh[shard];
+	const char *dbsize[] = {"DBSIZE"}, *info[] = {"INFO"}, *repl[] = {"INFO", "replication"};
+	int primary = c->fo.shards[shard].primary;
+
+	sp->gen++;
+	sp->pending = 0;
+	memset(&sp->seen, 0, sizeof(sp->seen));
+	sp->seen.dbsize = -1;
+	/* One count for the whole step while it is asked: a reply that comes back at
+	 * once cannot end it early. */
+	sp->pending++;
+	if ((check && !ask(c, shard, sp->node, SP_R_DBSIZE, 1, dbsize)) ||
+	    !ask(c, shard, sp->node, SP_R_SPARE_INFO, 1, info) ||
+	    !ask(c, shard, primary, SP_R_PRIMARY_INFO, check ? 1 : 2, check ? info : repl)) {
+		sp->seen.failed++;
+		snprintf(sp->seen.err, sizeof(sp->seen.err), "no link to its server");
+	}
+	if (--sp->pending == 0)
+		step_done(c, shard);
+}
+
+static void on_replicaof(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	(void)ctx;
+	(void)rep;
+	(void)err;
+	(void)priv; /* what it did is seen in the INFO the next steps ask */
+}
+
+static void replicaof(struct ctl *c, int node, int primary)
+{
+	const struct fo_node *p = &c->fo.nodes[primary];
+	char port[16];
+	const char *argv[] = {"REPLICAOF", p->host, port};
+
+	snprintf(port, sizeof(port), "%d", p->port);
+	ctl_server_request(c, node, SP_REQ_MS, on_replicaof, NULL, 3, argv);
+}
+
+/* ---- the steps ---- */
+
+static void refuse(struct ctl *c, int shard, const char *kind, const char *why)
+{
+	struct sp_shard *sp = &c->spares->sh[shard];
+	const struct fo_node *n = &c->fo.nodes[sp->node];
+
+	pr_warn("shard %s: spare %s %s: %s\n", c->fo.shards[shard].name, n->id,
+		!strcmp(kind, "spare_refused") ? "refused" : "failed", why);
+	say(c, kind, &c->fo.shards[shard], sp, n->id, why);
+	sp->tried[sp->node] = true;
+	c->fo.nodes[sp->node].flags &= ~FO_N_UNPROMOTABLE;
+	set_state(sp, SP_IDLE);
+}
+
+struct attach_ctx {
+	int shard;
+	int node;
+	unsigned gen;
+};
+
+static void on_attached(struct ctl *c, void *ctx, int err, const char *why)
+{
+	struct attach_ctx *a = ctx;
+	struct sp_shard *sp;
+	struct fo_shard *s;
+
+	if (!c->spares || a->shard >= c->spares->nsh || c->spares->sh[a->shard].gen != a->gen) {
+		free(a);
+		return;
+	}
+	sp = &c->spares->sh[a->shard];
+	s = &c->fo.shards[a->shard];
+	free(a);
+	if (err) {
+		refuse(c, (int)(sp - c->spares->sh), "spare_refused", why);
+		return;
+	}
+	if (s->primary < 0) {
+		refuse(c, s->idx, "spare_sync_failed", "the shard has no primary");
+		return;
+	}
+	c->fo.nodes[sp->node].flags |= FO_N_UNPROMOTABLE;
+	say(c, "spare_attached", s, sp, c->fo.nodes[sp->node].id, NULL);
+	set_state(sp, SP_SYNC);
+	sp->epoch = s->epoch;
+	sp->sync_start_ms = fl_mono_ms();
+	replicaof(c, sp->node, s->primary);
+}
+
+static void check_done(struct ctl *c, int shard)
+{
+	struct sp_shard *sp = &c->spares->sh[shard];
+	struct fo_shard *s = &c->fo.shards[shard];
+	struct sp_seen *v = &sp->seen;
+	struct attach_ctx *a;
+	struct mb_entry e;
+	char why[240];
+
+	if (v->failed) {
+		refuse(c, shard, "spare_refused", v->err);
+		return;
+	}
+	if (v->dbsize != 0 && !(v->spare.role == INFO_ROLE_SLAVE && v->replid[0] &&
+				!strcmp(v->spare.master_replid, v->replid))) {
+		snprintf(why, sizeof(why),
+			 "not empty (DBSIZE %lld) and not a replica of the primary's "
+			 "replication id %s",
+			 v->dbsize, v->replid);
+		refuse(c, shard, "spare_refused", why);
+		return;
+	}
+	if (v->maxmemory > 0 && v->used_memory > 0 && v->maxmemory < v->used_memory) {
+		snprintf(why, sizeof(why), "maxmemory %lld is below the primary's used_memory %lld",
+			 v->maxmemory, v->used_memory);
+		refuse(c, shard, "spare_refused", why);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.kind = MB_ATTACH;
+	snprintf(e.id, sizeof(e.id), "%s", c->fo.nodes[sp->node].id);
+	snprintf(e.shard, sizeof(e.shard), "%s", s->name);
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return;
+	set_state(sp, SP_ATTACH);
+	sp->node = ctl_members_cfg_node(c->cfg, e.id);
+	*a = (struct attach_ctx){shard, sp->node, sp->gen};
+	if (ctl_members_change(c, &e, "spares", on_attached, a, why, sizeof(why))) {
+		free(a);
+		refuse(c, shard, "spare_refused", why);
+	}
+}
+
+/* SYNC and STEADY: what the spare's and the primary's INFO say now. */
+static void sync_done(struct ctl *c, int shard)
+{
+	struct sp_shard *sp = &c->spares->sh[shard];
+	struct fo_shard *s = &c->fo.shards[shard];
+	struct sp_seen *v = &sp->seen;
+	struct fo_node *n = &c->fo.nodes[sp->node];
+	long long now = fl_mono_ms(), lag;
+	bool ok;
+
+	if (v->failed || s->primary < 0)
+		return; /* asked again on the next tick */
+	ok = v->spare.role == INFO_ROLE_SLAVE && v->spare.link_up == 1 &&
+	     !v->spare.sync_in_progress && fo_follows(&v->spare, &c->fo.nodes[s->primary]) &&
+	     v->replid[0] && !strcmp(v->spare.master_replid, v->replid);
+	if (v->spare.link_up == 1 && !fo_follows(&v->spare, &c->fo.nodes[s->primary])) {
+		/* Linked, but to another server than the primary: pointed again. */
+		say(c, "spare_sync_aborted", s, sp, n->id, "its link is up to another server");
+		replicaof(c, sp->node, s->primary);
+		return;
+	}
+	lag = v->primary.offset - v->spare.offset;
+	if (sp->st == SP_SYNC) {
+		if (!ok)
+			return;
+		sp->st = SP_STEADY;
+		sp->st_since_ms = sp->steady_since_ms = now;
+		say(c, "replica_synced", s, sp, n->id, NULL);
+		pr_info("shard %s: spare %s synced in %lld ms\n", s->name, n->id,
+			now - sp->sync_start_ms);
+		return;
+	}
+	if (!ok || lag > SP_LAG_MAX) {
+		sp->steady_since_ms = now;
+		return;
+	}
+	if (now - sp->steady_since_ms >= c->cfg->shards[shard].promotable_after_ms) {
+		n->flags &= ~FO_N_UNPROMOTABLE;
+		say(c, "replica_promotable", s, sp, n->id, NULL);
+		sp->tried[sp->node] = false;
+		set_state(sp, SP_IDLE);
+	}
+}
+
+static void step_done(struct ctl *c, int shard)
+{
+	struct sp_shard *sp = &c->spares->sh[shard];
+
+	if (sp->st == SP_CHECK)
+		check_done(c, shard);
+	else if (sp->st == SP_SYNC || sp->st == SP_STEADY)
+		sync_done(c, shard);
+}
+
+/* IDLE, the deficit old enough: an attached node not linked yet (a new leader's, or
+ * one whose sync another controller began) is resumed; else the next spare. */
+static void remedy(struct ctl *c, int shard, long long now)
+{
+	struct sp_shard *sp = &c->spares->sh[shard];
+	struct fo_shard *s = &c->fo.shards[shard];
+	const struct cfg *cfg = c->cfg;
+	char reason[200], addr[300], epoch[24];
+
+	for (int k = 0; k < s->nnodes; k++) {
+		struct fo_node *n = &c->fo.nodes[s->nodes[k]];
+
+		if (!cfg->nodes[n->idx].attached || sp->tried[n->idx] || n->idx == s->primary ||
+		    healthy(c, sp, s, n, now) || fo_judge(&c->fo, n, now) != FO_V_OK)
+			continue;
+		sp->node = n->idx;
+		set_state(sp, SP_SYNC);
+		sp->node = n->idx;
+		sp->epoch = s->epoch;
+		sp->sync_start_ms = now;
+		n->flags |= FO_N_UNPROMOTABLE;
+		pr_info("shard %s: resuming the sync of %s\n", s->name, n->id);
+		replicaof(c, n->idx, s->primary);
+		return;
+	}
+	for (int i = 0; i < c->fo.nnodes; i++) {
+		const struct cfg_node *cn = &cfg->nodes[i];
+
+		if (cn->removed || !cn->spare || strcmp(cn->spare_for, s->name) || sp->tried[i] ||
+		    !c->servers || !c->servers[i])
+			continue;
+		set_state(sp, SP_CHECK);
+		sp->node = i;
+		ask_step(c, shard, true);
+		return;
+	}
+	if (sp->provisioned)
+		return;
+	sp->provisioned = true;
+	snprintf(reason, sizeof(reason), "replica_deficit: %d of %d replicas, no spare left",
+		 sp->have, sp->want);
+	say(c, "provision_requested", s, sp, NULL, reason);
+	if (cfg->controller.provision_script[0]) {
+		const struct fo_node *p = &c->fo.nodes[s->primary];
+		const char *args[] = {s->name, addr, epoch, reason};
+
+		cfg_hostport(addr, sizeof(addr), p->host, p->port);
+		snprintf(epoch, sizeof(epoch), "%llu", s->epoch);
+		ctl_hooks_run(c, cfg->controller.provision_script, 4, args);
+	}
+}
+
+static int grow(struct ctl_spares *S, const struct ctl *c)
+{
+	if (S->nsh < c->fo.nshards) {
+		struct sp_shard *sh = realloc(S->sh, c->fo.nshards * sizeof(*sh));
+
+		if (!sh)
+			return -ENOMEM;
+		S->sh = sh;
+		memset(sh + S->nsh, 0, (c->fo.nshards - S->nsh) * sizeof(*sh));
+		for (int i = S->nsh; i < c->fo.nshards; i++) {
+			sh[i].node = -1;
+			sh[i].tried = calloc(S->node_cap, sizeof(bool));
+			if (!sh[i].tried)
+				return -ENOMEM;
+		}
+		S->nsh = c->fo.nshards;
+	}
+	return 0;
+}
+
+static void shard_tick(struct ctl *c, int i, long long now)
+{
+	struct sp_shard *sp = &c->spares->sh[i];
+	struct fo_shard *s = &c->fo.shards[i];
+
+	if (s->removed || s->primary < 0 || s->fo.state != FO_ST_NONE || !fo_primary_settled(s))
+		return;
+	sp->want = desired(c, i);
+	sp->have = 0;
+	for (int k = 0; k < s->nnodes; k++)
+		sp->have += healthy(c, sp, s, &c->fo.nodes[s->nodes[k]], now);
+	if (sp->have >= sp->want)
+		sp->low_since_ms = 0;
+	else if (!sp->low_since_ms)
+		sp->low_since_ms = now;
+	if (!sp->deficit && sp->low_since_ms && now - sp->low_since_ms >= SP_CONFIRM_MS) {
+		sp->deficit = true;
+		sp->deficit_since_ms = now; /* restore_after_ms counts from here */
+		sp->provisioned = false;
+		pr_warn("shard %s: %d of %d replicas\n", s->name, sp->have, sp->want);
+		say(c, "replica_deficit", s, sp, NULL, NULL);
+	} else if (sp->deficit && sp->have >= sp->want && sp->st != SP_SYNC) {
+		sp->deficit = false;
+		pr_info("shard %s: redundancy restored (%d of %d replicas)\n", s->name, sp->have,
+			sp->want);
+		say(c, "redundancy_restored", s, sp, NULL, NULL);
+		memset(sp->tried, 0, c->spares->node_cap * sizeof(bool));
+	}
+	switch (sp->st) {
+	case SP_IDLE:
+		if (sp->deficit && now - sp->deficit_since_ms >= c->cfg->shards[i].restore_after_ms)
+			remedy(c, i, now);
+		break;
+	case SP_CHECK:
+	case SP_ATTACH:
+		if (now - sp->st_since_ms > SP_STEP_MS)
+			refuse(c, i, "spare_refused", "no answer in time");
+		break;
+	case SP_SYNC:
+	case SP_STEADY:
+		if (sp->node < 0 || (c->fo.nodes[sp->node].flags & FO_N_REMOVED) ||
+		    c->fo.nodes[sp->node].shard != i) {
+			set_state(sp, SP_IDLE);
+			break;
+		}
+		if (fo_judge(&c->fo, &c->fo.nodes[sp->node], now) != FO_V_OK &&
+		    fo_judge(&c->fo, &c->fo.nodes[sp->node], now) != FO_V_UNKNOWN) {
+			refuse(c, i, "spare_sync_failed", "its node is down");
+			break;
+		}
+		if (s->epoch != sp->epoch) {
+			char why[120];
+
+			snprintf(why, sizeof(why), "the epoch changed (%llu to %llu)", sp->epoch,
+				 s->epoch);
+			say(c, "spare_sync_aborted", s, sp, c->fo.nodes[sp->node].id, why);
+			sp->st = SP_SYNC;
+			sp->epoch = s->epoch;
+			sp->sync_start_ms = now;
+			c->fo.nodes[sp->node].flags |= FO_N_UNPROMOTABLE;
+			replicaof(c, sp->node, s->primary);
+			break;
+		}
+		if (!sp->pending)
+			ask_step(c, i, false);
+		break;
+	}
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl *c = arg;
+	long long now = fl_mono_ms();
+
+	(void)fd;
+	(void)what;
+	if (c->fo.starting || !ctl_may_change(c) || grow(c->spares, c)) {
+		c->spares->since_ms = 0;
+		return;
+	}
+	/* Just started or just leader: every agent reports (and a replica's link is up)
+	 * before a missing replica is counted. */
+	if (!c->spares->since_ms)
+		c->spares->since_ms = now;
+	if (now - c->spares->since_ms < c->fo.node_down_after_ms + 2 * ctl_agent_heartbeat_ms(c))
+		return;
+	for (int i = 0; i < c->fo.nshards; i++)
+		shard_tick(c, i, now);
+}
+
+/* ---- the module ---- */
+
+int ctl_spares_start(struct ctl *c)
+{
+	struct ctl_spares *S = calloc(1, sizeof(*S));
+	struct timeval tv = fl_ms_tv(SP_TICK_MS);
+
+	if (!S)
+		return -ENOMEM;
+	c->spares = S;
+	S->node_cap = c->cfg->node_cap > c->cfg->nnodes ? c->cfg->node_cap : c->cfg->nnodes;
+	if (grow(S, c))
+		return -ENOMEM;
+	S->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
+	if (!S->tick)
+		return -ENOMEM;
+	event_add(S->tick, &tv);
+	return 0;
+}
+
+void ctl_spares_fini(struct ctl *c)
+{
+	struct ctl_spares *S = c->spares;
+
+	if (!S)
+		return;
+	if (S->tick)
+		event_free(S->tick);
+	for (int i = 0; i < S->nsh; i++)
+		free(S->sh[i].tried);
+	free(S->sh);
+	free(S);
+	c->spares = NULL;
+}
+
+void ctl_spares_view(const struct ctl *c, int shard, struct ctl_spares_view *v)
+{
+	const struct sp_shard *sp;
+	long long now = fl_mono_ms();
+
+	memset(v, 0, sizeof(*v));
+	v->state = "idle";
+	v->desired = desired(c, shard);
+	if (!c->spares || shard >= c->spares->nsh) {
+		v->replicas = -1;
+		return;
+	}
+	sp = &c->spares->sh[shard];
+	v->replicas = 0; /* counted now: a follower does not tick */
+	if (c->fo.shards[shard].primary >= 0)
+		for (int k = 0; k < c->fo.shards[shard].nnodes; k++)
+			v->replicas += healthy(c, sp, &c->fo.shards[shard],
+					       &c->fo.nodes[c->fo.shards[shard].nodes[k]], now);
+	v->deficit_ms = sp->deficit ? now - sp->deficit_since_ms : 0;
+	v->state = sp_state_name[sp->st];
+	v->node = sp->node >= 0 && sp->st != SP_IDLE ? c->fo.nodes[sp->node].id : NULL;
+	v->state_ms = sp->st != SP_IDLE ? now - sp->st_since_ms : 0;
+}
