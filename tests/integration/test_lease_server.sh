@@ -19,7 +19,8 @@ PY=/usr/bin/python3
 CLIENTS=$PWD/tests/lib/lease_clients.py
 TLS_PORT=6380
 
-cluster() {
+# cluster_conf: the settings and the cleanup, nothing started yet.
+cluster_conf() {
 	need_root
 	need_cmd ip nsenter nft redis-server redis-cli named tsig-keygen dig jq setsid openssl "$PY"
 	export FL_NODE_PREFIX=s${BASHPID}n
@@ -30,6 +31,9 @@ cluster() {
 	CL_KEEP=1
 	cl_init "$T/cl" "fls$BASHPID"
 	on_exit cl_down
+}
+cluster() {
+	cluster_conf
 	cl_up || fail "cluster did not come up"
 	OLD_NODE=$(cl_node 1)
 	OLD_LOG=$CL_DIR/events-$OLD_NODE.jsonl
@@ -115,6 +119,50 @@ test_new_interface() {
 	[ "$(tail -n 1 "$T/new.out")" = none ] || fail "a reply left over the new interface past the lease: $(cat "$T/new.out")"
 }
 
+# The agent stopped the instant it takes its first lease (its lease_regained written):
+# the server's sockets are marked by then, so once that lease runs out a client gets no
+# reply. (Marked only at the next heartbeat, they were not: the server answered past
+# the lease for good.)
+test_stopped_as_it_takes_the_lease() {
+	local node ev pidf r i
+	cluster_conf
+	node=$(cl_node 1)
+	ev=$CL_DIR/events-$node.jsonl
+	pidf=$CL_DIR/pids/agent-$node.pid
+	# Polls for the event every 2 ms (a heartbeat is 100 ms); stops the agent at once.
+	(
+		end=$((SECONDS + 30))
+		while [ $SECONDS -le $end ]; do
+			if grep -qs '"kind":"lease_regained"' "$ev"; then
+				kill -STOP "$(cat "$pidf")" && touch "$T/stopped"
+				exit 0
+			fi
+			sleep 0.002
+		done
+	) &
+	on_exit "kill $! 2>/dev/null"
+	cl_up_servers || fail "the servers did not come up"
+	cl_named_start || fail "named did not start"
+	cl_write_conf
+	cl_controller_start || fail "the controller did not start"
+	for i in 1 2 3; do cl_agent_start "$i"; done
+	on_exit "kill -CONT \$(cat $pidf) 2>/dev/null"
+	cl_until 20 test -e "$T/stopped" || fail "h1 never took the lease: $(tail -n 3 "$CL_DIR/log/agent-$node.out")"
+	sleep 1.2
+	r=$(timeout 20 nsenter --net="/run/netns/$(cl_ns 1)" "$PY" - "$(cl_ip 1)" 2>&1 <<-'PYEOF'
+		import socket, sys
+		s = socket.create_connection((sys.argv[1], 6379), timeout=3)
+		s.sendall(b"*1\r\n$4\r\nPING\r\n")
+		s.settimeout(1.5)
+		try:
+		    print("reply" if s.recv(64) else "closed")
+		except socket.timeout:
+		    print("none")
+	PYEOF
+	)
+	[ "$r" = none ] || fail "the server answered past the lease its agent stopped at: $r"
+}
+
 # More than 256 connections, each with a reply the lease dropped: when the lease comes
 # back (the agent resumed, the controller names h1 primary) every one of them is cut.
 test_every_connection_cut() {
@@ -151,6 +199,7 @@ test_unixsocket_refused() {
 		fail "no clear message: $(tail -n 5 "$T/unix.out")"
 }
 
-TESTS=(test_lapsed_every_socket test_new_interface test_every_connection_cut test_unixsocket_refused)
+TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease
+	test_every_connection_cut test_unixsocket_refused)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
 run_tests

@@ -244,6 +244,10 @@ void agent_on_srv_changed(void *ctx, const struct srv_state *prev, const struct 
 							  : "given_up: server down");
 	if (cur->pid != a->srv_pid && cur->proc != SRV_DOWN)
 		follow_pid(a, cur->pid);
+	/* A server process just known: its sockets marked now, before its PONG can
+	 * bring a lease (not at the next heartbeat). */
+	if (cur->pid != prev->pid && cur->pid > 0)
+		agent_lease_rescan(a);
 	log_srv_change(a, prev, cur, what);
 	agent_demote_on_srv(a, cur);
 	/* Offsets alone ride on the next heartbeat; everything else goes now. */

@@ -129,11 +129,24 @@ bool agent_lease_on(const struct agent *a)
 	return a->lease && !a->lease->parked;
 }
 
+/* The server's sockets are marked (mark_server, for the process the monitor knows):
+ * only then does the lease running out silence its replies. A lease is not taken
+ * before: taken and the agent stopped or killed before the marks, the server would
+ * answer past it, unbounded. Without a server monitor (--watch-pid only) there is
+ * nothing to mark. */
+static bool guarded(const struct agent *a)
+{
+	const struct agent_lease *l = a->lease;
+
+	return !a->srv || (l->scanned > 0 && l->scanned == srvmon_state(a->srv)->pid);
+}
+
 bool agent_lease_held(const struct agent *a, uint64_t now)
 {
 	const struct agent_lease *l = a->lease;
 
-	return agent_lease_on(a) && !l->grant_pending && lease_held(&l->sm, now);
+	return agent_lease_on(a) && !l->grant_pending && (l->held || guarded(a)) &&
+	       lease_held(&l->sm, now);
 }
 
 long long agent_lease_ms_left(const struct agent *a, uint64_t now)
@@ -160,6 +173,8 @@ static void mark_regained(struct agent *a, int killed)
 	pr_info("write lease held (from the %s)\n", lease_source_name(l->sm.k.source));
 }
 
+static bool mark_server(struct agent *a);
+
 /* Takes the lease in the kernel. If the kernel dropped replies since it was last
  * taken, those replies (writes executed, never acknowledged) still wait in their
  * sockets for a retransmission: the server's client connections are destroyed first
@@ -168,9 +183,14 @@ static void mark_regained(struct agent *a, int killed)
 static void take_in_kernel(struct agent *a)
 {
 	struct agent_lease *l = a->lease;
-	uint64_t dropped = lease_watch_count(l->lw, FL_LC_DROPPED);
+	uint64_t dropped;
 	int killed = 0, err;
 
+	/* Not before the server's sockets are marked: scanned now if they are not yet
+	 * (else taken once a later scan succeeds: agent_lease_rescan). */
+	if (!l->held && !guarded(a) && !mark_server(a))
+		return;
+	dropped = lease_watch_count(l->lw, FL_LC_DROPPED);
 	if (dropped != l->sm.k.dropped_mark) {
 		killed = lease_kill_conns(l->lw, l->allow, l->nallow);
 		if (killed < 0) {
@@ -229,8 +249,9 @@ void agent_lease_drop(struct agent *a, const char *why)
 
 /* The server's process, once known and whenever it changes: its sockets marked, the
  * bind hooks told its pid and ports. A server listening on a UNIX socket cannot be
- * guarded (no packet of it passes a socket filter): the agent stops (a->fatal). */
-static void mark_server(struct agent *a)
+ * guarded (no packet of it passes a socket filter): the agent stops (a->fatal).
+ * True when the server's sockets are marked (guarded) after it. */
+static bool mark_server(struct agent *a)
 {
 	struct agent_lease *l = a->lease;
 	struct lease_scan sc;
@@ -239,10 +260,12 @@ static void mark_server(struct agent *a)
 	pid_t pid;
 
 	if (!l || !a->srv) /* no lease, or no server (--watch-pid only) */
-		return;
+		return l != NULL;
 	pid = srvmon_state(a->srv)->pid;
-	if (pid <= 0 || pid == l->scanned)
-		return;
+	if (pid <= 0)
+		return false;
+	if (pid == l->scanned)
+		return true;
 	err = lease_scan_pid(l->lw, pid, &sc);
 	if (err && !sc.marked) {
 		/* Tried again every heartbeat, said once per process. */
@@ -252,9 +275,8 @@ static void mark_server(struct agent *a)
 			    "guard them yet\n",
 			    (int)pid, strerror(-err));
 		l->failed = pid;
-		return;
+		return false;
 	}
-	l->scanned = pid;
 	if (sc.unix_path[0]) {
 		pr_warn("the server (pid %d) listens on the UNIX socket %s, which the write lease "
 			"cannot guard: set unixsocket to \"\" in its configuration, or [agent] "
@@ -269,7 +291,7 @@ static void mark_server(struct agent *a)
 				lease_watch_pin_dir(l->lw));
 		a->fatal = -EPROTONOSUPPORT;
 		event_base_loopbreak(a->base);
-		return;
+		return false;
 	}
 	ports[n++] = (uint16_t)a->me->redis.port;
 	for (int i = 0; i < sc.nports; i++)
@@ -279,8 +301,20 @@ static void mark_server(struct agent *a)
 	if (err)
 		pr_warn("failed to write the server's pid and ports to the lease: %s\n",
 			strerror(-err));
+	l->scanned = pid;
 	pr_info("write lease guards the server's sockets (pid %d: %d marked, %d port(s))\n",
 		(int)pid, sc.marked, n);
+	return true;
+}
+
+/* mark_server, and a lease granted before the marks (take_in_kernel waited) taken. */
+static void mark_and_take(struct agent *a)
+{
+	struct agent_lease *l = a->lease;
+
+	if (mark_server(a) && agent_lease_on(a) && !l->held && !l->grant_pending &&
+	    lease_held(&l->sm, now_ns()))
+		take_in_kernel(a);
 }
 
 /* Once per heartbeat: a lease that ran out unrenewed is lost; a new server process is
@@ -290,7 +324,7 @@ void agent_lease_tick(struct agent *a)
 	uint64_t now = now_ns();
 
 	if (a->lease)
-		mark_server(a); /* parked too: armed later, the sockets are marked already */
+		mark_and_take(a); /* parked too: armed later, the sockets are marked already */
 	if (agent_lease_on(a) && a->lease->held && !lease_held(&a->lease->sm, now))
 		mark_lost(a, "expired", now);
 }
@@ -621,6 +655,10 @@ static void unpark(struct agent *a, long long epoch, const char *primary, uint64
 		lease_on_controller(&l->sm, now, sent_ns, epoch, primary, a->node, replica);
 	if (!lease_held(&l->sm, now) && primary && !strcmp(primary, a->node))
 		return;
+	/* Held from this write on: not before the server's sockets are marked (parked
+	 * until an answer finds them marked). */
+	if (lease_held(&l->sm, now) && !guarded(a) && !mark_server(a))
+		return;
 	l->sm.k.port = a->me->redis.port;
 	l->sm.k.dropped_mark = lease_watch_count(l->lw, FL_LC_DROPPED);
 	err = lease_watch_write(l->lw, &l->sm.k);
@@ -712,7 +750,7 @@ void agent_lease_report(struct agent *a, struct rep_msg *m)
 
 void agent_lease_rescan(struct agent *a)
 {
-	mark_server(a);
+	mark_and_take(a);
 }
 
 void agent_lease_close(struct agent *a)
