@@ -9,8 +9,9 @@
 #include "common/log.h"
 #include "controller/ha.h"
 
-#define HA_MAX_CTLS 32
-#define HA_RETRY_MS 200 /* after a failed step, start over this much later (doubling to 2 s) */
+#define HA_MAX_CTLS	32
+#define HA_RETRY_MS	200 /* after a failed step, start over this much later (doubling to 2 s) */
+#define HA_REVOKE_TRIES 3   /* a clean stop's revoke, one endpoint after another */
 
 struct ha_ctl {
 	char id[64];
@@ -62,6 +63,8 @@ struct ha {
 	struct ha_call *calls;
 	void (*stop_done)(void *ctx);
 	void *stop_ctx;
+	int64_t stop_lease; /* the lease ha_stop revokes */
+	int revoke_tries;
 };
 
 static void start_over(struct ha *h, const char *why);
@@ -293,33 +296,72 @@ static void on_watch_end(void *ctx, const char *why)
 
 /* ---- the steps: grant, register, range + watch, campaign ---- */
 
+/* Leads from now on, at create revision rev of the leader key (on our lease). */
+static void won(struct ha *h, int64_t rev, const char *how)
+{
+	char why[160];
+
+	h->leader_rev = rev;
+	snprintf(h->leader, sizeof(h->leader), "%s", h->o.id);
+	snprintf(why, sizeof(why), "%s at revision %lld", how, (long long)rev);
+	/* The deadline is the lease's: set by the grant or the last keep-alive. */
+	if (now_ms() < h->deadline_ms)
+		set_role(h, HA_LEADER, why);
+	else
+		start_over(h, "won the election with a lease already past its deadline");
+}
+
+/* The leader key as the campaign's failure branch read it: on our lease, it is ours
+ * (an earlier campaign of this lease whose answer was lost). */
+static bool leader_key_ours(struct ha *h, struct json_object *resp, int64_t *rev)
+{
+	struct json_object *rs, *r, *kvs, *kv;
+
+	if (!json_object_object_get_ex(resp, "responses", &rs) ||
+	    json_object_array_length(rs) < 1 ||
+	    !json_object_object_get_ex(json_object_array_get_idx(rs, 0), "response_range", &r) ||
+	    !json_object_object_get_ex(r, "kvs", &kvs) || json_object_array_length(kvs) < 1)
+		return false;
+	kv = json_object_array_get_idx(kvs, 0);
+	if (!h->lease_id || etcd_json_get_i64(kv, "lease", 0) != h->lease_id)
+		return false;
+	*rev = etcd_json_get_i64(kv, "create_revision", 0);
+	return *rev > 0;
+}
+
 static void on_campaign(void *ctx, int err, const char *msg, struct json_object *resp)
 {
 	struct ha_call *c = ctx;
 	struct ha *h = c->h;
 	struct json_object *hdr, *o;
-	char why[160];
+	int64_t rev;
 
-	if (!answer_ok(c, err, msg, "campaign for the leader key")) {
+	if (c->gen != h->gen || h->stopping || h->role == HA_LEADER) {
 		call_free(c);
 		return;
 	}
+	call_free(c);
+	if (err) {
+		/* Not a reason to start over: the lease is the deadline's business. The next
+		 * keep-alive tick campaigns again (on the next endpoint after a timeout), and
+		 * if this one was applied all the same, its failure branch says so. */
+		if (err != -EIO)
+			set_health(h, false, msg);
+		pr_info("ha: failed to campaign for the leader key: %s; trying again\n", msg);
+		set_role(h, HA_FOLLOWER, "the campaign failed: trying again");
+		return;
+	}
+	set_health(h, true, "");
+	h->retry_ms = HA_RETRY_MS; /* etcd answered every step: a later start over is quick */
 	if (json_object_object_get_ex(resp, "succeeded", &o) && json_object_get_boolean(o)) {
 		json_object_object_get_ex(resp, "header", &hdr);
-		h->leader_rev = etcd_json_get_i64(hdr, "revision", 0);
-		snprintf(h->leader, sizeof(h->leader), "%s", h->o.id);
-		snprintf(why, sizeof(why), "won the election at revision %lld",
-			 (long long)h->leader_rev);
-		/* The deadline is the lease's: set by the grant or the last keep-alive. */
-		if (now_ms() < h->deadline_ms)
-			set_role(h, HA_LEADER, why);
-		else
-			start_over(h, "won the election with a lease already past its deadline");
+		won(h, etcd_json_get_i64(hdr, "revision", 0), "won the election");
+	} else if (leader_key_ours(h, resp, &rev)) {
+		won(h, rev, "won the election (an earlier campaign, its answer lost)");
 	} else {
 		set_role(h, HA_FOLLOWER,
 			 h->leader[0] ? "another controller leads" : "lost the election");
 	}
-	call_free(c);
 }
 
 /* The body of "put key = val (on lease, if non-zero) if the leader key's create
@@ -348,12 +390,23 @@ static struct json_object *txn_put_if_leader_rev(const struct ha *h, int64_t rev
 	return b;
 }
 
+/* "Create the leader key on my lease if absent; else read it". Only on a lease that
+ * surely lives: a campaign without one (between a start over and the next grant)
+ * would create a key on no lease, which nothing ever deletes. */
 static void campaign(struct ha *h)
 {
-	call(h, call_new(h), "/v3/kv/txn",
-	     txn_put_if_leader_rev(h, 0, h->leader_key, h->self_val, strlen(h->self_val),
-				   h->lease_id),
-	     on_campaign);
+	struct json_object *b, *fail, *op;
+
+	if (!h->lease_id || now_ms() >= h->deadline_ms)
+		return;
+	b = txn_put_if_leader_rev(h, 0, h->leader_key, h->self_val, strlen(h->self_val),
+				  h->lease_id);
+	fail = json_object_new_array();
+	op = json_object_new_object();
+	json_object_object_add(op, "request_range", kv_body(h, h->leader_key));
+	json_object_array_add(fail, op);
+	json_object_object_add(b, "failure", fail);
+	call(h, call_new(h), "/v3/kv/txn", b, on_campaign);
 }
 
 static void on_range(void *ctx, int err, const char *msg, struct json_object *resp)
@@ -609,8 +662,17 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 	grant(h);
 }
 
+static void on_revoke_old(void *ctx, int err, const char *msg, struct json_object *resp)
+{
+	(void)ctx;
+	(void)resp;
+	if (err)
+		pr_info("ha: failed to revoke the lease given up: %s (it expires)\n", msg);
+}
+
 static void start_over(struct ha *h, const char *why)
 {
+	int64_t lease = h->lease_id;
 	struct timeval tv;
 
 	h->gen++; /* the watch is left to on_retry: this may run inside its callback */
@@ -625,7 +687,16 @@ static void start_over(struct ha *h, const char *why)
 	else
 		pr_info("ha: %s; starting over\n", why);
 	if (h->stopping)
-		return;
+		return; /* ha_stop revokes the lease */
+	/* Not acting any more (above): the lease given up goes at once, with whatever
+	 * is on it (the leader key, when a campaign won past its deadline or its answer
+	 * was lost), as at a clean stop; another controller need not wait out its TTL. */
+	if (lease) {
+		struct json_object *b = json_object_new_object();
+
+		json_object_object_add(b, "ID", json_object_new_int64(lease));
+		etcd_call(h->etcd, "/v3/lease/revoke", b, 0, on_revoke_old, h);
+	}
 	tv = fl_ms_tv(h->retry_ms);
 	h->retry_ms = h->retry_ms * 2 > 2000 ? 2000 : h->retry_ms * 2;
 	evtimer_add(h->retry_timer, &tv);
@@ -678,11 +749,24 @@ static void on_revoke(void *ctx, int err, const char *msg, struct json_object *r
 	struct ha *h = c->h;
 
 	(void)resp;
+	call_free(c);
+	if (err && ++h->revoke_tries < HA_REVOKE_TRIES) {
+		/* The next endpoint (a timeout moved to it): the caller's own timer bounds
+		 * how long a stop waits for this. */
+		struct json_object *b = json_object_new_object();
+
+		pr_info("ha: failed to revoke the etcd lease: %s; trying again\n", msg);
+		c = call_new(h);
+		json_object_object_add(b, "ID", json_object_new_int64(h->stop_lease));
+		if (c && etcd_call(h->etcd, "/v3/lease/revoke", b, 0, on_revoke, c) == 0)
+			return;
+		if (c)
+			call_free(c);
+	}
 	if (err)
 		pr_warn("failed to revoke the etcd lease: %s (another controller leads when it "
 			"expires)\n",
 			msg);
-	call_free(c);
 	if (h->stop_done)
 		h->stop_done(h->stop_ctx);
 }
@@ -695,6 +779,7 @@ void ha_stop(struct ha *h, void (*done)(void *ctx), void *ctx)
 
 	h->stop_done = done;
 	h->stop_ctx = ctx;
+	h->stop_lease = lease;
 	if (h->role == HA_LEADER)
 		set_role(h, HA_FOLLOWER, "stopping");
 	h->stopping = true;
