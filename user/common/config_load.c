@@ -181,6 +181,7 @@ static bool parse_header(struct parser *p, const char *text)
 		p->cur = c->nshards++;
 		memset(&shards[p->cur], 0, sizeof(shards[0]));
 		snprintf(shards[p->cur].name, sizeof(shards[0].name), "%s", id);
+		cfg_table_sect_defaults(CFG_S_SHARD, &shards[p->cur]);
 		shards[p->cur].line = p->line;
 		sn[p->cur] = NULL;
 		snl[p->cur] = 0;
