@@ -25,6 +25,7 @@ void ctl_failover_done(void *ctx, int shard, const char *result)
 
 	pr_info("failover of %s: %s\n", s->name, result);
 	ctl_metrics_failover_done(c, s, result);
+	ctl_cluster_check(c, shard); /* the cluster's view after it */
 	daemon_notify_status("last failover: %s %s -> %s, %s", s->name,
 			     s->last.from >= 0 ? c->fo.nodes[s->last.from].id : "?",
 			     s->last.to >= 0 ? c->fo.nodes[s->last.to].id : "?", result);
