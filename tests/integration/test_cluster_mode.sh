@@ -196,5 +196,30 @@ test_cluster_mismatch() {
 		fail "no mismatch for s$a: $(jq -c 'select(.kind | test("cluster"))' "$CLOG")"
 }
 
-TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_mismatch)
+# flatline failover of a cluster shard: plain CLUSTER FAILOVER (the cluster pauses the
+# primary and waits for the offset), no acknowledged write lost; TAKEOVER refused for
+# a replication shard's words only when asked.
+test_cluster_planned() {
+	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
+	setup_rcluster 15000
+	local a=${SHARDS[0]#s} ra out res
+	ra=$(sed -n "/^\[shard \"s$a\"\]/{n;p}" "$CONF" | awk '{print $4}' | sed 's/^c//')
+	"$PY" tests/lib/rcwriter.py write "${P[1]}" "$T/writes" &
+	WPID=$!
+	on_exit "kill -TERM $WPID"
+	sleep 1
+	out=$("$FL" failover -c "$CONF" "s$a" 2>&1) || fail "failover: $out"
+	grep -q "CLUSTER FAILOVER to c$ra" <<<"$out" || fail "not a plain CLUSTER FAILOVER: $out"
+	! grep -q "FORCE\|TAKEOVER" <<<"$out" || fail "FORCE or TAKEOVER in a planned move: $out"
+	cli -p "$ra" cluster nodes | grep -q "myself,master" || fail "c$ra not master"
+	sleep 1
+	kill -TERM "$WPID"
+	wait "$WPID" 2>/dev/null
+	res=$("$PY" tests/lib/rcwriter.py check "${P[1]}" "$T/writes" 0 "")
+	echo "    planned: $res"
+	expect_eq "acknowledged writes lost in a planned move" "$(jq .lost <<<"$res")" 0
+	[ "$(jq .acked <<<"$res")" -gt 100 ] || fail "too few writes: $res"
+}
+
+TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_mismatch test_cluster_planned)
 run_tests

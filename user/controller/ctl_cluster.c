@@ -134,9 +134,9 @@ static void on_nodes(void *ctx, redisReply *rep, const char *err, void *priv)
 	if (!ok)
 		pr_debug("failed to read CLUSTER NODES of %s: %s\n", c->fo.nodes[q->node].id,
 			 rep && rep->type == REDIS_REPLY_ERROR ? rep->str : (err ? err : "?"));
-	if (!s->removed && q->node < c->fo.nnodes)
-		fo_cluster_check(&c->fo, s, &c->fo.nodes[q->node], ok, ok ? rep->str : NULL,
-				 ok ? rep->len : 0);
+	/* Unreachable or refused: the failure rules see to the node, nothing to judge. */
+	if (ok && !s->removed && q->node < c->fo.nnodes)
+		fo_cluster_check(&c->fo, s, &c->fo.nodes[q->node], rep->str, rep->len);
 	free(q);
 }
 

@@ -513,10 +513,10 @@ int fo_cluster_nodes_parse(const char *text, size_t len, struct fo_cl_node *out,
  * 0, or -EINVAL with why. */
 int fo_cluster_verify(const struct fo_cluster *c, const struct fo_shard *s,
 		      const struct fo_cl_node *v, int nv, char *why, size_t whylen);
-/* The answer to CLUSTER NODES asked of node n: judged when n is the settled primary of
+/* The answer (text) to CLUSTER NODES asked of node n: judged when n is the settled primary of
  * its cluster shard; cluster_mismatch / cluster_consistent each time the verdict changes. */
-void fo_cluster_check(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
-		      const char *text, size_t len);
+void fo_cluster_check(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, const char *text,
+		      size_t len);
 /* The CLUSTER FAILOVER option of the failover f: FORCE, "" (planned) or TAKEOVER. */
 const char *fo_cluster_option(const struct fo_failover *f);
 /* In SELECT, a candidate whose fresh INFO says master already (the cluster elected it

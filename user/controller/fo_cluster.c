@@ -49,7 +49,14 @@ static int parse_line(char *line, struct fo_cl_node *n)
 	snprintf(n->host, sizeof(n->host), "%s", f[1][0] == '[' ? f[1] + 1 : f[1]);
 	if (n->host[0] && n->host[strlen(n->host) - 1] == ']')
 		n->host[strlen(n->host) - 1] = '\0';
-	n->port = atoi(colon + 1);
+	{
+		char *end;
+		long port = strtol(colon + 1, &end, 10);
+
+		if (*end || port <= 0 || port > 65535)
+			return -EINVAL;
+		n->port = (int)port;
+	}
 	n->myself = strstr(f[2], "myself") != NULL;
 	n->master = strstr(f[2], "master") != NULL;
 	n->fail = strstr(f[2], "fail") != NULL && !strstr(f[2], "fail?");
@@ -141,24 +148,26 @@ int fo_cluster_verify(const struct fo_cluster *c, const struct fo_shard *s,
 	return 0;
 }
 
-void fo_cluster_check(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
-		      const char *text, size_t len)
+void fo_cluster_check(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, const char *text,
+		      size_t len)
 {
-	struct fo_cl_node v[FO_CL_MAX_NODES];
+	struct fo_cl_node *v;
 	char why[160];
 	struct fo_event e;
 	int nv;
 
 	if (!s->cluster || n->idx != s->primary || s->fo.state != FO_ST_NONE)
 		return; /* only the settled primary's view is judged */
-	if (!ok)
-		return; /* unreachable: the failure rules see to it */
+	v = calloc(FO_CL_MAX_NODES, sizeof(*v));
+	if (!v)
+		return;
 	nv = fo_cluster_nodes_parse(text, len, v, FO_CL_MAX_NODES);
 	if (nv < 0)
 		snprintf(why, sizeof(why), "failed to parse %s's CLUSTER NODES: %s", n->id,
 			 nv == -E2BIG ? "too many nodes" : "malformed");
 	else
 		fo_cluster_verify(c, s, v, nv, why, sizeof(why));
+	free(v);
 	if (s->cluster_checked == n->idx + 1 && !strcmp(why, s->cluster_why))
 		return; /* said already of this primary's view */
 	s->cluster_checked = n->idx + 1;

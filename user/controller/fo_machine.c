@@ -322,7 +322,8 @@ static void send_promotion(struct fo_cluster *c, struct fo_shard *s, struct fo_n
 		c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
 		return;
 	}
-	fo_step(c, s, "CLUSTER FAILOVER %s to %s", fo_cluster_option(&s->fo), n->id);
+	fo_step(c, s, "CLUSTER FAILOVER%s%s to %s", fo_cluster_option(&s->fo)[0] ? " " : "",
+		fo_cluster_option(&s->fo), n->id);
 	if (c->ops->cluster_failover)
 		c->ops->cluster_failover(c->ctx, n->idx, fo_cluster_option(&s->fo),
 					 c->promote_timeout_ms);
