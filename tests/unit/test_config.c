@@ -95,6 +95,7 @@ static void test_good_file(void **state)
 	assert_int_equal(c->shards[0].nnodes, 3);
 	assert_int_equal(c->nodes[2].shard, 0);
 	assert_string_equal(c->shards[0].dns_name, "cache.ha.example.");
+	assert_false(c->shards[0].cluster); /* default: mode = replication */
 	assert_non_null(cfg_find_node(c, "n2"));
 	assert_null(cfg_find_node(c, "n4"));
 	cfg_free(c);
@@ -160,6 +161,16 @@ static const struct {
     {"[shard \"s\"]\ndns_name = cache.example\n",
      "t.conf:2: [shard \"s\"] dns_name: not an absolute domain name ending in '.'"},
     {"[shard \"s\"]\n", "t.conf:1: [shard \"s\"] nodes: missing"},
+    {"[shard \"s\"]\nmode = sharded\n",
+     "t.conf:2: [shard \"s\"] mode: not replication or cluster: 'sharded'"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[shard \"s\"]\nnodes = n1\nmode = cluster\n"
+     "dns_name = s.example.\n",
+     "t.conf:4: [shard \"s\"] dns_name: not with mode = cluster (clients follow the cluster's "
+     "redirections)"},
+    {"[node \"n1\"]\naddress = 1.2.3.4\nredis = h:1\n[node \"n2\"]\naddress = 1.2.3.5\n"
+     "redis = h:1\n[shard \"s\"]\nnodes = n1\nmode = cluster\nspares = n2\n",
+     "t.conf:10: [shard \"s\"] spares: not with mode = cluster (a cluster replica joins by "
+     "CLUSTER REPLICATE)"},
     {"[dns]\ntsig_algorithm = hmac-sha384\n",
      "t.conf:2: [dns] tsig_algorithm: hmac-sha384 is not supported: ldns 1.8.3 cannot sign"},
     {"[dns]\ntsig_algorithm = md5\n", "t.conf:2: [dns] tsig_algorithm: unknown algorithm 'md5'"},

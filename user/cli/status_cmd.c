@@ -102,6 +102,7 @@ static struct cfg *load(const char *path)
 struct ctl_cmd_opts {
 	const char *config;
 	const char *extra;  /* the extra option's argument ("" when it takes none) */
+	bool takeover;	    /* failover --takeover (a cluster shard) */
 	struct cli_tls tls; /* --tls, --cacert, --cert, --key */
 };
 
@@ -148,15 +149,21 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *extr
 		      int nargs, struct ctl_cmd_opts *o)
 {
 	const struct option lopts[] = {
-	    {"config", required_argument, NULL, 'c'}, {extra, has_arg, NULL, 'x'},
-	    {"help", no_argument, NULL, 'h'},	      {"tls", no_argument, NULL, 'T'},
-	    {"cacert", required_argument, NULL, 'A'}, {"cert", required_argument, NULL, 'C'},
-	    {"key", required_argument, NULL, 'K'},    {0},
+	    {"config", required_argument, NULL, 'c'},
+	    {extra, has_arg, NULL, 'x'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"tls", no_argument, NULL, 'T'},
+	    {"cacert", required_argument, NULL, 'A'},
+	    {"cert", required_argument, NULL, 'C'},
+	    {"key", required_argument, NULL, 'K'},
+	    {"takeover", no_argument, NULL, 'O'},
+	    {0},
 	};
 	int opt;
 
 	o->config = STATUS_DEFAULT_CONFIG;
 	o->extra = NULL;
+	o->takeover = false;
 	o->tls = (struct cli_tls){0};
 	while ((opt = getopt_long(argc, argv, "c:h", lopts, NULL)) != -1) {
 		switch (opt) {
@@ -169,6 +176,13 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *extr
 		case 'h':
 			fputs(usage, stdout);
 			return -1;
+		case 'O':
+			if (strcmp(extra, "to")) { /* failover's only */
+				fputs(usage, stderr);
+				return 2;
+			}
+			o->takeover = true;
+			break;
 		default:
 			if (!tls_opt(opt, &o->tls))
 				break;
@@ -240,13 +254,17 @@ int cmd_status(int argc, char **argv)
 }
 
 static const char failover_usage[] =
-    "usage: flatline failover SHARD [--to NODE] [-c FILE]\n"
+    "usage: flatline failover SHARD [--to NODE] [--takeover] [-c FILE]\n"
     "\n"
     "Planned switchover: writes paused on the primary (CLIENT PAUSE WRITE), the target\n"
     "waited for until it has every write, promoted, the others repointed, writes\n"
     "resumed. No acknowledged write is lost. Prints the timeline.\n"
     "\n"
     "  --to NODE          the replica to promote (default: the best one)\n"
+    "  --takeover         a cluster shard ([shard] mode = cluster): CLUSTER FAILOVER\n"
+    "                     TAKEOVER (no vote of the other primaries: may break \"last\n"
+    "                     failover wins\"; for a cluster that lost its majority). Without\n"
+    "                     it a cluster shard's move is plain CLUSTER FAILOVER (lossless)\n"
     "  -c, --config FILE  the cluster file (default " STATUS_DEFAULT_CONFIG ")\n" TLS_USAGE;
 
 int cmd_failover(int argc, char **argv)
@@ -278,8 +296,13 @@ again:
 		cli_free(rc);
 		goto cleanup;
 	}
-	if (to)
+	/* Each word its own argument (the format is hiredis's). */
+	if (to && o.takeover)
+		rep = cli_command(rc, "FLATLINE FAILOVER %s %s TAKEOVER", shard, to);
+	else if (to)
 		rep = cli_command(rc, "FLATLINE FAILOVER %s %s", shard, to);
+	else if (o.takeover)
+		rep = cli_command(rc, "FLATLINE FAILOVER %s TAKEOVER", shard);
 	else
 		rep = cli_command(rc, "FLATLINE FAILOVER %s", shard);
 	if (rep && rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOTLEADER", 9) &&

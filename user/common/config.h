@@ -88,6 +88,9 @@ struct cfg_shard {
 	int *nodes; /* indexes in cfg.nodes */
 	int nnodes;
 	char dns_name[256]; /* optional, absolute ("cache.ha.example.") */
+	/* mode = cluster: one primary of a Redis/Valkey Cluster and its replicas; its
+	 * failover is the cluster's own election (controller/fo_cluster.c). */
+	bool cluster;
 	int line;
 	/* Added at runtime, removed (a tombstone), or SENTINEL MONITOR's: its replicas
 	 * are found in its primary's INFO and added (controller/ctl_members.c). */

@@ -319,6 +319,23 @@ void validate(struct parser *p)
 			}
 		}
 	}
+	for (int i = 0; i < c->nshards && !p->failed; i++) {
+		if (!c->shards[i].cluster || !c->shards[i].dns_name[0])
+			continue;
+		/* Cluster clients follow the cluster's own redirections (MOVED, ASK). */
+		snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"", c->shards[i].name);
+		perr(p, c->shards[i].line, "dns_name",
+		     "not with mode = cluster (clients follow the cluster's redirections)");
+	}
+	for (int i = 0; i < c->nshards && !p->failed; i++) {
+		if (!c->shards[i].cluster || !c->shards[i].spares[0])
+			continue;
+		/* A spare is attached with REPLICAOF: a cluster node joins by CLUSTER
+		 * REPLICATE, which the controller does not send. */
+		snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"", c->shards[i].name);
+		perr(p, c->shards[i].spares_line, "spares",
+		     "not with mode = cluster (a cluster replica joins by CLUSTER REPLICATE)");
+	}
 	for (int i = 0; i < c->nctls && !p->failed; i++) {
 		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", c->ctls[i].id);
 		if (!c->ctls[i].listen_str[0] && !c->ctls[i].tls)

@@ -30,6 +30,23 @@ static bool set_mode(struct parser *p, const struct cfg_key *k, const char *v, v
 	return true;
 }
 
+/* [shard] mode: replication (a primary and its replicas) or cluster (one primary of a
+ * Redis/Valkey Cluster and its replicas, docs/cluster.md). */
+static bool set_shard_mode(struct parser *p, const struct cfg_key *k, const char *v, void *field)
+{
+	bool *cluster = field;
+
+	if (!strcasecmp(v, "replication"))
+		*cluster = false;
+	else if (!strcasecmp(v, "cluster"))
+		*cluster = true;
+	else {
+		perr(p, p->line, k->name, "not replication or cluster: '%s'", v);
+		return false;
+	}
+	return true;
+}
+
 #define A  CFG_P_AGENT
 #define C  CFG_P_CONTROLLER
 #define L  CFG_P_CLI
@@ -267,6 +284,8 @@ const struct cfg_key cfg_keys[] = {
      .doc = "a replica missing this long: a spare is attached (0: at once)"},
     {CFG_S_SHARD, "promotable_after_ms", INT(0, MS_MAX), "5000", FS(promotable_after_ms), C, 0,
      .doc = "a new replica synced and steady this long may be promoted"},
+    {CFG_S_SHARD, "mode", CUSTOM(set_shard_mode), .def = "replication", FS(cluster), C, 0,
+     .doc = "replication, or cluster: a Redis/Valkey Cluster primary and its replicas"},
     /* [user "NAME"] */
     {CFG_S_USER, "password", .type = CFG_T_SECRET, FU(password), C | L, 0,
      .doc = "the user's password"},

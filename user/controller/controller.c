@@ -105,6 +105,12 @@ static int op_record(void *ctx, int shard, int node, unsigned long long epoch)
 	return ctl_ha_record(c, shard, node, epoch) ? -EIO : 0;
 }
 
+static void op_cluster_failover(void *ctx, int node, const char *option, int timeout_ms)
+{
+	if (may_send(ctx, "CLUSTER FAILOVER", node))
+		ctl_op_cluster_failover(ctx, node, option, timeout_ms);
+}
+
 static void op_replicaof(void *ctx, int node, int master, int timeout_ms)
 {
 	if (may_send(ctx, "REPLICAOF", node))
@@ -135,6 +141,7 @@ static const struct fo_ops ctl_ops = {
     .promote = op_promote,
     .record = op_record,
     .replicaof = op_replicaof,
+    .cluster_failover = op_cluster_failover,
     .timer = op_timer,
     .event = ctl_event,
     .publish = op_publish,
@@ -174,6 +181,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	fo_tilt_tick(&c->fo);
+	ctl_cluster_tick(c);
 	if (c->log)
 		evlog_sync(c->log);
 }

@@ -392,6 +392,13 @@ void ctl_op_unpause(void *ctx, int node);
 void ctl_op_promote(void *ctx, int node, int timeout_ms);
 void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms);
 
+/* ctl_cluster.c: cluster shards' I/O (the election, CLUSTER NODES) */
+void ctl_op_cluster_failover(void *ctx, int node, const char *option, int timeout_ms);
+/* CLUSTER NODES of the shard's primary now, for fo_cluster_check. */
+void ctl_cluster_check(struct ctl *c, int shard);
+/* From the controller's tick: each cluster shard checked every second. */
+void ctl_cluster_tick(struct ctl *c);
+
 /* ctl_dns.c */
 /* Called once a promotion has been accepted (REPLICAOF NO ONE succeeded) and the
  * state file written: points the shard's dns_name at host. The one place DNS is

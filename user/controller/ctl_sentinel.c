@@ -25,6 +25,7 @@ void ctl_failover_done(void *ctx, int shard, const char *result)
 
 	pr_info("failover of %s: %s\n", s->name, result);
 	ctl_metrics_failover_done(c, s, result);
+	ctl_cluster_check(c, shard); /* the cluster's view after it */
 	daemon_notify_status("last failover: %s %s -> %s, %s", s->name,
 			     s->last.from >= 0 ? c->fo.nodes[s->last.from].id : "?",
 			     s->last.to >= 0 ? c->fo.nodes[s->last.to].id : "?", result);
@@ -318,7 +319,8 @@ static struct fo_shard *shard_arg(struct ctl_conn *k, const char *name)
 	return s;
 }
 
-static int start_failover(struct ctl_conn *k, const char *shard, const char *to, bool wait)
+static int start_failover(struct ctl_conn *k, const char *shard, const char *to, bool wait,
+			  bool takeover)
 {
 	struct ctl *c = k->ctl;
 	struct evbuffer *out = bufferevent_get_output(k->bev);
@@ -337,6 +339,11 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 		resp_error_reply(out, "ERR shadow mode: this controller changes no server "
 				      "([controller] mode = shadow)");
 		return -EPERM;
+	}
+	if (takeover && !s->cluster) {
+		resp_error_reply(out,
+				 "ERR TAKEOVER is for a cluster shard ([shard] mode = cluster)");
+		return -EINVAL;
 	}
 	if (to) {
 		t = fo_find_node(&c->fo, to);
@@ -379,6 +386,8 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 		ctl_conn_role(k, CTL_ROLE_WAITER, true);
 	}
 	rc = fo_start(&c->fo, s, true, t ? t->idx : -1, reason, why, sizeof(why));
+	if (!rc && takeover) /* read at the promotion, after the INFO round (fo_cluster.c) */
+		s->fo.takeover = true;
 	if (rc) {
 		if (wait) {
 			c->waiter[s->idx] = NULL;
@@ -525,7 +534,7 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (!strcasecmp(sub, "myid") && cmd->argc == 2) {
 		resp_str(out, c->myid);
 	} else if (!strcasecmp(sub, "failover") && cmd->argc == 3) {
-		start_failover(k, cmd->argv[2], NULL, false);
+		start_failover(k, cmd->argv[2], NULL, false, false);
 	} else if (!strcasecmp(sub, "ckquorum") && cmd->argc == 3) {
 		if (shard_arg(k, cmd->argv[2]))
 			reply_ckquorum(c, out);
@@ -619,8 +628,17 @@ void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
 			ctl_status_text(c, t);
 		resp_bulk(out, (const char *)evbuffer_pullup(t, -1), evbuffer_get_length(t));
 		evbuffer_free(t);
-	} else if (cmd->argc >= 3 && cmd->argc <= 4 && ARG_IS(1, "FAILOVER")) {
-		start_failover(k, cmd->argv[2], cmd->argc == 4 ? cmd->argv[3] : NULL, true);
+	} else if (cmd->argc >= 3 && cmd->argc <= 5 && ARG_IS(1, "FAILOVER")) {
+		/* FLATLINE FAILOVER <shard> [<node>] [TAKEOVER] (a node named TAKEOVER wins) */
+		bool tk = cmd->argc > 3 && ARG_IS(cmd->argc - 1, "TAKEOVER") &&
+			  (cmd->argc == 5 || !fo_find_node(&c->fo, cmd->argv[3]));
+		int nargs = cmd->argc - tk;
+
+		if (cmd->argc == 5 && !tk)
+			resp_error_reply(
+			    out, "ERR usage: FLATLINE FAILOVER <shard> [<node>] [TAKEOVER]");
+		else
+			start_failover(k, cmd->argv[2], nargs == 4 ? cmd->argv[3] : NULL, true, tk);
 	} else if (cmd->argc >= 2 && cmd->argc <= 4 && ARG_IS(1, "MODE")) {
 		ctl_on_flatline_mode(k, cmd);
 	} else if (cmd->argc == 2 && ARG_IS(1, "CUTOVER")) {
@@ -628,10 +646,11 @@ void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
 	} else if (cmd->argc >= 2 && (ARG_IS(1, "NODE") || ARG_IS(1, "SHARD"))) {
 		ctl_on_members(k, cmd);
 	} else {
-		resp_error_reply(out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
-				      "<shard> [<node>] | FLATLINE MODE [active [FORCE]|shadow] | "
-				      "FLATLINE CUTOVER | FLATLINE NODE ADD|REMOVE … | FLATLINE "
-				      "SHARD ADD|REMOVE …");
+		resp_error_reply(
+		    out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
+			 "<shard> [<node>] [TAKEOVER] | FLATLINE MODE [active [FORCE]|shadow] | "
+			 "FLATLINE CUTOVER | FLATLINE NODE ADD|REMOVE … | FLATLINE "
+			 "SHARD ADD|REMOVE …");
 	}
 }
 

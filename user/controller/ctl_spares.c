@@ -507,7 +507,9 @@ static void shard_tick(struct ctl *c, int i, long long now)
 	struct sp_shard *sp = &c->spares->sh[i];
 	struct fo_shard *s = &c->fo.shards[i];
 
-	if (s->removed || s->primary < 0 || s->fo.state != FO_ST_NONE || !fo_primary_settled(s))
+	/* A cluster shard's replicas join by CLUSTER REPLICATE: not attached here. */
+	if (s->removed || s->cluster || s->primary < 0 || s->fo.state != FO_ST_NONE ||
+	    !fo_primary_settled(s))
 		return;
 	sp->want = desired(c, i);
 	sp->have = 0;

@@ -184,7 +184,8 @@ struct fo_failover {
 	int repointed, repoint_failed;
 	long long pause_offset; /* planned: the primary's offset once paused */
 	bool paused;
-	bool recording;		      /* PROMOTE: the decision is being recorded (ops->record) */
+	bool takeover;	/* cluster shard: the operator asked for CLUSTER FAILOVER TAKEOVER */
+	bool recording; /* PROMOTE: the decision is being recorded (ops->record) */
 	unsigned long long rec_epoch; /* the epoch recorded (or being) for f->to, 0 none */
 	unsigned long long epoch;     /* after promotion */
 	char reason[96];
@@ -234,6 +235,10 @@ struct fo_shard {
 	int retry_select_wait_ms;
 	long long lease_waited_ms; /* how long the failover starting now waited */
 	bool removed;		   /* removed at runtime: a tombstone (fo_find_shard skips) */
+	/* [shard] mode = cluster (fo_cluster.c): promoted by the cluster's election. */
+	bool cluster;
+	int cluster_checked;   /* 1 + the primary whose CLUSTER NODES was judged last, 0 none */
+	char cluster_why[160]; /* the last judgement's mismatch, "" consistent */
 };
 
 struct fo_ops {
@@ -253,6 +258,9 @@ struct fo_ops {
 	 * here: promote at once) or < 0 (cannot even start: the failover aborts). NULL: as
 	 * > 0 (the state file is written after the promotion, ops->promoted). */
 	int (*record)(void *ctx, int shard, int node, unsigned long long epoch);
+	/* Cluster shards: CLUSTER FAILOVER [option] on node ("FORCE", "TAKEOVER" or ""),
+	 * answered with fo_on_promote() once the node's ROLE says master (or not in time). */
+	void (*cluster_failover)(void *ctx, int node, const char *option, int timeout_ms);
 	/* REPLICAOF host port of master; answer with fo_on_replicaof(). */
 	void (*replicaof)(void *ctx, int node, int master, int timeout_ms);
 	/* Calls fo_on_timer(shard) after ms (replaces the shard's previous timer); ms < 0 cancels.
@@ -496,6 +504,32 @@ int fo_state_members(const char *path, int (*member)(void *ctx, const char *line
 /* The same from a string (tests, fuzzing). */
 int fo_state_parse(struct fo_cluster *c, const char *text, size_t len, const char *name, char *err,
 		   size_t errlen);
+
+/* Cluster shards (fo_cluster.c). One line of CLUSTER NODES. */
+#define FO_CL_MAX_NODES 1024
+struct fo_cl_node {
+	char id[48];
+	char host[256];
+	int port;
+	char master_id[48]; /* "-" for a master */
+	bool myself, master, fail, pfail, has_slots;
+};
+/* CLUSTER NODES text into out[]: how many lines, -EINVAL malformed, -E2BIG past max. */
+int fo_cluster_nodes_parse(const char *text, size_t len, struct fo_cl_node *out, int max);
+/* Whether the primary's view v (its CLUSTER NODES) shows s as listed: the primary a
+ * master with slots, each other listed node its replica, each of its replicas listed.
+ * 0, or -EINVAL with why. */
+int fo_cluster_verify(const struct fo_cluster *c, const struct fo_shard *s,
+		      const struct fo_cl_node *v, int nv, char *why, size_t whylen);
+/* The answer (text) to CLUSTER NODES asked of node n: judged when n is the settled primary of
+ * its cluster shard; cluster_mismatch / cluster_consistent each time the verdict changes. */
+void fo_cluster_check(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, const char *text,
+		      size_t len);
+/* The CLUSTER FAILOVER option of the failover f: FORCE, "" (planned) or TAKEOVER. */
+const char *fo_cluster_option(const struct fo_failover *f);
+/* In SELECT, a candidate whose fresh INFO says master already (the cluster elected it
+ * itself): its node index, else -1. */
+int fo_cluster_elected(const struct fo_cluster *c, const struct fo_shard *s);
 
 /* Sentinel's instance format: "<type> <name> <ip> <port> @ <master> <mip> <mport>". */
 void fo_instance_str(const struct fo_cluster *c, const struct fo_node *n, char *buf, size_t len);

@@ -180,7 +180,7 @@ static void primary_up(struct fo_cluster *c, struct fo_shard *s, long long now)
 			s->flags &=
 			    ~(FO_S_PRIMARY_DIED | FO_S_EMPTY_RESTART); /* its history holds */
 	}
-	if (!c->tilt && !c->starting && !c->shadow)
+	if (!c->tilt && !c->starting && !c->shadow && !s->cluster) /* a cluster repairs itself */
 		repair_shard(c, s, now);
 }
 
@@ -231,8 +231,8 @@ static void check_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 
 	if (s->primary < 0 || s->fo.state != FO_ST_NONE)
 		return;
-	if (c->shadow && fo_shadow_follow(c, s, now))
-		return; /* the servers named another primary (fo_shadow.c) */
+	if ((c->shadow || s->cluster) && fo_shadow_follow(c, s, now))
+		return; /* the servers (or the cluster's election) named another primary */
 	p = &c->nodes[s->primary];
 	v = fo_judge(c, p, now);
 	if (!(p->flags & FO_N_SDOWN)) {

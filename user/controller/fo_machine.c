@@ -122,6 +122,8 @@ static void abort_failover(struct fo_cluster *c, struct fo_shard *s, const char 
 }
 
 static void st_select(struct fo_cluster *c, struct fo_shard *s);
+static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
+			  const char *err);
 static void st_promote(struct fo_cluster *c, struct fo_shard *s);
 static void st_repoint(struct fo_cluster *c, struct fo_shard *s);
 static void st_repoint_done(struct fo_cluster *c, struct fo_shard *s);
@@ -246,13 +248,23 @@ static void select_done(struct fo_cluster *c, struct fo_shard *s)
 		f->cand[f->ncand++] = nd->idx;
 		fo_list_add(list, sizeof(list), &off, nd->id);
 	}
+	if (s->cluster && !f->planned && !c->shadow && (n = fo_cluster_elected(c, s)) >= 0) {
+		/* The cluster's own election made it already: no second one. */
+		fo_step(c, s, "the cluster elected %s itself", c->nodes[n].id);
+		if (fo_transition(c, s, FO_ST_PROMOTE, NULL))
+			return;
+		f->to = n;
+		f->pending = 1;
+		promote_reply(c, s, &c->nodes[n], true, NULL);
+		return;
+	}
 	if (!f->ncand) {
 		unanswered_retry(c, s, ranked, n);
 		abort_failover(c, s, "no_good_replica");
 		return;
 	}
 	fo_say_replica_selected(c, s, since, list);
-	if (!f->planned) {
+	if (!f->planned || s->cluster) { /* a cluster pauses for a planned move itself */
 		st_promote(c, s);
 		return;
 	}
@@ -310,6 +322,20 @@ static void wait_offset_reply(struct fo_cluster *c, struct fo_shard *s, struct f
 	c->ops->timer(c->ctx, s->idx, c->offset_poll_ms);
 }
 
+/* The promotion itself: the transaction, or a cluster's election (fo_cluster.c). */
+static void send_promotion(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n)
+{
+	if (!s->cluster) {
+		c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
+		return;
+	}
+	fo_step(c, s, "CLUSTER FAILOVER%s%s to %s", fo_cluster_option(&s->fo)[0] ? " " : "",
+		fo_cluster_option(&s->fo), n->id);
+	if (c->ops->cluster_failover)
+		c->ops->cluster_failover(c->ctx, n->idx, fo_cluster_option(&s->fo),
+					 c->promote_timeout_ms);
+}
+
 /* PROMOTE: the next candidate in rank order. */
 static void st_promote(struct fo_cluster *c, struct fo_shard *s)
 {
@@ -350,7 +376,7 @@ static void st_promote(struct fo_cluster *c, struct fo_shard *s)
 			return;
 		}
 	}
-	c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
+	send_promotion(c, s, n);
 }
 
 void fo_on_record(struct fo_cluster *c, struct fo_shard *s, int node, unsigned long long epoch,
@@ -375,7 +401,7 @@ void fo_on_record(struct fo_cluster *c, struct fo_shard *s, int node, unsigned l
 	fo_step(c, s, "recorded %s at epoch %llu", n->id, epoch);
 	if (c->ops->timer) /* the promotion's own time, from now */
 		c->ops->timer(c->ctx, s->idx, state_timeout_ms(c, FO_ST_PROMOTE));
-	c->ops->promote(c->ctx, n->idx, c->promote_timeout_ms);
+	send_promotion(c, s, n);
 }
 
 static void promote_reply(struct fo_cluster *c, struct fo_shard *s, struct fo_node *n, bool ok,
@@ -414,7 +440,7 @@ static void st_repoint(struct fo_cluster *c, struct fo_shard *s)
 	for (int i = 0; i < s->nnodes; i++) {
 		struct fo_node *n = &c->nodes[s->nodes[i]];
 
-		if (n->idx == f->to)
+		if (n->idx == f->to || s->cluster) /* a cluster repoints its replicas itself */
 			continue;
 		if (n->idx == f->from && (n->flags & (FO_N_PROC_DOWN | FO_N_HOST_DOWN)))
 			continue;

@@ -77,6 +77,7 @@ static void shard_init(struct fo_cluster *c, int i, unsigned long long epoch)
 	s->epoch = epoch;
 	s->fo.to = s->fo.from = s->fo.target = -1;
 	s->removed = c->cfg->shards[i].removed;
+	s->cluster = c->cfg->shards[i].cluster;
 	fo_shard_sync(c, i);
 }
 

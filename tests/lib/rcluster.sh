@@ -1,0 +1,151 @@
+# A real Redis/Valkey Cluster on loopback (sourced, bash, after testlib.sh and
+# flavour.sh): tests/integration/test_cluster_mode.sh and bench/cluster.sh.
+#   rcluster_start NODE_TIMEOUT_MS   six servers (FL_SERVER), 3 primaries with a replica
+#                                    each, made by the cli; P[0..5] their ports, PID_<port>
+#   rcluster_flatline                the cluster file (one [shard] per primary, mode =
+#                                    cluster, its replica listed with it), controller and
+#                                    agents; waits until each shard is cluster_consistent
+#   rcluster_kill PORT               kill -9 of that primary with redis-py's RedisCluster
+#                                    writing throughout and a probe of its slots; sets
+#                                    KILL_MS (kill -> a SET of its slots answered OK),
+#                                    KILL_ON (the port that answered), KILL_RES (the
+#                                    writer's JSON: acked, lost, lost_after, gap_ms)
+# Everything started is stopped by the caller's on_exit list.
+
+rc_cli() { "${FL_CLI:-redis-cli}" "$@"; }
+
+# six ports, each with its bus port (+10000) free, below the ephemeral range.
+rcluster_ports() {
+	local p
+	P=()
+	while [ ${#P[@]} -lt 6 ]; do
+		p=$((20000 + RANDOM % 2700))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
+		(exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
+		[[ " ${P[*]} " == *" $p "* ]] && continue
+		P+=("$p")
+	done
+}
+
+# rcluster_server PORT NODE_TIMEOUT_MS: one cluster node (again, after a kill).
+rcluster_server() {
+	start_redis "$1" --cluster-enabled yes --cluster-config-file "$T/nodes-$1.conf" \
+		--cluster-node-timeout "$2" --pidfile "$T/redis-$1.pid"
+	eval "PID_$1=$REDIS_PID"
+}
+
+rcluster_start() {
+	local p end
+	rcluster_ports
+	NODE_TIMEOUT_MS=$1
+	for p in "${P[@]}"; do
+		rcluster_server "$p" "$1"
+	done
+	# shellcheck disable=SC2046 # one argument per node
+	rc_cli --cluster create $(for p in "${P[@]}"; do echo "127.0.0.1:$p"; done) \
+		--cluster-replicas 1 --cluster-yes >"$T/create.out" 2>&1 ||
+		fail "cluster create: $(tail -n 5 "$T/create.out")"
+	end=$((SECONDS + 20))
+	until [ "$(rc_cli -p "${P[0]}" cluster info | tr -d '\r' | sed -n 's/^cluster_state://p')" = ok ] &&
+		[ "$(rc_cli -p "${P[0]}" cluster nodes | grep -c slave)" = 3 ]; do
+		[ $SECONDS -le $end ] || fail "cluster not ok: $(rc_cli -p "${P[0]}" cluster nodes)"
+		sleep 0.1
+	done
+	# PRIMARIES and REPLICA_OF[primary port] = its replica's port, as the cluster made them.
+	PRIMARIES=()
+	declare -gA REPLICA_OF=()
+	local line me master m
+	while read -r line; do
+		me=$(awk '{print $2}' <<<"$line" | sed 's/@.*//; s/.*://')
+		master=$(awk '{print $4}' <<<"$line")
+		m=$(rc_cli -p "${P[0]}" cluster nodes | awk -v id="$master" '$1 == id {print $2}' |
+			sed 's/@.*//; s/.*://')
+		PRIMARIES+=("$m")
+		REPLICA_OF[$m]=$me
+	done < <(rc_cli -p "${P[0]}" cluster nodes | grep slave)
+}
+
+rcluster_flatline() {
+	local i p s
+	CTL_PORT=$(free_port)
+	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
+	cat >"$CONF" <<-EOF
+	[cluster]
+	name = t
+	secret = s3cret-s3cret-s3cret
+	[agent]
+	lease_ms = 0 ; every server on one loopback: the lease is tested in namespaces
+	ping_interval_ms = 50
+	heartbeat_ms = 100
+	[controller]
+	listen = 127.0.0.1:$CTL_PORT
+	node_down_after_ms = 1000
+	state_file = $T/state
+	event_log = $CLOG
+	EOF
+	for i in 0 1 2 3 4 5; do
+		printf '[node "c%s"]\naddress = 127.0.0.%s\nredis = 127.0.0.1:%s\n' \
+			"${P[$i]}" "$((21 + i))" "${P[$i]}" >>"$CONF"
+	done
+	SHARDS=()
+	for p in "${PRIMARIES[@]}"; do
+		printf '[shard "s%s"]\nnodes = c%s c%s\nmode = cluster\n' "$p" "$p" "${REPLICA_OF[$p]}" >>"$CONF"
+		SHARDS+=("s$p")
+	done
+	chmod 600 "$CONF"
+	"$FL" controller --allow-root -c "$CONF" -v >"$T/controller.err" 2>&1 &
+	CTL_PID=$!
+	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
+	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
+		fail "controller did not start: $(cat "$T/controller.err")"
+	for p in "${P[@]}"; do
+		"$FL" agent -c "$CONF" --node "c$p" --event-log "$T/events-c$p.jsonl" \
+			2>"$T/agent-c$p.err" &
+		on_exit "kill -TERM $!; wait $!"
+	done
+	for p in "${P[@]}"; do
+		wait_event "$CLOG" ".kind == \"agent_connected\" and .instance == \"c$p\"" >/dev/null ||
+			fail "agent c$p did not connect: $(cat "$T/agent-c$p.err")"
+	done
+	# Each shard checked against the cluster's view, and found as listed.
+	for s in "${SHARDS[@]}"; do
+		wait_event "$CLOG" ".kind == \"cluster_consistent\" and .shard == \"$s\"" >/dev/null ||
+			fail "$s not checked: $(jq -c 'select(.kind | test("cluster"))' "$CLOG")"
+	done
+}
+
+# rcluster_slots PORT: its slot ranges as "a-b,c-d".
+rcluster_slots() {
+	rc_cli -p "$1" cluster nodes | awk '/myself/ {for (i = 9; i <= NF; i++) print $i}' |
+		sed 's/^\([0-9]*\)$/\1-\1/' | paste -sd,
+}
+
+rcluster_kill() {
+	local vp=$1 slots t0 wpid ppid tw limit=$((NODE_TIMEOUT_MS / 1000 * 4 + 30))
+	slots=$(rcluster_slots "$vp")
+	KILL_SLOTS=$slots
+	"${PY:-/usr/bin/python3}" tests/lib/rcwriter.py write "${P[1]}" "$T/writes" &
+	wpid=$!
+	on_exit "kill -TERM $wpid"
+	"${PY:-/usr/bin/python3}" tests/lib/rcwriter.py probe \
+		"$(printf '%s\n' "${P[@]}" | grep -vx "$vp" | paste -sd,)" "$slots" "$T/probe" &
+	ppid=$!
+	on_exit "kill $ppid"
+	sleep 1
+	[ "$(grep -c '^A' "$T/writes")" -gt 100 ] || fail "the writer does not write: $(tail -n 3 "$T/writes")"
+	t0=$(date +%s%N)
+	KILL_T0=$t0
+	eval "kill -KILL \$PID_$vp"
+	local end=$((SECONDS + limit))
+	until [ -s "$T/probe" ]; do
+		[ $SECONDS -le $end ] || fail "the slots of $vp not writable within $limit s"
+		sleep 0.01
+	done
+	wait "$ppid"
+	read -r tw KILL_ON <"$T/probe"
+	KILL_MS=$(((tw - t0) / 1000000))
+	sleep 1.5
+	kill -TERM "$wpid"
+	wait "$wpid" 2>/dev/null
+	KILL_RES=$("${PY:-/usr/bin/python3}" tests/lib/rcwriter.py check "${P[1]}" "$T/writes" "$t0" "$slots")
+}

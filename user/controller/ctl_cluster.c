@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The I/O of cluster shards ([shard] mode = cluster; fo_cluster.c decides): the
+ * promotion through the cluster's own election (CLUSTER FAILOVER [FORCE|TAKEOVER] on
+ * the replica, then its ROLE polled until it says master: only then is the promotion
+ * answered), and the primary's CLUSTER NODES read every CTL_CLUSTER_CHECK_MS (and
+ * at once after a failover) for fo_cluster_check. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include "common/clock.h"
+#include "common/log.h"
+#include "controller/ctl.h"
+
+#define CTL_CLUSTER_CHECK_MS 1000 /* CLUSTER NODES of each cluster shard's primary */
+#define CTL_CLUSTER_POLL_MS  2	  /* ROLE of a replica asked to take over, this often */
+
+/* One CLUSTER FAILOVER in flight: its confirmation by ROLE. */
+struct cl_failover {
+	struct ctl *ctl;
+	int node;
+	long long deadline_ms; /* monotonic */
+	struct event *poll;
+	char err[200];
+};
+
+static void cl_free(struct cl_failover *q)
+{
+	if (q->poll)
+		event_free(q->poll);
+	free(q);
+}
+
+/* The answer to the failover state machine: ok, or why not. */
+static void cl_answer(struct cl_failover *q, bool ok, const char *err)
+{
+	struct ctl *c = q->ctl;
+	int node = q->node;
+
+	cl_free(q);
+	fo_on_promote(&c->fo, &c->fo.nodes[node], ok, err);
+}
+
+static void cl_poll(evutil_socket_t fd, short what, void *arg);
+
+static void on_role(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	struct cl_failover *q = priv;
+	struct timeval tv = fl_ms_tv(CTL_CLUSTER_POLL_MS);
+
+	(void)ctx;
+	if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
+	    rep->element[0]->type == REDIS_REPLY_STRING &&
+	    !strcmp(rep->element[0]->str, "master")) {
+		cl_answer(q, true, NULL);
+		return;
+	}
+	if (!rep)
+		snprintf(q->err, sizeof(q->err), "ROLE: %s", err ? err : "?");
+	else if (rep->type == REDIS_REPLY_ERROR)
+		snprintf(q->err, sizeof(q->err), "ROLE: %s", rep->str);
+	else
+		snprintf(q->err, sizeof(q->err), "still a replica (no election won in time)");
+	if (fl_mono_ms() >= q->deadline_ms) {
+		cl_answer(q, false, q->err);
+		return;
+	}
+	evtimer_add(q->poll, &tv);
+}
+
+static void cl_poll(evutil_socket_t fd, short what, void *arg)
+{
+	struct cl_failover *q = arg;
+	const char *argv[] = {"ROLE"};
+	long long left = q->deadline_ms - fl_mono_ms();
+
+	(void)fd;
+	(void)what;
+	if (left <= 0 || !ctl_server_request(q->ctl, q->node, (int)left, on_role, q, 1, argv))
+		cl_answer(q, false, q->err[0] ? q->err : "timed out");
+}
+
+static void on_failover(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	struct cl_failover *q = priv;
+
+	(void)ctx;
+	if (!rep || rep->type == REDIS_REPLY_ERROR) {
+		char why[240];
+
+		snprintf(why, sizeof(why), "CLUSTER FAILOVER: %s",
+			 rep ? rep->str : (err ? err : "?"));
+		cl_answer(q, false, why);
+		return;
+	}
+	cl_poll(-1, 0, q);
+}
+
+void ctl_op_cluster_failover(void *ctx, int node, const char *option, int timeout_ms)
+{
+	struct ctl *c = ctx;
+	struct cl_failover *q = calloc(1, sizeof(*q));
+	const char *argv[] = {"CLUSTER", "FAILOVER", option};
+	int argc = option && option[0] ? 3 : 2;
+
+	if (!q) {
+		fo_on_promote(&c->fo, &c->fo.nodes[node], false, "out of memory");
+		return;
+	}
+	q->ctl = c;
+	q->node = node;
+	q->deadline_ms = fl_mono_ms() + timeout_ms;
+	q->poll = evtimer_new(c->base, cl_poll, q);
+	if (!q->poll || !ctl_server_request(c, node, timeout_ms, on_failover, q, argc, argv))
+		cl_answer(q, false, "no link to the server");
+}
+
+/* ---- CLUSTER NODES of the primaries ---- */
+
+struct cl_check {
+	struct ctl *ctl;
+	int shard, node;
+};
+
+static void on_nodes(void *ctx, redisReply *rep, const char *err, void *priv)
+{
+	struct cl_check *q = priv;
+	struct ctl *c = q->ctl;
+	struct fo_shard *s = &c->fo.shards[q->shard];
+	bool ok = rep && rep->type == REDIS_REPLY_STRING;
+
+	(void)ctx;
+	if (!ok)
+		pr_debug("failed to read CLUSTER NODES of %s: %s\n", c->fo.nodes[q->node].id,
+			 rep && rep->type == REDIS_REPLY_ERROR ? rep->str : (err ? err : "?"));
+	/* Unreachable or refused: the failure rules see to the node, nothing to judge. */
+	if (ok && !s->removed && q->node < c->fo.nnodes)
+		fo_cluster_check(&c->fo, s, &c->fo.nodes[q->node], rep->str, rep->len);
+	free(q);
+}
+
+void ctl_cluster_check(struct ctl *c, int shard)
+{
+	const struct fo_shard *s = &c->fo.shards[shard];
+	const char *argv[] = {"CLUSTER", "NODES"};
+	struct cl_check *q;
+
+	if (s->removed || !s->cluster || s->primary < 0 || s->fo.state != FO_ST_NONE)
+		return;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return;
+	*q = (struct cl_check){c, shard, s->primary};
+	if (!ctl_server_request(c, s->primary, 1000, on_nodes, q, 2, argv))
+		free(q);
+}
+
+void ctl_cluster_tick(struct ctl *c)
+{
+	static long long last_ms;
+	long long now = fl_mono_ms();
+
+	if (now - last_ms < CTL_CLUSTER_CHECK_MS || c->fo.starting)
+		return;
+	last_ms = now;
+	for (int i = 0; i < c->fo.nshards; i++)
+		ctl_cluster_check(c, i);
+}
