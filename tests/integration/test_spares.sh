@@ -92,6 +92,11 @@ shard_json() { cl_status_json | jq -c --arg s "$CL_SHARD" '.shards[] | select(.n
 shard_is() { [ "$(shard_json | jq -r "$1" 2>/dev/null)" = true ]; }
 node_json() { shard_json | jq -c --arg n "$1" '.nodes[] | select(.id == $n)' 2>/dev/null; }
 metric() { cl_ctl curl -s "http://$CL_CTL_IP:$MPORT/metrics" | awk -v m="$1{shard=\"$CL_SHARD\"}" '$1 == m { print $2 }'; }
+# metric_is NAME VALUE: the shard's metric NAME is VALUE now (asked again on each call).
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+# role_is IDX ROLE / node_role_is NODE ROLE: asked again on each call (for cl_until).
+role_is() { [ "$(cl_role "$1")" = "$2" ]; }
+node_role_is() { [ "$(node_json "$1" | jq -r .role)" = "$2" ]; }
 # ms_between EVENT-A EVENT-B: milliseconds from one event's ts to the other's.
 ms_between() {
 	"$PY" -c 'import sys, json, datetime as d
@@ -122,7 +127,8 @@ promotable_after_ms = 500
 spares = s${BASHPID}n4" 4
 	n4=$(cl_node 4)
 	[ "$(shard_json | jq -r '.spares[0]')" = "$n4" ] || fail "status has no spare: $(shard_json)"
-	[ "$(metric flatline_shard_replicas)" = 2 ] || fail "replicas metric: $(metric flatline_shard_replicas)"
+	# (the replicas count once their first REPORTs say they are linked and synced)
+	cl_until 5 metric_is flatline_shard_replicas 2 || fail "replicas metric: $(metric flatline_shard_replicas)"
 	[ "$(metric flatline_shard_replicas_desired)" = 2 ] || fail "desired metric"
 	cl_writer_start --rate 200 || fail "writer"
 	sleep 0.5
@@ -141,7 +147,7 @@ spares = s${BASHPID}n4" 4
 	cl_until 5 cl_linked 4 "$new" || fail "the spare does not follow $(cl_node "$new"): $(cl_info 4 master_host)"
 	[ "$(node_json "$n4" | jq -r .role)" = replica ] || fail "status: $(node_json "$n4")"
 	[ "$(shard_json | jq -r '.spares | length')" = 0 ] || fail "still listed as a spare: $(shard_json)"
-	cl_until 5 test "$(metric flatline_shard_replicas)" = 2 || fail "replicas metric: $(metric flatline_shard_replicas)"
+	cl_until 5 metric_is flatline_shard_replicas 2 || fail "replicas metric: $(metric flatline_shard_replicas)"
 	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 10
 	sleep 0.5
 	cl_writer_stop
@@ -155,7 +161,7 @@ spares = s${BASHPID}n4" 4
 	grep -q "^member attach node $n4 shard $CL_SHARD" "$CL_DIR/state" || fail "state file: $(grep member "$CL_DIR/state")"
 	cl_stop controller
 	cl_controller_start || fail "controller did not start again"
-	cl_until 10 test "$(node_json "$n4" | jq -r .role)" = replica || fail "after the restart: $(node_json "$n4")"
+	cl_until 10 node_role_is "$n4" replica || fail "after the restart: $(node_json "$n4")"
 }
 
 # A spare with data is refused with the reason; the next one (empty) is attached.
@@ -223,7 +229,7 @@ spares = s${BASHPID}n4" 4
 	kill -KILL "$(cl_pid "redis-$(cl_node "$second")")"
 	wait_ctl ".kind == \"promoted\" and .instance != \"$(cl_node 1)\" and .instance != \"$(cl_node "$second")\"" 15
 	[ -z "$(ev ".kind == \"promoted\" and .instance == \"$n4\"")" ] || fail "the spare was promoted"
-	cl_until 5 test "$(cl_role 4)" = slave || fail "the spare's server is a '$(cl_role 4)'"
+	cl_until 5 role_is 4 slave || fail "the spare's server is a '$(cl_role 4)'"
 	wait_ctl ".kind == \"spare_sync_aborted\" and .instance == \"$n4\" and (.reason | test(\"epoch\"))" 10
 	third=$(new_primary)
 	cl_until 10 cl_linked 4 "$third" || fail "the spare does not follow the third primary"
