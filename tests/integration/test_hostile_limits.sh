@@ -223,5 +223,40 @@ assert s.recv(1) == b""' "$mp" || fail "an idle metrics connection was not close
 	ctl_alive "after the metrics flood"
 }
 
-TESTS=(test_metrics_connection_cap test_controller_junk_flood test_throttle_never_locks_out_a_neighbour test_output_limits_per_command_and_in_all)
+# The CLI sent the admin password (or, without client authentication, the
+# cluster secret) to whatever answered on the controller's address. Now it sends
+# a nonce first (FLATLINE PROVE) and a password only once the answer is an HMAC
+# under a node's key over that nonce and the connection's two ends: a fake
+# listener that answers anything, and one that relays the nonce to the real
+# controller (its proof is for the relay's own connection), get no secret.
+test_cli_proves_the_controller() {
+	local pw=admin-pass-word-0001 fp f conf out relay
+	setup_ctl "requirepass = $pw"
+	"$FL" status -c "$CONF" >/dev/null 2>"$T/status.err" || fail "status against the real controller: $(cat "$T/status.err")"
+	for relay in "" "--relay $CTL_PORT"; do
+		for conf in with-pass secret; do
+			fp=$(free_port)
+			# shellcheck disable=SC2086 # relay: the option and its port
+			$PY tests/lib/fakectl.py "$fp" "$T/fake-$fp.rec" $relay &
+			f=$!
+			on_exit "kill $f 2>/dev/null"
+			wait_listening "$fp" "the fake controller"
+			sed "s/^listen = .*/listen = 127.0.0.1:$fp/" "$CONF" >"$T/$conf.conf"
+			[ "$conf" = with-pass ] || sed -i '/^requirepass/d' "$T/$conf.conf"
+			chmod 600 "$T/$conf.conf"
+			if out=$(timeout 20 "$FL" failover s -c "$T/$conf.conf" 2>&1); then
+				fail "failover against a fake controller${relay:+ (relaying)} succeeded: $out"
+			fi
+			grep -q "did not prove" <<<"$out" || fail "the CLI did not say why: $out"
+			grep -q "FLATLINE PROVE" "$T/fake-$fp.rec" || fail "the CLI asked no proof: $(cat "$T/fake-$fp.rec")"
+			! grep -qF -e "$pw" -e "$SECRET" "$T/fake-$fp.rec" || fail "the fake controller${relay:+ (relaying)} got a secret: $(cat "$T/fake-$fp.rec")"
+			echo "    fake controller${relay:+ relaying to the real one}, file ${conf}: $(wc -l <"$T/fake-$fp.rec") commands, no secret; CLI: $out" >&2
+			kill "$f"
+		done
+	done
+	# The real controller proves itself, and the failover runs.
+	"$FL" failover s -c "$CONF" >"$T/fo.out" 2>&1 || fail "failover against the real controller: $(cat "$T/fo.out")"
+}
+
+TESTS=(test_cli_proves_the_controller test_metrics_connection_cap test_controller_junk_flood test_throttle_never_locks_out_a_neighbour test_output_limits_per_command_and_in_all)
 run_tests
