@@ -112,7 +112,8 @@ static void reply(struct metrics_conn *k, int code, const char *reason, struct e
 /* The request line of a whole header: METHOD TARGET HTTP/x.y. */
 static void answer(struct metrics_conn *k, char *line)
 {
-	char *method = strtok(line, " "), *target = strtok(NULL, " "), *version = strtok(NULL, " ");
+	char *save = NULL, *method = strtok_r(line, " ", &save);
+	char *target = strtok_r(NULL, " ", &save), *version = strtok_r(NULL, " ", &save);
 	struct evbuffer *body;
 	bool head;
 	size_t n;
@@ -410,8 +411,10 @@ void metrics_close(struct metrics *m)
 {
 	if (!m)
 		return;
-	while (m->head)
-		conn_free(m->head);
+	for (struct metrics_conn *k = m->head, *next; k; k = next) {
+		next = k->next;
+		conn_free(k);
+	}
 	evconnlistener_free(m->lis);
 	event_free(m->resume);
 	free(m);
