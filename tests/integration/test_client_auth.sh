@@ -20,38 +20,6 @@ SECRET=s3cret-s3cret-s3cret
 # An agent per server.
 setup() {
 	need_root
-	need_cmd redis-server redis-cli jq
-	P1=$(free_port) P2=$(free_port) CTL_PORT=$(free_port)
-	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
-	cat >"$CONF" <<-EOF
-	[cluster]
-	name = ca
-	secret = $SECRET
-	[agent]
-	ping_interval_ms = 50
-	hung_after = 4
-	heartbeat_ms = 100
-	lease_ms = 0
-	[controller]
-	listen = ${1//PORT/$CTL_PORT}
-	address = ${2//PORT/$CTL_PORT}
-	node_down_after_ms = 1000
-	state_file = $T/state
-	event_log = $CLOG
-	failover_block_ms = 1000
-	requirepass = $ADMIN_PW
-	${5:-}
-	[include]
-	path = $T/users.conf
-	[node "ca1-$$"]
-	address = $3
-	redis = 127.0.0.1:$P1
-	[node "ca2-$$"]
-	address = $4
-	redis = 127.0.0.1:$P2
-	[shard "s"]
-	nodes = ca1-$$ ca2-$$
-	EOF
 	# The users in a file of their own, as a controller-only include.
 	cat >"$T/users.conf" <<-EOF
 	[user "reader"]
@@ -61,11 +29,10 @@ setup() {
 	password = $OPS_PW
 	commands = read failover
 	EOF
-	chmod 600 "$CONF" "$T/users.conf"
-	start_redis "$P1"; PID_1=$REDIS_PID
-	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
-	spawn_controller
-	spawn_agents ca1 ca2
+	chmod 600 "$T/users.conf"
+	LB_LISTEN=$1 LB_ADDRESS=$2 LB_A1=$3 LB_A2=$4 LB_CTL="requirepass = $ADMIN_PW
+${5:-}" LB_MORE="[include]
+path = $T/users.conf" loopback_ctl ca
 }
 
 cli() { redis-cli --no-auth-warning -p "$CTL_PORT" "$@" 2>&1; }

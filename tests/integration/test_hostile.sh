@@ -127,42 +127,10 @@ test_agent_survives_hostile_server() {
 # ---------------------------------------------------------------------------
 # The controller's socket: what any host that reaches it can send.
 
-# setup_ctl: two servers (hc1 primary, hc2 replica), the controller on CTL_PORT
-# (its stderr $T/controller.err, events $CLOG), an agent per server.
+# setup_ctl: the loopback cluster (loopback_ctl: hc1 primary, hc2 replica), until an
+# agent is connected.
 setup_ctl() {
-	need_root
-	need_cmd redis-server redis-cli jq
-	P1=$(free_port) P2=$(free_port) CTL_PORT=$(free_port)
-	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
-	cat >"$CONF" <<-EOF
-	[cluster]
-	name = h
-	secret = s3cret-s3cret-s3cret
-	[agent]
-	ping_interval_ms = 50
-	hung_after = 4
-	heartbeat_ms = 100
-	lease_ms = 0
-	[controller]
-	listen = 127.0.0.1:$CTL_PORT
-	node_down_after_ms = 1000
-	state_file = ${STATE:-$T/state}
-	event_log = $CLOG
-	failover_block_ms = 1000
-	[node "hc1-$$"]
-	address = 127.0.0.21
-	redis = 127.0.0.1:$P1
-	[node "hc2-$$"]
-	address = 127.0.0.22
-	redis = 127.0.0.1:$P2
-	[shard "s"]
-	nodes = hc1-$$ hc2-$$
-	EOF
-	chmod 600 "$CONF"
-	start_redis "$P1"; PID_1=$REDIS_PID
-	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
-	spawn_controller
-	spawn_agents hc1 hc2
+	loopback_ctl hc
 	wait_event "$CLOG" '.kind == "agent_connected"' >/dev/null || fail "no agent connected"
 }
 

@@ -11,44 +11,10 @@ cd "$(dirname "$0")/../.." || exit 1
 PY=/usr/bin/python3
 SECRET=s3cret-s3cret-s3cret
 
-# setup_ctl [EXTRA]: two servers (hl1 primary, hl2 replica), the controller on
-# CTL_PORT (stderr $T/controller.err, events $CLOG), an agent per server; EXTRA
-# more [controller] lines.
+# setup_ctl [EXTRA]: the loopback cluster (loopback_ctl: hl1 primary, hl2 replica)
+# with EXTRA more [controller] lines, until both nodes are healthy.
 setup_ctl() {
-	need_root
-	need_cmd redis-server redis-cli jq
-	P1=$(free_port) P2=$(free_port) CTL_PORT=$(free_port)
-	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
-	cat >"$CONF" <<-EOF
-	[cluster]
-	name = hl
-	secret = $SECRET
-	[agent]
-	ping_interval_ms = 50
-	hung_after = 4
-	heartbeat_ms = 100
-	lease_ms = 0
-	[controller]
-	listen = 127.0.0.1:$CTL_PORT
-	node_down_after_ms = 1000
-	state_file = $T/state
-	event_log = $CLOG
-	failover_block_ms = 1000
-	${1:-}
-	[node "hl1-$$"]
-	address = 127.0.0.21
-	redis = 127.0.0.1:$P1
-	[node "hl2-$$"]
-	address = 127.0.0.22
-	redis = 127.0.0.1:$P2
-	[shard "s"]
-	nodes = hl1-$$ hl2-$$
-	EOF
-	chmod 600 "$CONF"
-	start_redis "$P1"; PID_1=$REDIS_PID
-	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
-	spawn_controller
-	spawn_agents hl1 hl2
+	LB_CTL=${1:-} loopback_ctl hl
 	wait_nodes_healthy "$CONF" 2
 }
 
@@ -209,5 +175,88 @@ test_output_limits_per_command_and_in_all() {
 	redis-cli -p "$CTL_PORT" ping | grep -q PONG || fail "controller not answering"
 }
 
-TESTS=(test_controller_junk_flood test_throttle_never_locks_out_a_neighbour test_output_limits_per_command_and_in_all)
+# The metrics endpoint (libevent's evhttp before) took every connection offered:
+# under a descriptor limit of 1024, 2,000 idle connections to it left the
+# controller without descriptors for its clients and agents (accept failing with
+# EMFILE, in a loop). Now it holds at most 64 (8 per address), closes the oldest
+# that sent no request, of the address holding the most, for a new one, and each
+# after 5 s: the client port answers, a scraper from another address gets its
+# metrics, the agents keep their links.
+test_metrics_connection_cap() {
+	local mp f n0 fds fd_max ok i ms t0 hwm
+	need_cmd curl prlimit
+	mp=$(free_port)
+	LB_RUN="prlimit --nofile=1024:1024" setup_ctl "metrics_listen = 127.0.0.1:$mp"
+	n0=$(count_events "$CLOG" '.kind == "agent_connected"')
+	fds=$(ls "/proc/$CTL_PID/fd" | wc -l)
+	# One connection that sends nothing is closed 5 s after its accept.
+	t0=$(date +%s%N)
+	$PY -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.settimeout(20)
+assert s.recv(1) == b""' "$mp" || fail "an idle metrics connection was not closed"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	echo "    an idle metrics connection closed after $ms ms" >&2
+	[ "$ms" -ge 4000 ] && [ "$ms" -le 10000 ] || fail "idle metrics connection closed after $ms ms (5 s)"
+	hc metrics-flood "$mp" 2000 12 >"$T/mflood.json" &
+	f=$!
+	on_exit "kill $f 2>/dev/null"
+	sleep 3
+	ok=0 fd_max=0
+	for i in $(seq 10); do
+		n=$(ls "/proc/$CTL_PID/fd" | wc -l)
+		[ "$n" -le "$fd_max" ] || fd_max=$n
+		curl -sf --max-time 2 "http://127.0.0.1:$mp/metrics" | grep -q '^flatline_build_info' && ok=$((ok + 1))
+		redis-cli -p "$CTL_PORT" ping | grep -q PONG || fail "the client port did not answer under the metrics flood"
+		sleep 0.5
+	done
+	wait "$f"
+	echo "    2,000 connections to the metrics port from 16 addresses: $(cat "$T/mflood.json"); controller descriptors $fds before, at most $fd_max; $ok of 10 scrapes answered; peak RSS $(sed -n 's/^VmHWM:[[:space:]]*//p' "/proc/$CTL_PID/status")" >&2
+	[ "$fd_max" -le $((fds + 64 + 8)) ] || fail "the controller held $fd_max descriptors ($fds before the flood)"
+	[ "$ok" -ge 9 ] || fail "only $ok of 10 scrapes answered under the flood"
+	jq -e '.closed >= 1000' "$T/mflood.json" >/dev/null || fail "the flood's connections were not closed: $(cat "$T/mflood.json")"
+	hwm=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$CTL_PID/status")
+	[ "$hwm" -le 65536 ] || [[ ${BUILD:-build} == *asan* ]] || fail "controller peak RSS $hwm kB under the metrics flood"
+	expect_eq "agent links dialled again" "$(count_events "$CLOG" '.kind == "agent_connected"')" "$n0"
+	curl -sf --max-time 2 "http://127.0.0.1:$mp/metrics" | grep -q '^flatline_build_info' || fail "no metrics after the flood"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mp/nope")" = 404 ] || fail "not 404 off /metrics"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$mp/metrics")" = 405 ] || fail "POST not 405"
+	ctl_alive "after the metrics flood"
+}
+
+# The CLI sent the admin password (or, without client authentication, the
+# cluster secret) to whatever answered on the controller's address. Now it sends
+# a nonce first (FLATLINE PROVE) and a password only once the answer is an HMAC
+# under a node's key over that nonce and the connection's two ends: a fake
+# listener that answers anything, and one that relays the nonce to the real
+# controller (its proof is for the relay's own connection), get no secret.
+test_cli_proves_the_controller() {
+	local pw=admin-pass-word-0001 fp f conf out relay
+	setup_ctl "requirepass = $pw"
+	"$FL" status -c "$CONF" >/dev/null 2>"$T/status.err" || fail "status against the real controller: $(cat "$T/status.err")"
+	for relay in "" "--relay $CTL_PORT"; do
+		for conf in with-pass secret; do
+			fp=$(free_port)
+			# shellcheck disable=SC2086 # relay: the option and its port
+			$PY tests/lib/fakectl.py "$fp" "$T/fake-$fp.rec" $relay &
+			f=$!
+			on_exit "kill $f 2>/dev/null"
+			wait_listening "$fp" "the fake controller"
+			sed "s/^listen = .*/listen = 127.0.0.1:$fp/" "$CONF" >"$T/$conf.conf"
+			[ "$conf" = with-pass ] || sed -i '/^requirepass/d' "$T/$conf.conf"
+			chmod 600 "$T/$conf.conf"
+			if out=$(timeout 20 "$FL" failover s -c "$T/$conf.conf" 2>&1); then
+				fail "failover against a fake controller${relay:+ (relaying)} succeeded: $out"
+			fi
+			grep -q "did not prove" <<<"$out" || fail "the CLI did not say why: $out"
+			grep -q "FLATLINE PROVE" "$T/fake-$fp.rec" || fail "the CLI asked no proof: $(cat "$T/fake-$fp.rec")"
+			! grep -qF -e "$pw" -e "$SECRET" "$T/fake-$fp.rec" || fail "the fake controller${relay:+ (relaying)} got a secret: $(cat "$T/fake-$fp.rec")"
+			echo "    fake controller${relay:+ relaying to the real one}, file ${conf}: $(wc -l <"$T/fake-$fp.rec") commands, no secret; CLI: $out" >&2
+			kill "$f"
+		done
+	done
+	# The real controller proves itself, and the failover runs.
+	"$FL" failover s -c "$CONF" >"$T/fo.out" 2>&1 || fail "failover against the real controller: $(cat "$T/fo.out")"
+}
+
+TESTS=(test_cli_proves_the_controller test_metrics_connection_cap test_controller_junk_flood test_throttle_never_locks_out_a_neighbour test_output_limits_per_command_and_in_all)
 run_tests

@@ -22,6 +22,12 @@ Each mode prints one line of JSON with what it saw.
                            a guesser at full speed: N connections from SRC (default
                            127.0.0.1), each sending a wrong AUTH as soon as the last is
                            answered, dialling again when closed; counts the answers
+  metrics-flood PORT N SECS
+                           N connections to a metrics endpoint from 127.0.1.1-16,
+                           held for SECS, a third
+                           of them dripping a request's header one byte a second,
+                           each dialled again as soon as the server closes it;
+                           counts the connections made and the ones closed
 """
 import json, os, select, socket, sys, time
 
@@ -172,6 +178,59 @@ def kill_loop(port, secs, targets):
     out["targets"] = len(targets)
     return out
 
+def metrics_flood(port, n, secs):
+    import resource
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n + 256, n + 256))
+    socks, made, closed, refused = {}, 0, 0, 0
+    drip = b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 10000
+
+    def dial(i):
+        nonlocal made, refused
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.bind(("127.0.1.%d" % (1 + i % 16), 0))
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            refused += 1
+            s.close()
+            return
+        socks[s.fileno()] = (s, i, 0)
+        made += 1
+
+    for i in range(n):
+        dial(i)
+    end, last_drip = time.time() + secs, time.time()
+    while time.time() < end:
+        p = select.poll()
+        for fd in socks:
+            p.register(fd, select.POLLIN)
+        for fd, ev in p.poll(100):
+            s, i, _ = socks[fd]
+            try:
+                d = s.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                d = b""
+            if not d:
+                del socks[fd]
+                s.close()
+                closed += 1
+                dial(i)
+        if time.time() - last_drip >= 1:
+            last_drip = time.time()
+            for fd, (s, i, off) in list(socks.items()):
+                if i % 3 == 0 and off < len(drip):
+                    try:
+                        s.send(drip[off:off + 1])
+                        socks[fd] = (s, i, off + 1)
+                    except OSError:
+                        pass
+    print(json.dumps({"made": made, "closed": closed, "refused": refused, "open": len(socks)}))
+
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
     if mode == "status-flood":
@@ -242,6 +301,9 @@ def main():
     elif mode == "auth-flood":
         r = auth_flood(port, float(sys.argv[3]), int(sys.argv[4]),
                        sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1")
+    elif mode == "metrics-flood":
+        metrics_flood(port, int(sys.argv[3]), float(sys.argv[4]))
+        return 0
     elif mode == "crlf-id":
         s = conn(port)
         s.sendall(enc("HELLO", "flatline", 1, "n1\r\nflatline: FORGED controller_start", "x"))

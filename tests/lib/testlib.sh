@@ -92,6 +92,58 @@ spawn_agents() {
 	done
 }
 
+# loopback_ctl NAME: the hostile and client-authentication tests' loopback cluster:
+# two servers (NAME1-$$ the primary on P1, NAME2-$$ its replica on P2), the controller
+# on CTL_PORT (its stderr $T/controller.err, events $CLOG, file $CONF with secret
+# $SECRET, state ${STATE:-$T/state}), an agent per server; PID_1 is the primary's
+# redis-server. Returns once both are started (wait for what the test needs).
+# LB_LISTEN, LB_ADDRESS: the controller's listen and address (PORT is CTL_PORT;
+# default 127.0.0.1:PORT, no address); LB_A1, LB_A2: the nodes' addresses (default
+# 127.0.0.21, 127.0.0.22); LB_CTL: more [controller] lines; LB_MORE: sections
+# between [controller] and the nodes; LB_RUN: the command the controller runs under.
+loopback_ctl() {
+	local n=$1
+	need_root
+	need_cmd redis-server redis-cli jq
+	P1=$(free_port) P2=$(free_port) CTL_PORT=$(free_port)
+	CONF=$T/cluster.conf CLOG=$T/controller.jsonl
+	SECRET=${SECRET:-s3cret-s3cret-s3cret}
+	local listen=${LB_LISTEN:-127.0.0.1:PORT}
+	cat >"$CONF" <<-EOF
+	[cluster]
+	name = $n
+	secret = $SECRET
+	[agent]
+	ping_interval_ms = 50
+	hung_after = 4
+	heartbeat_ms = 100
+	lease_ms = 0
+	[controller]
+	listen = ${listen//PORT/$CTL_PORT}
+	${LB_ADDRESS:+address = ${LB_ADDRESS//PORT/$CTL_PORT}}
+	node_down_after_ms = 1000
+	state_file = ${STATE:-$T/state}
+	event_log = $CLOG
+	failover_block_ms = 1000
+	${LB_CTL:-}
+	${LB_MORE:-}
+	[node "${n}1-$$"]
+	address = ${LB_A1:-127.0.0.21}
+	redis = 127.0.0.1:$P1
+	[node "${n}2-$$"]
+	address = ${LB_A2:-127.0.0.22}
+	redis = 127.0.0.1:$P2
+	[shard "s"]
+	nodes = ${n}1-$$ ${n}2-$$
+	EOF
+	chmod 600 "$CONF"
+	start_redis "$P1"; PID_1=$REDIS_PID
+	start_redis "$P2" --replicaof 127.0.0.1 "$P1"
+	# shellcheck disable=SC2086 # LB_RUN: a command and its arguments
+	spawn_controller ${LB_RUN:-}
+	spawn_agents "${n}1" "${n}2"
+}
+
 # wait_listening PORT WHAT: until 127.0.0.1:PORT accepts a connection, else fails
 # saying WHAT did not start.
 wait_listening() {

@@ -2,6 +2,8 @@
 /* The failover's durable state file and REPORT parsing (with the REPORT key table
  * the agent's builder shares), on the harness of fo_harness.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -72,6 +74,57 @@ static void test_state_corruption(void **state)
 		assert_int_equal(fo_state_parse(&C, text, strlen(text), "st", err, sizeof(err)), 0);
 		assert_non_null(strstr(err, "no longer in the cluster file"));
 	}
+}
+
+/* A crash between writing the state file and renaming it: fo_state_write writes
+ * <path>.tmp, fsyncs it, renames it over <path> and fsyncs the directory, so what
+ * a crash leaves is the whole previous file beside a torn or empty .tmp, which is
+ * never read; and a torn or empty file (every prefix of a real one) is refused,
+ * never trusted. The next write replaces the leftover .tmp. */
+static void test_state_crash_before_rename(void **state)
+{
+	char path[] = "/tmp/fl-state-XXXXXX", tmp[64], err[512], text[4096];
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	int fd = mkstemp(path);
+	ssize_t len;
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	s->primary = N("n2")->idx;
+	s->epoch = 42;
+	assert_int_equal(fo_state_save(&C, path, err, sizeof(err)), 0);
+	assert_int_equal(access(tmp, F_OK), -1); /* renamed, nothing left over */
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	len = read(fd, text, sizeof(text));
+	close(fd);
+	assert_true(len > 0);
+	/* Every torn length of it, the empty file too, is refused. */
+	for (ssize_t n = 0; n < len; n++)
+		assert_int_equal(fo_state_parse(&C, text, n, "st", err, sizeof(err)), -EINVAL);
+	/* The crash: half of the next state in the .tmp, the rename never done. */
+	f = fopen(tmp, "w");
+	assert_non_null(f);
+	fwrite("flatline-state 1\nshard s epoch 43 prim", 1, 38, f);
+	fclose(f);
+	s->primary = -1;
+	s->epoch = 0;
+	assert_int_equal(fo_state_load(&C, path, err, sizeof(err)), 0);
+	assert_int_equal(s->epoch, 42);
+	assert_int_equal(s->primary, N("n2")->idx);
+	/* The next write replaces the leftover. */
+	s->primary = N("n3")->idx;
+	s->epoch = 43;
+	assert_int_equal(fo_state_save(&C, path, err, sizeof(err)), 0);
+	assert_int_equal(access(tmp, F_OK), -1);
+	s->epoch = 0;
+	assert_int_equal(fo_state_load(&C, path, err, sizeof(err)), 0);
+	assert_int_equal(s->epoch, 43);
+	assert_int_equal(s->primary, N("n3")->idx);
+	unlink(path);
 }
 
 /* ---- REPORT parsing ---- */
@@ -252,6 +305,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_state_round_trip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_state_corruption, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_state_crash_before_rename, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_report_parse, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_report_keys, setup, teardown),
 	};

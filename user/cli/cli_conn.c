@@ -10,9 +10,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include "cli/cli_conn.h"
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/tls.h"
 
@@ -258,4 +260,44 @@ void cli_free(struct cli_conn *k)
 	if (k->fd >= 0)
 		close(k->fd);
 	free(k);
+}
+
+int cli_prove_controller(struct cli_conn *k, const struct cfg *cfg)
+{
+	struct sockaddr_storage cl, sv;
+	socklen_t cl_len = sizeof(cl), sv_len = sizeof(sv);
+	uint8_t key[AUTH_KEY_LEN], nonce[AUTH_NONCE_LEN], want[AUTH_MAC_LEN], got[AUTH_MAC_LEN];
+	char hex[AUTH_HEX_LEN + 1];
+	const char *node = NULL;
+	int fd = k->rc ? k->rc->fd : k->fd, ret = -EACCES;
+	redisReply *r;
+
+	for (int i = 0; i < cfg->nnodes && !node; i++)
+		if (!auth_key_for(cfg->nodes[i].key, cfg->secret, cfg->nodes[i].id, key))
+			node = cfg->nodes[i].id;
+	if (!node)
+		return -ENOKEY;
+	if (auth_nonce(nonce) || getpeername(fd, (struct sockaddr *)&sv, &sv_len) ||
+	    getsockname(fd, (struct sockaddr *)&cl, &cl_len) ||
+	    auth_cli_proof(key, node, nonce, (struct sockaddr *)&cl, (struct sockaddr *)&sv,
+			   want)) {
+		pr_warn("failed to ask the controller for its proof: %s\n", strerror(errno));
+		return -EIO;
+	}
+	auth_hex(nonce, sizeof(nonce), hex);
+	r = cli_command(k, "FLATLINE PROVE %s %s", node, hex);
+	if (r && r->type == REDIS_REPLY_STRING && !auth_unhex(r->str, r->len, got, sizeof(got)) &&
+	    !CRYPTO_memcmp(want, got, sizeof(got)))
+		ret = 0;
+	else
+		pr_warn("the controller did not prove it holds node %s's key (%s): not sending it "
+			"a password\n",
+			node,
+			!r				? cli_errstr(k)
+			: r->type == REDIS_REPLY_ERROR	? r->str
+			: r->type == REDIS_REPLY_STRING ? "a wrong proof"
+							: "an answer that is not a proof");
+	if (r)
+		freeReplyObject(r);
+	return ret;
 }

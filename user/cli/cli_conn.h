@@ -26,6 +26,11 @@ struct cli_conn *cli_connect(const struct cfg *cfg, const struct cfg_endpoint *e
 redisReply *cli_command(struct cli_conn *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void cli_set_timeout(struct cli_conn *k, int timeout_ms);
+/* Before a password or the cluster secret goes out: the controller proves it
+ * holds the key of a node the file knows (its [node] key, or one derived from the
+ * cluster secret) for this connection (FLATLINE PROVE, common/auth.h). 0 proven;
+ * -ENOKEY the file holds no key to check with; -EACCES not proven (said why). */
+int cli_prove_controller(struct cli_conn *k, const struct cfg *cfg);
 /* Why the last command got no reply. */
 const char *cli_errstr(const struct cli_conn *k);
 void cli_free(struct cli_conn *k);

@@ -74,6 +74,13 @@ static int login(struct cli_conn *rc, const struct cfg *cfg, unsigned need)
 	}
 	if (!pass)
 		return 0;
+	/* Not to whatever answers on the controller's address: a file with a key
+	 * (every controller's and agent's file has one) asks for the proof first. */
+	ret = cli_prove_controller(rc, cfg);
+	if (ret == -ENOKEY)
+		ret = 0;
+	else if (ret)
+		return -EACCES;
 	rep = cli_command(rc, "AUTH %s %s", user, pass);
 	if (!rep || rep->type == REDIS_REPLY_ERROR) {
 		pr_warn("failed to authenticate to the controller: %s\n",

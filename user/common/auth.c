@@ -209,3 +209,25 @@ int auth_conn_name(const uint8_t key[AUTH_KEY_LEN], const char *node, const stru
 	n = snprintf(out, outlen, "%s%s", AUTH_CONN_NAME_PREFIX, hex);
 	return n < 0 || (size_t)n >= outlen ? -ENOSPC : 0;
 }
+
+int auth_cli_proof(const uint8_t key[AUTH_KEY_LEN], const char *node,
+		   const uint8_t nonce[AUTH_NONCE_LEN], const struct sockaddr *client,
+		   const struct sockaddr *server, uint8_t out[AUTH_MAC_LEN])
+{
+	char msg[64 + CFG_ID_MAX + AUTH_HEX_LEN + 2 * 37], hn[AUTH_HEX_LEN + 1];
+	char hc[37] = "unix", hs[37] = "unix";
+	unsigned int len = 0;
+	int n;
+
+	if (client->sa_family != AF_UNIX && (conn_end_hex(client, hc) || conn_end_hex(server, hs)))
+		return -EAFNOSUPPORT;
+	auth_hex(nonce, AUTH_NONCE_LEN, hn);
+	n = snprintf(msg, sizeof(msg), "flatline-v2 controller-to-cli\n%s\n%s\n%s\n%s", node, hn,
+		     hc, hs);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return -EINVAL;
+	if (!HMAC(EVP_sha256(), key, AUTH_KEY_LEN, (const unsigned char *)msg, n, out, &len) ||
+	    len != AUTH_MAC_LEN)
+		return -EIO;
+	return 0;
+}

@@ -65,6 +65,18 @@ int auth_key_for(const char *key_hex, const char *secret, const char *node,
 int auth_conn_name(const uint8_t key[AUTH_KEY_LEN], const char *node, const struct sockaddr *client,
 		   const struct sockaddr *server, char *out, size_t outlen);
 
+/* The controller's proof to the CLI, before the CLI sends a password or the
+ * cluster secret (FLATLINE PROVE <node> <nonce>, answered with the hex of):
+ *   HMAC-SHA256(K_n, "flatline-v2 controller-to-cli\n" node "\n" hex(nonce) "\n"
+ *               hex(client) "\n" hex(server))
+ * with the connection's ends as in auth_conn_name ("unix" for both over a UNIX
+ * socket): a listener on the controller's address that relays the nonce to the
+ * real controller gets a proof for its own connection's ends, which the CLI's
+ * ends do not match. 0 or -errno. */
+int auth_cli_proof(const uint8_t key[AUTH_KEY_LEN], const char *node,
+		   const uint8_t nonce[AUTH_NONCE_LEN], const struct sockaddr *client,
+		   const struct sockaddr *server, uint8_t out[AUTH_MAC_LEN]);
+
 /* The controller's parse of "HELLO flatline <version> <node> <nonce_a>" (argv[0]
  * is HELLO). 0 with node and na set; else a negative errno and why, the words
  * of the -ERR/-VERSION answer:

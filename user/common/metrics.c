@@ -7,102 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <event2/buffer.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include "common/log.h"
 #include "common/metrics.h"
-
-/* A scrape that does not finish in this time is dropped (one slow client cannot
- * hold a connection open for ever). */
-#define METRICS_TIMEOUT_S 5
-/* A scrape has no body; anything larger is refused. */
-#define METRICS_MAX_BODY 4096
-
-struct metrics {
-	struct evhttp *http;
-	metrics_fill_fn fill;
-	void *ctx;
-	uint64_t scrapes;
-};
 
 const double metrics_latency_bounds[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
 					 0.05,	 0.1,	  0.25,	  0.5,	 1,	 2.5,	5,    10};
 const int metrics_latency_nbounds = sizeof(metrics_latency_bounds) / sizeof(double);
-
-static void on_request(struct evhttp_request *req, void *arg)
-{
-	struct metrics *m = arg;
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-	struct evbuffer *out;
-
-	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
-	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
-		evhttp_send_error(req, 405, "only GET");
-		return;
-	}
-	if (!path || strcmp(path, "/metrics")) {
-		evhttp_send_error(req, HTTP_NOTFOUND, "metrics are at /metrics");
-		return;
-	}
-	out = evbuffer_new();
-	if (!out) {
-		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
-		return;
-	}
-	m->scrapes++;
-	m->fill(m->ctx, out);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, HTTP_OK, "OK", out);
-	evbuffer_free(out);
-}
-
-int metrics_open(struct metrics **out, struct event_base *base, const struct cfg_endpoint *ep,
-		 metrics_fill_fn fill, void *ctx)
-{
-	struct metrics *m = calloc(1, sizeof(*m));
-
-	if (!m)
-		return -ENOMEM;
-	m->fill = fill;
-	m->ctx = ctx;
-	m->http = evhttp_new(base);
-	if (!m->http) {
-		free(m);
-		return -ENOMEM;
-	}
-	evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
-	evhttp_set_max_headers_size(m->http, 8192);
-	evhttp_set_max_body_size(m->http, METRICS_MAX_BODY);
-	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-	evhttp_set_gencb(m->http, on_request, m);
-	if (evhttp_bind_socket(m->http, ep->host, ep->port)) {
-		int err = errno ? -errno : -EADDRINUSE;
-
-		pr_warn("failed to listen for metrics on %s:%d: %s\n", ep->host, ep->port,
-			strerror(-err));
-		evhttp_free(m->http);
-		free(m);
-		return err;
-	}
-	pr_info("metrics on http://%s%s%s:%d/metrics\n", strchr(ep->host, ':') ? "[" : "", ep->host,
-		strchr(ep->host, ':') ? "]" : "", ep->port);
-	*out = m;
-	return 0;
-}
-
-void metrics_close(struct metrics *m)
-{
-	if (!m)
-		return;
-	evhttp_free(m->http);
-	free(m);
-}
-
-uint64_t metrics_scrapes(const struct metrics *m)
-{
-	return m ? m->scrapes : 0;
-}
 
 void metrics_head(struct evbuffer *b, const char *name, const char *type, const char *help)
 {

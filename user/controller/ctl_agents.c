@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -331,4 +332,38 @@ void ctl_agents_free(struct ctl *c)
 	free(a->reject_last);
 	free(a);
 	c->agents = NULL;
+}
+
+/* FLATLINE PROVE <node> <nonce>: before it sends a password or the cluster secret,
+ * the CLI asks the controller to prove it holds a node's key, for this
+ * connection's two ends (auth_cli_proof). Open to anyone: the answer proves only
+ * this connection, and its role string makes it of no use in an agent handshake. */
+void ctl_on_flatline_prove(struct ctl_conn *k, struct resp_cmd *cmd)
+{
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+	struct sockaddr_storage cl, sv;
+	socklen_t cl_len = sizeof(cl), sv_len = sizeof(sv);
+	uint8_t key[AUTH_KEY_LEN], nonce[AUTH_NONCE_LEN], proof[AUTH_MAC_LEN];
+	char hex[AUTH_HEX_LEN + 1];
+	const struct cfg_node *cn;
+	int fd = k->rev ? event_get_fd(k->rev) : bufferevent_getfd(k->bev);
+
+	if (cmd->argc != 4 || auth_unhex(cmd->argv[3], cmd->lens[3], nonce, sizeof(nonce))) {
+		resp_error_reply(out, "ERR usage: FLATLINE PROVE <node> <nonce: 64 hex digits>");
+		return;
+	}
+	cn = cfg_find_node(k->ctl->cfg, cmd->argv[2]);
+	if (!cn || auth_key_for(cn->key, k->ctl->cfg->secret, cn->id, key)) {
+		resp_error_reply(out, "ERR no key for this node on the controller");
+		return;
+	}
+	if (getpeername(fd, (struct sockaddr *)&cl, &cl_len) ||
+	    getsockname(fd, (struct sockaddr *)&sv, &sv_len) ||
+	    auth_cli_proof(key, cn->id, nonce, (struct sockaddr *)&cl, (struct sockaddr *)&sv,
+			   proof)) {
+		resp_error_reply(out, "ERR failed to make the proof");
+		return;
+	}
+	auth_hex(proof, sizeof(proof), hex);
+	resp_str(out, hex);
 }

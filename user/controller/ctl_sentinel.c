@@ -645,12 +645,14 @@ void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
 		ctl_on_flatline_cutover(k, cmd);
 	} else if (cmd->argc >= 2 && (ARG_IS(1, "NODE") || ARG_IS(1, "SHARD"))) {
 		ctl_on_members(k, cmd);
+	} else if (ARG_IS(1, "PROVE")) {
+		ctl_on_flatline_prove(k, cmd);
 	} else {
 		resp_error_reply(
 		    out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
 			 "<shard> [<node>] [TAKEOVER] | FLATLINE MODE [active [FORCE]|shadow] | "
 			 "FLATLINE CUTOVER | FLATLINE NODE ADD|REMOVE … | FLATLINE "
-			 "SHARD ADD|REMOVE …");
+			 "SHARD ADD|REMOVE … | FLATLINE PROVE <node> <nonce>");
 	}
 }
 
