@@ -240,7 +240,7 @@ void validate(struct parser *p)
 		}
 		for (tok = strtok_r(list, " \t,", &save); tok;
 		     tok = strtok_r(NULL, " \t,", &save)) {
-			struct cfg_node *n = cfg_find_node(c, tok);
+			struct cfg_node *n = parser_find_node(p, tok);
 			int *nodes;
 
 			if (!n) {
