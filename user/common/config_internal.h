@@ -56,6 +56,8 @@ struct parser {
 };
 
 /* config.c */
+/* config_check.c: the parser's index of node ids */
+void parser_index_add(struct parser *p, int i);
 struct cfg_node *parser_find_node(const struct parser *p, const char *id);
 void parser_index_free(struct parser *p);
 void perr(struct parser *p, int line, const char *key, const char *fmt, ...)

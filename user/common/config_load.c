@@ -22,70 +22,6 @@
 #include "common/config_internal.h"
 
 /* [user "name"]: a client of the controller (common/acl.h). */
-
-/* ---- the parser's index of node ids ---- */
-
-static unsigned id_hash(const char *id)
-{
-	unsigned h = 2166136261u; /* FNV-1a */
-
-	for (; *id; id++)
-		h = (h ^ (unsigned char)*id) * 16777619u;
-	return h;
-}
-
-static void index_put(int *ix, unsigned cap, const struct cfg *c, int i)
-{
-	unsigned j = id_hash(c->nodes[i].id) & (cap - 1);
-
-	while (ix[j])
-		j = (j + 1) & (cap - 1);
-	ix[j] = i + 1;
-}
-
-/* Node i (its id set) is in the index; out of memory, the index is dropped and
- * lookups search every node, as before. */
-static void index_add(struct parser *p, int i)
-{
-	const struct cfg *c = p->c;
-
-	if (!p->node_ix && p->node_ix_cap)
-		return; /* dropped */
-	if ((unsigned)c->nnodes * 2 > p->node_ix_cap) {
-		unsigned cap = p->node_ix_cap ? p->node_ix_cap * 2 : 64;
-		int *ix = calloc(cap, sizeof(*ix));
-
-		free(p->node_ix);
-		p->node_ix = ix;
-		p->node_ix_cap = cap;
-		if (!ix)
-			return;
-		for (int k = 0; k < i; k++)
-			index_put(ix, cap, c, k);
-	}
-	index_put(p->node_ix, p->node_ix_cap, c, i);
-}
-
-struct cfg_node *parser_find_node(const struct parser *p, const char *id)
-{
-	const struct cfg *c = p->c;
-	unsigned j;
-
-	if (!p->node_ix)
-		return cfg_find_node(c, id);
-	for (j = id_hash(id) & (p->node_ix_cap - 1); p->node_ix[j];
-	     j = (j + 1) & (p->node_ix_cap - 1))
-		if (!strcmp(c->nodes[p->node_ix[j] - 1].id, id))
-			return &c->nodes[p->node_ix[j] - 1];
-	return NULL;
-}
-
-void parser_index_free(struct parser *p)
-{
-	free(p->node_ix);
-	p->node_ix = NULL;
-	p->node_ix_cap = 0;
-}
 static bool parse_user_header(struct parser *p, const char *id)
 {
 	struct cfg *c = p->c;
@@ -195,7 +131,7 @@ static bool parse_header(struct parser *p, const char *text)
 		cfg_table_sect_defaults(CFG_S_NODE, &nodes[p->cur]);
 		nodes[p->cur].shard = -1;
 		nodes[p->cur].line = p->line;
-		index_add(p, p->cur);
+		parser_index_add(p, p->cur);
 		p->sect = CFG_S_NODE;
 		return true;
 	}
