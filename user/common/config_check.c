@@ -90,7 +90,8 @@ void parser_index_add(struct parser *p, int i)
 		for (int k = 0; k < i; k++)
 			index_put(ix, cap, c, k);
 	}
-	index_put(p->node_ix, p->node_ix_cap, c, i);
+	if (p->node_ix)
+		index_put(p->node_ix, p->node_ix_cap, c, i);
 }
 
 struct cfg_node *parser_find_node(const struct parser *p, const char *id)
