@@ -50,6 +50,71 @@ void set_defaults(struct cfg *c)
 
 /* Cross-section checks, once everything is read. */
 /* Cross-key checks of the TLS keys, once everything is read. */
+/* ---- the parser's index of node ids ---- */
+
+static unsigned id_hash(const char *id)
+{
+	unsigned h = 2166136261u; /* FNV-1a */
+
+	for (; *id; id++)
+		h = (h ^ (unsigned char)*id) * 16777619u;
+	return h;
+}
+
+static void index_put(int *ix, unsigned cap, const struct cfg *c, int i)
+{
+	unsigned j = id_hash(c->nodes[i].id) & (cap - 1);
+
+	while (ix[j])
+		j = (j + 1) & (cap - 1);
+	ix[j] = i + 1;
+}
+
+/* Node i (its id set) is in the index; out of memory, the index is dropped and
+ * lookups search every node, as before. */
+void parser_index_add(struct parser *p, int i)
+{
+	const struct cfg *c = p->c;
+
+	if (!p->node_ix && p->node_ix_cap)
+		return; /* dropped */
+	if ((unsigned)c->nnodes * 2 > p->node_ix_cap) {
+		unsigned cap = p->node_ix_cap ? p->node_ix_cap * 2 : 64;
+		int *ix = calloc(cap, sizeof(*ix));
+
+		free(p->node_ix);
+		p->node_ix = ix;
+		p->node_ix_cap = cap;
+		if (!ix)
+			return;
+		for (int k = 0; k < i; k++)
+			index_put(ix, cap, c, k);
+	}
+	if (p->node_ix)
+		index_put(p->node_ix, p->node_ix_cap, c, i);
+}
+
+struct cfg_node *parser_find_node(const struct parser *p, const char *id)
+{
+	const struct cfg *c = p->c;
+	unsigned j;
+
+	if (!p->node_ix)
+		return cfg_find_node(c, id);
+	for (j = id_hash(id) & (p->node_ix_cap - 1); p->node_ix[j];
+	     j = (j + 1) & (p->node_ix_cap - 1))
+		if (!strcmp(c->nodes[p->node_ix[j] - 1].id, id))
+			return &c->nodes[p->node_ix[j] - 1];
+	return NULL;
+}
+
+void parser_index_free(struct parser *p)
+{
+	free(p->node_ix);
+	p->node_ix = NULL;
+	p->node_ix_cap = 0;
+}
+
 static void validate_tls_pair(struct parser *p, const char *sect, const struct cfg_tls *t)
 {
 	if (p->failed || (t->cert[0] != 0) == (t->key[0] != 0))
@@ -271,7 +336,7 @@ void validate(struct parser *p)
 		}
 		for (tok = strtok_r(list, " \t,", &save); tok;
 		     tok = strtok_r(NULL, " \t,", &save)) {
-			struct cfg_node *n = cfg_find_node(c, tok);
+			struct cfg_node *n = parser_find_node(p, tok);
 			int *nodes;
 
 			if (!n) {

@@ -45,12 +45,21 @@ struct parser {
 	bool holds_secret; /* this file sets a secret: its mode matters */
 	int secret_line;
 	int cluster_line; /* of the [cluster] header */
+	/* The nodes' ids, hashed (open addressing, index + 1; 0 = empty): a file of
+	 * 30,000 nodes is checked without a search of every node per node. NULL: not
+	 * made (out of memory), cfg_find_node() instead. */
+	int *node_ix;
+	unsigned node_ix_cap; /* a power of two, at least twice the nodes */
 	/* config_load.c's parse_file(), which an [include] (cfg_set_include, below
 	 * the reader) reads its file with; NULL for the table's defaults. */
 	int (*parse_include)(struct parser *p, const char *path);
 };
 
 /* config.c */
+/* config_check.c: the parser's index of node ids */
+void parser_index_add(struct parser *p, int i);
+struct cfg_node *parser_find_node(const struct parser *p, const char *id);
+void parser_index_free(struct parser *p);
 void perr(struct parser *p, int line, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 bool valid_id(const char *s);

@@ -452,6 +452,8 @@ bool cfg_set_include(struct parser *p, const struct cfg_key *k, const char *v, v
 	/* What the included file added is ours. */
 	p->shard_nodes = q.shard_nodes;
 	p->shard_nodes_line = q.shard_nodes_line;
+	p->node_ix = q.node_ix; /* the included file's nodes are in it */
+	p->node_ix_cap = q.node_ix_cap;
 	p->plain_seen = q.plain_seen;
 	p->failed = q.failed;
 	if (q.c->dns.enabled && !p->dns_line)

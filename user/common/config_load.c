@@ -113,7 +113,7 @@ static bool parse_header(struct parser *p, const char *text)
 			     "[%s]: a node id cannot contain '.' (bpffs refuses it)", p->sect_text);
 			return false;
 		}
-		if (cfg_find_node(c, id)) {
+		if (parser_find_node(p, id)) {
 			perr(p, p->line, NULL, "[%s]: node defined twice", p->sect_text);
 			return false;
 		}
@@ -131,6 +131,7 @@ static bool parse_header(struct parser *p, const char *text)
 		cfg_table_sect_defaults(CFG_S_NODE, &nodes[p->cur]);
 		nodes[p->cur].shard = -1;
 		nodes[p->cur].line = p->line;
+		parser_index_add(p, p->cur);
 		p->sect = CFG_S_NODE;
 		return true;
 	}
@@ -424,6 +425,7 @@ static int finish(struct parser *p, struct cfg **out)
 		free(p->shard_nodes[i]);
 	free(p->shard_nodes);
 	free(p->shard_nodes_line);
+	parser_index_free(p);
 	if (p->failed) {
 		cfg_free(c);
 		return -EINVAL;
@@ -442,6 +444,7 @@ int cfg_load_extra(const char *path, const char *extra, struct cfg **out, char *
 	rc = parse_file(&p, path);
 	if (rc) {
 		snprintf(err, errlen, "failed to open cluster file %s: %s", path, strerror(-rc));
+		parser_index_free(&p);
 		cfg_free(p.c);
 		return rc;
 	}

@@ -122,19 +122,42 @@ static void say_converted(struct fo_cluster *c, const char *inst)
 	fo_publish(c, "+convert-to-slave", "%s", inst);
 }
 
+static bool peer_says(const struct fo_node *p, const struct fo_node *n, enum fo_peer what)
+{
+	return p != n && p->shard == n->shard && (p->flags & FO_N_REPORTED) &&
+	       fo_report_peer(&p->rep, n->idx) == what;
+}
+
+/* The nodes of n's shard whose last report says what of n, in node order. Only
+ * the shard's own nodes are asked (the list names no other), not every node of
+ * the cluster: a storm of late heartbeats at thousands of nodes says agent_lost
+ * for each. */
 static void peers_saying(const struct fo_cluster *c, const struct fo_node *n, enum fo_peer what,
 			 char *buf, size_t len)
 {
+	const struct fo_shard *s = n->shard >= 0 ? &c->shards[n->shard] : NULL;
+	int m[FO_MAX_SHARD_NODES], nm = 0;
 	size_t off = 0;
 
 	buf[0] = '\0';
-	for (int i = 0; i < c->nnodes; i++) {
-		const struct fo_node *p = &c->nodes[i];
-
-		if (p != n && p->shard == n->shard && (p->flags & FO_N_REPORTED) &&
-		    fo_report_peer(&p->rep, n->idx) == what)
-			fo_list_add(buf, len, &off, p->id);
+	if (!s || s->nnodes > FO_MAX_SHARD_NODES) {
+		for (int i = 0; i < c->nnodes; i++)
+			if (peer_says(&c->nodes[i], n, what))
+				fo_list_add(buf, len, &off, c->nodes[i].id);
+		return;
 	}
+	for (int i = 0; i < s->nnodes; i++) {
+		int j = nm, x = s->nodes[i];
+
+		if (!peer_says(&c->nodes[x], n, what))
+			continue;
+		for (; j > 0 && m[j - 1] > x; j--) /* in node order, as the whole scan was */
+			m[j] = m[j - 1];
+		m[j] = x;
+		nm++;
+	}
+	for (int i = 0; i < nm; i++)
+		fo_list_add(buf, len, &off, c->nodes[m[i]].id);
 }
 
 /* ------------------------------------------------------------------------- */
