@@ -81,24 +81,33 @@ int auth_unhex(const char *s, size_t slen, uint8_t *out, size_t n)
 	return 0;
 }
 
+/* The HMAC-SHA256 under key of msg, n bytes as snprintf() returned into a buffer of
+ * size: -EINVAL if it did not fit. */
+static int mac_of(const uint8_t key[AUTH_KEY_LEN], const char *msg, int n, size_t size,
+		  uint8_t out[AUTH_MAC_LEN])
+{
+	unsigned int len = 0;
+
+	if (n < 0 || (size_t)n >= size)
+		return -EINVAL;
+	if (!HMAC(EVP_sha256(), key, AUTH_KEY_LEN, (const unsigned char *)msg, n, out, &len) ||
+	    len != AUTH_MAC_LEN)
+		return -EIO;
+	return 0;
+}
+
 int auth_proof(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char *node,
 	       const uint8_t na[AUTH_NONCE_LEN], const uint8_t nc[AUTH_NONCE_LEN],
 	       uint8_t out[AUTH_MAC_LEN])
 {
 	char msg[64 + CFG_ID_MAX + 2 * AUTH_HEX_LEN], ha[AUTH_HEX_LEN + 1], hc[AUTH_HEX_LEN + 1];
-	unsigned int len = 0;
 	int n;
 
 	auth_hex(na, AUTH_NONCE_LEN, ha);
 	auth_hex(nc, AUTH_NONCE_LEN, hc);
 	n = snprintf(msg, sizeof(msg), "flatline-v2 %s\n%s\n%s\n%s",
 		     role == AUTH_CONTROLLER ? "controller" : "agent", node, ha, hc);
-	if (n < 0 || (size_t)n >= sizeof(msg))
-		return -EINVAL;
-	if (!HMAC(EVP_sha256(), key, AUTH_KEY_LEN, (const unsigned char *)msg, n, out, &len) ||
-	    len != AUTH_MAC_LEN)
-		return -EIO;
-	return 0;
+	return mac_of(key, msg, n, sizeof(msg), out);
 }
 
 bool auth_check(const uint8_t key[AUTH_KEY_LEN], enum auth_role role, const char *node,
@@ -216,7 +225,6 @@ int auth_cli_proof(const uint8_t key[AUTH_KEY_LEN], const char *node,
 {
 	char msg[64 + CFG_ID_MAX + AUTH_HEX_LEN + 2 * 37], hn[AUTH_HEX_LEN + 1];
 	char hc[37] = "unix", hs[37] = "unix";
-	unsigned int len = 0;
 	int n;
 
 	if (client->sa_family != AF_UNIX && (conn_end_hex(client, hc) || conn_end_hex(server, hs)))
@@ -224,10 +232,5 @@ int auth_cli_proof(const uint8_t key[AUTH_KEY_LEN], const char *node,
 	auth_hex(nonce, AUTH_NONCE_LEN, hn);
 	n = snprintf(msg, sizeof(msg), "flatline-v2 controller-to-cli\n%s\n%s\n%s\n%s", node, hn,
 		     hc, hs);
-	if (n < 0 || (size_t)n >= sizeof(msg))
-		return -EINVAL;
-	if (!HMAC(EVP_sha256(), key, AUTH_KEY_LEN, (const unsigned char *)msg, n, out, &len) ||
-	    len != AUTH_MAC_LEN)
-		return -EIO;
-	return 0;
+	return mac_of(key, msg, n, sizeof(msg), out);
 }
