@@ -163,6 +163,49 @@ test_stopped_as_it_takes_the_lease() {
 	[ "$r" = none ] || fail "the server answered past the lease its agent stopped at: $r"
 }
 
+# Connections made before the agent starts, while the server is stopped (they wait in
+# its accept queue), accepted only after the agent's first scan marked the listener:
+# created before the mark, they never inherited it, yet once the lease runs out they get
+# no reply either (the program marks them at egress, by their marked listener).
+never_spoke() { [ "$(cl_in 1 redis-cli -h "$2" CLIENT LIST | grep -c ' cmd=NULL ')" -ge "$1" ]; }
+test_queued_before_the_scan() {
+	local node ip rpid i
+	cluster_conf
+	node=$(cl_node 1)
+	OLD_NODE=$node
+	OLD_LOG=$CL_DIR/events-$node.jsonl
+	cl_up_servers || fail "the servers did not come up"
+	cl_named_start || fail "named did not start"
+	cl_write_conf
+	cl_controller_start || fail "the controller did not start"
+	ip=$(cl_ip 1)
+	rpid=$(cat "$CL_DIR/$node/redis.pid") || fail "no pid of h1's server"
+	kill -STOP "$rpid"
+	on_exit "kill -CONT $rpid 2>/dev/null"
+	rm -f "$T/ready" "$T/go"
+	cl_in 1 "$PY" "$CLIENTS" queued "$T/ready" "$T/go" "plain:$ip:6379" "plain:127.0.0.1:6379" \
+		>"$T/clients.out" 2>&1 &
+	CLIENTS_PID=$!
+	on_exit "kill $CLIENTS_PID 2>/dev/null"
+	cl_until 20 test -s "$T/ready" || fail "clients did not connect: $(cat "$T/clients.out")"
+	for i in 1 2 3; do cl_agent_start "$i"; done
+	cl_until 20 grep -qs "write lease guards the server's sockets (pid $rpid" "$CL_DIR/log/agent-$node.out" ||
+		fail "h1's agent never marked the server: $(tail -n 3 "$CL_DIR/log/agent-$node.out")"
+	kill -CONT "$rpid"
+	cl_until 20 cl_has_event "$OLD_LOG" '.kind == "lease_regained"' ||
+		fail "h1 never took the lease: $(tail -n 3 "$OLD_LOG")"
+	# Both accepted by now (clients that never sent a command).
+	cl_until 10 never_spoke 2 "$ip" ||
+		fail "the queued connections were never accepted: $(cl_in 1 redis-cli -h "$ip" CLIENT LIST)"
+	lapse
+	finish_clients
+	resume
+	[ "$(answer "plain:$ip:6379")" = none ] ||
+		fail "a connection queued before the first scan answered past the lease: $(cat "$T/clients.out")"
+	[ "$(answer "plain:127.0.0.1:6379")" = none ] ||
+		fail "a connection queued on loopback answered past the lease: $(cat "$T/clients.out")"
+}
+
 # More than 256 connections, each with a reply the lease dropped: when the lease comes
 # back (the agent resumed, the controller names h1 primary) every one of them is cut.
 test_every_connection_cut() {
@@ -199,7 +242,7 @@ test_unixsocket_refused() {
 		fail "no clear message: $(tail -n 5 "$T/unix.out")"
 }
 
-TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease
+TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease test_queued_before_the_scan
 	test_every_connection_cut test_unixsocket_refused)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
 run_tests
