@@ -73,6 +73,9 @@ test_lapsed_every_socket() {
 	local ip
 	cluster
 	ip=$(cl_ip 1)
+	# The prober's echoes leave from the node's address: its raw ICMP socket is bound.
+	cl_in 1 ss -Hwanp | grep -F "pid=$(cl_pid "agent-$OLD_NODE")," | grep -qF " $ip:" ||
+		fail "h1's raw ICMP socket is not bound to $ip: $(cl_in 1 ss -Hwanp)"
 	start_clients probe "plain:$ip:6379" "tls:$ip:$TLS_PORT" "setname:$ip:6379" "tls:127.0.0.1:$TLS_PORT"
 	sleep 1.5
 	lapse
