@@ -2,7 +2,9 @@
 # The write lease guards the server process, not a port: every socket of it (its port,
 # its tls-port, any interface, one made after the agent started), whatever a client
 # names itself; every connection is cut when the lease comes back after drops, however
-# many; a server with a UNIX socket (which no socket filter sees) is refused.
+# many; a connection queued before the agent marked its listener and an EXEC inside
+# MULTI past the deadline get no reply either; a server with a UNIX socket (which no
+# socket filter sees) is refused.
 #
 # Each test brings up the three-host cluster (tests/lib/cluster.sh), every server with a
 # tls-port besides its port, and makes h1's lease lapse WITHOUT a failover: its agent
@@ -209,6 +211,20 @@ test_queued_before_the_scan() {
 		fail "a connection queued on loopback answered past the lease: $(cat "$T/clients.out")"
 }
 
+# A client inside MULTI when the lease runs out: its writes were queued (and answered
+# QUEUED) under the lease; its EXEC past the deadline is not acknowledged.
+test_multi_across_the_lapse() {
+	cluster
+	start_clients multi "$(cl_ip 1)" 6379
+	lapse
+	finish_clients
+	resume
+	[ "$(answer exec)" = none ] || fail "an EXEC past the lease was acknowledged: $(cat "$T/clients.out")"
+	# It did reach the server, which ran it (the lease, taken back, lets the answer out).
+	cl_until 10 multi_ran "$(cl_ip 1)" || fail "the EXEC never ran: the test proved nothing"
+}
+multi_ran() { [ "$(cl_in 1 timeout 2 redis-cli -h "$1" GET lease-multi 2>/dev/null)" = 1 ]; }
+
 # More than 256 connections, each with a reply the lease dropped: when the lease comes
 # back (the agent resumed, the controller names h1 primary) every one of them is cut.
 test_every_connection_cut() {
@@ -246,6 +262,7 @@ test_unixsocket_refused() {
 }
 
 TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease test_queued_before_the_scan
+	test_multi_across_the_lapse
 	test_every_connection_cut test_unixsocket_refused)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
 run_tests
