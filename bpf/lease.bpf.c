@@ -17,7 +17,9 @@
  *                     a listener's mark passes to every socket it accepts (BPF_F_CLONE)
  *   fl_lease_egress   cgroup_skb/egress: judges each packet of a marked socket before any
  *                     device sees it: every port of the server (tls-port too), every
- *                     interface, loopback, tunnels, IPsec and GSO super-packets alike
+ *                     interface, loopback, tunnels, IPsec and GSO super-packets alike;
+ *                     past the deadline, an unmarked connection accepted by a marked
+ *                     listener (queued before the agent marked it) is marked there
  *
  * A marked socket's packet is let through past the deadline only when it is TCP whose
  * headers say it carries no data (a handshake, an ACK, FIN, RST); anything the program
@@ -144,6 +146,43 @@ static __always_inline bool carries_data(struct __sk_buff *skb, const struct bpf
 	return skb->len > l3 + (__u32)(b >> 4) * 4;
 }
 
+/* An unmarked TCP socket whose local port is one the server listens on, with a marked
+ * listener on that port and address in the packet's network namespace: a connection
+ * the listener accepted, created before the listener was marked (it waited in the
+ * accept queue at the agent's first scan, and was accepted after it). Marked now. Only
+ * asked once the lease ran out (before, its packets pass either way). */
+static __always_inline bool accepted_late(struct __sk_buff *skb, struct bpf_sock *sk)
+{
+	struct bpf_sock_tuple t = {};
+	__u32 port = sk->src_port, mark = FL_LEASE_MARK;
+	struct bpf_sock *ls;
+	bool srv;
+
+	if (sk->protocol != IPPROTO_TCP || !bpf_map_lookup_elem(&fl_lease_ports, &port))
+		return false;
+	/* No remote address: only a listener matches, never this connection itself. */
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		t.ipv4.daddr = sk->src_ip4;
+		t.ipv4.dport = bpf_htons(port);
+		ls = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		t.ipv6.daddr[0] = sk->src_ip6[0];
+		t.ipv6.daddr[1] = sk->src_ip6[1];
+		t.ipv6.daddr[2] = sk->src_ip6[2];
+		t.ipv6.daddr[3] = sk->src_ip6[3];
+		t.ipv6.dport = bpf_htons(port);
+		ls = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	}
+	if (!ls)
+		return false;
+	srv = ls->state == BPF_TCP_LISTEN && bpf_sk_storage_get(&fl_lease_srv, ls, 0, 0);
+	bpf_sk_release(ls);
+	if (!srv)
+		return false;
+	bpf_sk_storage_get(&fl_lease_srv, sk, &mark, BPF_SK_STORAGE_GET_F_CREATE);
+	return true;
+}
+
 /* Returns 1 (let through) or 0 (drop), as cgroup_skb programs do. */
 SEC("cgroup_skb/egress")
 int fl_lease_egress(struct __sk_buff *skb)
@@ -158,8 +197,14 @@ int fl_lease_egress(struct __sk_buff *skb)
 	if (!sk)
 		return 1;
 	sk = bpf_sk_fullsock(sk);
-	if (!sk || !bpf_sk_storage_get(&fl_lease_srv, sk, 0, 0))
+	if (!sk)
 		return 1;
+	if (!bpf_sk_storage_get(&fl_lease_srv, sk, 0, 0)) {
+		l = bpf_map_lookup_elem(&fl_lease, &zero);
+		if (!l || !l->port || bpf_ktime_get_ns() < l->deadline_ns ||
+		    !accepted_late(skb, sk))
+			return 1;
+	}
 	l = bpf_map_lookup_elem(&fl_lease, &zero);
 	if (!l || !l->port || !carries_data(skb, sk))
 		return 1;

@@ -2,7 +2,9 @@
 # The write lease guards the server process, not a port: every socket of it (its port,
 # its tls-port, any interface, one made after the agent started), whatever a client
 # names itself; every connection is cut when the lease comes back after drops, however
-# many; a server with a UNIX socket (which no socket filter sees) is refused.
+# many; a connection queued before the agent marked its listener and an EXEC inside
+# MULTI past the deadline get no reply either; a server with a UNIX socket (which no
+# socket filter sees) is refused.
 #
 # Each test brings up the three-host cluster (tests/lib/cluster.sh), every server with a
 # tls-port besides its port, and makes h1's lease lapse WITHOUT a failover: its agent
@@ -73,6 +75,9 @@ test_lapsed_every_socket() {
 	local ip
 	cluster
 	ip=$(cl_ip 1)
+	# The prober's echoes leave from the node's address: its raw ICMP socket is bound.
+	cl_in 1 ss -Hwanp | grep -F "pid=$(cl_pid "agent-$OLD_NODE")," | grep -qF " $ip:" ||
+		fail "h1's raw ICMP socket is not bound to $ip: $(cl_in 1 ss -Hwanp)"
 	start_clients probe "plain:$ip:6379" "tls:$ip:$TLS_PORT" "setname:$ip:6379" "tls:127.0.0.1:$TLS_PORT"
 	sleep 1.5
 	lapse
@@ -163,6 +168,63 @@ test_stopped_as_it_takes_the_lease() {
 	[ "$r" = none ] || fail "the server answered past the lease its agent stopped at: $r"
 }
 
+# Connections made before the agent starts, while the server is stopped (they wait in
+# its accept queue), accepted only after the agent's first scan marked the listener:
+# created before the mark, they never inherited it, yet once the lease runs out they get
+# no reply either (the program marks them at egress, by their marked listener).
+never_spoke() { [ "$(cl_in 1 redis-cli -h "$2" CLIENT LIST | grep -c ' cmd=NULL ')" -ge "$1" ]; }
+test_queued_before_the_scan() {
+	local node ip rpid i
+	cluster_conf
+	node=$(cl_node 1)
+	OLD_NODE=$node
+	OLD_LOG=$CL_DIR/events-$node.jsonl
+	cl_up_servers || fail "the servers did not come up"
+	cl_named_start || fail "named did not start"
+	cl_write_conf
+	cl_controller_start || fail "the controller did not start"
+	ip=$(cl_ip 1)
+	rpid=$(cat "$CL_DIR/$node/redis.pid") || fail "no pid of h1's server"
+	kill -STOP "$rpid"
+	on_exit "kill -CONT $rpid 2>/dev/null"
+	rm -f "$T/ready" "$T/go"
+	cl_in 1 "$PY" "$CLIENTS" queued "$T/ready" "$T/go" "plain:$ip:6379" "plain:127.0.0.1:6379" \
+		>"$T/clients.out" 2>&1 &
+	CLIENTS_PID=$!
+	on_exit "kill $CLIENTS_PID 2>/dev/null"
+	cl_until 20 test -s "$T/ready" || fail "clients did not connect: $(cat "$T/clients.out")"
+	for i in 1 2 3; do cl_agent_start "$i"; done
+	cl_until 20 grep -qs "write lease guards the server's sockets (pid $rpid" "$CL_DIR/log/agent-$node.out" ||
+		fail "h1's agent never marked the server: $(tail -n 3 "$CL_DIR/log/agent-$node.out")"
+	kill -CONT "$rpid"
+	cl_until 20 cl_has_event "$OLD_LOG" '.kind == "lease_regained"' ||
+		fail "h1 never took the lease: $(tail -n 3 "$OLD_LOG")"
+	# Both accepted by now (clients that never sent a command).
+	cl_until 10 never_spoke 2 "$ip" ||
+		fail "the queued connections were never accepted: $(cl_in 1 redis-cli -h "$ip" CLIENT LIST)"
+	lapse
+	finish_clients
+	resume
+	[ "$(answer "plain:$ip:6379")" = none ] ||
+		fail "a connection queued before the first scan answered past the lease: $(cat "$T/clients.out")"
+	[ "$(answer "plain:127.0.0.1:6379")" = none ] ||
+		fail "a connection queued on loopback answered past the lease: $(cat "$T/clients.out")"
+}
+
+# A client inside MULTI when the lease runs out: its writes were queued (and answered
+# QUEUED) under the lease; its EXEC past the deadline is not acknowledged.
+test_multi_across_the_lapse() {
+	cluster
+	start_clients multi "$(cl_ip 1)" 6379
+	lapse
+	finish_clients
+	resume
+	[ "$(answer exec)" = none ] || fail "an EXEC past the lease was acknowledged: $(cat "$T/clients.out")"
+	# It did reach the server, which ran it (the lease, taken back, lets the answer out).
+	cl_until 10 multi_ran "$(cl_ip 1)" || fail "the EXEC never ran: the test proved nothing"
+}
+multi_ran() { [ "$(cl_in 1 timeout 2 redis-cli -h "$1" GET lease-multi 2>/dev/null)" = 1 ]; }
+
 # More than 256 connections, each with a reply the lease dropped: when the lease comes
 # back (the agent resumed, the controller names h1 primary) every one of them is cut.
 test_every_connection_cut() {
@@ -199,7 +261,8 @@ test_unixsocket_refused() {
 		fail "no clear message: $(tail -n 5 "$T/unix.out")"
 }
 
-TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease
+TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease test_queued_before_the_scan
+	test_multi_across_the_lapse
 	test_every_connection_cut test_unixsocket_refused)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
 run_tests

@@ -6,6 +6,12 @@
       then CLIENT SETNAME flatline-controller). Each connects, checks PING -> PONG, and
       then "ready" is written to READY; once the file GO exists each sends SET and
       prints "SPEC reply" or "SPEC none" (nothing within 1.5 s).
+  lease_clients.py queued READY GO SPEC...
+      As probe, plain connections only and no PING first: made while the server does
+      not accept (stopped), they wait in its accept queue until it does.
+  lease_clients.py multi READY GO HOST PORT
+      One plain connection: MULTI and SET lease-multi (each answered: +OK, +QUEUED),
+      "ready"; once GO exists, EXEC: prints "exec reply" or "exec none".
   lease_clients.py many READY GO N HOST PORT
       N connections, each checked with PING; "ready" to READY; once GO exists, each sends
       PING (a reply the lease drops), then it waits up to 10 s for the server to close
@@ -62,6 +68,28 @@ def probe(ready, go, specs):
         print(spec, "reply" if r else "none", flush=True)
 
 
+def queued(ready, go, specs):
+    conns = []
+    for spec in specs:
+        _, host, port = spec.split(":", 2)
+        conns.append((spec, connect("plain", host, port)))
+    wait_go(ready, go)
+    for spec, s in conns:
+        r = cmd(s, b"SET", b"lease-probe", spec.encode(), timeout=1.5)
+        print(spec, "reply" if r else "none", flush=True)
+
+
+def multi(ready, go, host, port):
+    s = connect("plain", host, port)
+    if not cmd(s, b"MULTI").startswith(b"+OK"):
+        sys.exit("MULTI refused")
+    if not cmd(s, b"SET", b"lease-multi", b"1").startswith(b"+QUEUED"):
+        sys.exit("SET not queued")
+    wait_go(ready, go)
+    r = cmd(s, b"EXEC", timeout=1.5)
+    print("exec", "reply" if r else "none", flush=True)
+
+
 def many(ready, go, n, host, port):
     conns = []
     for _ in range(n):
@@ -89,6 +117,10 @@ def many(ready, go, n, host, port):
 def main():
     if sys.argv[1] == "probe":
         probe(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif sys.argv[1] == "multi":
+        multi(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif sys.argv[1] == "queued":
+        queued(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
         many(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
 

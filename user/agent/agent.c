@@ -66,6 +66,7 @@ static int start_probe(struct agent *a)
 	int err;
 
 	if (a->cfg) {
+		po.src_addr = a->me->address;
 		po.interval_ms = a->cfg->agent.probe_interval_ms;
 		po.down_after_ms = a->cfg->agent.peer_down_after_ms;
 	}

@@ -459,6 +459,38 @@ static void on_readable6(evutil_socket_t fd, short what, void *arg)
 
 /* ---- open, start, close ---- */
 
+/* Binds a raw socket to the node's address of its family, so that the echoes leave
+ * from it on a host with several (the peers watch that address). One that cannot be
+ * bound (not local) is said once and left to the routing table's pick. */
+static void bind_source(const struct prober *p, int fd, int family)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len;
+	const char *a = p->o.src_addr;
+
+	if (!a || !a[0])
+		return;
+	if (family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+		if (inet_pton(AF_INET, a, &in->sin_addr) != 1)
+			return;
+		in->sin_family = AF_INET;
+		len = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+		if (inet_pton(AF_INET6, a, &in6->sin6_addr) != 1)
+			return;
+		in6->sin6_family = AF_INET6;
+		len = sizeof(*in6);
+	}
+	if (bind(fd, (struct sockaddr *)&ss, len))
+		pr_warn("failed to bind the echoes' source to the node's address %s: %s; they "
+			"leave from the address the route picks\n",
+			a, strerror(errno));
+}
+
 static int open_socket(struct prober *p)
 {
 	/* Bit n set = ICMP type n not delivered: echo replies only. They are read
@@ -477,6 +509,7 @@ static int open_socket(struct prober *p)
 		pr_warn("failed to set ICMP_FILTER: %s\n", strerror(errno));
 		return err;
 	}
+	bind_source(p, p->fd, AF_INET);
 	return 0;
 }
 
@@ -501,6 +534,7 @@ static int open_socket6(struct prober *p)
 		p->fd6 = -1;
 		return err;
 	}
+	bind_source(p, p->fd6, AF_INET6);
 	if (p->o.on_reply && p->ev_round) {
 		p->ev_read6 = event_new(p->o.base, p->fd6, EV_READ | EV_PERSIST, on_readable6, p);
 		if (!p->ev_read6 || event_add(p->ev_read6, NULL))

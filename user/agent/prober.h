@@ -66,6 +66,8 @@ struct probe_opts {
 	uint32_t interval_ms;		 /* 0 = PROBE_DEFAULT_INTERVAL_MS */
 	uint32_t down_after_ms;		 /* 0 = PROBE_DOWN_AFTER_ROUNDS intervals; >= 3 intervals */
 	enum icmp_watch_tc_mode tc_mode; /* ICMP_WATCH_TC_AUTO unless testing */
+	const char *src_addr;		 /* the node's address: the echoes' source (NULL:
+					  * the routing table's pick) */
 	probe_change_fn on_change;	 /* required */
 	probe_route_fn on_route;	 /* NULL: route changes are only logged */
 	probe_reply_fn on_reply;	 /* optional (measurements) */
