@@ -109,8 +109,7 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 		if ((n->flags & FO_N_FIXING) && fix_lost(c, n, now)) {
 			/* Withheld (the leader between keep-alives) or lost: nothing
 			 * answers it, so it fails here and is sent again. */
-			n->flags &= ~FO_N_FIXING;
-			n->fix_ms = now - FO_FIX_COOLDOWN_MS;
+			n->flags &= ~FO_N_FIXING; /* its cooldown is over too */
 			fo_say_repair(c, s, n, p, false, "no answer in time (not sent or lost)");
 		}
 		if (n == p || !r || (n->flags & (FO_N_FIXING | FO_N_SDOWN)))
