@@ -94,8 +94,19 @@ dns_is() { [ "$(cl_dns)" = "$(cl_ip "$1")" ]; }
 # old_back_as_replica: the old primary follows the new one (and nobody else is a master).
 old_back_as_replica() {
 	cl_until 10 cl_linked "$OLD" "$NEW" ||
-		fail "old primary $(cl_node "$OLD") is not a replica of $(cl_node "$NEW"): role $(cl_role "$OLD")"
+		fail "old primary $(cl_node "$OLD") is not a replica of $(cl_node "$NEW"): role '$(cl_role "$OLD")'; $(old_why)"
 	[ "$(cl_masters)" = "$NEW" ] || fail "primaries now: $(cl_masters | tr '\n' ' ')"
+}
+
+# old_why: why the old primary is not back (for a failure): what the controller said
+# about it, its agent's last words and events, the server.
+old_why() {
+	local node
+	node=$(cl_node "$OLD")
+	echo "controller: $(jq -c --arg n "$node" 'select(.instance == $n or .node == $n or (.kind | test("demot|repair|repoint"))) | [.ts, .kind, .reason]' "$CL_CLOG" 2>/dev/null | tail -n 6 | tr '\n' ' ');"
+	echo "agent $node log: $(tail -n 12 "$CL_DIR/log/agent-$node.out" 2>/dev/null | tr '\n' '|');"
+	echo "agent events: $(jq -c '[.ts, .kind, .reason]' "$CL_DIR/events-$node.jsonl" 2>/dev/null | tail -n 6 | tr '\n' ' ');"
+	cl_redis_why "$OLD"
 }
 
 # finish WHAT: stops the writer, checks the acknowledged writes against the new primary

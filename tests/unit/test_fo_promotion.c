@@ -3,8 +3,10 @@
  * order: the primary and epoch set, the state saved and DNS driven (ops->promoted),
  * +switch-master published, clients answered with the new primary
  * (fo_primary_settled) — and only then the REPLICAOFs, whose answers (or the
- * timeout of a stopped old primary) delay none of that. With the four-node shard of
- * fo_harness.h. */
+ * timeout of a stopped old primary) delay none of that. And after it, an old primary's
+ * demotion that never gets an answer (withheld: the HA leader between keep-alives) is
+ * sent again. With the four-node shard of fo_harness.h. */
+#include "controller/fo_internal.h" /* FO_FIX_COOLDOWN_MS */
 #include "fo_harness.h"
 
 /* SIGSTOP of the primary: hung (stopped), failed over; its REPLICAOF never answers. */
@@ -110,12 +112,40 @@ static void test_abort_names_nobody_new(void **state)
 	assert_true(s->flags & FO_S_ODOWN);
 }
 
+/* A repair (the old primary back as a master) that is never answered — the controller
+ * withheld it, as an HA leader does between keep-alives — is given up once its
+ * request's timeout has passed (repair_failed) and sent again: the node is not left
+ * "being fixed" for ever. */
+static void test_unanswered_repair_sent_again(void **state)
+{
+	(void)state;
+	healthy();
+	report("n2", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 990);
+	assert_true(called("replicaof n2 n1"));
+	clear_rec(); /* no answer, ever */
+	R.mono += C.repoint_timeout_ms;
+	report("n2", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 990);
+	assert_false(called("replicaof n2 n1")); /* its request may still answer */
+	assert_false(evented("repair_failed"));
+	R.mono += FO_FIX_COOLDOWN_MS + 1;
+	report("n2", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 990);
+	assert_true(evented("repair_failed"));
+	assert_true(called("replicaof n2 n1"));
+	fo_on_replicaof(&C, N("n2"), true, NULL);
+	assert_true(evented("old_primary_demoted"));
+	clear_rec();
+	R.mono += 10 * (C.repoint_timeout_ms + FO_FIX_COOLDOWN_MS);
+	report("n2", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 990);
+	assert_false(called("replicaof n2 n1") || evented("repair_failed"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_stopped_primary_named_at_promotion, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_abort_names_nobody_new, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unanswered_repair_sent_again, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,6 +85,15 @@ void fo_on_reach(struct fo_cluster *c, struct fo_node *n, bool ok)
 /* ------------------------------------------------------------------------- */
 /* Repairs outside a failover */
 
+/* A repair sent longer ago than its request's timeout allows and still unanswered:
+ * the REPLICAOF never went out (withheld while this controller may not act: HA, the
+ * leader between keep-alives) or its answer is lost. Without this the node would
+ * never be repaired again. */
+static bool fix_lost(const struct fo_cluster *c, const struct fo_node *n, long long now)
+{
+	return n->fix_ms && now - n->fix_ms > (long long)c->repoint_timeout_ms + FO_FIX_COOLDOWN_MS;
+}
+
 static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now)
 {
 	struct fo_node *p = &c->nodes[s->primary];
@@ -97,6 +106,12 @@ static void repair_shard(struct fo_cluster *c, struct fo_shard *s, long long now
 		bool report = r == &n->rep.repl;
 		enum fo_fix kind;
 
+		if ((n->flags & FO_N_FIXING) && fix_lost(c, n, now)) {
+			/* Withheld (the leader between keep-alives) or lost: nothing
+			 * answers it, so it fails here and is sent again. */
+			n->flags &= ~FO_N_FIXING; /* its cooldown is over too */
+			fo_say_repair(c, s, n, p, false, "no answer in time (not sent or lost)");
+		}
 		if (n == p || !r || (n->flags & (FO_N_FIXING | FO_N_SDOWN)))
 			continue;
 		if (report && (!fo_fresh(c, n, now) || n->rep.proc != FO_PROC_UP))
