@@ -280,6 +280,33 @@ spares = s${BASHPID}n4" 4
 	echo "    second failover to $inst once n1 reported; $acked writes acknowledged after it, none lost" >&2
 }
 
+# The same two kills, then the silent first node removed at runtime (`node remove`):
+# the second primary's agent, started with it in its file, still takes its echo
+# replies, so the removal does not end the wait (it would allow two writable primaries).
+test_removed_peer_still_blocks() {
+	local n4 second out n
+	CTL_CONF="failover_block_ms = 1000" cluster "restore_after_ms = 0
+promotable_after_ms = 500
+spares = s${BASHPID}n4" 4
+	n4=$(cl_node 4)
+	host_kill 1
+	wait_ctl '.kind == "failover_end"' 15
+	second=$(new_primary)
+	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 40
+	host_kill "$second"
+	wait_ctl ".kind == \"lease_wait\" and .silent_peer == \"$(cl_node 1)\"" 10
+	out=$(cl_ctl timeout 15 "$FL" node remove "$CL_SHARD" "$(cl_node 1)" -c "$CL_CONF" 2>&1) ||
+		fail "node remove: $out"
+	wait_ctl ".kind == \"node_removed\" and .instance == \"$(cl_node 1)\""
+	sleep 3
+	n=$(jq -c 'select(.kind == "promoted")' "$CL_CLOG" | wc -l)
+	expect_eq "promotions after the silent node's removal" "$n" 1
+	for n in $((5 - second)) 4; do
+		! grep -qi "MASTER MODE enabled\|PRIMARY MODE enabled" "$CL_DIR/$(cl_node "$n")/redis.log" ||
+			fail "host $n's server was made a primary"
+	done
+}
+
 # No spare left: provision_script runs with the shard, the primary, the epoch, the reason.
 test_provision() {
 	local new epoch
@@ -300,6 +327,7 @@ if [ -n "${SPARES_TESTS:-}" ]; then
 	read -r -a TESTS <<<"$SPARES_TESTS"
 else
 	TESTS=(test_host_kill_spare test_nonempty_refused test_old_primary_back
-		test_no_promotion_of_syncing test_second_host_kill test_provision)
+		test_no_promotion_of_syncing test_second_host_kill
+		test_removed_peer_still_blocks test_provision)
 fi
 run_tests
