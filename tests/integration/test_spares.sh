@@ -235,6 +235,84 @@ spares = s${BASHPID}n4" 4
 	cl_until 10 cl_linked 4 "$third" || fail "the spare does not follow the third primary"
 }
 
+# Two host kills in a row: n1's, then (the spare attached and promotable) the second
+# primary's. Its cable pulled, n1's kernel still runs and a silent host may still answer
+# the second primary's echoes (the controller cannot tell a pulled cable from a cut that
+# leaves n1 with the second primary), so nothing is promoted while n1 is silent: never
+# two writable primaries. Once n1's host is back (its cable and agent; its server stays
+# down) the failover goes on, to the third node or the synced spare, and no write
+# acknowledged after that promotion is lost.
+test_second_host_kill() {
+	local n4 second rest third other inst n acked
+	CTL_CONF="failover_block_ms = 1000" cluster "restore_after_ms = 0
+promotable_after_ms = 500
+spares = s${BASHPID}n4" 4
+	n4=$(cl_node 4)
+	cl_writer_start --rate 200 || fail "writer"
+	sleep 0.5
+	host_kill 1
+	wait_ctl '.kind == "failover_end"' 15
+	second=$(new_primary)
+	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 40
+	cl_until 5 cl_linked 4 "$second" || fail "the spare does not follow $(cl_node "$second")"
+	host_kill "$second"
+	wait_ctl ".kind == \"lease_wait\" and .from == \"$(cl_node "$second")\" and .silent_peer == \"$(cl_node 1)\"" 10
+	sleep 3
+	n=$(jq -c 'select(.kind == "promoted")' "$CL_CLOG" | wc -l)
+	expect_eq "promotions while n1 is silent" "$n" 1
+	rest=$((5 - second)) # the third of hosts 1..3
+	for n in "$rest" 4; do # (their servers answer no client meanwhile: no lease)
+		! grep -qi "MASTER MODE enabled\|PRIMARY MODE enabled" "$CL_DIR/$(cl_node "$n")/redis.log" ||
+			fail "host $n's server was made a primary while n1 is silent"
+	done
+	cl_link_up 1
+	cl_agent_start 1
+	wait_ctl ".kind == \"promoted\" and .instance != \"$(cl_node "$second")\"" 15
+	T0=$(cl_now_ns)
+	inst=$(jq -r "select(.kind == \"promoted\" and .instance != \"$(cl_node "$second")\") | .instance" "$CL_CLOG" | head -n 1)
+	third=${inst##*n}
+	[ "$third" = "$rest" ] || [ "$third" = 4 ] || fail "promoted $inst"
+	wait_ctl '.kind == "failover_end" and .to == "'"$inst"'"' 15
+	[ "$(cl_role "$third")" = master ] || fail "the third primary is a '$(cl_role "$third")'"
+	other=$((third == 4 ? rest : 4))
+	cl_until 10 cl_linked "$other" "$third" || fail "host $other does not follow the third primary"
+	sleep 1
+	cl_writer_stop
+	acked=$(awk -v t="$T0" '$1 == "A" && $3 > t' "$CL_DIR/writer.out" | wc -l)
+	[ "$acked" -gt 50 ] || fail "only $acked writes acknowledged after the second promotion"
+	CL_CLI_TIMEOUT=5 cl_redis "$third" wait 1 3000 >/dev/null
+	expect_eq "acknowledged writes lost on the third primary" "$(lost_acked "$third")" 0
+	expect_eq "acknowledged writes missing on its replica" "$(lost_acked "$other")" 0
+	echo "    second failover to $inst once n1 reported; $acked writes acknowledged after it, none lost" >&2
+}
+
+# The same two kills, then the silent first node removed at runtime (`node remove`):
+# the second primary's agent, started with it in its file, still takes its echo
+# replies, so the removal does not end the wait (it would allow two writable primaries).
+test_removed_peer_still_blocks() {
+	local n4 second out n
+	CTL_CONF="failover_block_ms = 1000" cluster "restore_after_ms = 0
+promotable_after_ms = 500
+spares = s${BASHPID}n4" 4
+	n4=$(cl_node 4)
+	host_kill 1
+	wait_ctl '.kind == "failover_end"' 15
+	second=$(new_primary)
+	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 40
+	host_kill "$second"
+	wait_ctl ".kind == \"lease_wait\" and .silent_peer == \"$(cl_node 1)\"" 10
+	out=$(cl_ctl timeout 15 "$FL" node remove "$CL_SHARD" "$(cl_node 1)" -c "$CL_CONF" 2>&1) ||
+		fail "node remove: $out"
+	wait_ctl ".kind == \"node_removed\" and .instance == \"$(cl_node 1)\""
+	sleep 3
+	n=$(jq -c 'select(.kind == "promoted")' "$CL_CLOG" | wc -l)
+	expect_eq "promotions after the silent node's removal" "$n" 1
+	for n in $((5 - second)) 4; do
+		! grep -qi "MASTER MODE enabled\|PRIMARY MODE enabled" "$CL_DIR/$(cl_node "$n")/redis.log" ||
+			fail "host $n's server was made a primary"
+	done
+}
+
 # No spare left: provision_script runs with the shard, the primary, the epoch, the reason.
 test_provision() {
 	local new epoch
@@ -255,6 +333,7 @@ if [ -n "${SPARES_TESTS:-}" ]; then
 	read -r -a TESTS <<<"$SPARES_TESTS"
 else
 	TESTS=(test_host_kill_spare test_nonempty_refused test_old_primary_back
-		test_no_promotion_of_syncing test_provision)
+		test_no_promotion_of_syncing test_second_host_kill
+		test_removed_peer_still_blocks test_provision)
 fi
 run_tests

@@ -79,6 +79,77 @@ static void test_lease_silent_peer_blocks(void **state)
 	assert_true(evented("failover_start"));
 }
 
+/* A peer removed at runtime that the old primary's agent still probes (its last report
+ * names it): the agent, started with it, still takes its echo replies, so the removal
+ * does not bound the lease; a removed peer the agent does not name is no bound. */
+static void test_lease_removed_peer_blocks(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct cfg_shard *cs = &cfg->shards[s->idx];
+	struct fo_report r;
+	int n4 = N("n4")->idx;
+
+	(void)state;
+	healthy();
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	fo_report_set_peer(&r, n4, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, n4, 60000);
+	fo_on_report(&C, N("n1"), &r);
+	/* n4 removed (as ctl_members.c does it: the cfg's list, then the model). */
+	for (int k = 0; k < cs->nnodes; k++)
+		if (cs->nodes[k] == n4) {
+			memmove(&cs->nodes[k], &cs->nodes[k + 1],
+				(cs->nnodes - k - 1) * sizeof(int));
+			cs->nnodes--;
+			break;
+		}
+	cfg->nodes[n4].removed = true;
+	fo_node_drop(&C, n4);
+	fo_shard_sync(&C, s->idx);
+	R.mono += 1500;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, N("n1")->idx, 1500);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("node_down"));
+	assert_true(evented("failover_blocked"));
+	assert_false(evented("failover_start"));
+	R.mono += 5000;
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_false(evented("failover_start"));
+}
+
+/* The same removal, n1's agent not naming n4: the remaining peers bound the lease. */
+static void test_lease_removed_unnamed_peer(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct cfg_shard *cs = &cfg->shards[s->idx];
+	struct fo_report r;
+	int n4 = N("n4")->idx;
+
+	(void)state;
+	healthy();
+	for (int k = 0; k < cs->nnodes; k++)
+		if (cs->nodes[k] == n4) {
+			memmove(&cs->nodes[k], &cs->nodes[k + 1],
+				(cs->nnodes - k - 1) * sizeof(int));
+			cs->nnodes--;
+			break;
+		}
+	cfg->nodes[n4].removed = true;
+	fo_node_drop(&C, n4);
+	fo_shard_sync(&C, s->idx);
+	R.mono += 1500;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, N("n1")->idx, 1500);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("failover_start"));
+}
+
 /* A server that gave its lease up (hung, lease lapsed in its report) needs no wait
  * beyond the last answer that named it; a kernel-seen death none at all. */
 static void test_lease_given_up_and_proc_down(void **state)
@@ -395,6 +466,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lease_reload_raise_waits_new, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_parked_primary_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_deposed_leader, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_removed_peer_blocks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_removed_unnamed_peer, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,10 @@ struct fo_report {
 	int peer_node[FO_MAX_PEERS];
 	unsigned char peer_v[FO_MAX_PEERS];
 	long long peer_packet_age_ms[FO_MAX_PEERS];
+	/* Peers it still reports that were removed at runtime (its agent, started with
+	 * them, still probes them and takes their echo replies for its lease). */
+	int nremoved;
+	int removed_node[FO_MAX_PEERS];
 	int lease;	  /* enum fo_lease_report: the agent's write lease */
 	int lease_len_ms; /* key lease_ms: the agent's lease length; -1: not reported */
 	int heartbeat_ms; /* key heartbeat_ms: its next report within this; 0: not said */
@@ -334,6 +338,8 @@ int fo_shard_setup(struct fo_cluster *c, int i);
 void fo_shard_drop(struct fo_cluster *c, int i);
 void fo_shard_sync(struct fo_cluster *c, int i);
 struct fo_node *fo_find_node(struct fo_cluster *c, const char *id);
+/* The node of that id removed at runtime (a tombstone), else NULL. */
+struct fo_node *fo_find_removed_node(struct fo_cluster *c, const char *id);
 struct fo_shard *fo_find_shard(struct fo_cluster *c, const char *name);
 /* The shard's down-after and failover block (SENTINEL SET), else the controller's. */
 static inline int fo_down_after_ms(const struct fo_cluster *c, int shard)

@@ -180,6 +180,14 @@ struct fo_node *fo_find_node(struct fo_cluster *c, const char *id)
 	return NULL;
 }
 
+struct fo_node *fo_find_removed_node(struct fo_cluster *c, const char *id)
+{
+	for (int i = 0; i < c->nnodes; i++)
+		if ((c->nodes[i].flags & FO_N_REMOVED) && !strcmp(c->nodes[i].id, id))
+			return &c->nodes[i];
+	return NULL;
+}
+
 /* rep's entry for node, added (verdict unknown, no packet age) if it has none; -1 when
  * the table is full. */
 static int peer_slot(struct fo_report *rep, int node)

@@ -46,6 +46,20 @@ static long long clamp(long long v, long long lo, long long hi)
 }
 
 /* One key/value pair of the table into rep. */
+/* A peer key naming a node removed at runtime: noted, for the lease wait (lease_wait.h). */
+static void note_removed(struct fo_cluster *c, struct fo_report *rep, const char *id)
+{
+	const struct fo_node *p = fo_find_removed_node(c, id);
+
+	if (!p)
+		return;
+	for (int i = 0; i < rep->nremoved; i++)
+		if (rep->removed_node[i] == p->idx)
+			return;
+	if (rep->nremoved < FO_MAX_PEERS)
+		rep->removed_node[rep->nremoved++] = p->idx;
+}
+
 static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k, const char *v,
 		  size_t vlen, long long n, const char *peer)
 {
@@ -84,6 +98,8 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		p = fo_find_node(c, peer);
 		if (p && n >= 0)
 			fo_report_set_peer_age(rep, p->idx, n);
+		else if (!p)
+			note_removed(c, rep, peer);
 		break;
 	case RK_SERVER:
 		r->server = !strcmp(v, "redis")	      ? INFO_SRV_REDIS
@@ -163,6 +179,8 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 					   !strcmp(v, "up")	? FO_PEER_UP
 					   : !strcmp(v, "down") ? FO_PEER_DOWN
 								: FO_PEER_UNKNOWN);
+		else
+			note_removed(c, rep, peer);
 		break;
 	default: /* peer.X.rtt_us, lease_ms_left …: informational */
 		break;

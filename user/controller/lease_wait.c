@@ -90,6 +90,19 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	if ((p->flags & FO_N_REPORTED) &&
 	    (p->rep.lease == FO_LEASE_LAPSED || p->rep.lease == FO_LEASE_REVOKED))
 		return end;
+	/* A peer removed at runtime that p's agent still probes (its last report names
+	 * it, or named it before the removal): the agent, started with it, still takes
+	 * its echo replies, and it reports to no controller now: no bound. */
+	for (int i = 0; i < p->rep.npeers + p->rep.nremoved; i++) {
+		int k = i < p->rep.npeers ? p->rep.peer_node[i]
+					  : p->rep.removed_node[i - p->rep.npeers];
+
+		if ((p->flags & FO_N_REPORTED) && k >= 0 && k < c->nnodes &&
+		    (c->nodes[k].flags & FO_N_REMOVED)) {
+			*blocker = &c->nodes[k];
+			return FO_LEASE_NEVER;
+		}
+	}
 	for (int i = 0; i < s->nnodes; i++) {
 		const struct fo_node *q = &c->nodes[s->nodes[i]];
 		long long t;

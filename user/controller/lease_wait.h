@@ -18,7 +18,9 @@
  *    report's arrival - packet_age_ms + lease_ms). Unless the primary's last report
  *    said its lease was lapsed: peers never bring a lapsed lease back.
  *  - a peer whose agent is silent may still be answering the primary's echoes: no
- *    bound, no promotion (failover_blocked says which peer);
+ *    bound, no promotion (failover_blocked says which peer); so is a peer removed at
+ *    runtime that the primary's last report still names (its agent, started with it,
+ *    still takes its echo replies);
  *  - an agent that reports a lease length but no lease (parked in shadow mode, not
  *    armed yet after the switch to active): nothing fences the old primary, no bound.
  * A fresh report saying lease=revoked ends the wait at once: the agent moved the
