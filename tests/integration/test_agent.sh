@@ -110,30 +110,6 @@ test_sigkill_reported_at_once_and_restart_followed() {
 	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $second" >/dev/null || fail "restarted server's death not seen"
 }
 
-# A server in a pid namespace of its own (a container) reports its own namespace's
-# pid, 1: here that is init. The agent must not watch init as the server.
-test_pid_from_another_pid_namespace() {
-	local p1 r
-	need_root
-	need_cmd redis-server redis-cli unshare
-	p1=$(free_port)
-	unshare --pid --fork --mount-proc --kill-child redis-server --port "$p1" --bind 127.0.0.1 \
-		--save '' --appendonly no --dir "$T" --logfile "$T/redis-ns.log" &
-	on_exit "kill -KILL $!"
-	wait_redis "$p1" || fail "redis-server in a pid namespace did not start"
-	expect_eq "the server's own process_id" \
-		"$(redis-cli -p "$p1" info server | sed -n 's/^process_id:\(.*\)\r$/\1/p')" 1
-	ctl=$(free_port); start_recpeer "$ctl"
-	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
-	start_agent "$N1" -c "$T/c.conf"
-	r=$(wait_report '.args.proc == "up"') || fail "no report of the server up"
-	[ "$(jq -r .args.pid <<<"$r")" != 1 ] || fail "the agent watches this host's pid 1 as the server: $r"
-	grep -q "process_id 1, but that process here does not listen on its tcp_port $p1" \
-		"$T/agent-$N1.err" || fail "no warning: $(cat "$T/agent-$N1.err")"
-	r=$(wait_event "$LOG" '.kind == "proc_up"') || fail "no proc_up"
-	[ "$(jq -r '.pid // 0' <<<"$r")" != 1 ] || fail "proc_up names pid 1: $r"
-}
-
 test_server_unreachable_at_start() {
 	need_root
 	p1=$(free_port)
@@ -265,6 +241,5 @@ test_quiet_replica_reports() {
 TESTS=(test_reports_replication test_quiet_replica_reports test_sigstop_hung_and_back test_short_sleep_and_busy_script_not_hung
 	test_sigkill_reported_at_once_and_restart_followed test_server_unreachable_at_start
 	test_wrong_password_once test_controller_rejects_or_misbehaves
-	test_garbage_from_controller_and_server test_silent_controller_dropped test_config_errors
-	test_pid_from_another_pid_namespace)
+	test_garbage_from_controller_and_server test_silent_controller_dropped test_config_errors)
 run_tests
