@@ -15,7 +15,6 @@
 #include "common/report_keys.h"
 #include "kern/loader.h"
 #include "common/redis_link.h"
-#include "kern/proc_listen.h"
 #include "agent/srvmon.h"
 
 #define SRV_SAMPLES 32 /* the judging window is at most this many PING intervals */
@@ -523,15 +522,15 @@ static void on_info(void *ctx, redisReply *r, void *priv)
 		memcpy(parsed.run_id, n.info.run_id, sizeof(parsed.run_id));
 	} else {
 		m->need_server_info = false;
-		const char *why =
-		    parsed.pid > 0 ? proc_server_pid(parsed.pid, parsed.tcp_port) : "";
-
-		if (!why)
-			n.pid = (pid_t)parsed.pid;
-		else if (parsed.pid > 0 && n.pid != parsed.pid)
-			pr_warn(
-			    "server reports process_id %ld, %s: not watching it in the kernel\n",
-			    parsed.pid, why);
+		if (parsed.pid > 0) {
+			if (fl_pid_alive(parsed.pid))
+				n.pid = parsed.pid;
+			else if (n.pid != parsed.pid)
+				pr_warn(
+				    "server reports process_id %ld, which is not a process on this "
+				    "host: not watching it in the kernel\n",
+				    parsed.pid);
+		}
 	}
 	n.info = parsed;
 	n.have_info = true;
