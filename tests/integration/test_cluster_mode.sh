@@ -65,6 +65,12 @@ cluster_kill_case() {
 		fail "mismatch after the return: $(jq -c 'select(.kind | test("cluster"))' "$CLOG")"
 	has_event ".kind == \"cluster_consistent\" and .shard == \"s$vp\" and .instance == \"c$rp\"" ||
 		fail "the new primary's view never judged: $(jq -c 'select(.kind | test("cluster"))' "$CLOG")"
+	# Status says so too: a cluster shard, its primary's CLUSTER NODES consistent.
+	"$FL" status --json -c "$CONF" | jq -e ".shards[] | select(.name == \"s$vp\") |
+		.mode == \"cluster\" and .cluster_nodes == \"consistent\" and .primary == \"c$rp\"" \
+		>/dev/null || fail "status: $("$FL" status --json -c "$CONF" | jq -c ".shards[] | select(.name == \"s$vp\")")"
+	"$FL" status -c "$CONF" | grep -q "cluster shard: CLUSTER NODES agrees" ||
+		fail "status text: $("$FL" status -c "$CONF")"
 }
 
 test_cluster_kill_redis() {
@@ -90,6 +96,9 @@ test_cluster_mismatch() {
 		fail "no mismatch for s$b: $(jq -c 'select(.kind | test("cluster"))' "$CLOG")"
 	wait_event "$CLOG" ".kind == \"cluster_mismatch\" and .shard == \"s$a\" and .ts > \"$t0\"" 10 >/dev/null ||
 		fail "no mismatch for s$a: $(jq -c 'select(.kind | test("cluster"))' "$CLOG")"
+	"$FL" status --json -c "$CONF" | jq -e ".shards[] | select(.name == \"s$b\") |
+		.cluster_nodes == \"mismatch\" and (.cluster_mismatch | length > 0)" >/dev/null ||
+		fail "status: $("$FL" status --json -c "$CONF" | jq -c ".shards[] | select(.name == \"s$b\")")"
 }
 
 # flatline failover of a cluster shard: plain CLUSTER FAILOVER (the cluster pauses the

@@ -130,6 +130,16 @@ spares = s${BASHPID}n4" 4
 	# (the replicas count once their first REPORTs say they are linked and synced)
 	cl_until 5 metric_is flatline_shard_replicas 2 || fail "replicas metric: $(metric flatline_shard_replicas)"
 	[ "$(metric flatline_shard_replicas_desired)" = 2 ] || fail "desired metric"
+	# A Sentinel client's view: redis-py subscribed to +slave on the controller.
+	cat >"$T/sub.py" <<-'PYEOF'
+		import sys, redis
+		ps = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]), decode_responses=True).pubsub()
+		ps.subscribe("+slave")
+		for m in ps.listen():
+		    print(m["type"], m["data"], flush=True)
+	PYEOF
+	cl_spawn sub-slave "$CL_NS_CTL" "$PY" -u "$T/sub.py" "$CL_CTL_IP" "$CL_CTL_PORT"
+	cl_until 10 grep -q '^subscribe' "$CL_DIR/log/sub-slave.out" || fail "redis-py did not subscribe: $(cat "$CL_DIR/log/sub-slave.out")"
 	cl_writer_start --rate 200 || fail "writer"
 	sleep 0.5
 	host_kill 1
@@ -144,6 +154,8 @@ spares = s${BASHPID}n4" 4
 	[ "$(ms_between "$d" "$a")" -ge 1900 ] || fail "spare attached $(ms_between "$d" "$a") ms after the deficit (restore_after_ms 2000)"
 	wait_ctl ".kind == \"replica_synced\" and .instance == \"$n4\" and .duration_ms >= 0 and .bytes > 0" 30
 	wait_ctl ".kind == \"redundancy_restored\" and .replicas == 2 and .desired == 2" 15
+	cl_until 5 grep -q "^message slave $(cl_ip 4):[0-9]* $(cl_ip 4) [0-9]* @ $CL_SHARD $(cl_ip "$new") " \
+		"$CL_DIR/log/sub-slave.out" || fail "no +slave for the spare: $(cat "$CL_DIR/log/sub-slave.out")"
 	cl_until 5 cl_linked 4 "$new" || fail "the spare does not follow $(cl_node "$new"): $(cl_info 4 master_host)"
 	[ "$(node_json "$n4" | jq -r .role)" = replica ] || fail "status: $(node_json "$n4")"
 	[ "$(shard_json | jq -r '.spares | length')" = 0 ] || fail "still listed as a spare: $(shard_json)"

@@ -303,6 +303,18 @@ struct attach_ctx {
 	unsigned gen;
 };
 
+/* Sentinel's +slave for a replica the shard gained (as a Sentinel says it when it
+ * finds one): its clients learn the new replica. */
+static void slave_added(struct ctl *c, const struct fo_shard *s, const struct fo_node *n)
+{
+	const struct fo_node *p = &c->fo.nodes[s->primary];
+	char why[400];
+
+	snprintf(why, sizeof(why), "slave %.60s:%d %.60s %d @ %.60s %.60s %d", n->host, n->port,
+		 n->host, n->port, s->name, p->host, p->port);
+	ctl_event_sentinel(c, "+slave", why);
+}
+
 static void on_attached(struct ctl *c, void *ctx, int err, const char *why)
 {
 	struct attach_ctx *a = ctx;
@@ -326,6 +338,7 @@ static void on_attached(struct ctl *c, void *ctx, int err, const char *why)
 	}
 	c->fo.nodes[sp->node].flags |= FO_N_UNPROMOTABLE;
 	say(c, "spare_attached", s, sp, c->fo.nodes[sp->node].id, NULL);
+	slave_added(c, s, &c->fo.nodes[sp->node]);
 	set_state(sp, SP_SYNC);
 	sp->epoch = s->epoch;
 	sp->sync_start_ms = fl_mono_ms();

@@ -225,6 +225,15 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 				    ",\"epoch\":%llu,\"failover\":\"%s\",\"dns_name\":", s->epoch,
 				    fo_state_name(s->fo.state));
 		json_str(b, c->cfg->shards[i].dns_name);
+		evbuffer_add_printf(b, ",\"mode\":\"%s\"", s->cluster ? "cluster" : "replication");
+		if (s->cluster) {
+			/* The last judgement of the primary's CLUSTER NODES (fo_cluster.c). */
+			evbuffer_add_printf(b, ",\"cluster_nodes\":\"%s\",\"cluster_mismatch\":",
+					    !s->cluster_checked ? "not checked"
+					    : s->cluster_why[0] ? "mismatch"
+								: "consistent");
+			json_str(b, s->cluster_why);
+		}
 		if (ctl_dns_shard(c, i) && c->cfg->shards[i].dns_name[0]) {
 			const struct ctl_dns *d = ctl_dns_shard(c, i);
 
@@ -339,6 +348,12 @@ void ctl_status_text(struct ctl *c, struct evbuffer *b)
 				    p ? c->cfg->nodes[p->idx].redis_str : "-", s->epoch,
 				    s->fo.state != FO_ST_NONE ? "  failover: " : "",
 				    s->fo.state != FO_ST_NONE ? fo_state_name(s->fo.state) : "");
+		if (s->cluster)
+			evbuffer_add_printf(b, "  cluster shard: CLUSTER NODES %s%s\n",
+					    !s->cluster_checked ? "not checked yet"
+					    : s->cluster_why[0] ? "DIFFERS: "
+								: "agrees",
+					    s->cluster_why);
 		if (ctl_dns_shard(c, i) && c->cfg->shards[i].dns_name[0]) {
 			const struct ctl_dns *d = ctl_dns_shard(c, i);
 
