@@ -736,7 +736,9 @@ int ctl_spares_start(struct ctl *c)
 		return -ENOMEM;
 	c->spares = S;
 	S->node_cap = c->cfg->node_cap > c->cfg->nnodes ? c->cfg->node_cap : c->cfg->nnodes;
-	S->earn_ms = calloc(S->node_cap ? S->node_cap : 1, sizeof(*S->earn_ms));
+	if (S->node_cap < 1)
+		S->node_cap = 1;
+	S->earn_ms = calloc(S->node_cap, sizeof(*S->earn_ms));
 	if (!S->earn_ms || grow(S, c))
 		return -ENOMEM;
 	S->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
