@@ -491,6 +491,12 @@ static void test_planned_offset_timeout_unpauses(void **state)
 	assert_int_equal(fo_start(&C, s, true, N("n1")->idx, "x", why, sizeof(why)), -EINVAL);
 	N("n4")->priority = 0;
 	assert_int_equal(fo_start(&C, s, true, N("n4")->idx, "x", why, sizeof(why)), -EINVAL);
+	/* A replica in a full sync: no target (nor any candidate, fo_rank). */
+	t = slave_info("n1", 1, 0);
+	t.sync_in_progress = 1;
+	set_info("n3", t);
+	assert_int_equal(fo_start(&C, s, true, N("n3")->idx, "x", why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "full sync"));
 }
 
 /* ---- a primary back without a failover in between ---- */

@@ -118,10 +118,65 @@ static void test_rank_dragonfly(void **state)
 	set_info("n2", i2);
 	set_info("n3", i3);
 	set_info("n4", i4);
-	assert_int_equal(rank(out), 3);
+	assert_int_equal(rank(out), 2);
 	assert_string_equal(C.nodes[out[0]].id, "n3"); /* known offset, stable sync */
 	assert_string_equal(C.nodes[out[1]].id, "n2"); /* offset unknown */
-	assert_string_equal(C.nodes[out[2]].id, "n4"); /* mid full sync: last resort */
+						       /* n4, mid full sync: no candidate at all */
+}
+
+/* The model flags an attached spare it sets up (a restart's, a new leader's) and one
+ * an attach line moves into a shard; a shard's node list made again keeps a flag
+ * earned since cleared. */
+static void test_attached_unpromotable_at_setup(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	int i = N("n4")->idx;
+
+	(void)state;
+	cfg->nodes[i].attached = true;
+	assert_int_equal(fo_node_setup(&C, i), 0);
+	assert_true(C.nodes[i].flags & FO_N_UNPROMOTABLE);
+	cfg->nodes[i].attached = false;
+	assert_int_equal(fo_node_setup(&C, i), 0);
+	assert_false(C.nodes[i].flags & FO_N_UNPROMOTABLE);
+	/* A spare (no shard yet) attached by a line from the state file or etcd. */
+	C.nodes[i].shard = -1;
+	cfg->nodes[i].attached = true;
+	fo_shard_sync(&C, s->idx);
+	assert_true(C.nodes[i].flags & FO_N_UNPROMOTABLE);
+	assert_int_equal(C.nodes[i].shard, s->idx);
+	C.nodes[i].flags &= ~FO_N_UNPROMOTABLE; /* earned */
+	fo_shard_sync(&C, s->idx);
+	assert_false(C.nodes[i].flags & FO_N_UNPROMOTABLE);
+	cfg->nodes[i].attached = false;
+}
+
+/* A replica in a full sync is never a candidate, however far ahead it says it is;
+ * once the sync ends it is one again. */
+static void test_rank_syncing_never(void **state)
+{
+	int out[FO_MAX_SHARD_NODES];
+	struct info_repl i4 = slave_info("n1", 1, 9000);
+
+	(void)state;
+	healthy();
+	set_info("n2", slave_info("n1", 1, 500));
+	set_info("n3", slave_info("n1", 1, 700));
+	i4.sync_in_progress = 1;
+	set_info("n4", i4);
+	assert_int_equal(rank(out), 2);
+	assert_string_equal(C.nodes[out[0]].id, "n3");
+	assert_string_equal(C.nodes[out[1]].id, "n2");
+	/* The only replica left, still syncing: nobody. */
+	N("n2")->flags |= FO_N_UNPROMOTABLE;
+	N("n3")->flags |= FO_N_UNPROMOTABLE;
+	assert_int_equal(rank(out), 0);
+	N("n2")->flags &= ~FO_N_UNPROMOTABLE;
+	N("n3")->flags &= ~FO_N_UNPROMOTABLE;
+	i4.sync_in_progress = 0;
+	set_info("n4", i4);
+	assert_int_equal(rank(out), 3);
+	assert_string_equal(C.nodes[out[0]].id, "n4");
 }
 
 static void test_rank_skips_down_and_masters(void **state)
@@ -146,6 +201,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rank_offset_then_priority, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_priority_zero, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_unpromotable, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rank_syncing_never, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_attached_unpromotable_at_setup, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_replid_mismatch, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_disconnected_fallback, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rank_dragonfly, setup, teardown),

@@ -273,6 +273,47 @@ static void test_discover_pick_rule(void **state)
 	assert_non_null(strstr(why, "followed by the replicas"));
 }
 
+/* An attached spare not yet promotable that still says master (its REPLICAOF lost)
+ * is never discovered or adopted as the primary; the recorded primary stays one. */
+static void test_discover_skips_unpromotable(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	char why[128];
+	int nm;
+
+	(void)state;
+	s->primary = -1;
+	set_info("n1", slave_info("n2", 1, 10));
+	set_info("n2", master_info(2, 10));
+	set_info("n3", slave_info("n2", 1, 10));
+	set_info("n4", master_info(0, 0));
+	N("n4")->flags |= FO_N_UNPROMOTABLE;
+	/* Without it, two masters: n2 (more replicas). With it, the only master. */
+	assert_int_equal(pick(why, sizeof(why), &nm), N("n2")->idx);
+	assert_int_equal(nm, 1);
+	assert_non_null(strstr(why, "only master"));
+	/* The only master at all: nobody. */
+	set_info("n2", slave_info("n4", 0, 10));
+	set_info("n1", slave_info("n4", 0, 10));
+	set_info("n3", slave_info("n4", 0, 10));
+	assert_int_equal(pick(why, sizeof(why), &nm), -1);
+	assert_int_equal(nm, 0);
+	/* Not adopted over the recorded primary for a "newer history" either. */
+	set_info("n2", master_info(1, 10));
+	set_info("n4", master_info(3, 500));
+	snprintf(N("n4")->info.master_replid, sizeof(N("n4")->info.master_replid), "other");
+	s->primary = N("n2")->idx;
+	assert_int_equal(pick(why, sizeof(why), &nm), N("n2")->idx);
+	assert_string_equal(why, "");
+	N("n4")->flags &= ~FO_N_UNPROMOTABLE;
+	assert_int_equal(pick(why, sizeof(why), &nm), N("n4")->idx);
+	assert_non_null(strstr(why, "newer history"));
+	/* The recorded primary flagged (an attached spare promoted since) stays it. */
+	N("n2")->flags |= FO_N_UNPROMOTABLE;
+	set_info("n4", slave_info("n2", 1, 10));
+	assert_int_equal(pick(why, sizeof(why), &nm), N("n2")->idx);
+}
+
 /* ---- what a report's change means ---- */
 
 static void test_report_changed_rule(void **state)
@@ -306,6 +347,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_may_failover_pure, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restarted_empty_rule, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_discover_pick_rule, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_discover_skips_unpromotable, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_report_changed_rule, setup, teardown),
 	};
 

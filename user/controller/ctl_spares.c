@@ -16,16 +16,22 @@
  *                   v              v               | new primary, SYNC again
  *                  IDLE (spare_refused, the next)  | node down: IDLE (the next)
  *
- * CHECK: DBSIZE and INFO of the spare, INFO of the primary. Attached only if it is
- * empty or already a replica of the primary's replication id, and its maxmemory (if
- * set) holds the primary's used_memory. ATTACH: the membership change (state file
- * or etcd, as FLATLINE NODE: ctl_members_change), then REPLICAOF the primary. SYNC
- * and STEADY poll INFO replication of the spare and the primary: synced when its
- * link is up to the primary's address, no sync in progress, on the primary's
- * replication id; steady when that held (lag under SP_LAG_MAX bytes) for [shard]
- * promotable_after_ms. Until then the node carries FO_N_UNPROMOTABLE: no failover
- * picks it. Only the controller that may change servers (the leader, not shadow)
- * attaches; a new leader finds an attached node not yet linked and resumes at SYNC.
+ * CHECK: INFO of the spare, INFO of the primary. Attached only if it is empty (no
+ * keys in any db of its INFO keyspace) or already a replica of the primary's
+ * replication id, and its maxmemory (if set) holds the primary's used_memory.
+ * ATTACH: the membership change (state file or etcd, as FLATLINE NODE:
+ * ctl_members_change), then REPLICAOF the primary. SYNC and STEADY poll INFO
+ * replication of the spare and the primary: synced when its link is up to the
+ * primary's address, no sync in progress, on the primary's replication id; steady
+ * when that held (lag under SP_LAG_MAX bytes) for [shard] promotable_after_ms.
+ * SYNC: a spare that still says master is sent REPLICAOF again (once a second); one
+ * not syncing from the primary for sync_stall_ms() is spare_sync_failed, the next
+ * tried. Until promotable the node carries FO_N_UNPROMOTABLE: no failover picks it.
+ * The model sets it on every attached node it sets up (a restart, a new leader, an
+ * attach line from etcd); a node outside the current attach earns it back in
+ * earn() the same way. A refusal never clears it. Only the controller that may
+ * change servers (the leader, not shadow) attaches; a new leader finds an attached
+ * node not yet linked and resumes at SYNC.
  * The events are said here, through the outbox (ctl_event). */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +50,8 @@
 #define SP_STEP_MS    10000	      /* CHECK or ATTACH without an answer: given up */
 #define SP_LAG_MAX    (1024LL * 1024) /* a steady replica is this close to its primary */
 #define SP_REPLID_LEN 48
+#define SP_RESEND_MS  1000  /* REPLICAOF again to a spare still a master */
+#define SP_STALL_MIN  60000 /* SYNC with no sync under way this long: failed */
 #define SP_CONFIRM_MS                                                                              \
 	1000 /* fewer replicas this long is a deficit (a link that blinks                          \
 	      * is not) */
@@ -55,7 +63,7 @@ static const char *const sp_state_name[] = {"idle", "checking", "attaching", "sy
 struct sp_seen {
 	int answered, failed;
 	char err[160];
-	long long dbsize;	    /* the spare's keys, -1 unknown */
+	long long dbsize;	    /* the spare's keys (INFO keyspace, all dbs), -1 unknown */
 	long long maxmemory;	    /* the spare's, 0 = none */
 	long long used_memory;	    /* the primary's (CHECK), the spare's (SYNC) */
 	struct info_repl spare;	    /* the spare's INFO */
@@ -79,7 +87,9 @@ struct sp_shard {
 	unsigned long long epoch; /* the shard's when the sync (re)started */
 	long long sync_start_ms;
 	long long steady_since_ms;
-	bool *tried; /* per node: refused or failed in this deficit */
+	long long progress_ms;	/* SYNC: last seen syncing from (or linked to) the primary */
+	long long replicaof_ms; /* SYNC: the last REPLICAOF sent */
+	bool *tried;		/* per node: refused or failed in this deficit */
 };
 
 struct ctl_spares {
@@ -87,6 +97,7 @@ struct ctl_spares {
 	long long since_ms; /* this controller may change servers since (monotonic), 0 not */
 	struct sp_shard *sh;
 	int nsh, node_cap;
+	long long *earn_ms; /* per node: FO_N_UNPROMOTABLE, steady since (0 = not) */
 };
 
 struct sp_req {
@@ -95,7 +106,7 @@ struct sp_req {
 	unsigned gen;
 	int what; /* SP_R_* */
 };
-enum { SP_R_DBSIZE, SP_R_SPARE_INFO, SP_R_PRIMARY_INFO };
+enum { SP_R_SPARE_INFO, SP_R_PRIMARY_INFO };
 
 /* ---- counting ---- */
 
@@ -177,6 +188,28 @@ static long long info_num(const char *text, size_t len, const char *key)
 	return -1;
 }
 
+/* The keys of every db in an INFO reply's keyspace section ("db3:keys=5,..."),
+ * 0 when it lists none, -1 without a keyspace section. */
+static long long info_keys(const char *text, size_t len)
+{
+	long long keys = -1;
+
+	for (const char *p = text; p && p < text + len;) {
+		if (!strncmp(p, "# Keyspace", 10) && keys < 0)
+			keys = 0;
+		else if (p + 2 < text + len && !strncmp(p, "db", 2) && p[2] >= '0' && p[2] <= '9') {
+			const char *k = memchr(p, ':', text + len - p);
+
+			if (k && text + len - k > 6 && !strncmp(k + 1, "keys=", 5))
+				keys = (keys < 0 ? 0 : keys) + strtoll(k + 6, NULL, 10);
+		}
+		p = memchr(p, '\n', text + len - p);
+		if (p)
+			p++;
+	}
+	return keys;
+}
+
 static void step_done(struct ctl *c, int shard);
 
 static void on_reply(void *ctx, redisReply *rep, const char *err, void *priv)
@@ -200,8 +233,6 @@ static void on_reply(void *ctx, redisReply *rep, const char *err, void *priv)
 			 rep && rep->str ? rep->str
 			 : err		 ? err
 					 : "no reply");
-	} else if (q->what == SP_R_DBSIZE && rep->type == REDIS_REPLY_INTEGER) {
-		v->dbsize = rep->integer;
 	} else if (rep->type == REDIS_REPLY_STRING) {
 		struct info_repl *r = q->what == SP_R_PRIMARY_INFO ? &v->primary : &v->spare;
 
@@ -215,6 +246,7 @@ static void on_reply(void *ctx, redisReply *rep, const char *err, void *priv)
 		} else {
 			v->maxmemory = info_num(rep->str, rep->len, "maxmemory");
 			v->spare_used = info_num(rep->str, rep->len, "used_memory");
+			v->dbsize = info_keys(rep->str, rep->len);
 		}
 	}
 	v->answered++;
@@ -240,11 +272,12 @@ static bool ask(struct ctl *c, int shard, int node, int what, int argc, const ch
 	return true;
 }
 
-/* The requests of a step: the spare's DBSIZE (CHECK only), its INFO, the primary's. */
+/* The requests of a step: the spare's INFO (all of it: its keyspace too), the
+ * primary's (replication only after CHECK). */
 static void ask_step(struct ctl *c, int shard, bool check)
 {
 	struct sp_shard *sp = &c->spares->sh[shard];
-	const char *dbsize[] = {"DBSIZE"}, *info[] = {"INFO"}, *repl[] = {"INFO", "replication"};
+	const char *info[] = {"INFO"}, *repl[] = {"INFO", "replication"};
 	int primary = c->fo.shards[shard].primary;
 
 	sp->gen++;
@@ -254,8 +287,7 @@ static void ask_step(struct ctl *c, int shard, bool check)
 	/* One count for the whole step while it is asked: a reply that comes back at
 	 * once cannot end it early. */
 	sp->pending++;
-	if ((check && !ask(c, shard, sp->node, SP_R_DBSIZE, 1, dbsize)) ||
-	    !ask(c, shard, sp->node, SP_R_SPARE_INFO, 1, info) ||
+	if (!ask(c, shard, sp->node, SP_R_SPARE_INFO, 1, info) ||
 	    !ask(c, shard, primary, SP_R_PRIMARY_INFO, check ? 1 : 2, check ? info : repl)) {
 		sp->seen.failed++;
 		snprintf(sp->seen.err, sizeof(sp->seen.err), "no link to its server");
@@ -284,6 +316,23 @@ static void replicaof(struct ctl *c, int node, int primary)
 
 /* ---- the steps ---- */
 
+/* SYNC (re)started: REPLICAOF the primary, the stall clock from now. */
+static void sync_begin(struct ctl *c, struct sp_shard *sp, const struct fo_shard *s, long long now)
+{
+	sp->epoch = s->epoch;
+	sp->sync_start_ms = sp->progress_ms = sp->replicaof_ms = now;
+	replicaof(c, sp->node, s->primary);
+}
+
+/* How long SYNC may see no sync under way from the primary: a minute, or ten times
+ * restore_after_ms if that is longer. A sync that runs (however long) resets it. */
+static long long sync_stall_ms(const struct ctl *c, int shard)
+{
+	long long r = 10LL * c->cfg->shards[shard].restore_after_ms;
+
+	return r > SP_STALL_MIN ? r : SP_STALL_MIN;
+}
+
 static void refuse(struct ctl *c, int shard, const char *kind, const char *why)
 {
 	struct sp_shard *sp = &c->spares->sh[shard];
@@ -293,7 +342,8 @@ static void refuse(struct ctl *c, int shard, const char *kind, const char *why)
 		!strcmp(kind, "spare_refused") ? "refused" : "failed", why);
 	say(c, kind, &c->fo.shards[shard], sp, n->id, why);
 	sp->tried[sp->node] = true;
-	c->fo.nodes[sp->node].flags &= ~FO_N_UNPROMOTABLE;
+	/* FO_N_UNPROMOTABLE stays: the server may still be mid-sync. Earned back (earn)
+	 * once seen synced and steady. */
 	set_state(sp, SP_IDLE);
 }
 
@@ -332,17 +382,15 @@ static void on_attached(struct ctl *c, void *ctx, int err, const char *why)
 		refuse(c, (int)(sp - c->spares->sh), "spare_refused", why);
 		return;
 	}
+	c->fo.nodes[sp->node].flags |= FO_N_UNPROMOTABLE; /* attached: until earned */
 	if (s->primary < 0) {
 		refuse(c, s->idx, "spare_sync_failed", "the shard has no primary");
 		return;
 	}
-	c->fo.nodes[sp->node].flags |= FO_N_UNPROMOTABLE;
 	say(c, "spare_attached", s, sp, c->fo.nodes[sp->node].id, NULL);
 	slave_added(c, s, &c->fo.nodes[sp->node]);
 	set_state(sp, SP_SYNC);
-	sp->epoch = s->epoch;
-	sp->sync_start_ms = fl_mono_ms();
-	replicaof(c, sp->node, s->primary);
+	sync_begin(c, sp, s, fl_mono_ms());
 }
 
 static void check_done(struct ctl *c, int shard)
@@ -361,8 +409,8 @@ static void check_done(struct ctl *c, int shard)
 	if (v->dbsize != 0 && !(v->spare.role == INFO_ROLE_SLAVE && v->replid[0] &&
 				!strcmp(v->spare.master_replid, v->replid))) {
 		snprintf(why, sizeof(why),
-			 "not empty (DBSIZE %lld) and not a replica of the primary's "
-			 "replication id %s",
+			 "not empty (%lld keys in INFO keyspace) and not a replica of the "
+			 "primary's replication id %s",
 			 v->dbsize, v->replid);
 		refuse(c, shard, "spare_refused", why);
 		return;
@@ -401,6 +449,21 @@ static void sync_done(struct ctl *c, int shard)
 
 	if (v->failed || s->primary < 0)
 		return; /* asked again on the next tick */
+	if (v->spare.role == INFO_ROLE_MASTER) {
+		/* Its REPLICAOF lost or ignored (a restart, a rename): sent again. */
+		if (now - sp->replicaof_ms >= SP_RESEND_MS) {
+			sp->replicaof_ms = now;
+			replicaof(c, sp->node, s->primary);
+		}
+		if (sp->st == SP_STEADY) { /* not a replica any more: synced again */
+			sp->st = SP_SYNC;
+			sp->progress_ms = now;
+		}
+		return;
+	}
+	if (v->spare.role == INFO_ROLE_SLAVE && fo_follows(&v->spare, &c->fo.nodes[s->primary]) &&
+	    (v->spare.link_up == 1 || v->spare.sync_in_progress))
+		sp->progress_ms = now;
 	ok = v->spare.role == INFO_ROLE_SLAVE && v->spare.link_up == 1 &&
 	     !v->spare.sync_in_progress && fo_follows(&v->spare, &c->fo.nodes[s->primary]) &&
 	     v->replid[0] && !strcmp(v->spare.master_replid, v->replid);
@@ -461,11 +524,9 @@ static void remedy(struct ctl *c, int shard, long long now)
 		sp->node = n->idx;
 		set_state(sp, SP_SYNC);
 		sp->node = n->idx;
-		sp->epoch = s->epoch;
-		sp->sync_start_ms = now;
 		n->flags |= FO_N_UNPROMOTABLE;
 		pr_info("shard %s: resuming the sync of %s\n", s->name, n->id);
-		replicaof(c, n->idx, s->primary);
+		sync_begin(c, sp, s, now);
 		return;
 	}
 	for (int i = 0; i < c->fo.nnodes; i++) {
@@ -538,7 +599,8 @@ static void shard_tick(struct ctl *c, int i, long long now)
 		sp->provisioned = false;
 		pr_warn("shard %s: %d of %d replicas\n", s->name, sp->have, sp->want);
 		say(c, "replica_deficit", s, sp, NULL, NULL);
-	} else if (sp->deficit && sp->have >= sp->want && sp->st != SP_SYNC) {
+	} else if (sp->deficit && sp->have >= sp->want && sp->st != SP_SYNC &&
+		   sp->st != SP_STEADY) { /* the spare counts once promotable */
 		sp->deficit = false;
 		pr_info("shard %s: redundancy restored (%d of %d replicas)\n", s->name, sp->have,
 			sp->want);
@@ -574,15 +636,79 @@ static void shard_tick(struct ctl *c, int i, long long now)
 				 s->epoch);
 			say(c, "spare_sync_aborted", s, sp, c->fo.nodes[sp->node].id, why);
 			sp->st = SP_SYNC;
-			sp->epoch = s->epoch;
-			sp->sync_start_ms = now;
 			c->fo.nodes[sp->node].flags |= FO_N_UNPROMOTABLE;
-			replicaof(c, sp->node, s->primary);
+			sync_begin(c, sp, s, now);
+			break;
+		}
+		if (sp->st == SP_SYNC && now - sp->progress_ms > sync_stall_ms(c, i)) {
+			char why[120];
+
+			snprintf(why, sizeof(why),
+				 "timeout: not syncing from the primary for %lld ms",
+				 now - sp->progress_ms);
+			refuse(c, i, "spare_sync_failed", why);
 			break;
 		}
 		if (!sp->pending)
 			ask_step(c, i, false);
 		break;
+	}
+}
+
+/* A node n carrying FO_N_UNPROMOTABLE, outside the current attach, is steady now:
+ * judged well, a replica linked to its shard's primary, no sync in progress, on the
+ * primary's replication id, within SP_LAG_MAX of its offset. */
+static bool earn_ok(const struct ctl *c, const struct fo_node *n, long long now)
+{
+	const struct fo_shard *s;
+	const struct info_repl *r = fo_latest(n), *pr;
+
+	if (n->shard < 0 || (n->flags & FO_N_REMOVED) || !r)
+		return false;
+	s = &c->fo.shards[n->shard];
+	if (s->removed || s->primary < 0 || s->primary == n->idx || s->fo.state != FO_ST_NONE)
+		return false;
+	pr = fo_latest(&c->fo.nodes[s->primary]);
+	if (fo_judge(&c->fo, n, now) != FO_V_OK || r->role != INFO_ROLE_SLAVE || r->link_up != 1 ||
+	    r->sync_in_progress || r->loading || !fo_follows(r, &c->fo.nodes[s->primary]))
+		return false;
+	if (pr && pr->master_replid[0] && r->master_replid[0] &&
+	    strcmp(pr->master_replid, r->master_replid))
+		return false;
+	return !pr || pr->offset < 0 || r->offset < 0 || pr->offset - r->offset <= SP_LAG_MAX;
+}
+
+/* Every node with FO_N_UNPROMOTABLE that no attach step is handling (a restart's, a
+ * new leader's, one refused mid-sync): cleared once earn_ok held for the shard's
+ * promotable_after_ms. */
+static void earn(struct ctl *c, long long now)
+{
+	struct ctl_spares *S = c->spares;
+
+	for (int i = 0; i < c->fo.nnodes && i < S->node_cap; i++) {
+		struct fo_node *n = &c->fo.nodes[i];
+		const struct sp_shard *sp;
+
+		if (!(n->flags & FO_N_UNPROMOTABLE) || n->shard < 0 || n->shard >= S->nsh) {
+			S->earn_ms[i] = 0;
+			continue;
+		}
+		sp = &S->sh[n->shard];
+		if ((sp->st != SP_IDLE && sp->node == i) || !earn_ok(c, n, now)) {
+			S->earn_ms[i] = 0; /* the attach step's own, or not steady now */
+			continue;
+		}
+		if (!S->earn_ms[i])
+			S->earn_ms[i] = now;
+		if (now - S->earn_ms[i] < c->cfg->shards[n->shard].promotable_after_ms)
+			continue;
+		n->flags &= ~FO_N_UNPROMOTABLE;
+		S->earn_ms[i] = 0;
+		pr_info("shard %s: %s promotable again (synced and steady for %d ms)\n",
+			c->fo.shards[n->shard].name, n->id,
+			c->cfg->shards[n->shard].promotable_after_ms);
+		if (ctl_may_change(c))
+			say(c, "replica_promotable", &c->fo.shards[n->shard], sp, n->id, NULL);
 	}
 }
 
@@ -593,7 +719,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->fo.starting || !ctl_may_change(c) || grow(c->spares, c)) {
+	if (c->fo.starting || grow(c->spares, c)) {
+		c->spares->since_ms = 0;
+		return;
+	}
+	earn(c, now); /* every controller: what it sees decides its own failovers */
+	if (!ctl_may_change(c)) {
 		c->spares->since_ms = 0;
 		return;
 	}
@@ -618,7 +749,10 @@ int ctl_spares_start(struct ctl *c)
 		return -ENOMEM;
 	c->spares = S;
 	S->node_cap = c->cfg->node_cap > c->cfg->nnodes ? c->cfg->node_cap : c->cfg->nnodes;
-	if (grow(S, c))
+	if (S->node_cap < 1)
+		S->node_cap = 1;
+	S->earn_ms = calloc(S->node_cap, sizeof(*S->earn_ms));
+	if (!S->earn_ms || grow(S, c))
 		return -ENOMEM;
 	S->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
 	if (!S->tick)
@@ -638,6 +772,7 @@ void ctl_spares_fini(struct ctl *c)
 	for (int i = 0; i < S->nsh; i++)
 		free(S->sh[i].tried);
 	free(S->sh);
+	free(S->earn_ms);
 	free(S);
 	c->spares = NULL;
 }

@@ -164,6 +164,11 @@ int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
 				 t->id);
 			return -EINVAL;
 		}
+		if (fo_latest(t) && fo_latest(t)->sync_in_progress) {
+			snprintf(why, whylen, "%s is in a full sync: not promotable until it ends",
+				 t->id);
+			return -EINVAL;
+		}
 	}
 	memset(f, 0, sizeof(*f)); /* state NONE, as fo_may_failover checked */
 	f->planned = planned;

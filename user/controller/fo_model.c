@@ -46,6 +46,8 @@ int fo_node_setup(struct fo_cluster *c, int i)
 	n->priority = cn->priority;
 	if (cn->removed)
 		n->flags = FO_N_REMOVED;
+	else if (cn->attached && cn->shard >= 0)
+		n->flags = FO_N_UNPROMOTABLE; /* a spare attached: earns it again (ctl_spares) */
 	snprintf(n->host, sizeof(n->host), "%s", cn->redis.host);
 	n->port = cn->redis.port;
 	if (i >= c->nnodes) {
@@ -109,8 +111,14 @@ void fo_shard_sync(struct fo_cluster *c, int i)
 	s->nodes = c->cfg->shards[i].nodes;
 	s->nnodes = c->cfg->shards[i].nnodes;
 	for (int k = 0; k < s->nnodes; k++) {
-		c->nodes[s->nodes[k]].spos = k;
-		c->nodes[s->nodes[k]].shard = i;
+		struct fo_node *n = &c->nodes[s->nodes[k]];
+
+		/* A spare attached since (the state file's or etcd's attach line): no
+		 * candidate until ctl_spares has seen it synced and steady. */
+		if (n->shard != i && c->cfg->nodes[s->nodes[k]].attached)
+			n->flags |= FO_N_UNPROMOTABLE;
+		n->spos = k;
+		n->shard = i;
 	}
 }
 

@@ -2,7 +2,8 @@
 /* Replica ranking (docs/controller.md, "Replica selection"), apart from the state
  * machine as Sentinel's sentinelSelectSlave/compareSlavesForPromotion are:
  * connected to the failed primary and on its history first (highest offset,
- * then priority), then the others by priority, offset, id; a full sync last. */
+ * then priority), then the others by priority, offset, id. A replica in a full
+ * sync (master_sync_in_progress) is no candidate at all: its data is not whole. */
 #include <string.h>
 #include "controller/fo_internal.h"
 
@@ -10,7 +11,6 @@
 enum rank_tier {
 	RANK_CONNECTED = 0, /* link to the failed primary up, on its history, offset known */
 	RANK_OTHER,	    /* the rest: by priority, offset, id, as Sentinel does */
-	RANK_SYNCING,	    /* in a full sync: last */
 };
 
 struct rank_key {
@@ -60,7 +60,8 @@ int fo_rank(const struct fo_cluster *c, const struct fo_shard *s, int from, cons
 		    (nd->flags & (FO_N_SDOWN | FO_N_UNPROMOTABLE)))
 			continue;
 		r = nd->info_ok ? &nd->info : (nd->flags & FO_N_REPORTED) ? &nd->rep.repl : NULL;
-		if (!r || r->role != INFO_ROLE_SLAVE || r->slave_priority == 0 || r->loading)
+		if (!r || r->role != INFO_ROLE_SLAVE || r->slave_priority == 0 || r->loading ||
+		    r->sync_in_progress)
 			continue;
 		k = &keys[n++];
 		k->node = nd->idx;
@@ -71,9 +72,7 @@ int fo_rank(const struct fo_cluster *c, const struct fo_shard *s, int from, cons
 			       !strcmp(ref_replid, r->master_replid);
 		connected = (r->link_up == 1 && (!old || fo_follows(r, old))) ||
 			    (nd->link_up_ms && nd->link_up_ms >= since_ms);
-		if (r->sync_in_progress)
-			k->tier = RANK_SYNCING;
-		else if (connected && k->replid_ok && r->offset >= 0)
+		if (connected && k->replid_ok && r->offset >= 0)
 			k->tier = RANK_CONNECTED;
 		else
 			k->tier = RANK_OTHER;

@@ -160,7 +160,10 @@ int fo_discover_pick(const struct fo_cluster *c, const struct fo_shard *s, char 
 	for (int i = 0; i < s->nnodes; i++) {
 		const struct fo_node *n = &c->nodes[s->nodes[i]];
 
-		if (n->info_ok && n->info.role == INFO_ROLE_MASTER)
+		/* An attached spare not yet promotable that says master (its REPLICAOF
+		 * lost) is no primary to discover or adopt; the recorded one stays. */
+		if (n->info_ok && n->info.role == INFO_ROLE_MASTER &&
+		    (n->idx == spi || !(n->flags & FO_N_UNPROMOTABLE)))
 			masters[nm++] = n->idx;
 	}
 	*nmasters = nm;
@@ -221,7 +224,7 @@ int fo_discover_pick(const struct fo_cluster *c, const struct fo_shard *s, char 
 			if (!n->info_ok || n->info.role != INFO_ROLE_SLAVE)
 				continue;
 			m = fo_node_by_addr(c, n->info.master_host, n->info.master_port);
-			if (m && m->shard == s->idx)
+			if (m && m->shard == s->idx && !(m->flags & FO_N_UNPROMOTABLE))
 				pick = m->idx;
 		}
 		if (pick >= 0)
