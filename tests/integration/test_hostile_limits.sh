@@ -226,14 +226,20 @@ assert s.recv(1) == b""' "$mp" || fail "an idle metrics connection was not close
 # The CLI sent the admin password (or, without client authentication, the
 # cluster secret) to whatever answered on the controller's address. Now it sends
 # a nonce first (FLATLINE PROVE) and a password only once the answer is an HMAC
-# under a node's key over that nonce and the connection's two ends: a fake
-# listener that answers anything, and one that relays the nonce to the real
-# controller (its proof is for the relay's own connection), get no secret.
+# under a key over that nonce and the connection's two ends: a fake listener
+# that answers anything, and one that relays the nonce to the real controller
+# (its proof is for the relay's own connection), get no secret. A file with the
+# cluster secret asks for a proof under K_cli (FLATLINE PROVE *), which only a
+# holder of the secret derives: a fake that holds the first node's key (root on
+# that node's host) and makes a right proof with it gets no secret either. A
+# file with only a node key still checks the real controller with that key.
 test_cli_proves_the_controller() {
-	local pw=admin-pass-word-0001 fp f conf out relay
+	local pw=admin-pass-word-0001 fp f conf out relay n0 nkey
 	setup_ctl "requirepass = $pw"
 	"$FL" status -c "$CONF" >/dev/null 2>"$T/status.err" || fail "status against the real controller: $(cat "$T/status.err")"
-	for relay in "" "--relay $CTL_PORT"; do
+	n0=$(sed -n 's/^\[node "\(.*\)"\]$/\1/p' "$CONF" | head -n 1)
+	[ -n "$n0" ] || fail "no [node] in $CONF"
+	for relay in "" "--relay $CTL_PORT" "--node-key $SECRET $n0"; do
 		for conf in with-pass secret; do
 			fp=$(free_port)
 			# shellcheck disable=SC2086 # relay: the option and its port
@@ -249,6 +255,7 @@ test_cli_proves_the_controller() {
 			fi
 			grep -q "did not prove" <<<"$out" || fail "the CLI did not say why: $out"
 			grep -q "FLATLINE PROVE" "$T/fake-$fp.rec" || fail "the CLI asked no proof: $(cat "$T/fake-$fp.rec")"
+			grep -qF "FLATLINE PROVE * " "$T/fake-$fp.rec" || fail "a CLI with the cluster secret did not ask for the secret's proof: $(cat "$T/fake-$fp.rec")"
 			! grep -qF -e "$pw" -e "$SECRET" "$T/fake-$fp.rec" || fail "the fake controller${relay:+ (relaying)} got a secret: $(cat "$T/fake-$fp.rec")"
 			echo "    fake controller${relay:+ relaying to the real one}, file ${conf}: $(wc -l <"$T/fake-$fp.rec") commands, no secret; CLI: $out" >&2
 			kill "$f"
@@ -256,6 +263,50 @@ test_cli_proves_the_controller() {
 	done
 	# The real controller proves itself, and the failover runs.
 	"$FL" failover s -c "$CONF" >"$T/fo.out" 2>&1 || fail "failover against the real controller: $(cat "$T/fo.out")"
+	# Over a UNIX socket the proof's ends are both "unix" (a relay's proof would
+	# pass): the CLI talks only to a socket served by root, itself or the file's
+	# owner. A fake served by nobody gets no PROVE and no secret; one served by
+	# root that proves with the first node's key is refused as over TCP.
+	need_cmd setpriv
+	local ux
+	ux=$(mktemp -d /tmp/fl-prove-unix.XXXXXX)
+	on_exit "rm -rf $ux"
+	chmod 711 "$ux"
+	for conf in nobody root; do
+		install -d -m 777 "$ux/$conf"
+		sed "s|^listen = .*|listen = unix:$ux/$conf/ctl.sock|" "$CONF" >"$T/unix-$conf.conf"
+		chmod 600 "$T/unix-$conf.conf"
+		if [ "$conf" = nobody ]; then
+			(cd tests/lib && exec setpriv --reuid=65534 --regid=65534 --clear-groups $PY fakectl.py "$ux/$conf/ctl.sock" "$ux/$conf/rec") &
+		else
+			(cd tests/lib && exec $PY fakectl.py "$ux/$conf/ctl.sock" "$ux/$conf/rec" --node-key "$SECRET" "$n0") &
+		fi
+		f=$!
+		on_exit "kill $f 2>/dev/null"
+		for _ in $(seq 50); do [ -S "$ux/$conf/ctl.sock" ] && break; sleep 0.1; done
+		[ -S "$ux/$conf/ctl.sock" ] || fail "the UNIX fake controller (${conf}) did not listen"
+		if out=$(timeout 20 "$FL" failover s -c "$T/unix-$conf.conf" 2>&1); then
+			fail "failover against a UNIX fake controller served by $conf succeeded: $out"
+		fi
+		if [ "$conf" = nobody ]; then
+			grep -q "served by uid 65534" <<<"$out" || fail "the CLI did not say why (UNIX, nobody): $out"
+			[ ! -s "$ux/$conf/rec" ] || fail "the CLI talked to a UNIX socket served by nobody: $(cat "$ux/$conf/rec")"
+		else
+			grep -q "did not prove it holds the cluster secret" <<<"$out" || fail "the CLI did not say why (UNIX, root, node key): $out"
+			grep -qF "FLATLINE PROVE * " "$ux/$conf/rec" || fail "no FLATLINE PROVE * over UNIX: $(cat "$ux/$conf/rec")"
+		fi
+		! grep -qF -e "$pw" -e "$SECRET" "$ux/$conf/rec" || fail "the UNIX fake controller served by $conf got a secret: $(cat "$ux/$conf/rec")"
+		echo "    UNIX fake controller served by ${conf}: no secret; CLI: $out" >&2
+		kill "$f"
+	done
+	# A file with no secret, only the first node's key: the proof under that key
+	# (FLATLINE PROVE <node>) from the real controller, then the password (status
+	# logs in with requirepass).
+	nkey=$($PY -c 'import sys; sys.path.insert(0, "tests/lib"); import flauth; print(flauth.node_key(sys.argv[1], sys.argv[2]).hex())' "$SECRET" "$n0")
+	sed -e '/^secret = /d' -e "/^\[node \"$n0\"\]\$/a key = $nkey" "$CONF" >"$T/nodekey.conf"
+	chmod 600 "$T/nodekey.conf"
+	! grep -qF "$SECRET" "$T/nodekey.conf" || fail "the node-key file still holds the secret"
+	"$FL" status -c "$T/nodekey.conf" >"$T/nk.out" 2>&1 || fail "status with only a node key: $(cat "$T/nk.out")"
 }
 
 TESTS=(test_cli_proves_the_controller test_metrics_connection_cap test_controller_junk_flood test_throttle_never_locks_out_a_neighbour test_output_limits_per_command_and_in_all)

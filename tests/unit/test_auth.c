@@ -15,6 +15,8 @@
 #include "common/auth.h"
 
 #define NODE_KEY_N1    "0be4544273e00aa7baae2753709a10ac22393c8eb02eaf48f209554f31c6bc61"
+#define CLI_KEY	       "d22151619d612209be90ebde78fd6f50fcc60ab41d2cde8bb306d51a5466bd11"
+#define CLI_PROOF_STAR "82efae5752da5304bd52b8046ceae793801455c4532df1a9bb18c7fde390bf33"
 #define PROOF_AGENT_N1 "f46b5835c0c1a80bed9f2d46c0860dfc5967204e5290f51c636e96e7c0fac0ff"
 
 static const char secret[] = "0123456789abcdef0123";
@@ -204,6 +206,53 @@ static void test_key_for(void **s)
 	assert_int_equal(auth_key_for("zz", "", "n1", k), -EINVAL);
 }
 
+/* K_cli: one key from the secret, no node's key, and its proof (FLATLINE PROVE *)
+ * is one no node's key makes, bound to the nonce and both ends. */
+static void test_cli_key_and_proof(void **s)
+{
+	uint8_t k[AUTH_KEY_LEN], kn[AUTH_KEY_LEN], nonce[AUTH_NONCE_LEN], p[AUTH_MAC_LEN],
+	    q[AUTH_MAC_LEN];
+	char hex[AUTH_HEX_LEN + 1];
+	struct sockaddr_in c4, s4, o4;
+
+	(void)s;
+	assert_int_equal(auth_cli_key(secret, strlen(secret), k), 0);
+	auth_hex(k, sizeof(k), hex);
+	/* printf 'flatline-cli-key' | openssl dgst -sha256 -hmac 0123456789abcdef0123 */
+	assert_string_equal(hex, CLI_KEY);
+	/* Not any node's key, not even a node named like the key's label. */
+	assert_int_equal(auth_node_key(secret, strlen(secret), "n1", kn), 0);
+	assert_memory_not_equal(k, kn, AUTH_KEY_LEN);
+	assert_int_equal(auth_node_key(secret, strlen(secret), "*", kn), 0);
+	assert_memory_not_equal(k, kn, AUTH_KEY_LEN);
+	assert_int_equal(auth_cli_key("another-secret-0123", 19, kn), 0);
+	assert_memory_not_equal(k, kn, AUTH_KEY_LEN);
+
+	for (int i = 0; i < AUTH_NONCE_LEN; i++)
+		nonce[i] = (uint8_t)i;
+	v4(&c4, "10.77.0.254", 40000);
+	v4(&s4, "10.77.0.1", 7000);
+	assert_int_equal(auth_cli_proof(k, AUTH_CLI_NODE, nonce, (void *)&c4, (void *)&s4, p), 0);
+	auth_hex(p, sizeof(p), hex);
+	/* HMAC(K_cli, "flatline-v2 controller-to-cli\n*\n" hex(nonce) "\n" hex(client)
+	 * "\n" hex(server)), computed with Python's hmac. */
+	assert_string_equal(hex, CLI_PROOF_STAR);
+	/* Node n1's key (the first node, what a compromised n1 holds) cannot make it,
+	 * for "*" or for n1. */
+	assert_int_equal(auth_node_key(secret, strlen(secret), "n1", kn), 0);
+	assert_int_equal(auth_cli_proof(kn, AUTH_CLI_NODE, nonce, (void *)&c4, (void *)&s4, q), 0);
+	assert_memory_not_equal(p, q, AUTH_MAC_LEN);
+	assert_int_equal(auth_cli_proof(kn, "n1", nonce, (void *)&c4, (void *)&s4, q), 0);
+	assert_memory_not_equal(p, q, AUTH_MAC_LEN);
+	/* Another client end (a relay's connection) or nonce: another proof. */
+	v4(&o4, "10.77.0.254", 40001);
+	assert_int_equal(auth_cli_proof(k, AUTH_CLI_NODE, nonce, (void *)&o4, (void *)&s4, q), 0);
+	assert_memory_not_equal(p, q, AUTH_MAC_LEN);
+	nonce[0] ^= 1;
+	assert_int_equal(auth_cli_proof(k, AUTH_CLI_NODE, nonce, (void *)&c4, (void *)&s4, q), 0);
+	assert_memory_not_equal(p, q, AUTH_MAC_LEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +263,7 @@ int main(void)
 	    cmocka_unit_test(test_hello_parse),
 	    cmocka_unit_test(test_conn_name),
 	    cmocka_unit_test(test_key_for),
+	    cmocka_unit_test(test_cli_key_and_proof),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

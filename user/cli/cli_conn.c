@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -262,21 +263,57 @@ void cli_free(struct cli_conn *k)
 	free(k);
 }
 
+/* Over a UNIX socket both ends of the proof are "unix", so a listener that relays
+ * the nonce to the real controller's socket would get a proof the CLI accepts:
+ * the CLI talks only to a socket served by root, by its own user or by the owner
+ * of the file it read (each can read that file's secrets anyway). 0, or -EACCES
+ * (said why). */
+static int unix_peer_trusted(int fd, const char *path)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	struct stat st;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len)) {
+		pr_warn("failed to learn who serves the controller's UNIX socket: %s: not sending "
+			"it a password\n",
+			strerror(errno));
+		return -EACCES;
+	}
+	if (uc.uid == 0 || uc.uid == geteuid() || (!stat(path, &st) && st.st_uid == uc.uid))
+		return 0;
+	pr_warn("the controller's UNIX socket is served by uid %u (pid %d), neither root, this "
+		"user nor the owner of %s: not sending it a password\n",
+		(unsigned)uc.uid, (int)uc.pid, path);
+	return -EACCES;
+}
+
 int cli_prove_controller(struct cli_conn *k, const struct cfg *cfg)
 {
-	struct sockaddr_storage cl, sv;
+	struct sockaddr_storage cl = {0}, sv = {0};
 	socklen_t cl_len = sizeof(cl), sv_len = sizeof(sv);
 	uint8_t key[AUTH_KEY_LEN], nonce[AUTH_NONCE_LEN], want[AUTH_MAC_LEN], got[AUTH_MAC_LEN];
-	char hex[AUTH_HEX_LEN + 1];
+	char hex[AUTH_HEX_LEN + 1], what[CFG_ID_MAX + 32];
 	const char *node = NULL;
 	int fd = k->rc ? k->rc->fd : k->fd, ret = -EACCES;
 	redisReply *r;
 
+	/* With the cluster secret, only K_cli: a node's key is also on that node's
+	 * host, and the secret must never go to whoever holds just one node's key. */
+	if (cfg->secret[0]) {
+		if (auth_cli_key(cfg->secret, strlen(cfg->secret), key))
+			return -EIO;
+		node = AUTH_CLI_NODE;
+	}
 	for (int i = 0; i < cfg->nnodes && !node; i++)
-		if (!auth_key_for(cfg->nodes[i].key, cfg->secret, cfg->nodes[i].id, key))
+		if (!auth_key_for(cfg->nodes[i].key, NULL, cfg->nodes[i].id, key))
 			node = cfg->nodes[i].id;
 	if (!node)
 		return -ENOKEY;
+	if (node[0] == AUTH_CLI_NODE[0])
+		snprintf(what, sizeof(what), "the cluster secret");
+	else
+		snprintf(what, sizeof(what), "node %s's key", node);
 	if (auth_nonce(nonce) || getpeername(fd, (struct sockaddr *)&sv, &sv_len) ||
 	    getsockname(fd, (struct sockaddr *)&cl, &cl_len) ||
 	    auth_cli_proof(key, node, nonce, (struct sockaddr *)&cl, (struct sockaddr *)&sv,
@@ -284,15 +321,17 @@ int cli_prove_controller(struct cli_conn *k, const struct cfg *cfg)
 		pr_warn("failed to ask the controller for its proof: %s\n", strerror(errno));
 		return -EIO;
 	}
+	if (sv.ss_family == AF_UNIX && unix_peer_trusted(fd, cfg->path))
+		return -EACCES;
 	auth_hex(nonce, sizeof(nonce), hex);
 	r = cli_command(k, "FLATLINE PROVE %s %s", node, hex);
 	if (r && r->type == REDIS_REPLY_STRING && !auth_unhex(r->str, r->len, got, sizeof(got)) &&
 	    !CRYPTO_memcmp(want, got, sizeof(got)))
 		ret = 0;
 	else
-		pr_warn("the controller did not prove it holds node %s's key (%s): not sending it "
-			"a password\n",
-			node,
+		pr_warn("the controller did not prove it holds %s (%s): not sending it a "
+			"password\n",
+			what,
 			!r				? cli_errstr(k)
 			: r->type == REDIS_REPLY_ERROR	? r->str
 			: r->type == REDIS_REPLY_STRING ? "a wrong proof"

@@ -26,10 +26,13 @@ struct cli_conn *cli_connect(const struct cfg *cfg, const struct cfg_endpoint *e
 redisReply *cli_command(struct cli_conn *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void cli_set_timeout(struct cli_conn *k, int timeout_ms);
-/* Before a password or the cluster secret goes out: the controller proves it
- * holds the key of a node the file knows (its [node] key, or one derived from the
- * cluster secret) for this connection (FLATLINE PROVE, common/auth.h). 0 proven;
- * -ENOKEY the file holds no key to check with; -EACCES not proven (said why). */
+/* Before a password or the cluster secret goes out: the controller proves, for
+ * this connection (FLATLINE PROVE, common/auth.h), that it holds the cluster
+ * secret (K_cli, when the file has the secret), else the key of a node the file
+ * knows ([node] key); over a UNIX socket, also that root, this user or the
+ * file's owner serves it.
+ * 0 proven; -ENOKEY the file holds no key to check with; -EACCES not proven
+ * (said why). */
 int cli_prove_controller(struct cli_conn *k, const struct cfg *cfg);
 /* Why the last command got no reply. */
 const char *cli_errstr(const struct cli_conn *k);

@@ -28,6 +28,18 @@ int auth_node_key(const char *secret, size_t secret_len, const char *node,
 	return 0;
 }
 
+int auth_cli_key(const char *secret, size_t secret_len, uint8_t key[AUTH_KEY_LEN])
+{
+	static const char msg[] = "flatline-cli-key";
+	unsigned int len = 0;
+
+	if (!HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)msg,
+		  sizeof(msg) - 1, key, &len) ||
+	    len != AUTH_KEY_LEN)
+		return -EIO;
+	return 0;
+}
+
 int auth_nonce(uint8_t nonce[AUTH_NONCE_LEN])
 {
 	size_t got = 0;

@@ -32,6 +32,12 @@ enum auth_role { AUTH_AGENT, AUTH_CONTROLLER };
 /* K_n from the cluster secret. 0, or -EIO when libcrypto fails. */
 int auth_node_key(const char *secret, size_t secret_len, const char *node,
 		  uint8_t key[AUTH_KEY_LEN]);
+/* K_cli = HMAC-SHA256(cluster secret, "flatline-cli-key"): the key the controller
+ * proves itself with to a CLI that holds the cluster secret (FLATLINE PROVE * ...).
+ * No node's key derives to it, so an agent (or root on its host) holding only its
+ * node key cannot make that proof. 0, or -EIO when libcrypto fails. */
+#define AUTH_CLI_NODE "*" /* the node word of a proof under K_cli */
+int auth_cli_key(const char *secret, size_t secret_len, uint8_t key[AUTH_KEY_LEN]);
 /* A fresh nonce from the kernel's CSPRNG (getrandom). 0 or -errno. */
 int auth_nonce(uint8_t nonce[AUTH_NONCE_LEN]);
 void auth_hex(const uint8_t *b, size_t n, char *out); /* out: 2n + 1 bytes */
@@ -66,13 +72,15 @@ int auth_conn_name(const uint8_t key[AUTH_KEY_LEN], const char *node, const stru
 		   const struct sockaddr *server, char *out, size_t outlen);
 
 /* The controller's proof to the CLI, before the CLI sends a password or the
- * cluster secret (FLATLINE PROVE <node> <nonce>, answered with the hex of):
+ * cluster secret (FLATLINE PROVE <node> <nonce>, answered with the hex of; for
+ * FLATLINE PROVE * <nonce>, key is K_cli and node is "*"):
  *   HMAC-SHA256(K_n, "flatline-v2 controller-to-cli\n" node "\n" hex(nonce) "\n"
  *               hex(client) "\n" hex(server))
  * with the connection's ends as in auth_conn_name ("unix" for both over a UNIX
- * socket): a listener on the controller's address that relays the nonce to the
- * real controller gets a proof for its own connection's ends, which the CLI's
- * ends do not match. 0 or -errno. */
+ * socket, where the CLI checks instead who serves the socket, SO_PEERCRED): a
+ * listener on the controller's address that relays the nonce to the real
+ * controller gets a proof for its own connection's ends, which the CLI's ends do
+ * not match. 0 or -errno. */
 int auth_cli_proof(const uint8_t key[AUTH_KEY_LEN], const char *node,
 		   const uint8_t nonce[AUTH_NONCE_LEN], const struct sockaddr *client,
 		   const struct sockaddr *server, uint8_t out[AUTH_MAC_LEN]);

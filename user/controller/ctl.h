@@ -245,8 +245,8 @@ void ctl_on_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_info(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_role(struct ctl_conn *k, struct resp_cmd *cmd);
 void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd);
-/* ctl_agents.c: FLATLINE PROVE <node> <nonce>, the controller's proof to the CLI
- * (auth_cli_proof) under that node's key. */
+/* ctl_agents.c: FLATLINE PROVE <node>|* <nonce>, the controller's proof to the CLI
+ * (auth_cli_proof) under that node's key, or under K_cli (auth_cli_key) for "*". */
 void ctl_on_flatline_prove(struct ctl_conn *k, struct resp_cmd *cmd);
 /* Sentinel's myid survives a restart: kept in <state_file>.myid (written once). */
 void ctl_myid_persist(struct ctl *c);

@@ -336,8 +336,11 @@ void ctl_agents_free(struct ctl *c)
 
 /* FLATLINE PROVE <node> <nonce>: before it sends a password or the cluster secret,
  * the CLI asks the controller to prove it holds a node's key, for this
- * connection's two ends (auth_cli_proof). Open to anyone: the answer proves only
- * this connection, and its role string makes it of no use in an agent handshake. */
+ * connection's two ends (auth_cli_proof). FLATLINE PROVE * <nonce>: the same under
+ * K_cli (auth_cli_key), which only a holder of the cluster secret can derive; a
+ * CLI whose file has the secret asks this one. Open to anyone: the answer proves
+ * only this connection, and its role string makes it of no use in an agent
+ * handshake. */
 void ctl_on_flatline_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 {
 	struct evbuffer *out = bufferevent_get_output(k->bev);
@@ -346,20 +349,36 @@ void ctl_on_flatline_prove(struct ctl_conn *k, struct resp_cmd *cmd)
 	uint8_t key[AUTH_KEY_LEN], nonce[AUTH_NONCE_LEN], proof[AUTH_MAC_LEN];
 	char hex[AUTH_HEX_LEN + 1];
 	const struct cfg_node *cn;
+	const char *secret = k->ctl->cfg->secret, *node;
 	int fd = k->rev ? event_get_fd(k->rev) : bufferevent_getfd(k->bev);
 
 	if (cmd->argc != 4 || auth_unhex(cmd->argv[3], cmd->lens[3], nonce, sizeof(nonce))) {
-		resp_error_reply(out, "ERR usage: FLATLINE PROVE <node> <nonce: 64 hex digits>");
+		resp_error_reply(out, "ERR usage: FLATLINE PROVE <node>|* <nonce: 64 hex digits>");
 		return;
 	}
-	cn = cfg_find_node(k->ctl->cfg, cmd->argv[2]);
-	if (!cn || auth_key_for(cn->key, k->ctl->cfg->secret, cn->id, key)) {
-		resp_error_reply(out, "ERR no key for this node on the controller");
-		return;
+	if (cmd->lens[2] == 1 && cmd->argv[2][0] == AUTH_CLI_NODE[0]) {
+		/* K_cli: only a holder of the cluster secret can make this proof. */
+		if (!secret[0]) {
+			resp_error_reply(out, "ERR this controller's file has no cluster secret: "
+					      "it can prove only a node's key");
+			return;
+		}
+		if (auth_cli_key(secret, strlen(secret), key)) {
+			resp_error_reply(out, "ERR failed to make the proof");
+			return;
+		}
+		node = AUTH_CLI_NODE;
+	} else {
+		cn = cfg_find_node(k->ctl->cfg, cmd->argv[2]);
+		if (!cn || auth_key_for(cn->key, secret, cn->id, key)) {
+			resp_error_reply(out, "ERR no key for this node on the controller");
+			return;
+		}
+		node = cn->id;
 	}
 	if (getpeername(fd, (struct sockaddr *)&cl, &cl_len) ||
 	    getsockname(fd, (struct sockaddr *)&sv, &sv_len) ||
-	    auth_cli_proof(key, cn->id, nonce, (struct sockaddr *)&cl, (struct sockaddr *)&sv,
+	    auth_cli_proof(key, node, nonce, (struct sockaddr *)&cl, (struct sockaddr *)&sv,
 			   proof)) {
 		resp_error_reply(out, "ERR failed to make the proof");
 		return;

@@ -652,7 +652,7 @@ void ctl_on_flatline(struct ctl_conn *k, struct resp_cmd *cmd)
 		    out, "ERR usage: FLATLINE STATUS [JSON|TEXT] | FLATLINE FAILOVER "
 			 "<shard> [<node>] [TAKEOVER] | FLATLINE MODE [active [FORCE]|shadow] | "
 			 "FLATLINE CUTOVER | FLATLINE NODE ADD|REMOVE … | FLATLINE "
-			 "SHARD ADD|REMOVE … | FLATLINE PROVE <node> <nonce>");
+			 "SHARD ADD|REMOVE … | FLATLINE PROVE <node>|* <nonce>");
 	}
 }
 
