@@ -31,7 +31,7 @@ import sys
 import time
 
 import redis
-from redis.cluster import RedisCluster, key_slot
+from redis.cluster import ClusterNode, RedisCluster, key_slot
 
 stop = False
 # redis-py's cluster client logs every connection error with its traceback: the
@@ -39,12 +39,15 @@ stop = False
 logging.getLogger("redis").setLevel(logging.CRITICAL + 1)
 
 
-def client(port):
-    return RedisCluster(host="127.0.0.1", port=port, socket_timeout=0.5,
-                        socket_connect_timeout=0.5, cluster_error_retry_attempts=1)
+def client(ports):
+    # Every node a start: a client asked again after a kill must not start from the
+    # dead one alone.
+    return RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in ports],
+                        socket_timeout=0.5, socket_connect_timeout=0.5,
+                        cluster_error_retry_attempts=1)
 
 
-def write(port, out):
+def write(ports, out):
     global stop
 
     def on_term(*_):
@@ -60,7 +63,7 @@ def write(port, out):
             slot = key_slot(key.encode())
             try:
                 if rc is None:
-                    rc = client(port)
+                    rc = client(ports)
                 rc.set(key, str(i))
                 f.write("A %d %d %d\n" % (i, time.time_ns(), slot))
             except Exception:  # noqa: BLE001 - every failure is one outcome
@@ -73,9 +76,9 @@ def in_slots(slot, ranges):
     return any(a <= slot <= b for a, b in ranges)
 
 
-def check(port, out, t_ns, slots):
+def check(ports, out, t_ns, slots):
     ranges = [tuple(int(x) for x in r.split("-")) for r in slots.split(",") if r]
-    rc = client(port)
+    rc = client(ports)
     acked = lost = lost_after = 0
     with open(out) as f:
         lines = [ln.split() for ln in f if ln.strip()]
@@ -128,6 +131,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "probe":
         probe([int(x) for x in sys.argv[2].split(",")], sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "write":
-        write(int(sys.argv[2]), sys.argv[3])
+        write([int(x) for x in sys.argv[2].split(",")], sys.argv[3])
     else:
-        check(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5])
+        check([int(x) for x in sys.argv[2].split(",")], sys.argv[3], int(sys.argv[4]),
+              sys.argv[5])
