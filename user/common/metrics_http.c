@@ -8,9 +8,8 @@
  *   - at most METRICS_MAX_CONNS connections, METRICS_MAX_PER_ADDR from one address
  *     (an IPv6 address is its /64); past either, the oldest connection that has
  *     not sent its whole request yet, of the new one's address, or else of the
- *     address holding the most, is closed for the new one (if none, the oldest
- *     being answered there: one that sent GET and stopped reading), so a flood
- *     from a few addresses never holds out a scraper from another;
+ *     address holding the most, is closed for the new one: a flood from a few
+ *     addresses never holds out a scraper from another;
  *   - each connection has METRICS_TIMEOUT_MS from its accept to its answer's last
  *     byte, and METRICS_MAX_HEADER bytes of request;
  *   - accept() failing (EMFILE, ENFILE, ENOMEM) pauses the listener for
@@ -238,22 +237,13 @@ static int addr_count(const struct metrics *m, const unsigned char key[METRICS_K
 	return n;
 }
 
-/* The oldest connection from key still reading its request, else the oldest from
- * key being answered (a client that sent GET and stopped reading holds its slot
- * until its deadline otherwise), or NULL. */
+/* The oldest connection from key still reading its request, or NULL. */
 static struct metrics_conn *oldest_of(const struct metrics *m, const unsigned char key[METRICS_KEY])
 {
-	struct metrics_conn *answered = NULL;
-
-	for (struct metrics_conn *k = m->head; k; k = k->next) {
-		if (memcmp(k->addr, key, METRICS_KEY))
-			continue;
-		if (!k->answered)
+	for (struct metrics_conn *k = m->head; k; k = k->next)
+		if (!k->answered && !memcmp(k->addr, key, METRICS_KEY))
 			return k;
-		if (!answered)
-			answered = k;
-	}
-	return answered;
+	return NULL;
 }
 
 /* Room for one from key: false when there is none to make (the new connection is
@@ -266,17 +256,14 @@ static bool make_room(struct metrics *m, const unsigned char key[METRICS_KEY])
 	if (addr_count(m, key) >= METRICS_MAX_PER_ADDR) {
 		victim = oldest_of(m, key);
 	} else if (m->nconns >= METRICS_MAX_CONNS) {
-		/* Of the address holding the most: its oldest (unanswered first). */
 		for (struct metrics_conn *k = m->head; k; k = k->next) {
-			int n = addr_count(m, k->addr);
+			int n = k->answered ? 0 : addr_count(m, k->addr);
 
 			if (n > most) {
 				most = n;
 				victim = k;
 			}
 		}
-		if (victim)
-			victim = oldest_of(m, victim->addr);
 	} else {
 		return true;
 	}
