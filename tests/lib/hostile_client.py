@@ -57,12 +57,16 @@ def closed_by_peer(s, wait):
 
 def flood(port, secs, first, unit):
     s = conn(port)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    # A small receive buffer, so the server's answers pile up on its side; not
+    # a tiny one: at 4 KB loopback TCP drops segments that carry the server's
+    # ACKs, backs off to seconds between retransmits, and the flood stalls.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     if first:
         s.sendall(first)
     s.setblocking(False)
-    sent, end, closed = 0, time.time() + secs, False
-    chunk, buf = unit * 64, b""
+    t0 = time.time()
+    sent, end, closed = 0, t0 + secs, False
+    chunk, buf = unit * (65536 // len(unit) + 1), b""
     while time.time() < end:
         try:
             # What a short send left goes first: frames stay whole.
@@ -78,7 +82,7 @@ def flood(port, secs, first, unit):
             break
     if not closed:
         closed = closed_by_peer(s, 0.5)
-    return {"sent": sent, "closed": closed}
+    return {"sent": sent, "closed": closed, "secs": round(time.time() - t0, 2)}
 
 def auth_flood(port, secs, n, src):
     """Wrong AUTHs at full speed on n connections for secs: answers per second."""
