@@ -12,6 +12,8 @@
 #include "common/log.h"
 #include "controller/etcd.h"
 
+#define ETCD_AUTH_MIN_MS 2000 /* an authentication's bound, whatever timeout_ms */
+
 struct etcd_req;
 
 struct etcd {
@@ -380,7 +382,14 @@ static int req_launch(struct etcd_req *r)
 	curl_easy_setopt(r->h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(r->h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT_MS, (long)r->timeout_ms);
-	if (!r->watch)
+	/* etcd checks a password with bcrypt: on a loaded host one authentication takes
+	 * longer than the other calls' bound, and each one timed out and sent again only
+	 * adds a bcrypt run (no leader at all on a busy 2-core host). */
+	if (r->is_auth)
+		curl_easy_setopt(
+		    r->h, CURLOPT_TIMEOUT_MS,
+		    (long)(r->timeout_ms > ETCD_AUTH_MIN_MS ? r->timeout_ms : ETCD_AUTH_MIN_MS));
+	else if (!r->watch)
 		curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, (long)r->timeout_ms);
 	curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, r->watch ? on_watch_data : on_data);
 	curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
