@@ -253,8 +253,13 @@ test_controller_durability() {
 		[ $SECONDS -le $end ] || fail "state file never written after the directory came back"
 		sleep 0.1
 	done
-	grep -q "state file .* written again" "$T/controller.err" || fail "no message when the write succeeded"
-	! "$FL" status -c "$CONF" | grep -q "STATE FILE NOT WRITTEN" || fail "status still says not written"
+	# The writer thread renames the file, then says so and clears the error.
+	written_again() {
+		grep -q "state file .* written again" "$T/controller.err" &&
+			! "$FL" status -c "$CONF" | grep -q "STATE FILE NOT WRITTEN"
+	}
+	wait_for 5 written_again ||
+		fail "no message when the write succeeded, or status still says not written: $(tail -n 2 "$T/controller.err")"
 	# Two FLATLINE FAILOVERs at once: each answered, the first never stranded.
 	sleep 1.2 # past failover_block_ms
 	r=$($PY - "$CTL_PORT" <<-'EOP'

@@ -180,6 +180,15 @@ wait_linked() {
 	return 1
 }
 
+# wait_for SECS CMD [ARG...]: runs CMD every 0.1 s until it succeeds (0), or SECS pass (1).
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.1
+	done
+}
 count_events() { local n; n=$(jq -c "select($2)" "$1" 2>/dev/null | wc -l); echo "$n"; }
 
 # expect_eq WHAT GOT WANT
