@@ -168,6 +168,56 @@ test_stopped_as_it_takes_the_lease() {
 	[ "$r" = none ] || fail "the server answered past the lease its agent stopped at: $r"
 }
 
+# The primary stopped before its agent ever ran, and its node has no `pidfile`: the
+# agent cannot learn its pid (INFO is not answered), so its
+# sockets carry no mark and a lease running out would silence nothing. Its REPORTs say
+# lease=unguarded (they said "lapsed", and the controller promoted h2 after one lease
+# span: h1, resumed, then answered its clients as a second primary). The controller
+# waits, naming h1. Resumed, h1 is marked first: the failover may go on then, but a
+# client on h1's own host has no write acknowledged by h1 after h2's promotion.
+test_stopped_before_the_agent_started() {
+	local node ev srv i
+	cluster_conf
+	node=$(cl_node 1)
+	ev=$CL_DIR/events-$node.jsonl
+	cl_up_servers || fail "the servers did not come up"
+	srv=$(cl_pid "redis-$node")
+	kill -STOP "$srv"
+	on_exit "kill -CONT $srv 2>/dev/null"
+	cl_named_start || fail "named did not start"
+	cl_write_conf
+	sed -i "\|^pidfile = $CL_DIR/$node/redis.pid\$|d" "$CL_CONF"
+	grep -q "$node/redis.pid" "$CL_CONF" && fail "h1's pidfile still in the cluster file"
+	cl_controller_start || fail "the controller did not start"
+	for i in 1 2 3; do cl_agent_start "$i"; done
+	cl_until 20 cl_has_event "$CL_CLOG" ".kind == \"lease_wait\" and .silent_peer == \"$node\"" ||
+		fail "no lease wait naming h1: $(jq -c 'select(.kind | test("fail|lease|down|hung"))' "$CL_CLOG" | tail -n 4)"
+	sleep 3 # many lease spans
+	! cl_has_event "$CL_CLOG" '.kind == "failover_start"' ||
+		fail "promoted over an unmarked primary: $(jq -c 'select(.kind | test("fail|lease"))' "$CL_CLOG" | tail -n 4)"
+	# A client next to h1, its commands waiting in h1's socket when it resumes.
+	cl_spawn h1writer "$(cl_ns 1)" "$CL_PY" "$CL_ROOT/tests/lib/clwriter.py" \
+		--addr "$(cl_ip 1):6379" --out "$T/h1writer.out" --rate 200 --timeout-ms 300
+	sleep 1
+	resumed=$(cl_now_ns)
+	kill -CONT "$srv"
+	cl_until 20 grep -q "write lease guards the server's sockets (pid $srv" "$CL_DIR/log/agent-$node.out" ||
+		fail "h1's sockets never marked: $(tail -n 3 "$CL_DIR/log/agent-$node.out")"
+	sleep 2
+	cl_stop h1writer
+	tried=$(awk -v t="$resumed" '$3 > t' "$T/h1writer.out" | wc -l)
+	[ "$tried" -gt 0 ] || fail "the client on h1 wrote nothing after h1 resumed: $(tail -n 3 "$CL_DIR/log/h1writer.out")"
+	promoted=$(jq -r 'select(.kind == "promoted") | .ts' "$CL_CLOG" | head -n 1)
+	if [ -n "$promoted" ]; then
+		p_ns=$(date -d "$promoted" +%s%N)
+		late=$(awk -v t="$p_ns" '$1 == "A" && $3 > t' "$T/h1writer.out" | wc -l)
+		expect_eq "writes h1 acknowledged after h2's promotion" "$late" 0
+	else
+		expect_eq "h1's role, no promotion" "$(cl_role 1)" master
+	fi
+	echo "    after h1 resumed: $tried writes tried on h1's host, promotion at ${promoted:-none}" >&2
+}
+
 # Connections made before the agent starts, while the server is stopped (they wait in
 # its accept queue), accepted only after the agent's first scan marked the listener:
 # created before the mark, they never inherited it, yet once the lease runs out they get
@@ -261,7 +311,7 @@ test_unixsocket_refused() {
 		fail "no clear message: $(tail -n 5 "$T/unix.out")"
 }
 
-TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease test_queued_before_the_scan
+TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease test_stopped_before_the_agent_started test_queued_before_the_scan
 	test_multi_across_the_lapse
 	test_every_connection_cut test_unixsocket_refused)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"

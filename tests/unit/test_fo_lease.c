@@ -339,6 +339,35 @@ static void test_lease_parked_primary_blocks(void **state)
 	assert_ptr_not_equal(blocker, N("n1"));
 }
 
+/* n1's agent runs a lease but has not marked its server's sockets yet (just started
+ * beside a server that does not answer INFO): "lapsed" would be no proof, and
+ * "unguarded" blocks like a parked lease, even when it says so with no length; "lapsed"
+ * once marked bounds it again. */
+static void test_lease_unguarded_primary_blocks(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	const struct fo_node *blocker;
+	struct fo_report r;
+
+	(void)state;
+	healthy();
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease = FO_LEASE_UNGUARDED;
+	fo_on_report(&C, N("n1"), &r);
+	R.mono += 100000;
+	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker), FO_LEASE_NEVER);
+	assert_ptr_equal(blocker, N("n1"));
+	assert_string_equal(fo_lease_word(N("n1")), "unguarded");
+	r.lease = FO_LEASE_LAPSED;
+	fo_on_report(&C, N("n1"), &r);
+	(void)fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker);
+	assert_ptr_not_equal(blocker, N("n1"));
+	/* A death the kernel saw needs no wait, marked or not. */
+	r.lease = FO_LEASE_UNGUARDED;
+	fo_on_report(&C, N("n1"), &r);
+	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_PROC_DOWN, &blocker), 0);
+}
+
 /* The lease length per node (a reload of lease_ms, in either order): the longest of
  * the controller's, the agent's reported one, a longer one it reported before (for a
  * span of it), and for a node that never said, the longest the file has had. */
@@ -465,6 +494,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lease_length_per_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_reload_raise_waits_new, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_parked_primary_blocks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_unguarded_primary_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_deposed_leader, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_removed_peer_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_removed_unnamed_peer, setup, teardown),

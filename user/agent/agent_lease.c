@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 #include <sys/socket.h>
 #include "common/auth.h"
@@ -39,6 +40,7 @@ struct agent_lease {
 	__u64 listed[FL_LEASE_MAX_ALLOW];
 	__u32 listed_kind[FL_LEASE_MAX_ALLOW];
 	pid_t scanned;		   /* the server process whose sockets were marked (0: none yet) */
+	pid_t inherited;	   /* the one a previous agent of this node marked (0: none) */
 	pid_t failed;		   /* the last one that could not be (said once) */
 	uint8_t key[AUTH_KEY_LEN]; /* the node's key: proves the controller's connection */
 	bool have_key;
@@ -550,6 +552,20 @@ static int lease_open(struct agent *a, bool armed)
 		return err;
 	}
 	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
+	/* The first agent of this node: its server's port written now, so that a server
+	 * that starts (binds it) before the agent has its pid is marked as it binds. */
+	uint32_t tgid;
+
+	if (lease_watch_server_known(l->lw, &tgid)) {
+		l->inherited = (pid_t)tgid;
+	} else {
+		uint16_t port = (uint16_t)a->me->redis.port;
+
+		err = lease_watch_set_server(l->lw, 0, &port, 1);
+		if (err)
+			pr_warn("failed to write the server's port to the lease: %s\n",
+				strerror(-err));
+	}
 	/* A lease a previous agent left armed stays armed (and lapses, or is renewed, as
 	 * when active): shadow mode's answer parks it, killing what it held back. */
 	if (!armed && st.port)
@@ -742,6 +758,15 @@ void agent_lease_report(struct agent *a, struct rep_msg *m)
 	word = held ? "held" : "lapsed";
 	if (lease_revoked(&l->sm) && l->revoke_written)
 		word = "revoked";
+	/* Lapsed or revoked means silenced only once the server's sockets are marked. Not
+	 * yet (the agent just started and the server has not answered INFO), a server
+	 * that listens could answer clients past any promotion: said so, and the
+	 * controller waits. Nothing listening (down): whatever binds its port later is
+	 * marked as it binds (fl_lease_ports, written at the start). A process a previous
+	 * agent marked, still there while the pid is not known: its marks stay. */
+	if (!held && !guarded(a) && st->proc != SRV_DOWN &&
+	    !(st->pid <= 0 && l->inherited > 0 && (!kill(l->inherited, 0) || errno == EPERM)))
+		word = "unguarded";
 	rep_add_key(m, RK_LEASE, NULL, "%s", word);
 	rep_add_key(m, RK_LEASE_MS_LEFT, NULL, "%llu",
 		    held ? (unsigned long long)((l->sm.k.deadline_ns - now) / 1000000) : 0ull);

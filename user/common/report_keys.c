@@ -29,9 +29,10 @@ const struct report_key_def report_keys[RK_COUNT] = {
     [RK_CONNECTED_SLAVES] = {"connected_slaves", NULL, RT_INT, "on a primary"},
     [RK_RUN_ID] = {"run_id", NULL, RT_WORD, "INFO's run_id (absent on Dragonfly)"},
     [RK_LEASE] = {"lease", NULL, RT_WORD,
-		  "held, lapsed or revoked (given up: the kernel deadline is past and no "
-		  "answer to this report renews it): the write lease (absent when "
-		  "lease_ms = 0)"},
+		  "held, lapsed, revoked (given up: the kernel deadline is past and no "
+		  "answer to this report renews it) or unguarded (the server's sockets "
+		  "are not marked yet: the lease silences nothing): the write lease "
+		  "(absent when lease_ms = 0)"},
     [RK_LEASE_MS_LEFT] = {"lease_ms_left", NULL, RT_INT,
 			  "ms until the lease runs out, 0 when lapsed"},
     [RK_LEASE_SOURCE] = {"lease_source", NULL, RT_WORD,

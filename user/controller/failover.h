@@ -71,6 +71,9 @@ enum fo_lease_report {
 	FO_LEASE_HELD = 1,
 	FO_LEASE_LAPSED = 2,
 	FO_LEASE_REVOKED = 3, /* given up, deadline 0 in the kernel, no answer to it renews */
+	/* Its server's sockets are not marked yet (the agent has not found the process
+	 * that listens on its port): a lease running out silences nothing. */
+	FO_LEASE_UNGUARDED = 4,
 };
 
 /* rep's verdict on node (an index of fo_cluster.nodes): FO_PEER_UNKNOWN if it has none. */

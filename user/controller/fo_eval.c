@@ -218,7 +218,13 @@ static bool lease_run_out(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		s->lease_wait_since_ms = now;
 		fo_say_lease_wait(c, s, blocker, blocker ? -1 : end - now);
 	}
-	if (blocker == p)
+	if (blocker == p && p->rep.lease == FO_LEASE_UNGUARDED)
+		snprintf(why, sizeof(why),
+			 "%s's agent has not marked its server's sockets yet (no pid: the "
+			 "server has not answered since the agent started): its replies are "
+			 "not fenced",
+			 p->id);
+	else if (blocker == p)
 		snprintf(why, sizeof(why),
 			 "%s's agent runs no write lease (parked or not armed yet): its "
 			 "replies are not fenced",

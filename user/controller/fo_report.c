@@ -89,10 +89,11 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 		copy_str(rep->auth_error, sizeof(rep->auth_error), v, vlen);
 		break;
 	case RK_LEASE:
-		rep->lease = !strcmp(v, "held")	     ? FO_LEASE_HELD
-			     : !strcmp(v, "lapsed")  ? FO_LEASE_LAPSED
-			     : !strcmp(v, "revoked") ? FO_LEASE_REVOKED
-						     : FO_LEASE_UNKNOWN;
+		rep->lease = !strcmp(v, "held")	       ? FO_LEASE_HELD
+			     : !strcmp(v, "lapsed")    ? FO_LEASE_LAPSED
+			     : !strcmp(v, "revoked")   ? FO_LEASE_REVOKED
+			     : !strcmp(v, "unguarded") ? FO_LEASE_UNGUARDED
+						       : FO_LEASE_UNKNOWN;
 		break;
 	case RK_PEER_PACKET_AGE_MS:
 		p = fo_find_node(c, peer);

@@ -72,10 +72,13 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 		return c->others_answered_until_ms + span > now ? c->others_answered_until_ms + span
 								: 0;
 	/* Its agent has a lease length but runs no lease (parked in shadow mode, or not
-	 * armed yet after the switch to active): nothing fences its replies, so no wait
-	 * ends it; it is blocked until the agent says more. */
-	if (!c->shadow && (p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_UNKNOWN &&
-	    p->rep.lease_len_ms > 0) {
+	 * armed yet after the switch to active), or runs one that guards nothing yet (its
+	 * server's sockets unmarked: an agent just started beside a server that does not
+	 * answer): nothing fences its replies, so no wait ends it; it is blocked until the
+	 * agent says more. */
+	if (!c->shadow && (p->flags & FO_N_REPORTED) &&
+	    ((p->rep.lease == FO_LEASE_UNKNOWN && p->rep.lease_len_ms > 0) ||
+	     p->rep.lease == FO_LEASE_UNGUARDED)) {
 		*blocker = p;
 		return FO_LEASE_NEVER;
 	}
@@ -148,8 +151,9 @@ const char *fo_lease_word(const struct fo_node *n)
 {
 	if (!(n->flags & FO_N_REPORTED))
 		return "-";
-	return n->rep.lease == FO_LEASE_HELD	  ? "held"
-	       : n->rep.lease == FO_LEASE_LAPSED  ? "lapsed"
-	       : n->rep.lease == FO_LEASE_REVOKED ? "revoked"
-						  : "-";
+	return n->rep.lease == FO_LEASE_HELD	    ? "held"
+	       : n->rep.lease == FO_LEASE_LAPSED    ? "lapsed"
+	       : n->rep.lease == FO_LEASE_REVOKED   ? "revoked"
+	       : n->rep.lease == FO_LEASE_UNGUARDED ? "unguarded"
+						    : "-";
 }

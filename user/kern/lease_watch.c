@@ -152,6 +152,19 @@ int lease_watch_read(struct lease_watch *lw, struct fl_lease_state *l)
 	return 0;
 }
 
+bool lease_watch_server_known(struct lease_watch *lw, uint32_t *tgid)
+{
+	struct fl_lease_cfg cfg = {0};
+	__u32 zero = 0;
+
+	*tgid = 0;
+	if (bpf_map_lookup_elem(bpf_map__fd(lw->skel->maps.fl_lease_cfg), &zero, &cfg) ||
+	    !cfg.netns_cookie)
+		return false;
+	*tgid = cfg.tgid;
+	return true;
+}
+
 int lease_watch_write(struct lease_watch *lw, const struct fl_lease_state *l)
 {
 	__u32 zero = 0;

@@ -33,6 +33,9 @@ bool lease_watch_pinned(const char *node);
 /* Removes a node's pinned lease (programs detached, maps freed): the lease is off. */
 int lease_watch_unpin(const char *node);
 int lease_watch_read(struct lease_watch *lw, struct fl_lease_state *l);
+/* Whether a server's namespace and ports were written (lease_watch_set_server), by this
+ * agent or a previous one; *tgid: the process written with them (0: none). */
+bool lease_watch_server_known(struct lease_watch *lw, uint32_t *tgid);
 int lease_watch_write(struct lease_watch *lw, const struct fl_lease_state *l);
 /* Replaces the allowed sockets (by cookie) with these n. */
 int lease_watch_set_allow(struct lease_watch *lw, const __u64 *cookie, const __u32 *kind, int n);
