@@ -556,6 +556,15 @@ spares = s${BASHPID}n4 s${BASHPID}n5" 4 5
 	echo "    $(jq -r "select(.kind == \"spare_sync_failed\") | .reason" "$CL_CLOG"); $n5 attached and synced; $acked writes, none lost" >&2
 }
 
+# switchover_refused NODE PATTERN: `flatline failover --to NODE` is refused, saying
+# PATTERN (in SW_OUT); one accepted fails the test.
+switchover_refused() {
+	if SW_OUT=$(cl_ctl timeout 15 "$FL" failover "$CL_SHARD" --to "$1" -c "$CL_CONF" 2>&1); then
+		fail "a switchover to $1 was accepted: $SW_OUT"
+	fi
+	grep -q "$2" <<<"$SW_OUT"
+}
+
 # HA (test_spares_ha.sh): only the leader attaches. The leader SIGKILLed between
 # spare_attached and replica_synced (a primary whose RDB takes seconds to write:
 # rdb-key-save-delay): the new leader resumes the sync, says it synced and, only
@@ -563,7 +572,7 @@ spares = s${BASHPID}n4 s${BASHPID}n5" 4 5
 # refused. The attach is said once, by the old leader, and kept once in etcd; every
 # acknowledged write is on the primary and on the spare.
 test_ha_leader_killed_mid_attach() {
-	local lead nl n4 i acked k s p out
+	local lead nl n4 i acked k s p
 	[ -n "${FL_HA:-}" ] || skip "HA only (test_spares_ha.sh)"
 	cluster "restore_after_ms = 0
 promotable_after_ms = 3000
@@ -592,10 +601,7 @@ spares = s${BASHPID}n4" 4
 	# Syncing under the new leader: no candidate.
 	cl_until 10 syncing 4 ||
 		fail "the spare is not syncing any more: widen the sync"
-	if out=$(cl_ctl timeout 15 "$FL" failover "$CL_SHARD" --to "$n4" -c "$CL_CONF" 2>&1); then
-		fail "a switchover to the syncing spare was accepted: $out"
-	fi
-	grep -q "just attached\|full sync" <<<"$out" || fail "switchover: $out"
+	cl_until 10 switchover_refused "$n4" "just attached\|full sync" || fail "switchover: $SW_OUT"
 	wait_ctl ".kind == \"replica_synced\" and .instance == \"$n4\"" 40
 	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 15
 	s=$(ev_ns ".kind == \"replica_synced\" and .instance == \"$n4\"")
@@ -628,7 +634,7 @@ spares = s${BASHPID}n4" 4
 # the new leader says the spare promotable about promotable_after_ms after the sync,
 # not that long after it took over; until then a switchover to it is refused.
 test_ha_leader_killed_steady() {
-	local lead nl n4 acked s p el out
+	local lead nl n4 acked s p el
 	[ -n "${FL_HA:-}" ] || skip "HA only (test_spares_ha.sh)"
 	cluster "restore_after_ms = 0
 promotable_after_ms = 8000
@@ -647,10 +653,7 @@ spares = s${BASHPID}n4" 4
 	CL_CLOG=$(cl_ha_log "$nl")
 	wait_ctl '.kind == "leader_elected"' 5
 	el=$(ts_ns "$(jq -r 'select(.kind == "leader_elected") | .ts' "$CL_CLOG" | tail -n 1)")
-	if out=$(cl_ctl timeout 15 "$FL" failover "$CL_SHARD" --to "$n4" -c "$CL_CONF" 2>&1); then
-		fail "a switchover to the spare not yet promotable was accepted: $out"
-	fi
-	grep -q "just attached" <<<"$out" || fail "switchover: $out"
+	cl_until 10 switchover_refused "$n4" "just attached" || fail "switchover: $SW_OUT"
 	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 20
 	p=$(ev_ns ".kind == \"replica_promotable\" and .instance == \"$n4\"")
 	[ $(((p - s) / 1000000)) -ge 7900 ] || fail "promotable $(((p - s) / 1000000)) ms after synced (promotable_after_ms 8000)"
