@@ -613,8 +613,8 @@ spares = s${BASHPID}n4" 4
 			fail "c$i attached too: $(jq -c 'select(.kind == "spare_attached")' "$(cl_ha_log "$i")")"
 	done
 	expect_eq "attach lines for $n4 in etcd" \
-		"$(cl_etcdctl get --print-value-only "/flatline/$CL_NAME/members" | grep -c "^attach node $n4 ")" 1
-	cl_etcdctl get --print-value-only "/flatline/$CL_NAME/members" | grep -q "^attach node $n4 shard $CL_SHARD\b" ||
+		"$(cl_etcdctl get --print-value-only "/flatline/$CL_NAME/members" | grep -c "^member attach node $n4 ")" 1
+	cl_etcdctl get --print-value-only "/flatline/$CL_NAME/members" | grep -q "^member attach node $n4 shard $CL_SHARD\b" ||
 		fail "etcd's members: $(cl_etcdctl get --print-value-only "/flatline/$CL_NAME/members")"
 	[ "$(cl_ha_status "$nl" | jq -r --arg n "$n4" '[.shards[].nodes[] | select(.id == $n)] | length')" = 1 ] ||
 		fail "$n4 in more than one shard: $(cl_ha_status "$nl")"
