@@ -56,20 +56,23 @@ host_up() {
 	cl_netns_attach "$(cl_ns "$1")" "veth$1" "$(cl_ip "$1")"
 	[ -z "$CL_CG_KIND" ] || mkdir -p "$(cl_cg "$1")"
 	on_exit host_clean "$1"
-	cl_redis_start "$1" || fail "server on host $1 did not start"
-	# HOST_DATA=IDX: a key written before its agent runs (then it answers no client),
-	# in db HOST_DATA_DB (0).
-	[ "${HOST_DATA:-}" != "$1" ] || cl_redis "$1" -n "${HOST_DATA_DB:-0}" set precious 1 >/dev/null ||
-		fail "set on host $1"
-	# HOST_SMALL_DISK=IDX: its server's dir on a 1 MB tmpfs (a full disk).
+	# HOST_SMALL_DISK=IDX: its server's dir on a 1 MB tmpfs (a full disk; its log and
+	# pidfile stay where they were).
+	local extra=${CL_REDIS_EXTRA:-} d
 	if [ "${HOST_SMALL_DISK:-}" = "$1" ]; then
-		local d
 		d=$CL_DIR/$(cl_node "$1")/rdb
 		mkdir -p "$d"
 		mount -t tmpfs -o size=1m flatline-test "$d" || fail "tmpfs on $d"
 		on_exit "umount -l $d"
-		cl_redis "$1" config set dir "$d" >/dev/null || fail "config set dir on host $1"
+		extra+=" --dir $d"
 	fi
+	CL_REDIS_EXTRA=$extra cl_redis_start "$1" || fail "server on host $1 did not start"
+	[ "${HOST_SMALL_DISK:-}" != "$1" ] || [ "$(cl_redis "$1" config get dir | tail -n 1)" = "$d" ] ||
+		fail "host $1's dir: $(cl_redis "$1" config get dir)"
+	# HOST_DATA=IDX: a key written before its agent runs (then it answers no client),
+	# in db HOST_DATA_DB (0).
+	[ "${HOST_DATA:-}" != "$1" ] || cl_redis "$1" -n "${HOST_DATA_DB:-0}" set precious 1 >/dev/null ||
+		fail "set on host $1"
 	cl_agent_start "$1"
 	wait_ctl ".kind == \"agent_connected\" and .instance == \"$(cl_node "$1")\"" 15
 }
