@@ -704,12 +704,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->fo.starting || grow(c->spares, c)) {
+	if (grow(c->spares, c)) {
 		c->spares->since_ms = 0;
 		return;
 	}
-	earn(c, now); /* every controller: what it sees decides its own failovers */
-	if (!ctl_may_change(c)) {
+	/* Not ours to attach (a follower, shadow): an attach this controller began as
+	 * leader is the next leader's to resume; its node is earned below. */
+	for (int i = 0; !ctl_may_change(c) && i < c->spares->nsh; i++)
+		if (c->spares->sh[i].st != SP_IDLE)
+			set_state(&c->spares->sh[i], SP_IDLE);
+	/* Every controller, a follower (always observing: fo.starting) too: what it sees
+	 * decides its own failovers, and a new leader goes on with the wait it counted. */
+	earn(c, now);
+	if (c->fo.starting || !ctl_may_change(c)) {
 		c->spares->since_ms = 0;
 		return;
 	}
