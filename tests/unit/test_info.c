@@ -264,6 +264,28 @@ static void test_malformed(void **state)
 	assert_int_equal(info_parse("", 0, &r), 0);
 }
 
+/* The numbers the spares' checks read: a key at a line's start only (not a longer
+ * key, not mid-line), the keyspace summed over every db, bounded by the length. */
+static void test_numbers(void **state)
+{
+	static const char info[] = "# Memory\r\nused_memory_human:1.5M\r\nused_memory:1572864\r\n"
+				   "xmaxmemory:7\r\nmaxmemory:0\r\n# Keyspace\r\n"
+				   "db0:keys=5,expires=0,avg_ttl=0\r\ndb12:keys=7,expires=1\r\n";
+	static const char nokeys[] = "# Server\r\nredis_version:7.0.15\r\n# Keyspace\r\n";
+
+	(void)state;
+	assert_int_equal(info_ll(info, strlen(info), "used_memory"), 1572864);
+	assert_int_equal(info_ll(info, strlen(info), "maxmemory"), 0);
+	assert_int_equal(info_ll(info, strlen(info), "used_memory_peak"), -1);
+	assert_int_equal(info_keyspace_keys(info, strlen(info)), 12);
+	assert_int_equal(info_keyspace_keys(nokeys, strlen(nokeys)), 0);
+	assert_int_equal(info_keyspace_keys(nokeys, 20), -1); /* no keyspace section */
+	/* Cut inside a number: only the digits inside the length count. */
+	assert_int_equal(info_ll("maxmemory:12345", 12, "maxmemory"), 12);
+	assert_int_equal(info_ll("maxmemory:", 10, "maxmemory"), -1);
+	assert_int_equal(info_keyspace_keys("# Keyspace\r\ndb0:keys=", 21), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +295,7 @@ int main(void)
 	    cmocka_unit_test(test_valkey_version_any_order),
 	    cmocka_unit_test(test_dragonfly),
 	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_numbers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,4 +153,59 @@ const char *info_role_name(enum info_role r)
 	static const char *const names[] = {"unknown", "master", "slave"};
 
 	return (unsigned)r < 3 ? names[r] : "unknown";
+}
+
+/* The digits at p (before end), as a number; -1 when none. */
+static long long num_at(const char *p, const char *end)
+{
+	long long v = 0;
+	const char *q = p;
+
+	for (; q < end && *q >= '0' && *q <= '9' && v < LLONG_MAX / 10 - 9; q++)
+		v = v * 10 + (*q - '0');
+	return q == p ? -1 : v;
+}
+
+/* The line after p (before end), or NULL. */
+static const char *next_line(const char *p, const char *end)
+{
+	p = memchr(p, '\n', (size_t)(end - p));
+	return p ? p + 1 : NULL;
+}
+
+long long info_ll(const char *text, size_t len, const char *key)
+{
+	const char *end = text + len;
+	size_t kl = strlen(key);
+
+	for (const char *p = text; p && p < end; p = next_line(p, end))
+		if ((size_t)(end - p) > kl && !memcmp(p, key, kl) && p[kl] == ':')
+			return num_at(p + kl + 1, end);
+	return -1;
+}
+
+long long info_keyspace_keys(const char *text, size_t len)
+{
+	const char *end = text + len;
+	long long keys = -1, n;
+
+	for (const char *p = text; p && p < end; p = next_line(p, end)) {
+		const char *k;
+
+		if (end - p >= 10 && !memcmp(p, "# Keyspace", 10)) {
+			keys = keys < 0 ? 0 : keys;
+			continue;
+		}
+		if (end - p < 3 || memcmp(p, "db", 2) || p[2] < '0' || p[2] > '9')
+			continue;
+		k = memchr(p, ':', (size_t)(end - p));
+		if (!k || end - k <= 6 || memcmp(k + 1, "keys=", 5))
+			continue;
+		n = num_at(k + 6, end);
+		if (n > 0)
+			keys = (keys < 0 ? 0 : keys) + n;
+		else if (keys < 0)
+			keys = 0;
+	}
+	return keys;
 }

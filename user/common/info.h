@@ -33,6 +33,12 @@ struct info_repl {
  * without ':' outside a "# Section" header, or a malformed number, is -EINVAL.
  * text need not be NUL-terminated. */
 int info_parse(const char *text, size_t len, struct info_repl *out);
+/* The number after "KEY:" at the start of a line of INFO text (any section), -1 when
+ * no line has it or it is no number. */
+long long info_ll(const char *text, size_t len, const char *key);
+/* The keys of every db in INFO's keyspace section ("db3:keys=5,..."), summed; 0 when
+ * the section lists none, -1 without a "# Keyspace" section. */
+long long info_keyspace_keys(const char *text, size_t len);
 const char *info_server_name(enum info_server s);
 const char *info_role_name(enum info_role r);
 

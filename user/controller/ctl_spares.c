@@ -52,6 +52,7 @@
 #define SP_REPLID_LEN 48
 #define SP_RESEND_MS  1000  /* REPLICAOF again to a spare still a master */
 #define SP_STALL_MIN  60000 /* SYNC with no sync under way this long: failed */
+#define SP_SYNC_TRIES 3	    /* full syncs the primary began since, the spare not synced: failed */
 #define SP_CONFIRM_MS                                                                              \
 	1000 /* fewer replicas this long is a deficit (a link that blinks                          \
 	      * is not) */
@@ -69,6 +70,7 @@ struct sp_seen {
 	struct info_repl spare;	    /* the spare's INFO */
 	struct info_repl primary;   /* the primary's INFO */
 	long long spare_used;	    /* the spare's used_memory */
+	long long sync_full;	    /* the primary's full syncs served (INFO stats), -1 unknown */
 	char replid[SP_REPLID_LEN]; /* the primary's master_replid */
 };
 
@@ -89,6 +91,7 @@ struct sp_shard {
 	long long steady_since_ms;
 	long long progress_ms;	/* SYNC: last seen syncing from (or linked to) the primary */
 	long long replicaof_ms; /* SYNC: the last REPLICAOF sent */
+	long long sync_full0;	/* SYNC: the primary's sync_full first seen, -1 not yet */
 	bool *tried;		/* per node: refused or failed in this deficit */
 };
 
@@ -174,42 +177,6 @@ static void set_state(struct sp_shard *sp, enum sp_state st)
 
 /* ---- requests ---- */
 
-static long long info_num(const char *text, size_t len, const char *key)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = text; p && p + kl < text + len;) {
-		if (!strncmp(p, key, kl) && p[kl] == ':')
-			return strtoll(p + kl + 1, NULL, 10);
-		p = memchr(p, '\n', text + len - p);
-		if (p)
-			p++;
-	}
-	return -1;
-}
-
-/* The keys of every db in an INFO reply's keyspace section ("db3:keys=5,..."),
- * 0 when it lists none, -1 without a keyspace section. */
-static long long info_keys(const char *text, size_t len)
-{
-	long long keys = -1;
-
-	for (const char *p = text; p && p < text + len;) {
-		if (!strncmp(p, "# Keyspace", 10) && keys < 0)
-			keys = 0;
-		else if (p + 2 < text + len && !strncmp(p, "db", 2) && p[2] >= '0' && p[2] <= '9') {
-			const char *k = memchr(p, ':', text + len - p);
-
-			if (k && text + len - k > 6 && !strncmp(k + 1, "keys=", 5))
-				keys = (keys < 0 ? 0 : keys) + strtoll(k + 6, NULL, 10);
-		}
-		p = memchr(p, '\n', text + len - p);
-		if (p)
-			p++;
-	}
-	return keys;
-}
-
 static void step_done(struct ctl *c, int shard);
 
 static void on_reply(void *ctx, redisReply *rep, const char *err, void *priv)
@@ -241,12 +208,13 @@ static void on_reply(void *ctx, redisReply *rep, const char *err, void *priv)
 			snprintf(v->err, sizeof(v->err), "unreadable INFO");
 		}
 		if (q->what == SP_R_PRIMARY_INFO) {
-			v->used_memory = info_num(rep->str, rep->len, "used_memory");
+			v->used_memory = info_ll(rep->str, rep->len, "used_memory");
+			v->sync_full = info_ll(rep->str, rep->len, "sync_full");
 			snprintf(v->replid, sizeof(v->replid), "%s", r->master_replid);
 		} else {
-			v->maxmemory = info_num(rep->str, rep->len, "maxmemory");
-			v->spare_used = info_num(rep->str, rep->len, "used_memory");
-			v->dbsize = info_keys(rep->str, rep->len);
+			v->maxmemory = info_ll(rep->str, rep->len, "maxmemory");
+			v->spare_used = info_ll(rep->str, rep->len, "used_memory");
+			v->dbsize = info_keyspace_keys(rep->str, rep->len);
 		}
 	}
 	v->answered++;
@@ -272,12 +240,12 @@ static bool ask(struct ctl *c, int shard, int node, int what, int argc, const ch
 	return true;
 }
 
-/* The requests of a step: the spare's INFO (all of it: its keyspace too), the
- * primary's (replication only after CHECK). */
-static void ask_step(struct ctl *c, int shard, bool check)
+/* The requests of a step: the spare's INFO and the primary's (the default sections:
+ * the spare's keyspace, the primary's memory and its full syncs served too). */
+static void ask_step(struct ctl *c, int shard)
 {
 	struct sp_shard *sp = &c->spares->sh[shard];
-	const char *info[] = {"INFO"}, *repl[] = {"INFO", "replication"};
+	const char *info[] = {"INFO"};
 	int primary = c->fo.shards[shard].primary;
 
 	sp->gen++;
@@ -288,7 +256,7 @@ static void ask_step(struct ctl *c, int shard, bool check)
 	 * once cannot end it early. */
 	sp->pending++;
 	if (!ask(c, shard, sp->node, SP_R_SPARE_INFO, 1, info) ||
-	    !ask(c, shard, primary, SP_R_PRIMARY_INFO, check ? 1 : 2, check ? info : repl)) {
+	    !ask(c, shard, primary, SP_R_PRIMARY_INFO, 1, info)) {
 		sp->seen.failed++;
 		snprintf(sp->seen.err, sizeof(sp->seen.err), "no link to its server");
 	}
@@ -321,6 +289,7 @@ static void sync_begin(struct ctl *c, struct sp_shard *sp, const struct fo_shard
 {
 	sp->epoch = s->epoch;
 	sp->sync_start_ms = sp->progress_ms = sp->replicaof_ms = now;
+	sp->sync_full0 = -1;
 	replicaof(c, sp->node, s->primary);
 }
 
@@ -475,6 +444,19 @@ static void sync_done(struct ctl *c, int shard)
 	}
 	lag = v->primary.offset - v->spare.offset;
 	if (sp->st == SP_SYNC) {
+		/* A sync that fails over and over (the spare's disk full, its RDB not loaded,
+		 * the primary's replica buffer limit) keeps the stall clock running: failed
+		 * once the primary has begun SP_SYNC_TRIES full syncs since the first poll. */
+		if (!ok && v->sync_full >= 0 && sp->sync_full0 < 0)
+			sp->sync_full0 = v->sync_full;
+		if (!ok && sp->sync_full0 >= 0 && v->sync_full - sp->sync_full0 >= SP_SYNC_TRIES) {
+			char why[120];
+
+			snprintf(why, sizeof(why), "%lld full syncs from the primary failed",
+				 v->sync_full - sp->sync_full0);
+			refuse(c, shard, "spare_sync_failed", why);
+			return;
+		}
 		if (!ok)
 			return;
 		sp->st = SP_STEADY;
@@ -537,7 +519,7 @@ static void remedy(struct ctl *c, int shard, long long now)
 			continue;
 		set_state(sp, SP_CHECK);
 		sp->node = i;
-		ask_step(c, shard, true);
+		ask_step(c, shard);
 		return;
 	}
 	if (sp->provisioned)
@@ -556,22 +538,25 @@ static void remedy(struct ctl *c, int shard, long long now)
 	}
 }
 
+/* The per-shard state for shards added since: one shard at a time, so a calloc that
+ * fails leaves nsh at the shards whose tried[] is there (freed by ctl_spares_fini,
+ * kept by the next grow). */
 static int grow(struct ctl_spares *S, const struct ctl *c)
 {
-	if (S->nsh < c->fo.nshards) {
-		struct sp_shard *sh = realloc(S->sh, c->fo.nshards * sizeof(*sh));
+	struct sp_shard *sh;
 
-		if (!sh)
+	if (S->nsh >= c->fo.nshards)
+		return 0;
+	sh = realloc(S->sh, c->fo.nshards * sizeof(*sh));
+	if (!sh)
+		return -ENOMEM;
+	S->sh = sh;
+	for (; S->nsh < c->fo.nshards; S->nsh++) {
+		memset(&sh[S->nsh], 0, sizeof(*sh));
+		sh[S->nsh].node = -1;
+		sh[S->nsh].tried = calloc(S->node_cap, sizeof(bool));
+		if (!sh[S->nsh].tried)
 			return -ENOMEM;
-		S->sh = sh;
-		memset(sh + S->nsh, 0, (c->fo.nshards - S->nsh) * sizeof(*sh));
-		for (int i = S->nsh; i < c->fo.nshards; i++) {
-			sh[i].node = -1;
-			sh[i].tried = calloc(S->node_cap, sizeof(bool));
-			if (!sh[i].tried)
-				return -ENOMEM;
-		}
-		S->nsh = c->fo.nshards;
 	}
 	return 0;
 }
@@ -650,7 +635,7 @@ static void shard_tick(struct ctl *c, int i, long long now)
 			break;
 		}
 		if (!sp->pending)
-			ask_step(c, i, false);
+			ask_step(c, i);
 		break;
 	}
 }
@@ -719,12 +704,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->fo.starting || grow(c->spares, c)) {
+	if (grow(c->spares, c)) {
 		c->spares->since_ms = 0;
 		return;
 	}
-	earn(c, now); /* every controller: what it sees decides its own failovers */
-	if (!ctl_may_change(c)) {
+	/* Not ours to attach (a follower, shadow): an attach this controller began as
+	 * leader is the next leader's to resume; its node is earned below. */
+	for (int i = 0; !ctl_may_change(c) && i < c->spares->nsh; i++)
+		if (c->spares->sh[i].st != SP_IDLE)
+			set_state(&c->spares->sh[i], SP_IDLE);
+	/* Every controller, a follower (always observing: fo.starting) too: what it sees
+	 * decides its own failovers, and a new leader goes on with the wait it counted. */
+	earn(c, now);
+	if (c->fo.starting || !ctl_may_change(c)) {
 		c->spares->since_ms = 0;
 		return;
 	}
