@@ -150,6 +150,10 @@ def describe(ev, dns_name):
     if k == "dns_failed":
         return "DNS UPDATE of %s failed: %s" % (g("name"), g("reason"))
     if k == "old_primary_demoted":
+        if (g("reason") or "").startswith("reported as a master"):
+            # (an old primary back, or a spare just attached, before its REPLICAOF)
+            return "controller: %s (a master, not the primary) made a replica of %s" % (
+                g("instance"), g("primary"))
         return "controller: old primary %s made a replica of the new one" % g("instance")
     if k == "replica_deficit":
         return "controller: shard %s has %s of %s replicas (replica_deficit)" % (
