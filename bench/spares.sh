@@ -137,10 +137,11 @@ one_case() {
 		export CL_REDIS_EXTRA="--enable-debug-command yes" # DEBUG POPULATE from the ctl namespace
 		cl_init "$(mktemp -d /tmp/flatline-bench-spares-cl.XXXXXX)" flbsp
 		EXTRA=(5 6)
-		trap 'cl_stop probe; cl_down >/dev/null 2>&1; extra_clean' EXIT
+		uplog=$(mktemp /tmp/flatline-bench-spares-up.XXXXXX)
+		trap 'cl_stop probe; cl_down >/dev/null 2>&1; extra_clean; rm -f "$uplog"' EXIT
 		fail() { echo "bench/spares.sh: $FL_FLAVOUR ${2:-} MB: $1" >&2; exit 1; }
-		local up
-		up=$(cl_up 2>&1) || fail "cluster did not come up: $up"
+		# (not in $(...): cl_up sets what cl_down needs, CL_HAVE_ENV and CL_CG_KIND)
+		cl_up >"$uplog" 2>&1 || fail "cluster did not come up: $(tail -n 5 "$uplog")"
 		local keys=$(($2 * 1024)) c i used na=() nb=()
 		for i in 1 2 3; do
 			for ((c = 0; c * 100000 < keys; c++)); do
