@@ -32,7 +32,11 @@ WATCH_CTL = {"node_down", "agent_lost", "failover_start", "replica_selected", "p
              "promote_failed", "switch_master", "replicas_repointed", "failover_end",
              "failover_abort", "dns_updated", "dns_repaired", "dns_failed", "old_primary_demoted",
              "node_up", "tilt_start", "controller_start", "controller_ready",
-             "primary_discovered", "repoint_failed", "failover_blocked"}
+             "primary_discovered", "repoint_failed", "failover_blocked",
+             # redundancy restored (ctl_spares.c)
+             "replica_deficit", "spare_attached", "spare_refused", "spare_sync_aborted",
+             "spare_sync_failed", "replica_synced", "replica_promotable",
+             "redundancy_restored", "provision_requested"}
 
 
 def ts_ns(ts):
@@ -146,7 +150,30 @@ def describe(ev, dns_name):
     if k == "dns_failed":
         return "DNS UPDATE of %s failed: %s" % (g("name"), g("reason"))
     if k == "old_primary_demoted":
+        if (g("reason") or "").startswith("reported as a master"):
+            # (an old primary back, or a spare just attached, before its REPLICAOF)
+            return "controller: %s (a master, not the primary) made a replica of %s" % (
+                g("instance"), g("primary"))
         return "controller: old primary %s made a replica of the new one" % g("instance")
+    if k == "replica_deficit":
+        return "controller: shard %s has %s of %s replicas (replica_deficit)" % (
+            g("shard"), g("replicas"), g("desired"))
+    if k == "spare_attached":
+        return "controller: spare %s attached to %s, REPLICAOF %s (spare_attached)" % (
+            g("instance"), g("shard"), g("primary"))
+    if k in ("spare_refused", "spare_sync_aborted", "spare_sync_failed"):
+        return "controller: %s %s: %s" % (k.replace("_", " "), g("instance"), g("reason"))
+    if k == "replica_synced":
+        return "controller: %s synced from %s in %s ms, %.1f MB (replica_synced)" % (
+            g("instance"), g("primary"), g("duration_ms"), (g("bytes") or 0) / 1e6)
+    if k == "replica_promotable":
+        return "controller: %s steady, a failover candidate now (replica_promotable)" % (
+            g("instance"))
+    if k == "redundancy_restored":
+        return "controller: redundancy restored, %s of %s replicas, %s ms after the deficit" % (
+            g("replicas"), g("desired"), g("after_ms"))
+    if k == "provision_requested":
+        return "controller: provision_script asked (%s)" % g("reason")
     if k == "controller_start":
         return "controller started (pid %s)" % g("pid")
     if k == "primary_discovered":

@@ -25,6 +25,8 @@
 #      FL_NODE_PREFIX (node ids PREFIX1..3, default n), FL_NET (default 10.77.0),
 #      FL_FAMILY=6 (an IPv6 cluster on FL_NET6, default the ULA prefix fd00:77::: hosts
 #      ::1..3, controller ::fe listening on [::], DNS AAAA records),
+#      FL_SPARES=N (N more hosts h4.. with an empty server and an agent each, the
+#      shard's [shard] spares: standbys attached when it lacks a replica; default 0),
 #      FL_SHARD (cache), FL_ZONE (ha.test), FL_AGENT_CONF / FL_CTL_CONF / FL_DNS_CONF (extra
 #      lines for the [agent] / [controller] / [dns] sections), FL_SHARD_CONF (lines after
 #      the [shard] section's: its keys, then more sections), FL (the binary).
@@ -55,6 +57,7 @@ cl_init() {
 	CL_CG_KIND=
 	CL_HAVE_ENV=
 	CL_HA=${FL_HA:-} # non-empty: three etcd members and three controllers (cluster_ha.sh)
+	CL_SPARES=${FL_SPARES:-0} # hosts 4..3+N: the shard's spares
 	if [ -f "$CL_DIR/cluster.env" ]; then
 		# shellcheck disable=SC1091
 		. "$CL_DIR/cluster.env"
@@ -79,6 +82,9 @@ cl_init() {
 	CL_NS_CTL=$CL_NAME-ctl
 	CL_NODES=("${CL_NODE_PREFIX}1" "${CL_NODE_PREFIX}2" "${CL_NODE_PREFIX}3")
 }
+# cl_hosts: the host indexes, the spares' (4..) after the shard's three.
+cl_hosts() { seq 1 $((3 + CL_SPARES)); }
+cl_spare_ids() { local i; for ((i = 4; i <= 3 + CL_SPARES; i++)); do cl_node "$i"; done; }
 
 cl_log() { echo "cluster: $*" >&2; }
 cl_die() { cl_log "$*"; return 1; }
@@ -195,7 +201,7 @@ cl_net_up() {
 	ip -n "$CL_NS_CTL" link add br0 type bridge
 	ip -n "$CL_NS_CTL" addr add "$CL_CTL_IP/$CL_PLEN" dev br0 $([ "$CL_FAMILY" = 6 ] && echo nodad)
 	ip -n "$CL_NS_CTL" link set br0 up
-	for i in 1 2 3; do cl_netns_attach "$(cl_ns "$i")" "veth$i" "$(cl_ip "$i")"; done
+	for i in $(cl_hosts); do cl_netns_attach "$(cl_ns "$i")" "veth$i" "$(cl_ip "$i")"; done
 	[ -z "$CL_HA" ] || cl_ha_net_up
 }
 
@@ -336,7 +342,7 @@ cl_write_conf() {
 		${FL_DNS_CONF:-}
 
 	EOF
-	for i in 1 2 3; do
+	for i in $(cl_hosts); do
 		cat >>"$CL_CONF" <<-EOF
 			[node "$(cl_node "$i")"]
 			address = $(cl_ip "$i")
@@ -349,6 +355,7 @@ cl_write_conf() {
 		[shard "$CL_SHARD"]
 		nodes = ${CL_NODES[*]}
 		dns_name = $CL_DNS_NAME
+		$([ "$CL_SPARES" = 0 ] || echo "spares = $(cl_spare_ids | paste -sd ' ')")
 		${FL_SHARD_CONF:-}
 	EOF
 	[ -z "$CL_HA" ] || cl_ha_conf
@@ -551,6 +558,7 @@ cl_save_env() {
 		CL_CG_KIND=$CL_CG_KIND
 		CL_HA=$CL_HA
 		CL_FLAVOUR=$CL_FLAVOUR
+		CL_SPARES=$CL_SPARES
 	EOF
 }
 
@@ -565,12 +573,13 @@ cl_up_servers() {
 	cl_save_env
 	CL_HAVE_ENV=1
 	( set -e; cl_net_up ) || { cl_die "failed to create the namespaces"; return 1; }
-	for i in 1 2 3; do
+	for i in $(cl_hosts); do
 		[ -z "$CL_CG_KIND" ] || mkdir -p "$(cl_cg "$i")" || return 1
 	done
 	cl_redis_start 1 || return 1
 	cl_redis_start 2 1 || return 1
 	cl_redis_start 3 1 || return 1
+	for ((i = 4; i <= 3 + CL_SPARES; i++)); do cl_redis_start "$i" || return 1; done # empty
 	if ! cl_until "$CL_WAIT_S" cl_linked 2 1 || ! cl_until "$CL_WAIT_S" cl_linked 3 1; then
 		cl_die "replicas did not sync"
 		return 1
@@ -602,8 +611,8 @@ cl_up() {
 	else
 		cl_controller_start || return 1
 	fi
-	for i in 1 2 3; do cl_agent_start "$i"; done
-	for i in 1 2 3; do
+	for i in $(cl_hosts); do cl_agent_start "$i"; done
+	for i in $(cl_hosts); do
 		node=$(cl_node "$i")
 		cl_until "$CL_WAIT_S" cl_has_event "$CL_CLOG" \
 			".kind == \"agent_connected\" and .instance == \"$node\"" ||
@@ -636,7 +645,7 @@ cl_down() {
 		for _ in $(seq 100); do [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break; sleep 0.02; done
 		ip netns del "$ns" 2>/dev/null || cl_log "failed to delete namespace $ns"
 	done
-	for i in 1 2 3; do
+	for i in $(cl_hosts); do
 		node=$(cl_node "$i")
 		# Pins and lock of our agents only: node ids known from DIR, lock not held.
 		if [ -n "$CL_HAVE_ENV" ] && { [ ! -e "/run/flatline/agent-$node.lock" ] ||
@@ -672,7 +681,7 @@ cl_status() {
 		if cl_alive "$name"; then st="running (pid $(cl_pid "$name"))"; else st="DEAD"; fi
 		printf '  %-16s %s\n' "$name" "$st"
 	done
-	for i in 1 2 3; do
+	for i in $(cl_hosts); do
 		node=$(cl_node "$i")
 		printf '  %-3s %-12s %-10s role=%s\n' "$node" "$(cl_ip "$i")" "$(cl_ns "$i")" \
 			"$(cl_role "$i" || echo '?')"
