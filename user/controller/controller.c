@@ -483,6 +483,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_members_start(c);
 	if (rc)
 		goto fail;
+	rc = ctl_members_scan_start(c);
+	if (rc)
+		goto fail;
 	rc = ctl_spares_start(c);
 	if (rc)
 		goto fail;

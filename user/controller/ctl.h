@@ -336,6 +336,10 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 /* Before the modules: room in cfg, the state file's membership lines applied. */
 int ctl_members_prepare(struct cfg *cfg, const char *state_file, char *err, size_t errlen);
 int ctl_members_start(struct ctl *c);
+/* ctl_members_scan.c, the layer over it: the tick (every CTL_MEMBERS_TICK_MS: the
+ * retry, the scan, runtime shards' discovery) started and after_info registered;
+ * after ctl_members_start. */
+int ctl_members_scan_start(struct ctl *c);
 void ctl_members_fini(struct ctl *c);
 /* HA mode: <prefix>members changed (NULL: deleted), from any controller. */
 void ctl_members_from_etcd(struct ctl *c, const char *val);
@@ -441,6 +445,9 @@ void ctl_event(void *ctx, const char *kind, struct evrec *r);
 void ctl_log(struct ctl *c, struct evrec *r);
 /* fo_ops.publish: a Sentinel message on its channel, and the notification scripts. */
 void ctl_event_sentinel(void *ctx, const char *channel, const char *msg);
+/* Something changed without an event (a membership applied): the held questions look
+ * again. What every event above ends with. */
+void ctl_changed(struct ctl *c);
 /* SENTINEL SIMULATE-FAILURE */
 #define CTL_SIM_CRASH_AFTER_ELECTION  (1u << 0)
 #define CTL_SIM_CRASH_AFTER_PROMOTION (1u << 1)
