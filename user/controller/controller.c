@@ -324,6 +324,8 @@ int ctl_modules_init(struct ctl *c)
 		rc = ctl_client_auth_init(c);
 	if (!rc)
 		rc = ctl_sentinel_init(c);
+	if (!rc)
+		rc = ctl_cluster_init(c);
 	if (rc)
 		return rc;
 	ctl_agents_init(c);
@@ -333,6 +335,7 @@ int ctl_modules_init(struct ctl *c)
 /* Top down; the connections are gone by now. */
 void ctl_modules_fini(struct ctl *c)
 {
+	ctl_cluster_fini(c);
 	ctl_sentinel_fini(c);
 	ctl_client_auth_fini(c);
 	ctl_clients_fini(c);

@@ -185,6 +185,7 @@ struct ctl {
 	struct ctl_clients *clients;	       /* ctl_clients.c */
 	struct ctl_members *members;	       /* ctl_members.c */
 	struct ctl_spares *spares;	       /* ctl_spares.c */
+	struct ctl_cluster *cluster;	       /* ctl_cluster.c */
 };
 
 /* The heartbeat an agent's silence is counted in: the longer of [agent] heartbeat_ms
@@ -400,6 +401,8 @@ void ctl_op_promote(void *ctx, int node, int timeout_ms);
 void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms);
 
 /* ctl_cluster.c: cluster shards' I/O (the election, CLUSTER NODES) */
+int ctl_cluster_init(struct ctl *c);
+void ctl_cluster_fini(struct ctl *c);
 void ctl_op_cluster_failover(void *ctx, int node, const char *option, int timeout_ms);
 /* CLUSTER NODES of the shard's primary now, for fo_cluster_check. */
 void ctl_cluster_check(struct ctl *c, int shard);
