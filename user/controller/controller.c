@@ -222,26 +222,23 @@ static void reload_done(void *ctx)
 
 /* Before [agent] heartbeat_ms changes: the silence limit keeps the longer one. Before
  * [controller] mode changes: the switch itself. */
-static const char *reload_check(void *ctx, const struct cfg_key *k, const struct cfg *old,
-				const struct cfg *new)
+static bool reload_check(void *ctx, const struct cfg_key *k, const struct cfg *old,
+			 const struct cfg *new, char *why, size_t whylen)
 {
-	static char why[400];
 	struct ctl *c = ctx;
 
 	/* [controller] mode: switched here, where it can still be refused (a failover
 	 * in progress; going active, what `flatline cutover` would call not safe); the
 	 * agents hear it in their next answer (ctl_mode.c). */
 	if (k->sect == CFG_S_CONTROLLER && !strcmp(k->name, "mode"))
-		return ctl_set_mode(c, new->controller.shadow, false, "reload", why, sizeof(why))
-			   ? why
-			   : NULL;
+		return ctl_set_mode(c, new->controller.shadow, false, "reload", why, whylen) != 0;
 	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "heartbeat_ms") &&
 	    c->silent_heartbeat_ms < old->agent.heartbeat_ms)
 		c->silent_heartbeat_ms = old->agent.heartbeat_ms;
 	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "replica_heartbeat_ms") &&
 	    c->silent_heartbeat_ms < old->agent.replica_heartbeat_ms)
 		c->silent_heartbeat_ms = old->agent.replica_heartbeat_ms;
-	return NULL;
+	return false;
 }
 
 static void ctl_reload(struct ctl *c)
