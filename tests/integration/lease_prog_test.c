@@ -426,13 +426,15 @@ static void test_large_reply(void **state)
 	conn_close(&c);
 }
 
+#define EXT_END 0xff /* (hop-by-hop is 0) */
+
 /* A crafted packet for the data test: Ethernet, IPv4 (with NOP options) or IPv6 (with
  * extension headers), TCP (with NOP options), data. */
 struct seg {
 	bool v6;
 	int ihl;	    /* IPv4: 5 without options */
 	uint16_t frag;	    /* IPv4 frag_off, host order */
-	const uint8_t *ext; /* IPv6: the extension headers, in order, 0-terminated */
+	const uint8_t *ext; /* IPv6: the extension headers, in order, ending in EXT_END */
 	uint16_t frag6;	    /* IPv6 fragment header's offset and flags, host order */
 	uint8_t proto;	    /* default TCP */
 	int doff;	    /* default 5 */
@@ -466,7 +468,7 @@ static size_t build_seg(uint8_t *buf, const struct seg *f)
 		int n = 0;
 		uint8_t *h;
 
-		while (f->ext && f->ext[n])
+		while (f->ext && f->ext[n] != EXT_END)
 			n++;
 		ip[0] = 0x60;
 		ip[6] = n ? f->ext[0] : next;
@@ -539,11 +541,11 @@ static void test_judge_ipv4(void **state)
  * the parser walks: dropped. */
 static void test_judge_ipv6(void **state)
 {
-	static const uint8_t hrd[] = {IPPROTO_HOPOPTS, IPPROTO_ROUTING, IPPROTO_DSTOPTS, 0};
-	static const uint8_t frag[] = {IPPROTO_HOPOPTS, IPPROTO_FRAGMENT, 0};
+	static const uint8_t hrd[] = {IPPROTO_HOPOPTS, IPPROTO_ROUTING, IPPROTO_DSTOPTS, EXT_END};
+	static const uint8_t frag[] = {IPPROTO_HOPOPTS, IPPROTO_FRAGMENT, EXT_END};
 	static const uint8_t nine[] = {
 	    IPPROTO_HOPOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS,
-	    IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, 0};
+	    IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, EXT_END};
 
 	(void)state;
 	assert_int_equal(judge(&(struct seg){.v6 = true}), 1);
