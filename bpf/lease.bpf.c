@@ -20,10 +20,12 @@
  *                     interface, loopback, tunnels, IPsec and GSO super-packets alike;
  *                     past the deadline, an unmarked connection accepted by a marked
  *                     listener (queued before the agent marked it) is marked there
+ *   fl_lease_judge    the data test alone, for tests; never loaded by the agent
  *
  * A marked socket's packet is let through past the deadline only when it is TCP whose
- * headers say it carries no data (a handshake, an ACK, FIN, RST); anything the program
- * cannot read counts as a reply (fails closed). The agent marks the sockets the server
+ * headers say it carries no data (a handshake, an ACK, FIN, RST), read by bpf/parse.h
+ * (IPv4 options, IPv6 extension headers); anything the program cannot read counts as
+ * a reply (fails closed). The agent marks the sockets the server
  * had before the hooks (user/kern/lease_sock.c). UNIX sockets never pass here: the agent
  * refuses a server that has one.
  *
@@ -33,6 +35,7 @@
 #include <bpf/bpf_endian.h>
 #include "bpf_consts.h"
 #include "lease_map.h"
+#include "parse.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -117,33 +120,27 @@ int fl_lease_bind6(struct bpf_sock *sk)
 	return mark(sk);
 }
 
-/* Does this packet of a marked socket carry data? Only a TCP segment whose IP and TCP
- * headers can be read and say "no payload" does not: skb->len (the whole packet, a
- * GSO super-packet included, from the IP header on at cgroup egress) against the
- * headers' lengths. IPv6 extension headers, another protocol, an unreadable byte: data. */
-static __always_inline bool carries_data(struct __sk_buff *skb, const struct bpf_sock *sk)
+/* Does this packet carry data? Only a TCP segment whose IP header (IPv4 options, IPv6
+ * extension headers walked) and TCP header bpf/parse.h reads whole, not a fragment, and
+ * whose lengths say "no payload" does not: skb->len (the whole packet from the IP
+ * header on, a GSO super-packet included) and the IP header's own length field each
+ * end at the TCP header. Another protocol, a header past the linear data, a length
+ * that says more: data (fails closed). */
+static __always_inline bool carries_data(struct __sk_buff *skb)
 {
-	__u8 b = 0, proto = 0;
-	__u32 l3;
+	struct fl_ip p = {};
+	struct tcphdr *th;
+	struct cursor c;
+	__u32 hdrs;
 
-	if (sk->protocol != IPPROTO_TCP || bpf_skb_load_bytes(skb, 0, &b, 1))
+	if (parse_l3(skb, &c, &p) != PARSE_OK || p.frag || p.proto != IPPROTO_TCP)
 		return true;
-	if (b >> 4 == 4) {
-		l3 = (b & 0xf) * 4;
-		if (l3 < 20 || bpf_skb_load_bytes(skb, 9, &proto, 1))
-			return true;
-	} else if (b >> 4 == 6) {
-		l3 = 40;
-		if (bpf_skb_load_bytes(skb, 6, &proto, 1))
-			return true;
-	} else {
+	if (parse_tcp(&c, &th) != PARSE_OK)
 		return true;
-	}
-	if (proto != IPPROTO_TCP || bpf_skb_load_bytes(skb, l3 + 12, &b, 1))
+	hdrs = (__u32)(c.pos - (void *)(long)skb->data);
+	if (skb->len > hdrs)
 		return true;
-	if ((__u32)(b >> 4) * 4 < 20)
-		return true;
-	return skb->len > l3 + (__u32)(b >> 4) * 4;
+	return p.l4_len != FL_LEN_UNKNOWN && p.l4_len > (__u32)th->doff * 4;
 }
 
 /* An unmarked TCP socket whose local port is one the server listens on, with a marked
@@ -206,7 +203,7 @@ int fl_lease_egress(struct __sk_buff *skb)
 			return 1;
 	}
 	l = bpf_map_lookup_elem(&fl_lease, &zero);
-	if (!l || !l->port || !carries_data(skb, sk))
+	if (!l || !l->port || (sk->protocol == IPPROTO_TCP && !carries_data(skb)))
 		return 1;
 	if (bpf_ktime_get_ns() < l->deadline_ns) {
 		count(FL_LC_HELD);
@@ -219,6 +216,15 @@ int fl_lease_egress(struct __sk_buff *skb)
 	}
 	count(FL_LC_DROPPED);
 	return 0;
+}
+
+/* carries_data alone, for the crafted-frame tests (tests/integration/lease_prog_test.c,
+ * through BPF_PROG_TEST_RUN, whose socket is never a marked TCP one): 1 (passes) for a
+ * packet without data, 0 for one with. The "?" keeps it out of the agent's load. */
+SEC("?cgroup_skb/egress")
+int fl_lease_judge(struct __sk_buff *skb)
+{
+	return !carries_data(skb);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

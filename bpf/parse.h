@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The one packet parser of flatline's tc programs (bpf/icmp.bpf.c, bpf/lease.bpf.c), in
- * xdp-tools' parsing_helpers.h manner: a cursor over the linear data of the packet and
- * one inline helper per layer. Each helper checks its header against data_end before it
+/* The one packet parser of flatline's BPF programs (bpf/icmp.bpf.c at tc, bpf/lease.bpf.c
+ * at cgroup egress), in xdp-tools' parsing_helpers.h manner: a cursor over the linear data of the
+ * packet and one inline helper per layer. Each helper checks its header against data_end before it
  * reads a byte of it and moves the cursor past the header only when it is whole.
  *
  *   parse_eth    Ethernet, then up to FL_MAX_VLAN 802.1Q / 802.1AD tags in the data
@@ -10,15 +10,17 @@
  *   parse_ipv6   and its extension headers (hop-by-hop, routing, destination options,
  *                fragment, AH, mobility), at most FL_IPV6_MAX_EXT (a bounded loop)
  *   parse_ip     either, by the EtherType parse_eth returned
+ *   parse_l3     a packet that starts at its IP header (cgroup_skb), by skb->protocol
  *   parse_tcp    doff >= 5, options within data_end
  *   parse_icmp   ICMP's 8-byte header (type, code, checksum, echo id and sequence)
  *   parse_icmp6  ICMPv6's, the same layout
  *
- * Ethernet devices only: tc data starts at the MAC header there (loopback has one too).
- * On an L3 device (tun, WireGuard, ipip) the data starts at the IP header, and
- * parse_eth reads an address as the EtherType: such frames come out PARSE_NONE or
- * PARSE_MALFORMED, never as a wrong TCP header. Include after vmlinux.h,
- * <bpf/bpf_endian.h> and bpf_consts.h. */
+ * At tc, Ethernet devices only: data starts at the MAC header there (loopback has one
+ * too). At cgroup_skb (ingress and egress) data starts at the IP header on every device,
+ * and skb->protocol is its EtherType: parse_l3, no parse_eth. On an L3 device (tun, WireGuard,
+ * ipip) the data starts at the IP header, and parse_eth reads an address as the EtherType: such
+ * frames come out PARSE_NONE or PARSE_MALFORMED, never as a wrong TCP header. Include after
+ * vmlinux.h, <bpf/bpf_endian.h> and bpf_consts.h. */
 #ifndef FL_PARSE_H
 #define FL_PARSE_H
 
@@ -209,6 +211,17 @@ static __always_inline enum parse_res parse_ip(struct cursor *c, __be16 proto, s
 	if (proto == bpf_htons(ETH_P_IPV6))
 		return parse_ipv6(c, p);
 	return PARSE_NONE;
+}
+
+/* A packet whose data starts at the IP header (cgroup_skb programs): the cursor from
+ * skb->data to skb->data_end (the linear part: a header beyond it is PARSE_TRUNCATED),
+ * the IP version by skb->protocol. */
+static __always_inline enum parse_res parse_l3(struct __sk_buff *skb, struct cursor *c,
+					       struct fl_ip *p)
+{
+	c->pos = (void *)(long)skb->data;
+	c->end = (void *)(long)skb->data_end;
+	return parse_ip(c, (__be16)skb->protocol, p);
 }
 
 /* TCP: *tcp is set whenever the fixed 20 bytes are within data_end (ports and flags can

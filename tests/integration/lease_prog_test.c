@@ -4,7 +4,10 @@
  * its own: each case makes a "server" socket (marked by the bind hooks, by port or by
  * process, or by hand through the map, as the agent's scan does), connects a client to
  * it over loopback, sets the lease and sends: a reply reaches the client only under the
- * lease or from an allowed socket (by cookie). Driven by tests/integration/test_lease.sh. */
+ * lease or from an allowed socket (by cookie). The data test itself (fl_lease_judge, the
+ * function the egress program asks) runs on crafted frames through
+ * bpf_prog_test_run_opts: IPv4 options, IPv6 extension headers, fragments, truncated
+ * headers. Driven by tests/integration/test_lease.sh. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -181,8 +184,12 @@ static int setup(void **state)
 	snprintf(cg_path, sizeof(cg_path), "%s/fl-lease-test-%d", cg_root, (int)getpid());
 	if (mkdir(cg_path, 0755) && errno != EEXIST)
 		return -1;
-	skel = fl_lease__open_and_load();
+	skel = fl_lease__open();
 	if (!skel)
+		return -1;
+	/* The judge is not the agent's to load: the test loads it (and the verifier
+	 * checks it with the rest). */
+	if (bpf_program__set_autoload(skel->progs.fl_lease_judge, true) || fl_lease__load(skel))
 		return -1;
 	cg = open(cg_path, O_RDONLY | O_DIRECTORY);
 	if (cg < 0)
@@ -419,6 +426,141 @@ static void test_large_reply(void **state)
 	conn_close(&c);
 }
 
+#define EXT_END 0xff /* (hop-by-hop is 0) */
+
+/* A crafted packet for the data test: Ethernet, IPv4 (with NOP options) or IPv6 (with
+ * extension headers), TCP (with NOP options), data. */
+struct seg {
+	bool v6;
+	int ihl;	    /* IPv4: 5 without options */
+	uint16_t frag;	    /* IPv4 frag_off, host order */
+	const uint8_t *ext; /* IPv6: the extension headers, in order, ending in EXT_END */
+	uint16_t frag6;	    /* IPv6 fragment header's offset and flags, host order */
+	uint8_t proto;	    /* default TCP */
+	int doff;	    /* default 5 */
+	int data;	    /* payload bytes */
+	int tcp_cut;	    /* if > 0: the frame ends this many bytes into the TCP header */
+	int len_extra;	    /* added to the IP header's length field */
+};
+
+static size_t build_seg(uint8_t *buf, const struct seg *f)
+{
+	int ihl = f->ihl ? f->ihl : 5, doff = f->doff ? f->doff : 5;
+	uint8_t *ip = buf + 14, *l4, next = f->proto ? f->proto : IPPROTO_TCP;
+	size_t l4_len;
+
+	memset(buf, 0, 512);
+	memcpy(buf, "\x02\0\0\0\0\x02\x02\0\0\0\0\x01", 12);
+	buf[12] = f->v6 ? 0x86 : 0x08;
+	buf[13] = f->v6 ? 0xdd : 0x00;
+	l4_len = doff * 4 + f->data;
+	if (!f->v6) {
+		ip[0] = 0x40 | ihl;
+		*(uint16_t *)(ip + 6) = htons(f->frag);
+		ip[8] = 64;
+		ip[9] = next;
+		memcpy(ip + 12, "\x7f\0\0\x01\x7f\0\0\x01", 8);
+		for (int i = 20; i < ihl * 4; i++)
+			ip[i] = 1; /* IPOPT_NOOP */
+		l4 = ip + ihl * 4;
+		*(uint16_t *)(ip + 2) = htons(ihl * 4 + l4_len + f->len_extra);
+	} else {
+		int n = 0;
+		uint8_t *h;
+
+		while (f->ext && f->ext[n] != EXT_END)
+			n++;
+		ip[0] = 0x60;
+		ip[6] = n ? f->ext[0] : next;
+		ip[7] = 64;
+		ip[23] = 1; /* ::1 */
+		ip[39] = 1;
+		h = ip + 40;
+		for (int i = 0; i < n; i++, h += 8) {
+			h[0] = i + 1 < n ? f->ext[i + 1] : next;
+			if (f->ext[i] == IPPROTO_FRAGMENT) {
+				*(uint16_t *)(h + 2) = htons(f->frag6);
+			} else if (f->ext[i] != IPPROTO_ROUTING) {
+				h[2] = 1; /* PadN, 4 bytes */
+				h[3] = 4;
+			}
+		}
+		l4 = h;
+		*(uint16_t *)(ip + 4) = htons((h - (ip + 40)) + l4_len + f->len_extra);
+	}
+	*(uint16_t *)(l4 + 0) = htons(PORT);
+	*(uint16_t *)(l4 + 2) = htons(40000);
+	l4[12] = doff << 4;
+	l4[13] = 0x10; /* ACK */
+	for (int i = 20; i < doff * 4; i++)
+		l4[i] = 1; /* TCPOPT_NOP */
+	memset(l4 + doff * 4, '+', f->data);
+	if (f->tcp_cut)
+		return (l4 - buf) + f->tcp_cut;
+	return (l4 - buf) + l4_len;
+}
+
+/* fl_lease_judge on the frame: 1 (no data: passes past the deadline) or 0 (dropped). */
+static int judge(const struct seg *f)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	uint8_t buf[512];
+
+	o.data_in = buf;
+	o.data_size_in = build_seg(buf, f);
+	o.repeat = 1;
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(skel->progs.fl_lease_judge), &o),
+			 0);
+	return (int)o.retval;
+}
+
+/* IPv4: an ACK passes, with its options (IP and TCP) too; a byte of data, a length
+ * field that says more than the headers, a truncated or impossible TCP header, a
+ * fragment, another protocol: dropped. */
+static void test_judge_ipv4(void **state)
+{
+	(void)state;
+	assert_int_equal(judge(&(struct seg){0}), 1);
+	assert_int_equal(judge(&(struct seg){.data = 1}), 0);
+	assert_int_equal(judge(&(struct seg){.ihl = 15}), 1);
+	assert_int_equal(judge(&(struct seg){.ihl = 15, .data = 1}), 0);
+	assert_int_equal(judge(&(struct seg){.doff = 8}), 1); /* timestamps */
+	assert_int_equal(judge(&(struct seg){.doff = 8, .data = 1}), 0);
+	assert_int_equal(judge(&(struct seg){.len_extra = 1}), 0);
+	assert_int_equal(judge(&(struct seg){.tcp_cut = 12}), 0);
+	assert_int_equal(judge(&(struct seg){.doff = 8, .tcp_cut = 24}), 0);
+	assert_int_equal(judge(&(struct seg){.doff = 4}), 0);
+	assert_int_equal(judge(&(struct seg){.frag = 0x2000}), 0); /* MF: the first */
+	assert_int_equal(judge(&(struct seg){.frag = 0x0010}), 0); /* a later one */
+	assert_int_equal(judge(&(struct seg){.proto = IPPROTO_UDP}), 0);
+	assert_int_equal(judge(&(struct seg){.ihl = 4}), 0);
+}
+
+/* IPv6: an ACK passes behind hop-by-hop, routing and destination options headers; the
+ * same with a byte of data, truncated, behind a fragment header or a chain longer than
+ * the parser walks: dropped. */
+static void test_judge_ipv6(void **state)
+{
+	static const uint8_t hrd[] = {IPPROTO_HOPOPTS, IPPROTO_ROUTING, IPPROTO_DSTOPTS, EXT_END};
+	static const uint8_t frag[] = {IPPROTO_HOPOPTS, IPPROTO_FRAGMENT, EXT_END};
+	static const uint8_t nine[] = {
+	    IPPROTO_HOPOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS,
+	    IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, IPPROTO_DSTOPTS, EXT_END};
+
+	(void)state;
+	assert_int_equal(judge(&(struct seg){.v6 = true}), 1);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .data = 1}), 0);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = hrd}), 1);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = hrd, .doff = 8}), 1);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = hrd, .data = 1}), 0);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = hrd, .len_extra = 1}), 0);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = hrd, .tcp_cut = 19}), 0);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = frag, .frag6 = 1}), 0); /* M */
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = frag, .frag6 = 8}), 0);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = nine}), 0);
+	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = hrd, .proto = IPPROTO_UDP}), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +571,8 @@ int main(void)
 	    cmocka_unit_test(test_marked_by_hand),
 	    cmocka_unit_test(test_allowed_cookie),
 	    cmocka_unit_test(test_large_reply),
+	    cmocka_unit_test(test_judge_ipv4),
+	    cmocka_unit_test(test_judge_ipv6),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

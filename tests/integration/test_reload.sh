@@ -48,17 +48,17 @@ test_reload_every_live_key() {
 		-e 's/^ping_interval_ms = 100$/ping_interval_ms = 50/' \
 		-e 's/^ttl = 1$/ttl = 2/' \
 		-e 's/^secret = .*/secret = a-new-cluster-secret-0123456789/' \
-		-e '/^\[agent\]$/a self_fence = no\nself_fence_after_ms = 2500\nstop_grace_ms = 80\nbusy_max_ms = 6000\nlease_ms = 700' \
+		-e '/^\[agent\]$/a self_fence = no\nself_fence_after_ms = 2500\nstop_grace_ms = 80\nbusy_max_ms = 6000\nlease_ms = 700\nreplica_heartbeat_ms = 600' \
 		-e '/^\[controller\]$/a node_down_after_ms = 1200\nfailover_block_ms = 12000\ntilt_ms = 25000\nagent_address_check = yes' \
 		-e '/^\[dns\]$/a check_ms = 5000' \
 		-e "/^\\[node \"$n2\"\\]\$/a key = $key" "$CL_CONF"
 	"$FL" check -q -c "$CL_CONF" || fail "the edited file does not validate"
 	hup_all
-	applied_a="[cluster] secret, [agent] hung_after, [agent] heartbeat_ms, [agent] self_fence, [agent] self_fence_after_ms, [agent] stop_grace_ms, [agent] busy_max_ms, [node \"$n2\"] key"
-	applied_c="[cluster] secret, [agent] heartbeat_ms, [agent] lease_ms, [controller] node_down_after_ms, [controller] failover_block_ms, [controller] tilt_ms, [controller] agent_address_check, [dns] check_ms, [node \"$n2\"] key"
+	applied_a="[cluster] secret, [agent] hung_after, [agent] heartbeat_ms, [agent] replica_heartbeat_ms, [agent] self_fence, [agent] self_fence_after_ms, [agent] stop_grace_ms, [agent] busy_max_ms, [node \"$n2\"] key"
+	applied_c="[cluster] secret, [agent] heartbeat_ms, [agent] replica_heartbeat_ms, [agent] lease_ms, [controller] node_down_after_ms, [controller] failover_block_ms, [controller] tilt_ms, [controller] agent_address_check, [dns] check_ms, [node \"$n2\"] key"
 	for i in 1 2 3; do
 		ev=$(reloaded "$CL_DIR/events-$(cl_node "$i").jsonl" 1)
-		expect_eq "agent h$i: changed" "$(jq -r .changed <<<"$ev")" 16
+		expect_eq "agent h$i: changed" "$(jq -r .changed <<<"$ev")" 17
 		expect_eq "agent h$i: applied" "$(jq -r .applied <<<"$ev")" "$applied_a"
 		expect_eq "agent h$i: needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[agent] ping_interval_ms, [agent] lease_ms"
 		expect_eq "agent h$i: refused" "$(jq -r .refused <<<"$ev")" ""
@@ -66,7 +66,7 @@ test_reload_every_live_key() {
 			fail "agent h$i: no warning naming lease_ms"
 	done
 	ev=$(reloaded "$CL_CLOG" 1)
-	expect_eq "controller: changed" "$(jq -r .changed <<<"$ev")" 16
+	expect_eq "controller: changed" "$(jq -r .changed <<<"$ev")" 17
 	expect_eq "controller: applied" "$(jq -r .applied <<<"$ev")" "$applied_c"
 	expect_eq "controller: needs a restart" "$(jq -r .needs_restart <<<"$ev")" "[dns] ttl"
 	grep -q 'reload: \[dns\] ttl: needs a restart of the controller' "$CL_DIR/log/controller.out" ||

@@ -323,9 +323,10 @@ int cfg_diff(const struct cfg *a, const struct cfg *b, cfg_diff_fn fn, void *ctx
 struct cfg_reload {
 	unsigned proc;	 /* CFG_P_AGENT or CFG_P_CONTROLLER */
 	const char *who; /* "agent", "controller": in messages */
-	/* Optional: why the daemon refuses the live change of k (NULL: apply it). */
-	const char *(*check)(void *ctx, const struct cfg_key *k, const struct cfg *old,
-			     const struct cfg *new);
+	/* Optional: does the daemon refuse the live change of k? True with the reason in
+	 * why (false: apply it). */
+	bool (*check)(void *ctx, const struct cfg_key *k, const struct cfg *old,
+		      const struct cfg *new, char *why, size_t whylen);
 	/* Called once after the copies when something was applied. */
 	void (*done)(void *ctx);
 	void *ctx;

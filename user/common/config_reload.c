@@ -54,22 +54,21 @@ static void *named(const struct cfg *c, enum cfg_sect s, const char *section)
 	}
 }
 
-/* Guards both daemons keep: a key whose live change could break an invariant. */
-static const char *guard(const struct cfg_key *k, const struct cfg *new)
+/* Guards both daemons keep: a key whose live change could break an invariant. True
+ * (refused) with the reason in why. */
+static bool guard(const struct cfg_key *k, const struct cfg *new, char *why, size_t whylen)
 {
-	static char why[200];
-
 	if ((k->sect == CFG_S_AGENT && !strcmp(k->name, "heartbeat_ms")) ||
 	    (k->sect == CFG_S_CONTROLLER && !strcmp(k->name, "node_down_after_ms"))) {
 		if (new->agent.heartbeat_ms < new->controller.node_down_after_ms)
-			return NULL;
-		snprintf(why, sizeof(why),
+			return false;
+		snprintf(why, whylen,
 			 "[agent] heartbeat_ms %d is not below [controller] node_down_after_ms "
 			 "%d: every agent would look stale between two of its reports",
 			 new->agent.heartbeat_ms, new->controller.node_down_after_ms);
-		return why;
+		return true;
 	}
-	return NULL;
+	return false;
 }
 
 static void on_key(void *ctx, enum cfg_sect s, const char *section, const char *key,
@@ -78,7 +77,7 @@ static void on_key(void *ctx, enum cfg_sect s, const char *section, const char *
 	struct walk *w = ctx;
 	struct cfg_reload *r = w->r;
 	unsigned reads = 0;
-	const char *why;
+	char why[400];
 	void *to, *from;
 
 	r->changed++;
@@ -101,10 +100,9 @@ static void on_key(void *ctx, enum cfg_sect s, const char *section, const char *
 		r->nrestart++;
 		return;
 	}
-	why = guard(k, w->new);
-	if (!why && r->check)
-		why = r->check(r->ctx, k, w->old, w->new);
-	if (why) {
+	why[0] = '\0';
+	if (guard(k, w->new, why, sizeof(why)) ||
+	    (r->check && r->check(r->ctx, k, w->old, w->new, why, sizeof(why)))) {
 		pr_warn("reload: %s %s: refused, the running value stays: %s\n", section, key, why);
 		add(r->refused, sizeof(r->refused), "; ", "%s %s: %s", section, key, why);
 		r->nrefused++;

@@ -222,26 +222,23 @@ static void reload_done(void *ctx)
 
 /* Before [agent] heartbeat_ms changes: the silence limit keeps the longer one. Before
  * [controller] mode changes: the switch itself. */
-static const char *reload_check(void *ctx, const struct cfg_key *k, const struct cfg *old,
-				const struct cfg *new)
+static bool reload_check(void *ctx, const struct cfg_key *k, const struct cfg *old,
+			 const struct cfg *new, char *why, size_t whylen)
 {
-	static char why[400];
 	struct ctl *c = ctx;
 
 	/* [controller] mode: switched here, where it can still be refused (a failover
 	 * in progress; going active, what `flatline cutover` would call not safe); the
 	 * agents hear it in their next answer (ctl_mode.c). */
 	if (k->sect == CFG_S_CONTROLLER && !strcmp(k->name, "mode"))
-		return ctl_set_mode(c, new->controller.shadow, false, "reload", why, sizeof(why))
-			   ? why
-			   : NULL;
+		return ctl_set_mode(c, new->controller.shadow, false, "reload", why, whylen) != 0;
 	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "heartbeat_ms") &&
 	    c->silent_heartbeat_ms < old->agent.heartbeat_ms)
 		c->silent_heartbeat_ms = old->agent.heartbeat_ms;
 	if (k->sect == CFG_S_AGENT && !strcmp(k->name, "replica_heartbeat_ms") &&
 	    c->silent_heartbeat_ms < old->agent.replica_heartbeat_ms)
 		c->silent_heartbeat_ms = old->agent.replica_heartbeat_ms;
-	return NULL;
+	return false;
 }
 
 static void ctl_reload(struct ctl *c)
@@ -324,6 +321,8 @@ int ctl_modules_init(struct ctl *c)
 		rc = ctl_client_auth_init(c);
 	if (!rc)
 		rc = ctl_sentinel_init(c);
+	if (!rc)
+		rc = ctl_cluster_init(c);
 	if (rc)
 		return rc;
 	ctl_agents_init(c);
@@ -333,6 +332,7 @@ int ctl_modules_init(struct ctl *c)
 /* Top down; the connections are gone by now. */
 void ctl_modules_fini(struct ctl *c)
 {
+	ctl_cluster_fini(c);
 	ctl_sentinel_fini(c);
 	ctl_client_auth_fini(c);
 	ctl_clients_fini(c);
@@ -481,6 +481,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	if (rc)
 		goto fail;
 	rc = ctl_members_start(c);
+	if (rc)
+		goto fail;
+	rc = ctl_members_scan_start(c);
 	if (rc)
 		goto fail;
 	rc = ctl_spares_start(c);

@@ -185,6 +185,7 @@ struct ctl {
 	struct ctl_clients *clients;	       /* ctl_clients.c */
 	struct ctl_members *members;	       /* ctl_members.c */
 	struct ctl_spares *spares;	       /* ctl_spares.c */
+	struct ctl_cluster *cluster;	       /* ctl_cluster.c */
 };
 
 /* The heartbeat an agent's silence is counted in: the longer of [agent] heartbeat_ms
@@ -336,6 +337,10 @@ bool ctl_runtime_sentinel(struct ctl_conn *k, struct resp_cmd *cmd);
 /* Before the modules: room in cfg, the state file's membership lines applied. */
 int ctl_members_prepare(struct cfg *cfg, const char *state_file, char *err, size_t errlen);
 int ctl_members_start(struct ctl *c);
+/* ctl_members_scan.c, the layer over it: the tick (every CTL_MEMBERS_TICK_MS: the
+ * retry, the scan, runtime shards' discovery) started and after_info registered;
+ * after ctl_members_start. */
+int ctl_members_scan_start(struct ctl *c);
 void ctl_members_fini(struct ctl *c);
 /* HA mode: <prefix>members changed (NULL: deleted), from any controller. */
 void ctl_members_from_etcd(struct ctl *c, const char *val);
@@ -396,6 +401,8 @@ void ctl_op_promote(void *ctx, int node, int timeout_ms);
 void ctl_op_replicaof(void *ctx, int node, int master, int timeout_ms);
 
 /* ctl_cluster.c: cluster shards' I/O (the election, CLUSTER NODES) */
+int ctl_cluster_init(struct ctl *c);
+void ctl_cluster_fini(struct ctl *c);
 void ctl_op_cluster_failover(void *ctx, int node, const char *option, int timeout_ms);
 /* CLUSTER NODES of the shard's primary now, for fo_cluster_check. */
 void ctl_cluster_check(struct ctl *c, int shard);
@@ -441,6 +448,9 @@ void ctl_event(void *ctx, const char *kind, struct evrec *r);
 void ctl_log(struct ctl *c, struct evrec *r);
 /* fo_ops.publish: a Sentinel message on its channel, and the notification scripts. */
 void ctl_event_sentinel(void *ctx, const char *channel, const char *msg);
+/* Something changed without an event (a membership applied): the held questions look
+ * again. What every event above ends with. */
+void ctl_changed(struct ctl *c);
 /* SENTINEL SIMULATE-FAILURE */
 #define CTL_SIM_CRASH_AFTER_ELECTION  (1u << 0)
 #define CTL_SIM_CRASH_AFTER_PROMOTION (1u << 1)

@@ -16,6 +16,23 @@
 #define CTL_CLUSTER_CHECK_MS 1000 /* CLUSTER NODES of each cluster shard's primary */
 #define CTL_CLUSTER_POLL_MS  2	  /* ROLE of a replica asked to take over, this often */
 
+/* The module's state (c->cluster). */
+struct ctl_cluster {
+	long long checked_ms; /* monotonic: the last round of CLUSTER NODES */
+};
+
+int ctl_cluster_init(struct ctl *c)
+{
+	c->cluster = calloc(1, sizeof(*c->cluster));
+	return c->cluster ? 0 : -ENOMEM;
+}
+
+void ctl_cluster_fini(struct ctl *c)
+{
+	free(c->cluster);
+	c->cluster = NULL;
+}
+
 /* One CLUSTER FAILOVER in flight: its confirmation by ROLE. */
 struct cl_failover {
 	struct ctl *ctl;
@@ -158,12 +175,12 @@ void ctl_cluster_check(struct ctl *c, int shard)
 
 void ctl_cluster_tick(struct ctl *c)
 {
-	static long long last_ms;
+	struct ctl_cluster *m = c->cluster;
 	long long now = fl_mono_ms();
 
-	if (now - last_ms < CTL_CLUSTER_CHECK_MS || c->fo.starting)
+	if (!m || now - m->checked_ms < CTL_CLUSTER_CHECK_MS || c->fo.starting)
 		return;
-	last_ms = now;
+	m->checked_ms = now;
 	for (int i = 0; i < c->fo.nshards; i++)
 		ctl_cluster_check(c, i);
 }

@@ -47,9 +47,10 @@ unsigned ctl_event_simulated(const struct ctl *c)
 	return c->events->simulate;
 }
 
-/* Something changed (an event was logged): the questions held for a change look
- * again, on the next loop turn. The one place that wakes them. */
-static void ctl_changed(struct ctl *c)
+/* Something changed (an event was logged, or a change made without one): the
+ * questions held for a change look again, on the next loop turn. The one place that
+ * wakes them. */
+void ctl_changed(struct ctl *c)
 {
 	ctl_hold_wake(c);
 }

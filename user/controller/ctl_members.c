@@ -12,13 +12,13 @@
  *                   watch brings (ctl_members_from_etcd), this one included.
  * A node removed, or a shard, is a tombstone: its index stays, nothing looks it up,
  * and the same id added again takes the slot back. The scan of the primaries' INFO
- * is ctl_members_scan.c's. */
+ * is ctl_members_scan.c's, the layer above: nothing here calls it but the after_info
+ * it registered. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <event2/event.h>
-#include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
 #include "controller/ctl_members.h"
@@ -402,13 +402,13 @@ static bool sync_live(struct ctl *c, const char *by)
 		say(c, "node_added", by, &cfg->nodes[i],
 		    cfg->nodes[i].shard >= 0 ? &cfg->shards[cfg->nodes[i].shard] : NULL);
 		/* What it is: the evaluator repairs it (REPLICAOF the primary) if need be. */
-		ctl_server_discover(c, i, 1000, ctl_members_after_info);
+		ctl_server_discover(c, i, 1000, c->members->after_info);
 	}
 	for (int i = 0; i < fo->nshards; i++)
 		if (!fo->shards[i].removed)
 			fo_shard_sync(fo, i);
 	c->nnodes = fo->nnodes;
-	ctl_hold_wake(c);
+	ctl_changed(c);
 	c->members->postponed = postponed;
 	return postponed;
 }
@@ -730,7 +730,6 @@ int ctl_members_change(struct ctl *c, const struct mb_entry *e, const char *by,
 int ctl_members_start(struct ctl *c)
 {
 	struct ctl_members *m = calloc(1, sizeof(*m));
-	struct timeval tv = fl_ms_tv(CTL_MEMBERS_TICK_MS);
 
 	if (!m)
 		return -ENOMEM;
@@ -756,10 +755,6 @@ int ctl_members_start(struct ctl *c)
 		       c->cfg->shards[i].nnodes * sizeof(int));
 		m->file_nlists[i] = c->cfg->shards[i].nnodes;
 	}
-	m->scan = event_new(c->base, -1, EV_PERSIST, ctl_members_on_tick, c);
-	if (!m->scan)
-		return -ENOMEM;
-	event_add(m->scan, &tv);
 	return 0;
 }
 

@@ -19,7 +19,9 @@ struct cfg;
 #define CTL_MEMBERS_SCAN_MS 10000
 #define CTL_MEMBERS_TICK_MS 1000 /* a runtime shard without a primary: asked again */
 
-/* The module's state (c->members), shared by ctl_members.c and ctl_members_scan.c. */
+/* The module's state (c->members), shared by ctl_members.c and ctl_members_scan.c.
+ * Calls go one way: ctl_members_scan.c (the tick, the scan, discovery) over
+ * ctl_members.c (the changes); the one way back is after_info, registered once. */
 struct mb_unknown {
 	int shard;
 	char host[64];
@@ -28,7 +30,10 @@ struct mb_unknown {
 };
 
 struct ctl_members {
-	struct event *scan;
+	struct event *scan; /* the tick (ctl_members_scan.c) */
+	/* A node added: its INFO is asked with this as what runs once it is in
+	 * (ctl_members_scan.c's discovery of a runtime shard's primary). */
+	void (*after_info)(struct ctl *c);
 	/* the cluster file's topology (HA: every change is made again over it) */
 	int file_nodes, file_shards;
 	int **file_lists, *file_nlists;
@@ -41,10 +46,6 @@ struct ctl_members {
 };
 /* ctl_members.c: HA mode's membership that waited, tried again (every tick). */
 void ctl_members_retry(struct ctl *c);
-
-/* ctl_members_scan.c: a node's INFO is in (a runtime shard's discovery), the tick. */
-void ctl_members_after_info(struct ctl *c);
-void ctl_members_on_tick(int fd, short what, void *arg);
 
 int ctl_members_reserve(struct cfg *cfg);
 int ctl_members_cfg_node(const struct cfg *cfg, const char *id);

@@ -3,19 +3,22 @@
  * replication of every primary; a replica it lists that no shard knows is reported
  * (replica_unknown, once per appearance, and in status) or, in a shard SENTINEL
  * MONITOR made, added as Sentinel adds it (+slave). A shard added at runtime learns
- * its primary as at a start (fo_discover) once its nodes' INFO is in. */
+ * its primary as at a start (fo_discover) once its nodes' INFO is in. The layer over
+ * ctl_members.c: calls it (a replica found, the retry), never called by it but for
+ * after_info, registered at the start. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "controller/ctl.h"
 #include "controller/ctl_members.h"
 
 /* A node's INFO is in: a shard added at runtime learns its primary as at a start. */
-void ctl_members_after_info(struct ctl *c)
+static void after_info(struct ctl *c)
 {
 	if (c->fo.starting || !ctl_may_change(c))
 		return;
@@ -164,7 +167,7 @@ void ctl_members_scan_shard(struct ctl *c, int shard)
 		free(q);
 }
 
-void ctl_members_on_tick(int fd, short what, void *arg)
+static void on_tick(int fd, short what, void *arg)
 {
 	struct ctl *c = arg;
 	bool scan = ++c->members->ticks % (CTL_MEMBERS_SCAN_MS / CTL_MEMBERS_TICK_MS) == 0;
@@ -186,8 +189,21 @@ void ctl_members_on_tick(int fd, short what, void *arg)
 		if (!s->removed && s->primary < 0 && s->nnodes && c->cfg->shards[i].runtime &&
 		    ctl_may_change(c))
 			for (int k = 0; k < s->nnodes; k++)
-				ctl_server_discover(c, s->nodes[k], 900, ctl_members_after_info);
+				ctl_server_discover(c, s->nodes[k], 900, after_info);
 	}
+}
+
+int ctl_members_scan_start(struct ctl *c)
+{
+	struct ctl_members *m = c->members;
+	struct timeval tv = fl_ms_tv(CTL_MEMBERS_TICK_MS);
+
+	m->after_info = after_info;
+	m->scan = event_new(c->base, -1, EV_PERSIST, on_tick, c);
+	if (!m->scan)
+		return -ENOMEM;
+	event_add(m->scan, &tv);
+	return 0;
 }
 
 void ctl_members_unknown(const struct ctl *c, int shard, char *buf, size_t len)
