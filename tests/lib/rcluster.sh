@@ -103,6 +103,11 @@ rcluster_flatline() {
 	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
 		fail "controller did not start: $(cat "$T/controller.err")"
 	declare -gA AGENT_PID=()
+	# The write lease outlives its agent (pinned, on purpose): removed once the agents
+	# are gone, or a later test's server on the same port would stay silenced.
+	for p in "${P[@]}"; do
+		on_exit "rm -rf /sys/fs/bpf/flatline/c$p /run/flatline/agent-c$p.lock"
+	done
 	for p in "${P[@]}"; do
 		"$FL" agent -c "$CONF" --node "c$p" --event-log "$T/events-c$p.jsonl" \
 			2>"$T/agent-c$p.err" &

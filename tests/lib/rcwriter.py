@@ -18,7 +18,11 @@ port is on 127.0.0.1. PORTS: several, comma-separated.
                                   (of those acknowledged after T_NS), and, for the keys
                                   in SLOTS ("a-b,c-d": the victim's slots), the first
                                   ack after their first failure past T_NS: writable_ms
-                                  from T_NS, gap_ms from the last ack before it.
+                                  from T_NS, gap_ms from the last ack before it;
+                                  slots_acked_after (acks to SLOTS after T_NS) and
+                                  max_gap_ms (the longest wait between two of them,
+                                  from the last before T_NS: a client that retries by
+                                  itself, ioredis, shows no error).
   rcwriter.py slotkey PREFIX SLOTS
                                   prints a key PREFIX{n} whose slot is in SLOTS
   rcwriter.py probe PORTS SLOTS OUT
@@ -109,11 +113,20 @@ def check(ports, out, t_ns, slots):
     if first_err is not None:
         last_ok = max((t for k, t in victim if k == "A" and t < first_err), default=None)
         first_ok = next((t for k, t in victim if k == "A" and t > first_err), None)
+    # A client that retries by itself (ioredis) shows no error: the acks to the
+    # victim's slots after T_NS, and the longest wait between two of them from the
+    # last one before T_NS on.
+    oks = [t for k, t in victim if k == "A"]
+    since = [t for t in oks if t > t_ns]
+    before = [t for t in oks if t <= t_ns][-1:]
+    seq = before + since
     print(json.dumps({
         "acked": acked, "errors": sum(1 for ln in lines if ln[0] == "E"),
         "lost": lost, "lost_after": lost_after,
         "writable_ms": (first_ok - t_ns) / 1e6 if first_ok else None,
         "gap_ms": (first_ok - last_ok) / 1e6 if first_ok and last_ok else None,
+        "slots_acked_after": len(since),
+        "max_gap_ms": max((b - a for a, b in zip(seq, seq[1:])), default=0) / 1e6,
     }))
 
 
