@@ -13,7 +13,9 @@
  *                     namespace by the server's process (to a port outside the ephemeral
  *                     range: a listener, not a connection it makes), or to a port the
  *                     server listens on (fl_lease_ports: a server restarted without its
- *                     agent), is marked;
+ *                     agent), is marked; never one bound to the server's cluster bus port
+ *                     (fl_lease_ports value FL_LEASE_PORT_BUS: the cluster's gossip and
+ *                     votes, which acknowledge no client's write, keep flowing);
  *                     a listener's mark passes to every socket it accepts (BPF_F_CLONE)
  *   fl_lease_egress   cgroup_skb/egress: judges each packet of a marked socket before any
  *                     device sees it: every port of the server (tls-port too), every
@@ -91,7 +93,7 @@ static __always_inline void count(__u32 what)
  * its process or port says so. */
 static __always_inline int mark(struct bpf_sock *sk)
 {
-	__u32 zero = 0, port, mark = FL_LEASE_MARK;
+	__u32 zero = 0, port, mark = FL_LEASE_MARK, *kind;
 	struct fl_lease_cfg *cfg;
 
 	cfg = bpf_map_lookup_elem(&fl_lease_cfg, &zero);
@@ -100,9 +102,11 @@ static __always_inline int mark(struct bpf_sock *sk)
 	if (bpf_get_netns_cookie(sk) != cfg->netns_cookie)
 		return 1;
 	port = sk->src_port;
-	if (!bpf_map_lookup_elem(&fl_lease_ports, &port) &&
-	    (!cfg->tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != cfg->tgid ||
-	     (port >= cfg->eph_lo && port <= cfg->eph_hi)))
+	kind = bpf_map_lookup_elem(&fl_lease_ports, &port);
+	if (kind && *kind == FL_LEASE_PORT_BUS)
+		return 1;
+	if (!kind && (!cfg->tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != cfg->tgid ||
+		      (port >= cfg->eph_lo && port <= cfg->eph_hi)))
 		return 1;
 	bpf_sk_storage_get(&fl_lease_srv, sk, &mark, BPF_SK_STORAGE_GET_F_CREATE);
 	return 1;
@@ -151,11 +155,14 @@ static __always_inline bool carries_data(struct __sk_buff *skb)
 static __always_inline bool accepted_late(struct __sk_buff *skb, struct bpf_sock *sk)
 {
 	struct bpf_sock_tuple t = {};
-	__u32 port = sk->src_port, mark = FL_LEASE_MARK;
+	__u32 port = sk->src_port, mark = FL_LEASE_MARK, *kind;
 	struct bpf_sock *ls;
 	bool srv;
 
-	if (sk->protocol != IPPROTO_TCP || !bpf_map_lookup_elem(&fl_lease_ports, &port))
+	if (sk->protocol != IPPROTO_TCP)
+		return false;
+	kind = bpf_map_lookup_elem(&fl_lease_ports, &port);
+	if (!kind || *kind != FL_LEASE_PORT_SERVER)
 		return false;
 	/* No remote address: only a listener matches, never this connection itself. */
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {

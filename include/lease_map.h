@@ -34,7 +34,7 @@ struct fl_lease_state {
  * the bind hooks mark as the server's. A TCP socket bound in the server's network
  * namespace by the server's process, or to one of the ports in fl_lease_ports (the
  * ports the server listened on: a server restarted while its agent is away is marked
- * again by its port). */
+ * again by its port); never one bound to a FL_LEASE_PORT_BUS port. */
 struct fl_lease_cfg {
 	__u64 netns_cookie; /* the server's network namespace (SO_NETNS_COOKIE); 0: mark none */
 	__u32 tgid; /* the server's process (as the agent's pid namespace sees it); 0: none */
@@ -53,8 +53,15 @@ enum fl_lease_source {
 /* fl_lease_ok: key a socket cookie (SO_COOKIE, never reused while the host runs) of a
  * server's socket that keeps flowing without the lease; value enum fl_lease_allow_kind.
  * fl_lease_srv: socket storage (BPF_F_CLONE), value FL_LEASE_MARK on the server's
- * sockets. fl_lease_ports: key a TCP port (host order, __u32), value 1. */
+ * sockets. fl_lease_ports: key a TCP port (host order, __u32), value enum
+ * fl_lease_port_kind. */
 #define FL_LEASE_MARK 1
+
+enum fl_lease_port_kind {
+	FL_LEASE_PORT_SERVER = 1, /* a port the server serves clients on: marked */
+	FL_LEASE_PORT_BUS = 2,	  /* its cluster bus (cluster-port, port + 10000): never
+				   * marked, the listener nor what it accepts */
+};
 
 /* A connection by its addresses, as the agent's CLIENT LIST and sock_diag see them
  * (userspace only): IPv4 as ::ffff:a.b.c.d, port in network order. */

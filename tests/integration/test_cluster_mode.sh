@@ -5,7 +5,11 @@
 # redis-py's RedisCluster writes throughout. kill -9 of a primary: its slots writable
 # again within 1 s (10 x the 100 ms goal; the cluster alone would take its node timeout,
 # 15 s) through flatline's CLUSTER FAILOVER FORCE, and no write acknowledged after the
-# kill lost; on Redis 7.0 and Valkey 8. A listed node that is not the primary's replica
+# kill lost; on Redis 7.0 and Valkey 8. SIGSTOP of a primary: the replica promoted once
+# the primary's write lease is over (the agents run at the shipped defaults, lease
+# 200 ms), no write acknowledged after the stop lost. The lease leaves the cluster bus
+# flowing: a primary fenced by its lease (its agent stopped) is not failed by the
+# cluster. A listed node that is not the primary's replica
 # in the cluster is said (cluster_mismatch); flatline failover is a plain CLUSTER
 # FAILOVER with no acknowledged write lost.
 cd "$(dirname "$0")/../.." || exit 1
@@ -73,6 +77,88 @@ cluster_kill_case() {
 		fail "status text: $("$FL" status -c "$CONF")"
 }
 
+# SIGSTOP of a primary (hung): its agent sees it stopped and gives its lease up, the
+# controller asks its replica for CLUSTER FAILOVER FORCE once the lease is over (no
+# node timeout); SIGCONT once the slots are served by the replica: the old primary
+# acknowledges nothing (its lease is gone), the cluster makes it a replica over the bus
+# (which the lease leaves flowing), and no write acknowledged after the stop is lost.
+cluster_stop_case() {
+	local vp rp ev end
+	setup_rcluster
+	vp=${PRIMARIES[0]} rp=${REPLICA_OF[${PRIMARIES[0]}]}
+	RC_SIG=STOP rcluster_kill "$vp"
+	ev=$(wait_event "$CLOG" ".kind == \"promoted\" and .shard == \"s$vp\"" 5) ||
+		fail "no promotion: $(jq -c 'del(.ts)' "$CLOG" | tail -n 12)"
+	expect_eq "promoted" "$(jq -r .instance <<<"$ev")" "c$rp"
+	echo "    $FL_SERVER_NAME SIGSTOP: slots writable on $KILL_ON after $KILL_MS ms;" \
+		"promoted after $(jq .elapsed_ms <<<"$ev") ms; client: $KILL_RES"
+	has_event ".kind == \"proc_hung\" or .kind == \"node_hung\" or (.kind == \"failover_start\" and .shard == \"s$vp\")" ||
+		fail "no hung failover: $(jq -c 'del(.ts)' "$CLOG" | tail -n 12)"
+	# Writable within 5 s: the stop seen (stop_grace_ms), the lease over (200 ms), the
+	# election; about 10 x what it takes here. The cluster alone: its 15 s node timeout.
+	[ "$KILL_MS" -lt 5000 ] || fail "slots writable only after $KILL_MS ms"
+	expect_eq "writable on" "$KILL_ON" "$rp"
+	"$FL" status -c "$CONF" | grep -q "CLUSTER FAILOVER FORCE to c$rp" ||
+		fail "no FORCE in the timeline: $("$FL" status -c "$CONF")"
+	# Its agent gave the lease up before the promotion.
+	wait_event "$T/events-c$vp.jsonl" '.kind == "lease_lost"' 1 >/dev/null ||
+		fail "c$vp kept its lease: $(jq -c 'select(.kind | test("lease"))' "$T/events-c$vp.jsonl")"
+	expect_eq "acknowledged after the stop, lost" "$(jq .lost_after <<<"$KILL_RES")" 0
+	# The old primary, resumed, is made a replica of c$rp by the cluster.
+	end=$((SECONDS + 20))
+	until [ "$(rc_cli -p "$rp" cluster nodes | awk -v p=":$vp@" 'index($2, p) {print $3}')" = slave ]; do
+		[ $SECONDS -le $end ] || fail "c$vp not a replica after SIGCONT: $(rc_cli -p "$rp" cluster nodes)"
+		sleep 0.1
+	done
+}
+
+test_cluster_stop_redis() {
+	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
+	cluster_stop_case
+}
+
+test_cluster_stop_valkey() {
+	fl_flavour_set valkey || skip "$FL_FLAVOUR_WHY"
+	cluster_stop_case
+}
+
+# The lease fences a primary's client port only: its agent stopped (SIGSTOP), the lease
+# runs out and its clients get no reply, but its cluster bus keeps answering, so the
+# cluster sees it alive past three node timeouts (2 s here) and elects nobody; nor does
+# flatline (a stalled agent never moves the primary). The agent resumed, the lease
+# comes back and the clients are served again.
+test_cluster_bus_outside_lease() {
+	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
+	need_root
+	need_cmd "${FL_SERVER:-redis-server}" "${FL_CLI:-redis-cli}" jq
+	rcluster_start 2000
+	rcluster_flatline
+	local vp rp other flags end
+	vp=${PRIMARIES[0]} rp=${REPLICA_OF[${PRIMARIES[0]}]} other=${PRIMARIES[1]}
+	timeout 2 "${FL_CLI:-redis-cli}" -p "$vp" ping | grep -q PONG || fail "c$vp does not answer before the test"
+	kill -STOP "${AGENT_PID[$vp]}"
+	sleep 1 # the lease (200 ms) runs out
+	! timeout 2 "${FL_CLI:-redis-cli}" -p "$vp" ping >/dev/null 2>&1 || fail "c$vp answers a client without its lease"
+	# Three node timeouts: the cluster would have flagged it failed and promoted c$rp.
+	end=$((SECONDS + 6))
+	while [ $SECONDS -lt $end ]; do
+		flags=$(rc_cli -p "$other" cluster nodes | awk -v p=":$vp@" 'index($2, p) {print $3}')
+		[[ $flags != *fail* ]] || fail "the cluster sees c$vp failed ($flags): its bus is fenced"
+		sleep 0.2
+	done
+	expect_eq "c$rp still a replica" \
+		"$(rc_cli -p "$rp" cluster nodes | awk '/myself/ {print $3}')" "myself,slave"
+	expect_eq "cluster state" "$(rc_cli -p "$other" cluster info | tr -d '\r' | sed -n 's/^cluster_state://p')" ok
+	! has_event ".kind == \"failover_start\" or .kind == \"promoted\"" ||
+		fail "flatline failed over for a stopped agent: $(jq -c 'select(.kind | test("failover|promoted"))' "$CLOG")"
+	kill -CONT "${AGENT_PID[$vp]}"
+	end=$((SECONDS + 10))
+	until timeout 1 "${FL_CLI:-redis-cli}" -p "$vp" ping 2>/dev/null | grep -q PONG; do
+		[ $SECONDS -le $end ] || fail "c$vp not answering after its agent resumed"
+		sleep 0.1
+	done
+}
+
 test_cluster_kill_redis() {
 	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
 	cluster_kill_case
@@ -81,6 +167,28 @@ test_cluster_kill_redis() {
 test_cluster_kill_valkey() {
 	fl_flavour_set valkey || skip "$FL_FLAVOUR_WHY"
 	cluster_kill_case
+}
+
+# ioredis's Cluster client (npm, the version pinned in tests/node) writing through a
+# kill -9 of a primary: it finds the slots on the promoted replica by itself, and no
+# write it saw acknowledged after the kill is lost.
+test_cluster_kill_ioredis() {
+	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
+	need_cmd node
+	[ -d tests/node/node_modules/ioredis ] ||
+		skip "ioredis not installed in tests/node (scripts/install-deps.sh)"
+	setup_rcluster
+	local vp=${PRIMARIES[0]}
+	RC_WRITER=ioredis rcluster_kill "$vp"
+	echo "    ioredis Cluster, kill -9: slots writable on $KILL_ON after $KILL_MS ms; client: $KILL_RES"
+	[ "$KILL_MS" -lt 1000 ] || fail "slots writable only after $KILL_MS ms"
+	expect_eq "acknowledged after the kill, lost" "$(jq .lost_after <<<"$KILL_RES")" 0
+	[ "$(jq .acked <<<"$KILL_RES")" -gt 100 ] || fail "too few writes: $KILL_RES"
+	# ioredis retries on its own (no error reaches the application): back on the
+	# victim's slots within the writer's 3 s after the probe saw them writable, its
+	# longest wait for an acknowledgement there is max_gap_ms.
+	jq -e '.slots_acked_after > 0' <<<"$KILL_RES" >/dev/null ||
+		fail "ioredis never wrote the victim's slots again: $KILL_RES"
 }
 
 # A listed node that is not the primary's replica in the cluster: said, not silent.
@@ -125,5 +233,6 @@ test_cluster_planned() {
 	[ "$(jq .acked <<<"$res")" -gt 100 ] || fail "too few writes: $res"
 }
 
-TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_mismatch test_cluster_planned)
+TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_stop_redis test_cluster_stop_valkey
+	test_cluster_bus_outside_lease test_cluster_kill_ioredis test_cluster_mismatch test_cluster_planned)
 run_tests

@@ -4,9 +4,13 @@
 #                                    each, made by the cli; P[0..5] their ports, PID_<port>
 #   rcluster_flatline                the cluster file (one [shard] per primary, mode =
 #                                    cluster, its replica listed with it), controller and
-#                                    agents; waits until each shard is cluster_consistent
-#   rcluster_kill PORT               kill -9 of that primary with redis-py's RedisCluster
-#                                    writing throughout and a probe of its slots; sets
+#                                    agents (the write lease at its default; RC_AGENT_CONF:
+#                                    more [agent] lines); waits until each shard is
+#                                    cluster_consistent and every agent holds its lease
+#   rcluster_kill PORT               kill -9 (RC_SIG=STOP: SIGSTOP, SIGCONT once its
+#                                    slots are writable elsewhere) of that primary with
+#                                    redis-py's RedisCluster (RC_WRITER=ioredis:
+#                                    ioredis's Cluster, tests/node) writing throughout and a probe of its slots; sets
 #                                    KILL_MS (kill -> a SET of its slots answered OK),
 #                                    KILL_ON (the port that answered), KILL_RES (the
 #                                    writer's JSON: acked, lost, lost_after, gap_ms)
@@ -74,9 +78,9 @@ rcluster_flatline() {
 	name = t
 	secret = s3cret-s3cret-s3cret
 	[agent]
-	lease_ms = 0 ; every server on one loopback: the lease is tested in namespaces
 	ping_interval_ms = 50
 	heartbeat_ms = 100
+	${RC_AGENT_CONF:-}
 	[controller]
 	listen = 127.0.0.1:$CTL_PORT
 	node_down_after_ms = 1000
@@ -98,10 +102,17 @@ rcluster_flatline() {
 	on_exit "kill -TERM $CTL_PID; wait $CTL_PID"
 	wait_event "$CLOG" '.kind == "controller_ready"' >/dev/null ||
 		fail "controller did not start: $(cat "$T/controller.err")"
+	declare -gA AGENT_PID=()
+	# The write lease outlives its agent (pinned, on purpose): removed once the agents
+	# are gone, or a later test's server on the same port would stay silenced.
+	for p in "${P[@]}"; do
+		on_exit "rm -rf /sys/fs/bpf/flatline/c$p /run/flatline/agent-c$p.lock"
+	done
 	for p in "${P[@]}"; do
 		"$FL" agent -c "$CONF" --node "c$p" --event-log "$T/events-c$p.jsonl" \
 			2>"$T/agent-c$p.err" &
-		on_exit "kill -TERM $!; wait $!"
+		AGENT_PID[$p]=$!
+		on_exit "kill -CONT $!; kill -TERM $!; wait $!"
 	done
 	for p in "${P[@]}"; do
 		wait_event "$CLOG" ".kind == \"agent_connected\" and .instance == \"c$p\"" >/dev/null ||
@@ -111,6 +122,15 @@ rcluster_flatline() {
 	for s in "${SHARDS[@]}"; do
 		wait_event "$CLOG" ".kind == \"cluster_consistent\" and .shard == \"$s\"" >/dev/null ||
 			fail "$s not checked: $(jq -c 'select(.kind | test("cluster"))' "$CLOG")"
+	done
+	# The write lease held by every node (primaries and replicas), the cluster bus left
+	# outside it.
+	[[ ${RC_AGENT_CONF:-} == *"lease_ms = 0"* ]] && return 0
+	for p in "${P[@]}"; do
+		wait_event "$T/events-c$p.jsonl" '.kind == "lease_regained"' >/dev/null ||
+			fail "c$p never held its write lease: $(tail -n 5 "$T/agent-c$p.err")"
+		grep -q "cluster bus $((p + 10000)): [1-9][0-9]* socket(s) left unmarked" "$T/agent-c$p.err" ||
+			fail "c$p: the bus not left out of the lease: $(grep 'lease guards' "$T/agent-c$p.err")"
 	done
 }
 
@@ -124,7 +144,13 @@ rcluster_kill() {
 	local vp=$1 slots t0 wpid ppid tw limit=$((NODE_TIMEOUT_MS / 1000 * 4 + 30))
 	slots=$(rcluster_slots "$vp")
 	KILL_SLOTS=$slots
-	"${PY:-/usr/bin/python3}" tests/lib/rcwriter.py write "$(printf '%s\n' "${P[@]}" | paste -sd,)" "$T/writes" &
+	# RC_WRITER=ioredis: ioredis's Cluster (tests/node/cluster_writer.js) instead.
+	if [ "${RC_WRITER:-}" = ioredis ]; then
+		node tests/node/cluster_writer.js "$(printf '%s\n' "${P[@]}" | paste -sd,)" "$T/writes" \
+			>"$T/ioredis.out" 2>&1 &
+	else
+		"${PY:-/usr/bin/python3}" tests/lib/rcwriter.py write "$(printf '%s\n' "${P[@]}" | paste -sd,)" "$T/writes" &
+	fi
 	wpid=$!
 	on_exit "kill -TERM $wpid"
 	"${PY:-/usr/bin/python3}" tests/lib/rcwriter.py probe \
@@ -135,7 +161,7 @@ rcluster_kill() {
 	[ "$(grep -c '^A' "$T/writes")" -gt 100 ] || fail "the writer does not write: $(tail -n 3 "$T/writes")"
 	t0=$(date +%s%N)
 	KILL_T0=$t0
-	eval "kill -KILL \$PID_$vp"
+	eval "kill -${RC_SIG:-KILL} \$PID_$vp"
 	local end=$((SECONDS + limit))
 	until [ -s "$T/probe" ]; do
 		[ $SECONDS -le $end ] || fail "the slots of $vp not writable within $limit s"
@@ -144,6 +170,10 @@ rcluster_kill() {
 	wait "$ppid"
 	read -r tw KILL_ON <"$T/probe"
 	KILL_MS=$(((tw - t0) / 1000000))
+	# SIGSTOP: the old primary resumes once its slots are served elsewhere (its replies
+	# must not reach anyone: its lease ran out).
+	[ "${RC_SIG:-KILL}" != STOP ] || eval "kill -CONT \$PID_$vp"
+
 	# The writer runs on for the client's own bound (test_cluster_mode: back within 3 s):
 	# redis-py sleeps ~1 s before it re-reads the slot map, longer on a loaded machine.
 	sleep 3

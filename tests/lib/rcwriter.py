@@ -4,18 +4,27 @@ bench/cluster.sh): redis-py's own cluster client (redis.cluster.RedisCluster, De
 python3-redis 4.3.4), which follows MOVED/ASK and refreshes its slot map from the
 cluster itself after a connection error.
 
-  rcwriter.py write PORT OUT      SETs w:0, w:1, ... (value = index) as fast as one
+PORT may be HOST:PORT (a cluster in namespaces: tests/lib/rcluster_ns.sh); a bare
+port is on 127.0.0.1. PORTS: several, comma-separated.
+
+  rcwriter.py write PORTS OUT     SETs w:0, w:1, ... (value = index) as fast as one
                                   client goes, one command at a time, until SIGTERM;
                                   every outcome a line in OUT, flushed:
                                     A <i> <t_ns> <slot>   acknowledged
                                     E <i> <t_ns> <slot>   failed (may have been applied)
-  rcwriter.py check PORT OUT T_NS SLOTS
+  rcwriter.py check PORTS OUT T_NS SLOTS
                                   reads back every acknowledged key; prints JSON:
                                   acked, lost (acked, now missing or other), lost_after
                                   (of those acknowledged after T_NS), and, for the keys
                                   in SLOTS ("a-b,c-d": the victim's slots), the first
                                   ack after their first failure past T_NS: writable_ms
-                                  from T_NS, gap_ms from the last ack before it.
+                                  from T_NS, gap_ms from the last ack before it;
+                                  slots_acked_after (acks to SLOTS after T_NS) and
+                                  max_gap_ms (the longest wait between two of them,
+                                  from the last before T_NS: a client that retries by
+                                  itself, ioredis, shows no error).
+  rcwriter.py slotkey PREFIX SLOTS
+                                  prints a key PREFIX{n} whose slot is in SLOTS
   rcwriter.py probe PORTS SLOTS OUT
                                   the servers' side, without a client's own delays
                                   (redis-py 4.3.4 sleeps 4 x 250 ms on a connection
@@ -39,10 +48,15 @@ stop = False
 logging.getLogger("redis").setLevel(logging.CRITICAL + 1)
 
 
+def hostport(s):
+    host, _, port = s.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
 def client(ports):
     # Every node a start: a client asked again after a kill must not start from the
     # dead one alone.
-    return RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in ports],
+    return RedisCluster(startup_nodes=[ClusterNode(*hostport(p)) for p in ports],
                         socket_timeout=0.5, socket_connect_timeout=0.5,
                         cluster_error_retry_attempts=1)
 
@@ -99,11 +113,20 @@ def check(ports, out, t_ns, slots):
     if first_err is not None:
         last_ok = max((t for k, t in victim if k == "A" and t < first_err), default=None)
         first_ok = next((t for k, t in victim if k == "A" and t > first_err), None)
+    # A client that retries by itself (ioredis) shows no error: the acks to the
+    # victim's slots after T_NS, and the longest wait between two of them from the
+    # last one before T_NS on.
+    oks = [t for k, t in victim if k == "A"]
+    since = [t for t in oks if t > t_ns]
+    before = [t for t in oks if t <= t_ns][-1:]
+    seq = before + since
     print(json.dumps({
         "acked": acked, "errors": sum(1 for ln in lines if ln[0] == "E"),
         "lost": lost, "lost_after": lost_after,
         "writable_ms": (first_ok - t_ns) / 1e6 if first_ok else None,
         "gap_ms": (first_ok - last_ok) / 1e6 if first_ok and last_ok else None,
+        "slots_acked_after": len(since),
+        "max_gap_ms": max((b - a for a, b in zip(seq, seq[1:])), default=0) / 1e6,
     }))
 
 
@@ -111,7 +134,7 @@ def probe(ports, slots, out):
     ranges = [tuple(int(x) for x in r.split("-")) for r in slots.split(",") if r]
     key = next("p:%d" % i for i in range(100000)
                if in_slots(key_slot(("p:%d" % i).encode()), ranges))
-    conns = [(p, redis.Redis(host="127.0.0.1", port=p, socket_timeout=0.5))
+    conns = [(p, redis.Redis(host=hostport(p)[0], port=hostport(p)[1], socket_timeout=0.5))
              for p in ports]
     while True:
         for p, r in conns:
@@ -122,16 +145,20 @@ def probe(ports, slots, out):
             except redis.exceptions.ConnectionError:
                 continue
             with open(out, "w") as f:
-                f.write("%d %d\n" % (time.time_ns(), p))
+                f.write("%d %s\n" % (time.time_ns(), p))
             return
         time.sleep(0.0005)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "probe":
-        probe([int(x) for x in sys.argv[2].split(",")], sys.argv[3], sys.argv[4])
+        probe(sys.argv[2].split(","), sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "write":
-        write([int(x) for x in sys.argv[2].split(",")], sys.argv[3])
+        write(sys.argv[2].split(","), sys.argv[3])
+    elif sys.argv[1] == "slotkey":
+        # rcwriter.py slotkey PREFIX SLOTS: a key of PREFIX{...} in SLOTS
+        ranges = [tuple(int(x) for x in r.split("-")) for r in sys.argv[3].split(",") if r]
+        print(next(k for k in ("%s{%d}" % (sys.argv[2], i) for i in range(100000))
+                   if in_slots(key_slot(k.encode()), ranges)))
     else:
-        check([int(x) for x in sys.argv[2].split(",")], sys.argv[3], int(sys.argv[4]),
-              sys.argv[5])
+        check(sys.argv[2].split(","), sys.argv[3], int(sys.argv[4]), sys.argv[5])

@@ -245,6 +245,31 @@ static void test_dragonfly(void **state)
 	assert_string_equal(r.master_replid, "dfreplid");
 }
 
+/* A cluster node's bare INFO (redis-server 7.0.15 --cluster-enabled yes, cut): the
+ * "# Cluster" section says so; a standalone server's says 0. */
+static const char redis_cluster_node[] =
+    "# Server\r\nredis_version:7.0.15\r\nredis_mode:cluster\r\nprocess_id:31\r\n"
+    "tcp_port:7000\r\n\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
+    "master_repl_offset:0\r\n\r\n# Cluster\r\ncluster_enabled:1\r\n\r\n"
+    "# Keyspace\r\n";
+
+static void test_cluster_enabled(void **state)
+{
+	static const char standalone[] = "# Server\r\nprocess_id:1\r\n# Cluster\r\n"
+					 "cluster_enabled:0\r\n";
+	struct info_repl r;
+
+	(void)state;
+	assert_int_equal(info_parse(redis_cluster_node, strlen(redis_cluster_node), &r), 0);
+	assert_int_equal(r.cluster_enabled, 1);
+	assert_int_equal(r.tcp_port, 7000);
+	assert_int_equal(r.pid, 31);
+	assert_int_equal(info_parse(standalone, strlen(standalone), &r), 0);
+	assert_int_equal(r.cluster_enabled, 0);
+	assert_int_equal(info_parse(redis_primary, strlen(redis_primary), &r), 0);
+	assert_int_equal(r.cluster_enabled, 0);
+}
+
 static void test_malformed(void **state)
 {
 	static const char *const bad[] = {
@@ -294,6 +319,7 @@ int main(void)
 	    cmocka_unit_test(test_valkey801_verbatim),
 	    cmocka_unit_test(test_valkey_version_any_order),
 	    cmocka_unit_test(test_dragonfly),
+	    cmocka_unit_test(test_cluster_enabled),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_numbers),
 	};

@@ -14,6 +14,8 @@
  *   agent_demote.c       agent_demote_*: self-demotion glue (demote.c decides)
  *   agent_fence.c        agent_fence_*: self-fencing glue (fence.c decides)
  *   agent_lease.c        agent_lease_*: the write lease glue (lease.c decides)
+ *   agent_bus.c          agent_bus_*: the server's cluster bus port, which the lease
+ *                        leaves unmarked
  *   agent_out.c          agent_out_*: the outputs: event log lines, their counters, and
  *                        report kicks
  *
@@ -59,6 +61,14 @@ struct agent_ctl_answer {
 	uint64_t ns; /* the same in ns (0 until the first) */
 	long long epoch;
 	char primary[CFG_ID_MAX + 1];
+};
+
+/* The server's cluster bus port as agent_bus.c learnt it (CONFIG GET cluster-port). */
+struct agent_bus {
+	pid_t pid;     /* the server process it was learnt for (0: none yet) */
+	pid_t asked;   /* CONFIG GET cluster-port is out for this process (0: none) */
+	uint16_t port; /* its bus port (cluster-port, else tcp port + 10000) */
+	bool warned;   /* a refused CONFIG GET said once */
 };
 
 struct agent_out;
@@ -119,6 +129,7 @@ struct agent {
 	struct agent_fence *fence;
 	struct agent_demote *demote;
 	struct agent_metrics *metrics; /* NULL without metrics_listen */
+	struct agent_bus bus;	       /* agent_bus.c */
 };
 
 /* --- agent_config.c: the cluster file --------------------------------- */
@@ -204,6 +215,13 @@ void agent_lease_on_round_trip(void *ctx, const struct probe_peer_info *peer, ui
 void agent_lease_report(struct agent *a, struct rep_msg *m);
 /* Once a second (and every heartbeat): a new server process's sockets marked. */
 void agent_lease_rescan(struct agent *a);
+
+/* --- agent_bus.c: the cluster bus port -------------------------------- */
+/* The cluster bus port of server process pid, for the lease's marks: 1 and *port (0:
+ * not a cluster node, as its INFO says), or 0 while it is not known yet (INFO of that
+ * process not in, or CONFIG GET cluster-port asked now or earlier: its answer calls
+ * agent_lease_rescan). */
+int agent_bus_port(struct agent *a, pid_t pid, uint16_t *port);
 /* Closes the kernel side; the pins stay (the lease outlives the agent). */
 void agent_lease_close(struct agent *a);
 

@@ -257,7 +257,7 @@ static bool mark_server(struct agent *a)
 {
 	struct agent_lease *l = a->lease;
 	struct lease_scan sc;
-	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1];
+	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1], bus;
 	int err, n = 0;
 	pid_t pid;
 
@@ -268,7 +268,10 @@ static bool mark_server(struct agent *a)
 		return false;
 	if (pid == l->scanned)
 		return true;
-	err = lease_scan_pid(l->lw, pid, &sc);
+	/* A cluster node's bus is left unmarked: scanned once its port is known. */
+	if (!agent_bus_port(a, pid, &bus))
+		return false;
+	err = lease_scan_pid(l->lw, pid, bus, &sc);
 	if (err && !sc.marked) {
 		/* Tried again every heartbeat, said once per process. */
 		if (l->failed != pid)
@@ -299,13 +302,14 @@ static bool mark_server(struct agent *a)
 	for (int i = 0; i < sc.nports; i++)
 		if (sc.ports[i] != ports[0])
 			ports[n++] = sc.ports[i];
-	err = lease_watch_set_server(l->lw, (uint32_t)pid, ports, n);
+	err = lease_watch_set_server(l->lw, (uint32_t)pid, ports, n, bus);
 	if (err)
 		pr_warn("failed to write the server's pid and ports to the lease: %s\n",
 			strerror(-err));
 	l->scanned = pid;
-	pr_info("write lease guards the server's sockets (pid %d: %d marked, %d port(s))\n",
-		(int)pid, sc.marked, n);
+	pr_info("write lease guards the server's sockets (pid %d: %d marked, %d port(s); "
+		"cluster bus %u: %d socket(s) left unmarked)\n",
+		(int)pid, sc.marked, n, bus, sc.bus_socks);
 	return true;
 }
 

@@ -518,6 +518,7 @@ static void on_info(void *ctx, redisReply *r, void *priv)
 		parsed.server = n.info.server;
 		parsed.pid = n.info.pid;
 		parsed.tcp_port = n.info.tcp_port;
+		parsed.cluster_enabled = n.info.cluster_enabled;
 		memcpy(parsed.version, n.info.version, sizeof(parsed.version));
 		memcpy(parsed.run_id, n.info.run_id, sizeof(parsed.run_id));
 	} else {

@@ -86,7 +86,8 @@ static int field(struct info_repl *r, const char *key, size_t klen, const char *
 	if (IS("process_id") || IS("tcp_port") || IS("master_port") ||
 	    IS("master_last_io_seconds_ago") || IS("master_sync_in_progress") ||
 	    IS("master_repl_offset") || IS("slave_repl_offset") || IS("slave_priority") ||
-	    IS("replica_priority") || IS("connected_slaves") || IS("loading")) {
+	    IS("replica_priority") || IS("connected_slaves") || IS("loading") ||
+	    IS("cluster_enabled")) {
 		if (parse_ll(v, n, &x))
 			return -EINVAL;
 		if (IS("process_id"))
@@ -105,6 +106,8 @@ static int field(struct info_repl *r, const char *key, size_t klen, const char *
 			r->connected_slaves = x;
 		else if (IS("loading"))
 			r->loading = x != 0;
+		else if (IS("cluster_enabled"))
+			r->cluster_enabled = x != 0;
 		/* A replica's own position is slave_repl_offset; master_repl_offset
 		 * on a replica is what it has received, which Redis keeps equal. */
 		else if (IS("slave_repl_offset") || r->offset < 0)

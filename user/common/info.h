@@ -26,7 +26,8 @@ struct info_repl {
 	long long offset;	/* this server's offset; -1 when the server does not say */
 	int slave_priority;	/* replica-priority; 100 when absent, as Redis defaults */
 	int connected_slaves;
-	int loading; /* loading:1 */
+	int loading;	     /* loading:1 */
+	int cluster_enabled; /* cluster_enabled:1 (INFO cluster): a Redis/Valkey Cluster node */
 };
 
 /* Fills *out from INFO text (any sections). Unknown lines are ignored; a line

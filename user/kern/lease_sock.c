@@ -119,6 +119,14 @@ static void one_fd(struct lease_watch *lw, struct lease_scan *sc, int fd)
 		return;
 	}
 	if ((domain == AF_INET || domain == AF_INET6) && sock_opt(fd, SO_PROTOCOL) == IPPROTO_TCP) {
+		/* The cluster bus: its listener, and what it accepted (an older scan's
+		 * marks, or a listener marked before the bus port was known, passed on). */
+		if (sc->bus_port && local_port(fd) == sc->bus_port) {
+			if (!lease_watch_unmark(lw, fd))
+				sc->bus_socks++;
+			close(fd);
+			return;
+		}
 		if (!listening && sc->nconn < LEASE_SCAN_MAX_CONNS) {
 			sc->conn[sc->nconn++] = fd; /* judged once the listeners are known */
 			return;
@@ -149,7 +157,7 @@ static void mark_accepted(struct lease_watch *lw, struct lease_scan *sc)
 	sc->nconn = 0;
 }
 
-int lease_scan_pid(struct lease_watch *lw, pid_t pid, struct lease_scan *sc)
+int lease_scan_pid(struct lease_watch *lw, pid_t pid, uint16_t bus_port, struct lease_scan *sc)
 {
 	char dir[64], path[PATH_MAX], link[64];
 	struct dirent *e;
@@ -157,6 +165,7 @@ int lease_scan_pid(struct lease_watch *lw, pid_t pid, struct lease_scan *sc)
 	DIR *d;
 
 	memset(sc, 0, sizeof(*sc));
+	sc->bus_port = bus_port;
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
 	if (pidfd < 0)

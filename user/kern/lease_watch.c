@@ -198,11 +198,12 @@ int lease_watch_set_allow(struct lease_watch *lw, const __u64 *cookie, const __u
 	return err;
 }
 
-int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t *ports, int n)
+int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t *ports, int n,
+			   uint16_t bus_port)
 {
 	struct fl_lease_cfg cfg = {.tgid = tgid};
 	int fd = bpf_map__fd(lw->skel->maps.fl_lease_ports), err = 0;
-	__u32 zero = 0, one = 1, k, next;
+	__u32 zero = 0, srv = FL_LEASE_PORT_SERVER, bus = FL_LEASE_PORT_BUS, k, next;
 	bool first = true;
 	socklen_t len = sizeof(cfg.netns_cookie);
 	int s;
@@ -237,11 +238,16 @@ int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t
 	}
 	for (int i = 0; i < n; i++) {
 		k = ports[i];
-		if (k && bpf_map_update_elem(fd, &k, &one, BPF_ANY))
+		if (k && k != bus_port && bpf_map_update_elem(fd, &k, &srv, BPF_ANY))
 			err = -errno;
 	}
+	/* The cluster bus: a bus listener bound from now on (by this server restarted, its
+	 * port known from this one) is never marked, whatever process binds it. */
+	k = bus_port;
+	if (k && bpf_map_update_elem(fd, &k, &bus, BPF_ANY))
+		err = -errno;
 	while (!bpf_map_get_next_key(fd, first ? NULL : &k, &next)) {
-		bool keep = false;
+		bool keep = bus_port && next == bus_port;
 
 		for (int i = 0; i < n && !keep; i++)
 			keep = ports[i] == next;
@@ -260,6 +266,14 @@ int lease_watch_mark(struct lease_watch *lw, int sock_fd)
 	__u32 mark = FL_LEASE_MARK;
 
 	if (bpf_map_update_elem(bpf_map__fd(lw->skel->maps.fl_lease_srv), &sock_fd, &mark, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int lease_watch_unmark(struct lease_watch *lw, int sock_fd)
+{
+	if (bpf_map_delete_elem(bpf_map__fd(lw->skel->maps.fl_lease_srv), &sock_fd) &&
+	    errno != ENOENT)
 		return -errno;
 	return 0;
 }
@@ -369,7 +383,7 @@ int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port)
 
 		if (!bpf_map_lookup_elem(bpf_map__fd(lw->skel->maps.fl_lease_cfg), &zero, &cfg) &&
 		    !cfg.netns_cookie) {
-			err = lease_watch_set_server(lw, 0, &port, 1);
+			err = lease_watch_set_server(lw, 0, &port, 1, 0);
 			if (err)
 				goto cleanup;
 		}

@@ -40,10 +40,14 @@ int lease_watch_write(struct lease_watch *lw, const struct fl_lease_state *l);
 /* Replaces the allowed sockets (by cookie) with these n. */
 int lease_watch_set_allow(struct lease_watch *lw, const __u64 *cookie, const __u32 *kind, int n);
 /* Which sockets the bind hooks mark: those bound in this network namespace by tgid, or
- * to one of ports[0..n) (replacing the earlier ports). */
-int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t *ports, int n);
-/* Marks one socket (a descriptor of ours) as the server's. */
+ * to one of ports[0..n) (replacing the earlier ports); never those bound to bus_port
+ * (the server's cluster bus; 0: none). */
+int lease_watch_set_server(struct lease_watch *lw, uint32_t tgid, const uint16_t *ports, int n,
+			   uint16_t bus_port);
+/* Marks one socket (a descriptor of ours) as the server's; unmark takes the mark off
+ * (none is fine). */
 int lease_watch_mark(struct lease_watch *lw, int sock_fd);
+int lease_watch_unmark(struct lease_watch *lw, int sock_fd);
 int lease_watch_marks_fd(const struct lease_watch *lw);
 uint64_t lease_watch_count(const struct lease_watch *lw, enum fl_lease_counter c);
 const char *lease_watch_pin_dir(const struct lease_watch *lw);
@@ -65,8 +69,10 @@ int lease_conn_cookie(const struct fl_lease_conn *local, const struct fl_lease_c
 #define LEASE_SCAN_MAX_CONNS 256 /* descriptors held at once while scanning */
 /* What lease_scan_pid found among a process's descriptors. */
 struct lease_scan {
-	int marked; /* TCP sockets marked */
-	int nports; /* TCP ports it listens on */
+	uint16_t bus_port; /* the server's cluster bus port (0: none): its sockets unmarked */
+	int marked;	   /* TCP sockets marked */
+	int bus_socks;	   /* cluster bus sockets found, left (or made) unmarked */
+	int nports;	   /* TCP ports it listens on */
 	uint16_t ports[LEASE_SCAN_MAX_PORTS];
 	char unix_path[108]; /* a UNIX socket it listens on ("" if none) */
 	int nconn;	     /* (while scanning: connections to judge) */
@@ -74,8 +80,9 @@ struct lease_scan {
 };
 /* Marks every TCP listener of process pid and every connection accepted on one (a copy
  * of each descriptor, pidfd_getfd: Linux 5.6, CAP_SYS_PTRACE) and says what it listens
- * on. 0 or -errno. */
-int lease_scan_pid(struct lease_watch *lw, pid_t pid, struct lease_scan *sc);
+ * on; but a socket on bus_port (the cluster bus listener, the bus connections it
+ * accepted; 0: none) is left unmarked, its mark taken off if it had one. 0 or -errno. */
+int lease_scan_pid(struct lease_watch *lw, pid_t pid, uint16_t bus_port, struct lease_scan *sc);
 /* Destroys (SOCK_DESTROY) every marked TCP connection of this namespace whose cookie is
  * not in keep[0..n), however many: their queued replies die with them. The number
  * destroyed, or -errno. */
