@@ -565,7 +565,7 @@ static int lease_open(struct agent *a, bool armed)
 	} else {
 		uint16_t port = (uint16_t)a->me->redis.port;
 
-		err = lease_watch_set_server(l->lw, 0, &port, 1);
+		err = lease_watch_set_server(l->lw, 0, &port, 1, 0);
 		if (err)
 			pr_warn("failed to write the server's port to the lease: %s\n",
 				strerror(-err));
