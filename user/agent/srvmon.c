@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/report_keys.h"
 #include "kern/loader.h"
+#include "kern/proc_listen.h"
 #include "common/redis_link.h"
 #include "agent/srvmon.h"
 
@@ -38,6 +39,7 @@ struct srvmon {
 	bool info_out;	       /* an INFO is in flight */
 	bool need_server_info; /* ask INFO server too (pid, version) */
 	char last_down_why[160];
+	char pid_why[256]; /* why the pid watched is not INFO's process_id, as last noted */
 	struct srv_state st;
 	/* The silence, as the kernel saw it: samples since the PING went out. */
 	struct srv_sample samples[SRV_SAMPLES];
@@ -488,6 +490,24 @@ static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 	check_busy_max(m, now);
 }
 
+/* Which process here is the server that INFO server describes (its process_id is its
+ * own pid namespace's): into n->pid if one is. A new reason it is not process_id is
+ * marked '!' in pid_why, to be logged once the state is committed. */
+static void server_pid(struct srvmon *m, const struct info_repl *i, struct srv_state *n)
+{
+	struct proc_server ps = {
+	    .pid = i->pid, .tcp_port = i->tcp_port, .uptime_s = i->uptime_s, .comm = i->exe_comm};
+	char why[sizeof(m->pid_why) - 1];
+	pid_t here = proc_server_find(&ps, why, sizeof(why));
+
+	if (here)
+		n->pid = here;
+	if (!why[0])
+		m->pid_why[0] = '\0';
+	else if (strcmp(why, m->pid_why))
+		snprintf(m->pid_why, sizeof(m->pid_why), "!%s", why);
+}
+
 static void on_info(void *ctx, redisReply *r, void *priv)
 {
 	struct srvmon *m = ctx;
@@ -518,24 +538,25 @@ static void on_info(void *ctx, redisReply *r, void *priv)
 		parsed.server = n.info.server;
 		parsed.pid = n.info.pid;
 		parsed.tcp_port = n.info.tcp_port;
+		parsed.uptime_s = n.info.uptime_s;
+		memcpy(parsed.exe_comm, n.info.exe_comm, sizeof(parsed.exe_comm));
 		memcpy(parsed.version, n.info.version, sizeof(parsed.version));
 		memcpy(parsed.run_id, n.info.run_id, sizeof(parsed.run_id));
 	} else {
 		m->need_server_info = false;
-		if (parsed.pid > 0) {
-			if (fl_pid_alive(parsed.pid))
-				n.pid = parsed.pid;
-			else if (n.pid != parsed.pid)
-				pr_warn(
-				    "server reports process_id %ld, which is not a process on this "
-				    "host: not watching it in the kernel\n",
-				    parsed.pid);
-		}
+		if (parsed.pid > 0)
+			server_pid(m, &parsed, &n);
 	}
 	n.info = parsed;
 	n.have_info = true;
 	n.auth_error[0] = '\0';
 	commit(m, &n);
+	if (with_server && m->pid_why[0] == '!') {
+		memmove(m->pid_why, m->pid_why + 1, strlen(m->pid_why));
+		pr_warn("server at %s: %s\n", m->where, m->pid_why);
+		if (m->ops.note)
+			m->ops.note(m->ctx, "server_pid", m->pid_why);
+	}
 }
 
 static void request_info(struct srvmon *m)
