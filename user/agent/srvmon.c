@@ -686,11 +686,15 @@ void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dum
 	redis_link_drop(m->link, "server process exited");
 }
 
-static pid_t read_pidfile(const char *path)
+/* The pidfile's pid, if that process here is the server on the node's port (a
+ * container's server writes its own pid namespace's number). */
+static pid_t read_pidfile(const struct srvmon *m)
 {
-	FILE *f = fopen(path, "r");
-	char buf[32], *end;
-	long pid;
+	struct proc_server ps = {
+	    .tcp_port = m->o.ep.unix_path[0] ? 0 : m->o.ep.port, .uptime_s = -1, .comm = ""};
+	FILE *f = fopen(m->pidfile, "r");
+	char buf[32], why[256], *end;
+	pid_t here;
 
 	if (!f)
 		return 0;
@@ -698,10 +702,13 @@ static pid_t read_pidfile(const char *path)
 		buf[0] = '\0';
 	fclose(f);
 	errno = 0;
-	pid = strtol(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n') || pid <= 0 || pid > INT32_MAX)
+	ps.pid = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n') || ps.pid <= 0 || ps.pid > INT32_MAX)
 		return 0;
-	return fl_pid_alive(pid) ? (pid_t)pid : 0;
+	here = proc_server_find(&ps, why, sizeof(why));
+	if (why[0])
+		pr_warn("pidfile %s: %s\n", m->pidfile, why);
+	return here;
 }
 
 struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
@@ -752,7 +759,7 @@ void srvmon_start(struct srvmon *m)
 	struct timeval info = fl_ms_tv(m->o.info_interval_ms);
 	struct srv_state n = m->st;
 
-	if (m->pidfile[0] && (n.pid = read_pidfile(m->pidfile)))
+	if (m->pidfile[0] && (n.pid = read_pidfile(m)))
 		commit(m, &n);
 	event_add(m->ping_ev, &ping);
 	event_add(m->info_ev, &info);
