@@ -110,6 +110,63 @@ test_sigkill_reported_at_once_and_restart_followed() {
 	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $second" >/dev/null || fail "restarted server's death not seen"
 }
 
+# A server in its own pid namespace, as in a container: INFO says process_id 1, which
+# here is this host's init. The agent (with no capability left: lease_ms = 0) watches
+# the real server, not pid 1, says so once, and sees its kill -9 in the kernel.
+test_pid_from_another_pid_namespace() {
+	need_root
+	need_cmd unshare pgrep bpftool
+	p1=$(free_port)
+	unshare --pid --fork --mount-proc --kill-child "${FL_SERVER:-redis-server}" --port "$p1" \
+		--bind 127.0.0.1 --save '' --appendonly no --dir "$T" --logfile "$T/redis-$p1.log" &
+	outer=$!
+	on_exit "kill -KILL $outer"
+	wait_redis "$p1" || fail "redis-server in a new pid namespace did not start"
+	expect_eq "process_id it reports" "$(redis-cli -p "$p1" info server | sed -n 's/^process_id:\(.*\)\r$/\1/p')" 1
+	real=$(pgrep -P "$outer")
+	[ -n "$real" ] && [ "$real" -gt 1 ] || fail "no server process under unshare $outer"
+	ctl=$(free_port); start_recpeer "$ctl"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
+	wait_report ".args.proc == \"up\" and .args.pid == \"$real\"" >/dev/null ||
+		fail "no report with the server's pid here ($real): $(tail -n 1 "$REC")"
+	ev=$(wait_event "$LOG" '.kind == "server_pid"') || fail "no server_pid event"
+	expect_eq "server_pid pid" "$(jq -r .pid <<<"$ev")" "$real"
+	expect_eq "server_pid process_id" "$(jq -r .process_id <<<"$ev")" 1
+	jq -r .detail <<<"$ev" | grep -q "own pid namespace" || fail "detail: $ev"
+	map=$(bpftool map dump pinned "/sys/fs/bpf/flatline/$N1/fl_watch_pids")
+	grep -q "\"key\": $real\b" <<<"$map" || fail "server pid $real not watched: $map"
+	! grep -q '"key": 1\b' <<<"$map" || fail "this host's pid 1 is watched: $map"
+	# Found again (the INFO server of a reconnect) without a second event.
+	redis-cli -p "$p1" client kill type normal >/dev/null
+	sleep 0.5
+	expect_eq "server_pid events" "$(count_events "$LOG" '.kind == "server_pid"')" 1
+	t0=$($PY -c 'import time; print(time.time())')
+	kill -KILL "$real"
+	r=$(wait_report '.args.proc == "down"') || fail "no report of the death"
+	expect_eq exit "$(jq -r .args.exit <<<"$r")" SIGKILL
+	lat=$($PY -c "print(int(($(jq -r .t <<<"$r") - $t0) * 1000))")
+	# As for a server of this namespace: the kernel's event, not missed PINGs.
+	[ "$lat" -lt 400 ] || fail "death reached the controller after $lat ms"
+	wait_event "$LOG" ".kind == \"proc_exit\" and .pid == $real and .signal == \"SIGKILL\"" >/dev/null ||
+		fail "no proc_exit of $real"
+}
+
+# A server of this pid namespace, with the agent holding no capability to read its
+# descriptors: its process_id taken as before, watched, and no server_pid event.
+test_pid_of_this_namespace_as_before() {
+	need_root
+	need_cmd bpftool
+	p1=$(free_port); start_redis "$p1"
+	ctl=$(free_port); start_recpeer "$ctl"
+	cluster_file "$T/c.conf" "$ctl" "$N1=$p1"
+	start_agent "$N1" -c "$T/c.conf"
+	wait_report ".args.proc == \"up\" and .args.pid == \"$REDIS_PID\"" >/dev/null || fail "no report with pid $REDIS_PID"
+	map=$(bpftool map dump pinned "/sys/fs/bpf/flatline/$N1/fl_watch_pids")
+	grep -q "\"key\": $REDIS_PID\b" <<<"$map" || fail "server pid $REDIS_PID not watched: $map"
+	expect_eq "server_pid events (a server of this namespace)" "$(count_events "$LOG" '.kind == "server_pid"')" 0
+}
+
 test_server_unreachable_at_start() {
 	need_root
 	p1=$(free_port)
@@ -241,5 +298,6 @@ test_quiet_replica_reports() {
 TESTS=(test_reports_replication test_quiet_replica_reports test_sigstop_hung_and_back test_short_sleep_and_busy_script_not_hung
 	test_sigkill_reported_at_once_and_restart_followed test_server_unreachable_at_start
 	test_wrong_password_once test_controller_rejects_or_misbehaves
-	test_garbage_from_controller_and_server test_silent_controller_dropped test_config_errors)
+	test_garbage_from_controller_and_server test_silent_controller_dropped test_config_errors
+	test_pid_from_another_pid_namespace test_pid_of_this_namespace_as_before)
 run_tests

@@ -144,6 +144,8 @@ static void test_redis(void **state)
 	assert_int_equal(r.role, INFO_ROLE_MASTER);
 	assert_int_equal(r.pid, 4242);
 	assert_int_equal(r.tcp_port, 6379);
+	assert_int_equal(r.uptime_s, -1); /* absent: unknown, not 0 */
+	assert_string_equal(r.exe_comm, "");
 	assert_string_equal(r.run_id, "5e0c5e2b1d1a1ad4b3f2f3a6b0e0f4a4b2c1d0e9");
 	assert_string_equal(r.master_replid, "90ecc8090e967123d401c2bb3630dc55da918cf4");
 	assert_int_equal(r.offset, 50);
@@ -187,6 +189,9 @@ static void test_valkey801_verbatim(void **state)
 	assert_string_equal(r.version, "8.0.1");
 	assert_int_equal(r.pid, 5223);
 	assert_int_equal(r.tcp_port, 23461);
+	/* Which process here is the server: its comm and age. */
+	assert_int_equal(r.uptime_s, 2);
+	assert_string_equal(r.exe_comm, "valkey-server");
 	assert_string_equal(r.run_id, "7544703df85c018d39bef5ae689b69945c2d1c74");
 	assert_int_equal(r.role, INFO_ROLE_MASTER);
 	assert_int_equal(r.connected_slaves, 1);

@@ -57,11 +57,13 @@ int agent_bus_port(struct agent *a, pid_t pid, uint16_t *port)
 	const char *argv[] = {"CONFIG", "GET", "cluster-port"};
 
 	*port = 0;
-	/* A server that answers no INFO (its credentials refused) is taken as no cluster
-	 * node: its bus, if it has one, is then marked too (its replies cut with the
-	 * clients' once the lease runs out, as before the bus was known). */
+	/* A server that answers no INFO (stopped or hung since the agent started, whose
+	 * pid came from its pidfile; or its credentials refused) is taken as no cluster
+	 * node for now: every socket marked at once, the bus too (its replies cut with the
+	 * clients' once the lease runs out, as before the bus was known), and scanned
+	 * again, the bus left out, once INFO says it is a cluster node. */
 	if (!st->have_info)
-		return st->auth_error[0] ? 1 : 0;
+		return 1;
 	if (st->info.pid > 0 && st->info.pid != pid)
 		return 0; /* INFO of the process before: this one's is asked */
 	if (!st->info.cluster_enabled)

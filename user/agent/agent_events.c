@@ -263,7 +263,13 @@ void agent_on_srv_note(void *ctx, const char *kind, const char *detail)
 	evrec_begin(&r, NULL, a->node, kind);
 	evrec_int(&r, "pid", srvmon_state(a->srv)->pid);
 	evrec_str(&r, "server", a->me->redis_str);
-	evrec_str(&r, "reply", detail);
+	if (!strcmp(kind, "server_pid")) {
+		/* The pid watched (0: none) is not the one the server reports. */
+		evrec_int(&r, "process_id", srvmon_state(a->srv)->info.pid);
+		evrec_str(&r, "detail", detail);
+	} else {
+		evrec_str(&r, "reply", detail);
+	}
 	agent_out_log(a, &r);
 }
 

@@ -40,6 +40,7 @@ struct agent_lease {
 	__u64 listed[FL_LEASE_MAX_ALLOW];
 	__u32 listed_kind[FL_LEASE_MAX_ALLOW];
 	pid_t scanned;		   /* the server process whose sockets were marked (0: none yet) */
+	uint16_t scanned_bus;	   /* the cluster bus port that scan left unmarked (0: none) */
 	pid_t inherited;	   /* the one a previous agent of this node marked (0: none) */
 	pid_t failed;		   /* the last one that could not be (said once) */
 	uint8_t key[AUTH_KEY_LEN]; /* the node's key: proves the controller's connection */
@@ -266,11 +267,12 @@ static bool mark_server(struct agent *a)
 	pid = srvmon_state(a->srv)->pid;
 	if (pid <= 0)
 		return false;
-	if (pid == l->scanned)
-		return true;
-	/* A cluster node's bus is left unmarked: scanned once its port is known. */
+	/* A cluster node's bus is left unmarked: scanned once its port is known, and
+	 * again when it becomes known after a scan made before any INFO. */
 	if (!agent_bus_port(a, pid, &bus))
-		return false;
+		return pid == l->scanned;
+	if (pid == l->scanned && bus == l->scanned_bus)
+		return true;
 	err = lease_scan_pid(l->lw, pid, bus, &sc);
 	if (err && !sc.marked) {
 		/* Tried again every heartbeat, said once per process. */
@@ -307,6 +309,7 @@ static bool mark_server(struct agent *a)
 		pr_warn("failed to write the server's pid and ports to the lease: %s\n",
 			strerror(-err));
 	l->scanned = pid;
+	l->scanned_bus = bus;
 	pr_info("write lease guards the server's sockets (pid %d: %d marked, %d port(s); "
 		"cluster bus %u: %d socket(s) left unmarked)\n",
 		(int)pid, sc.marked, n, bus, sc.bus_socks);

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/report_keys.h"
 #include "kern/loader.h"
+#include "kern/proc_listen.h"
 #include "common/redis_link.h"
 #include "agent/srvmon.h"
 
@@ -38,6 +39,7 @@ struct srvmon {
 	bool info_out;	       /* an INFO is in flight */
 	bool need_server_info; /* ask INFO server too (pid, version) */
 	char last_down_why[160];
+	char pid_why[256]; /* why the pid watched is not INFO's process_id, as last noted */
 	struct srv_state st;
 	/* The silence, as the kernel saw it: samples since the PING went out. */
 	struct srv_sample samples[SRV_SAMPLES];
@@ -488,6 +490,24 @@ static void on_ping_tick(evutil_socket_t fd, short what, void *arg)
 	check_busy_max(m, now);
 }
 
+/* Which process here is the server that INFO server describes (its process_id is its
+ * own pid namespace's): into n->pid if one is. A new reason it is not process_id is
+ * marked '!' in pid_why, to be logged once the state is committed. */
+static void server_pid(struct srvmon *m, const struct info_repl *i, struct srv_state *n)
+{
+	struct proc_server ps = {
+	    .pid = i->pid, .tcp_port = i->tcp_port, .uptime_s = i->uptime_s, .comm = i->exe_comm};
+	char why[sizeof(m->pid_why) - 1];
+	pid_t here = proc_server_find(&ps, why, sizeof(why));
+
+	if (here)
+		n->pid = here;
+	if (!why[0])
+		m->pid_why[0] = '\0';
+	else if (strcmp(why, m->pid_why))
+		snprintf(m->pid_why, sizeof(m->pid_why), "!%s", why);
+}
+
 static void on_info(void *ctx, redisReply *r, void *priv)
 {
 	struct srvmon *m = ctx;
@@ -519,24 +539,25 @@ static void on_info(void *ctx, redisReply *r, void *priv)
 		parsed.pid = n.info.pid;
 		parsed.tcp_port = n.info.tcp_port;
 		parsed.cluster_enabled = n.info.cluster_enabled;
+		parsed.uptime_s = n.info.uptime_s;
+		memcpy(parsed.exe_comm, n.info.exe_comm, sizeof(parsed.exe_comm));
 		memcpy(parsed.version, n.info.version, sizeof(parsed.version));
 		memcpy(parsed.run_id, n.info.run_id, sizeof(parsed.run_id));
 	} else {
 		m->need_server_info = false;
-		if (parsed.pid > 0) {
-			if (fl_pid_alive(parsed.pid))
-				n.pid = parsed.pid;
-			else if (n.pid != parsed.pid)
-				pr_warn(
-				    "server reports process_id %ld, which is not a process on this "
-				    "host: not watching it in the kernel\n",
-				    parsed.pid);
-		}
+		if (parsed.pid > 0)
+			server_pid(m, &parsed, &n);
 	}
 	n.info = parsed;
 	n.have_info = true;
 	n.auth_error[0] = '\0';
 	commit(m, &n);
+	if (with_server && m->pid_why[0] == '!') {
+		memmove(m->pid_why, m->pid_why + 1, strlen(m->pid_why));
+		pr_warn("server at %s: %s\n", m->where, m->pid_why);
+		if (m->ops.note)
+			m->ops.note(m->ctx, "server_pid", m->pid_why);
+	}
 }
 
 static void request_info(struct srvmon *m)
@@ -666,11 +687,15 @@ void srvmon_exited(struct srvmon *m, pid_t pid, const char *cause, bool core_dum
 	redis_link_drop(m->link, "server process exited");
 }
 
-static pid_t read_pidfile(const char *path)
+/* The pidfile's pid, if that process here is the server on the node's port (a
+ * container's server writes its own pid namespace's number). */
+static pid_t read_pidfile(const struct srvmon *m)
 {
-	FILE *f = fopen(path, "r");
-	char buf[32], *end;
-	long pid;
+	struct proc_server ps = {
+	    .tcp_port = m->o.ep.unix_path[0] ? 0 : m->o.ep.port, .uptime_s = -1, .comm = ""};
+	FILE *f = fopen(m->pidfile, "r");
+	char buf[32], why[256], *end;
+	pid_t here;
 
 	if (!f)
 		return 0;
@@ -678,10 +703,13 @@ static pid_t read_pidfile(const char *path)
 		buf[0] = '\0';
 	fclose(f);
 	errno = 0;
-	pid = strtol(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n') || pid <= 0 || pid > INT32_MAX)
+	ps.pid = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n') || ps.pid <= 0 || ps.pid > INT32_MAX)
 		return 0;
-	return fl_pid_alive(pid) ? (pid_t)pid : 0;
+	here = proc_server_find(&ps, why, sizeof(why));
+	if (why[0])
+		pr_warn("pidfile %s: %s\n", m->pidfile, why);
+	return here;
 }
 
 struct srvmon *srvmon_new(struct event_base *base, const struct srvmon_opts *o,
@@ -732,7 +760,7 @@ void srvmon_start(struct srvmon *m)
 	struct timeval info = fl_ms_tv(m->o.info_interval_ms);
 	struct srv_state n = m->st;
 
-	if (m->pidfile[0] && (n.pid = read_pidfile(m->pidfile)))
+	if (m->pidfile[0] && (n.pid = read_pidfile(m)))
 		commit(m, &n);
 	event_add(m->ping_ev, &ping);
 	event_add(m->info_ev, &info);

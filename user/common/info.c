@@ -27,6 +27,17 @@ static void copy(char *dst, size_t size, const char *v, size_t n)
 	dst[n] = '\0';
 }
 
+/* The base name of a path as the kernel's comm shows it (15 bytes). */
+static void comm_of(char comm[16], const char *v, size_t n)
+{
+	const char *base = v, *end = v + n;
+
+	for (const char *p = v; p < end; p++)
+		if (*p == '/')
+			base = p + 1;
+	copy(comm, 16, base, (size_t)(end - base));
+}
+
 #define IS(k) (klen == strlen(k) && !memcmp(key, (k), klen))
 
 static int field(struct info_repl *r, const char *key, size_t klen, const char *v, size_t n)
@@ -69,6 +80,17 @@ static int field(struct info_repl *r, const char *key, size_t klen, const char *
 	}
 	if (IS("run_id")) {
 		copy(r->run_id, sizeof(r->run_id), v, n);
+		return 0;
+	}
+	if (IS("executable")) {
+		comm_of(r->exe_comm, v, n);
+		return 0;
+	}
+	if (IS("uptime_in_seconds")) {
+		/* Only a hint (which process is the server): never makes INFO malformed. */
+		if (parse_ll(v, n, &x) || x < 0)
+			x = -1;
+		r->uptime_s = x;
 		return 0;
 	}
 	if (IS("master_host")) {
@@ -124,6 +146,7 @@ int info_parse(const char *text, size_t len, struct info_repl *r)
 	r->link_up = -1;
 	r->last_io_s = -1;
 	r->offset = -1;
+	r->uptime_s = -1;
 	r->slave_priority = 100;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', end - p), *colon;

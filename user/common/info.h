@@ -17,6 +17,8 @@ struct info_repl {
 	char run_id[48];       /* "" when absent (Dragonfly) */
 	long pid;	       /* process_id, 0 if absent */
 	long tcp_port;	       /* 0 if absent */
+	long long uptime_s;    /* uptime_in_seconds, -1 if absent */
+	char exe_comm[16];     /* executable's base name as the kernel's comm; "" absent */
 	char master_host[256]; /* replicas */
 	int master_port;
 	int link_up;		/* master_link_status: 1 up, 0 down, -1 absent */

@@ -21,6 +21,8 @@ int metrics_open(struct metrics **out, struct event_base *base, const struct cfg
 void metrics_close(struct metrics *m);
 /* Requests answered so far (tests, and the daemons' own metric). */
 uint64_t metrics_scrapes(const struct metrics *m);
+/* How many times the body was filled (at most once per 100 ms, however many GETs). */
+uint64_t metrics_fills(const struct metrics *m);
 
 /* # HELP and # TYPE lines; type is "counter", "gauge" or "histogram". */
 void metrics_head(struct evbuffer *b, const char *name, const char *type, const char *help);

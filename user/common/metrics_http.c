@@ -14,7 +14,10 @@
  *     byte, and METRICS_MAX_HEADER bytes of request;
  *   - accept() failing (EMFILE, ENFILE, ENOMEM) pauses the listener for
  *     METRICS_ACCEPT_PAUSE_MS (the pending connection would make it fire again at
- *     once), with one message per 10 s, as the controller's client socket does. */
+ *     once), with one message per 10 s, as the controller's client socket does;
+ *   - the body is filled at most every METRICS_CACHE_MS and sent from that copy in
+ *     between: a loop of GETs costs the daemon's loop (the failover's) one fill per
+ *     period, not one per request. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +42,7 @@
 #define METRICS_TIMEOUT_MS	5000
 #define METRICS_MAX_HEADER	8192
 #define METRICS_ACCEPT_PAUSE_MS 100
+#define METRICS_CACHE_MS	100
 
 struct metrics_conn {
 	struct metrics *m;
@@ -57,6 +61,9 @@ struct metrics {
 	metrics_fill_fn fill;
 	void *ctx;
 	uint64_t scrapes;
+	uint64_t fills;
+	struct evbuffer *cache; /* the last body filled, at cache_ms; NULL: none yet */
+	int64_t cache_ms;	/* monotonic */
 	struct metrics_conn *head, *tail;
 	int nconns;
 	int64_t err_ms;	  /* last accept error or eviction logged */
@@ -109,6 +116,26 @@ static void reply(struct metrics_conn *k, int code, const char *reason, struct e
 	bufferevent_disable(k->bev, EV_READ);
 }
 
+/* The body into out: the copy filled within METRICS_CACHE_MS, or a new one. */
+static int body_of(struct metrics *m, struct evbuffer *out)
+{
+	int64_t now = fl_mono_ms();
+	size_t len;
+
+	if (!m->cache || now - m->cache_ms >= METRICS_CACHE_MS) {
+		if (!m->cache)
+			m->cache = evbuffer_new();
+		if (!m->cache)
+			return -ENOMEM;
+		evbuffer_drain(m->cache, evbuffer_get_length(m->cache));
+		m->fill(m->ctx, m->cache);
+		m->fills++;
+		m->cache_ms = now;
+	}
+	len = evbuffer_get_length(m->cache);
+	return len ? evbuffer_add(out, evbuffer_pullup(m->cache, -1), len) : 0;
+}
+
 /* The request line of a whole header: METHOD TARGET HTTP/x.y. */
 static void answer(struct metrics_conn *k, char *line)
 {
@@ -135,12 +162,13 @@ static void answer(struct metrics_conn *k, char *line)
 		return;
 	}
 	body = evbuffer_new();
-	if (!body) {
+	if (!body || body_of(k->m, body)) {
+		if (body)
+			evbuffer_free(body);
 		reply(k, 500, "Internal Server Error: out of memory", NULL, head);
 		return;
 	}
 	k->m->scrapes++;
-	k->m->fill(k->m->ctx, body);
 	reply(k, 200, "OK", body, head);
 	evbuffer_free(body);
 }
@@ -417,10 +445,17 @@ void metrics_close(struct metrics *m)
 	}
 	evconnlistener_free(m->lis);
 	event_free(m->resume);
+	if (m->cache)
+		evbuffer_free(m->cache);
 	free(m);
 }
 
 uint64_t metrics_scrapes(const struct metrics *m)
 {
 	return m ? m->scrapes : 0;
+}
+
+uint64_t metrics_fills(const struct metrics *m)
+{
+	return m ? m->fills : 0;
 }
