@@ -19,6 +19,10 @@ web_healthy() {
 	[ "$(cl_status_json | jq '[.shards[] | select(.name == "web") | .nodes[] | select(.health == "ok")] | length' 2>/dev/null)" = 2 ]
 }
 
+# web_primary_is NODE: the controller's primary of shard web (learnt from INFO, after
+# AUTH with the shard's pair).
+web_primary_is() { [ "$(cl_status_json | jq -r '.shards[] | select(.name == "web") | .primary' 2>/dev/null)" = "$1" ]; }
+
 # is_master IDX: host IDX's server says role:master (REDISCLI_AUTH: its password).
 is_master() { [ "$(cl_role "$1")" = master ]; }
 
@@ -89,6 +93,7 @@ test_two_shards_two_passwords() {
 	cl_agent_start 4
 	cl_agent_start 5
 	cl_until 15 web_healthy || fail "shard web not healthy: $(cl_status_json | jq -c '.shards')"
+	cl_until 15 web_primary_is "$n4" || fail "the controller does not see $n4 as web's primary: $(cl_status_json | jq -c '.shards')"
 	cl_healthy || fail "shard cache not healthy: $(cl_status_json | jq -c '.shards')"
 
 	cl_ctl "$FL" check -c "$CL_CONF" >"$T/check" || fail "check"
