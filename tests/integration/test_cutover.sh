@@ -14,11 +14,15 @@
 #                      lease at once, closing no connection; a kill -9 of the primary is
 #                      failed over by flatline; the way back (FLATLINE MODE shadow: the
 #                      leases given up; the Sentinels started again on the current
-#                      primary) leaves flatline and Sentinel naming the same primary, and
+#                      primary) leaves flatline and Sentinel naming the same primary. The
+#                      writers lost no acknowledged write; no error reached any
+#                      application but at most one lost connection per redis-py
+#                      application and ioredis reader in the kill -9's window. Then
 #                      Sentinel fails over again (SENTINEL FAILOVER) with flatline
-#                      following. The writers lost no acknowledged write; no error reached
-#                      any application but at most one lost connection per redis-py
-#                      application and ioredis reader in the kill -9's window.
+#                      following and the ioredis and redis-py writers running, held to
+#                      Sentinel's own bound (sentinel_bound: lost only writes the old
+#                      primary took after the failover began, errors only lost
+#                      connections or READONLY until they write to the new primary).
 #   test_shadow_flag:  `flatline controller --shadow` with mode = active in the file:
 #                      the agents hear it in the answers to their reports and hold no
 #                      lease (disarmed in the kernel: a stopped agent leaves the server
@@ -94,6 +98,8 @@ going() {
 }
 all_going() { local a; for a in "${APPS[@]}"; do going "$a"; done; }
 last_addr() { grep '^A ' "$CL_DIR/$1.out" | tail -n 1 | awk '{ print $4 }'; }
+moved_from() { local m; m=$(cl_masters); [ "$(grep -c . <<<"$m")" = 1 ] && [ "$m" != "$1" ]; } # IDX
+writes_at() { [ "$(last_addr "$1")" = "$2" ]; } # APP HOST:PORT
 ts_ms() { # FILE JQ-FILTER: the first matching event's time, ms since the epoch
 	jq -r "select($2) | .ts" "$1" | head -n 1 | python3 -c \
 		'import sys, datetime; s = sys.stdin.read().strip(); print(int(datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp() * 1000))'
@@ -127,9 +133,12 @@ errors_ok() {
 	done
 }
 
-# lost WRITER KEY IDX: every value the writer saw acknowledged is in KEY on IDX's server.
+# lost FILE KEY IDX: every value the writer's FILE says was acknowledged is in KEY on
+# IDX's server (FILE read before KEY: a writer still running adds to both).
 lost() {
-	"$PY" - "$CL_DIR/$1.out" <(CL_CLI_TIMEOUT=5 cl_redis "$3" lrange "$2" 0 -1) <<-'EOF'
+	local acked=$T/acked.$$
+	cp "$1" "$acked"
+	"$PY" - "$acked" <(CL_CLI_TIMEOUT=5 cl_redis "$3" lrange "$2" 0 -1) <<-'EOF'
 		import sys
 		acked = {l.split()[1] for l in open(sys.argv[1]) if l.startswith("A ")}
 		have = {l.strip() for l in open(sys.argv[2])}
@@ -138,8 +147,40 @@ lost() {
 	EOF
 }
 
+# sentinel_bound FILE KEY IDX FROM_NS OLD NEW: after a Sentinel-led failover (begun at
+# FROM_NS) from OLD to NEW (host:port), the writer's FILE and KEY on IDX's server hold
+# Sentinel's own bound: a lost acknowledged write only one OLD acknowledged after
+# FROM_NS (Sentinel lets the old primary take writes until it reconfigures it); an
+# error only after FROM_NS and before the writer's first write acknowledged by NEW
+# (+100 ms), and only a lost connection or READONLY (redis-py: "The previous master is
+# now a slave", 6 in a measured run, when the old primary became a replica). Prints "acknowledged,
+# lost (all by OLD after the failover began), errors, ms from FROM_NS to the first write
+# on NEW"; exit 1 with the reason past the bound.
+sentinel_bound() {
+	"$PY" - "$1" <(CL_CLI_TIMEOUT=5 cl_redis "$3" lrange "$2" 0 -1) "$4" "$5" "$6" <<-'EOF'
+		import re, sys
+		lines = [l.split(None, 4) for l in open(sys.argv[1])]
+		have = {l.strip() for l in open(sys.argv[2])}
+		since, old, new = int(sys.argv[3]), sys.argv[4], sys.argv[5]
+		acked = [l for l in lines if l[0] == "A"]
+		lost = [l for l in acked if l[1] not in have]
+		moved = min([int(l[2]) for l in acked if l[3] == new and int(l[2]) >= since] or [0])
+		errs = [l for l in lines if l[0] == "E" and int(l[2]) >= since]
+		print(len(acked), len(lost), len(errs), (moved - since) // 1000000 if moved else "-")
+		bad = [l for l in lost if l[3] != old or int(l[2]) < since]
+		if bad:
+		    sys.exit("lost writes Sentinel did not lose: %s" % bad[:3])
+		if not moved:
+		    sys.exit("no write acknowledged by %s" % new)
+		pat = re.compile(r"ConnectionError|Connection closed|Error while reading|Connection reset|READONLY|now a slave|max retries")
+		bad = [l for l in errs if int(l[2]) > moved + 100000000 or not pat.search(l[4])]
+		if bad:
+		    sys.exit("errors outside the failover or not a lost connection: %s" % bad[:3])
+	EOF
+}
+
 test_cutover() {
-	local s out new newid e0 before after stats
+	local s out new newid new2 e0 before after stats
 	need_cmd node "$PY"
 	[ -d "$NODE_DIR/node_modules/ioredis" ] || skip "ioredis not installed in $NODE_DIR (scripts/install-deps.sh)"
 	"$PY" -c 'import redis.sentinel' 2>/dev/null || skip "no python3-redis"
@@ -222,24 +263,40 @@ test_cutover() {
 		>"$T/cutover5.out" 2>&1 || fail "flatline and Sentinel disagree after the way back: $(cat "$T/cutover5.out")"
 	all_going
 
-	# Every acknowledged write is there; no error but in the kill -9's window.
-	for a in "${APPS[@]}"; do cl_stop "$a"; done
+	# Every acknowledged write so far is there; no error but in the kill -9's window.
+	# The readers stop; the writers go on through Sentinel's failover below.
+	for a in ioredis_r redispy_r; do cl_stop "$a"; done
 	for w in "ioredis wio" "redispy wpy"; do
 		# shellcheck disable=SC2086 # two words
-		out=$(lost $w "$new")
+		out=$(lost "$CL_DIR/${w% *}.out" ${w#* } "$new")
 		echo "    ${w% *}: $out (acknowledged, lost, the first lost)" >&2
 		[ "$(awk '{ print $2 }' <<<"$out")" = 0 ] || fail "${w% *} lost acknowledged writes: $out"
 		[ "$(awk '{ print $1 }' <<<"$out")" -gt 1000 ] || fail "${w% *}: too few writes to judge: $out"
 	done
 	errors_ok
 
-	# Sentinel is in charge again: it fails over, flatline (shadow) follows.
+	# Sentinel is in charge again: it fails over with the writers running, flatline
+	# (shadow) follows; the writers are held to Sentinel's own bound.
 	stats=$(changes)
+	T_SF_NS=$(cl_now_ns)
 	timeout 2 nsenter --net="/run/netns/$CL_NS_CTL" "$CL_CLI" -h "$(cl_ip 1)" -p 26379 sentinel failover "$CL_SHARD" | grep -q OK ||
 		fail "SENTINEL FAILOVER refused"
 	wait_ctl '.kind == "primary_followed" and .from == "'"$newid"'"' 30
-	[ "$(cl_masters)" != "$new" ] || fail "Sentinel did not move the primary"
+	# Sentinel makes the old primary a replica some seconds after the promotion.
+	cl_until 30 moved_from "$new" || fail "Sentinel did not move the primary: $(cl_masters | tr '\n' ' ')"
+	new2=$(cl_masters)
 	[ "$(changes)" != "$stats" ] || fail "the capture saw no reconfiguration (Sentinel's)"
+	for a in ioredis redispy; do
+		cl_until 20 writes_at "$a" "$(cl_ip "$new2"):6379" || fail "$a does not write to $(cl_node "$new2"): $(last_addr "$a")"
+		going "$a"
+	done
+	for a in ioredis redispy; do cl_stop "$a"; done
+	for w in "ioredis wio" "redispy wpy"; do
+		# shellcheck disable=SC2086 # two words
+		out=$(sentinel_bound "$CL_DIR/${w% *}.out" ${w#* } "$new2" "$T_SF_NS" "$(cl_ip "$new"):6379" "$(cl_ip "$new2"):6379") ||
+			fail "${w% *} through Sentinel's failover: $out"
+		echo "    ${w% *} through SENTINEL FAILOVER: $out (acknowledged, lost by the old primary, errors, ms to the new primary)" >&2
+	done
 }
 
 test_shadow_flag() {

@@ -9,6 +9,8 @@
 #   start_sentinels [DOWN_MS]    start them (down-after-milliseconds DOWN_MS, else
 #                                Sentinel's default) and wait until they converge;
 #                                they monitor host SENTINEL_PRIMARY's server (default 1)
+#   SENTINEL_CONF_FN=FN          optional: FN IDX prints more lines for sentinel IDX's
+#                                file (a later `bind` replaces the one above)
 #   sentinel_field IDX FIELD     a field of SENTINEL MASTER as sentinel IDX sees it
 #   sentinels_left               the pids of this trial's sentinels still running
 
@@ -33,6 +35,7 @@ start_sentinels() {
 			sentinel monitor $CL_SHARD $(cl_ip "${SENTINEL_PRIMARY:-1}") 6379 2
 		EOF
 		[ -z "${1:-}" ] || echo "sentinel down-after-milliseconds $CL_SHARD $1" >>"$d/sentinel.conf"
+		[ -z "${SENTINEL_CONF_FN:-}" ] || "$SENTINEL_CONF_FN" "$i" >>"$d/sentinel.conf"
 		cl_spawn "sentinel-$i" "$(cl_ns "$i")" "$CL_SENTINEL" "$d/sentinel.conf"
 		SENTINEL_PIDS+=("$CL_PID")
 	done

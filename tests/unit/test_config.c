@@ -288,6 +288,46 @@ static void test_mode(void **state)
 	cfg_free(c);
 }
 
+/* [shard] user and password: the shard's pair for its servers, else [redis]'s; a
+ * user without a password refused with file:line. */
+static void test_shard_auth(void **state)
+{
+	static const char head[] = "[cluster]\nname = p\nsecret = 0123456789abcdef\n"
+				   "[redis]\nuser = ru\npassword = rp\n"
+				   "[node \"n1\"]\naddress = 10.0.0.1\nredis = 10.0.0.1:6379\n"
+				   "[node \"n2\"]\naddress = 10.0.0.2\nredis = 10.0.0.2:6379\n"
+				   "[shard \"a\"]\nnodes = n1\n";
+	struct cfg *c = NULL;
+	char text[512], err[512] = "";
+	const char *u, *p;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s[shard \"b\"]\nnodes = n2\nuser = bu\npassword = bp\n",
+		 head);
+	assert_int_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	cfg_server_auth(c, 0, &u, &p);
+	assert_string_equal(u, "ru");
+	assert_string_equal(p, "rp");
+	cfg_server_auth(c, 1, &u, &p);
+	assert_string_equal(u, "bu");
+	assert_string_equal(p, "bp");
+	cfg_server_auth(c, -1, &u, &p);
+	assert_string_equal(p, "rp");
+	cfg_free(c);
+	/* A password alone: the default user, not [redis]'s. */
+	snprintf(text, sizeof(text), "%s[shard \"b\"]\nnodes = n2\npassword = bp\n", head);
+	assert_int_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	cfg_server_auth(c, 1, &u, &p);
+	assert_string_equal(u, "");
+	assert_string_equal(p, "bp");
+	cfg_free(c);
+	c = NULL;
+	snprintf(text, sizeof(text), "%s[shard \"b\"]\nnodes = n2\nuser = bu\n", head);
+	assert_int_not_equal(cfg_load_string("t.conf", text, &c, err, sizeof(err)), 0);
+	assert_non_null(strstr(err, "t.conf:15: [shard \"b\"] password: missing"));
+	cfg_free(c);
+}
+
 /* [shard] replicas, spares, restore_after_ms, promotable_after_ms: defaults, the
  * spare nodes marked, and each refusal with its file:line. */
 static void test_spares(void **state)
@@ -708,6 +748,7 @@ int main(void)
 	    cmocka_unit_test(test_etcd),
 	    cmocka_unit_test(test_mode),
 	    cmocka_unit_test(test_spares),
+	    cmocka_unit_test(test_shard_auth),
 	    cmocka_unit_test(test_tls_keys),
 	    cmocka_unit_test(test_ha_tls_keys),
 	    cmocka_unit_test(test_file_mode_and_nul),

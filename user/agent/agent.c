@@ -171,8 +171,6 @@ static int start_cluster(struct agent *a)
 	const struct cfg *c = a->cfg;
 	struct srvmon_opts so = {
 	    .ep = a->me->redis,
-	    .user = c->redis.user,
-	    .password = c->redis.password,
 	    .pidfile = a->me->pidfile,
 	    .ping_interval_ms = c->agent.ping_interval_ms,
 	    .hung_after = c->agent.hung_after,
@@ -199,6 +197,8 @@ static int start_cluster(struct agent *a)
 	if (err)
 		return err;
 	so.tls_host = c->redis.tls_server_name;
+	/* Its shard's credentials, else [redis]'s. */
+	cfg_server_auth(c, a->me->shard, &so.user, &so.password);
 	a->srv = srvmon_new(a->base, &so, &sops, a);
 	for (a->nrep = 0; a->nrep < nctl; a->nrep++) {
 		ro.ep = *tls_ctl_ep(c, a->nrep);

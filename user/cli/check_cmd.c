@@ -54,6 +54,12 @@ static void print_node(FILE *f, const struct cfg *c, const struct cfg_node *n)
 	fprintf(f, "%s every %d ms\n", c->controller.tls ? " over TLS" : "", c->agent.heartbeat_ms);
 	if (c->redis.tls)
 		fprintf(f, "  speaks TLS to its server\n");
+	if (s && s->password[0])
+		fprintf(f, "  authenticates to its server as %s with shard %s's password\n",
+			s->user[0] ? s->user : "the default user", s->name);
+	else if (c->redis.password[0])
+		fprintf(f, "  authenticates to its server as %s with [redis] password\n",
+			c->redis.user[0] ? c->redis.user : "the default user");
 	if (!s) {
 		fprintf(f, "  in no shard: never promoted, probes no peers\n");
 	} else {

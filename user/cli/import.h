@@ -34,7 +34,8 @@ struct imp {
 	struct imp_shard shards[SC_MAX_MASTERS];
 	int nshards;
 	bool force, decision;
-	FILE *out; /* the text being written */
+	int cred_mode; /* the shard whose credentials are [redis]'s (import_emit.c) */
+	FILE *out;     /* the text being written */
 };
 
 /* Asks the Sentinel at hostport (host:port, [v6]:port; port 26379 if left out) for

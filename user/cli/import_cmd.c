@@ -39,8 +39,8 @@ static const char usage[] =
     "                            environment: FLATLINE_SENTINEL_PASSWORD)\n"
     "  -t, --timeout MS          each connect and reply of a Sentinel (default 2000)\n"
     "  -o, --output FILE         write FILE (mode 0600; never replaces one); default stdout\n"
-    "  -f, --force               write even when the file needs a decision (credentials\n"
-    "                            that differ between masters, renamed commands)\n"
+    "  -f, --force               write even when the file needs a decision (a master\n"
+    "                            without auth-pass beside ones with it, renamed commands)\n"
     "\n"
     "Exit status: 0 written, 1 an error (file:line for a bad sentinel.conf) or a decision\n"
     "needed, 2 usage.\n";

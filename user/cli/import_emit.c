@@ -350,21 +350,40 @@ static bool any_source(const struct imp *im, bool live)
 	return false;
 }
 
-/* auth-pass / auth-user as [redis] user / password. */
+/* Shard i's credentials can be its [shard] user and password: it has a password (a
+ * shard cannot say "none" where [redis] has one) and both fit a line. */
+static bool own_cred_ok(const struct imp *im, int i)
+{
+	int k;
+	const char *user = shard_str(&im->shards[i], offsetof(struct sc_master, auth_user), &k);
+	const char *pass = shard_str(&im->shards[i], offsetof(struct sc_master, auth_pass), &k);
+
+	return pass[0] && ini_ok(pass) && (!user[0] || ini_ok(user));
+}
+
+/* auth-pass / auth-user as [redis] user / password: the most masters' pair; a master
+ * with another pair gets it as its [shard] user and password (emit_shard). */
 static void emit_redis(struct imp *im)
 {
-	int m = mode_of(im->nshards, same_cred, im, NULL), k, ndiff = 0;
+	int m = mode_of(im->nshards, same_cred, im, NULL), k, ndiff = 0, nbad = 0;
 	const char *user = shard_str(&im->shards[m], offsetof(struct sc_master, auth_user), &k);
 	const char *pass = shard_str(&im->shards[m], offsetof(struct sc_master, auth_pass), &k);
-	char list[1024] = "";
-	size_t off = 0;
+	char list[1024] = "", bad[1024] = "";
+	size_t off = 0, boff = 0;
 
+	im->cred_mode = m;
 	for (int i = 0; i < im->nshards; i++) {
 		if (same_cred(im, i, m, NULL))
 			continue;
 		ndiff++;
-		off += snprintf(list + off, off < sizeof(list) ? sizeof(list) - off : 0, " %s",
-				im->shards[i].name);
+		if (own_cred_ok(im, i)) {
+			off += snprintf(list + off, off < sizeof(list) ? sizeof(list) - off : 0,
+					" %s", im->shards[i].name);
+		} else {
+			nbad++;
+			boff += snprintf(bad + boff, boff < sizeof(bad) ? sizeof(bad) - boff : 0,
+					 " %s", im->shards[i].name);
+		}
 	}
 	if (!user[0] && !pass[0] && !ndiff) {
 		if (any_source(im, true) && !any_source(im, false))
@@ -395,13 +414,18 @@ static void emit_redis(struct imp *im)
 		if (pass[0])
 			fprintf(im->out, "password = %s\n", pass);
 	}
-	if (ndiff) {
+	if (ndiff > nbad)
+		cmt(im,
+		    "masters with other credentials:%s: their own, in their [shard] user and "
+		    "password",
+		    list);
+	if (nbad) {
 		im->decision = true;
 		cmt(im,
-		    "- NEEDS A DECISION: masters with other credentials:%s. The cluster file has "
-		    "one [redis] user and password for every server (agents and controller): "
-		    "give their servers these, or run them under another cluster file.",
-		    list);
+		    "- NEEDS A DECISION: masters whose credentials cannot be their [shard] user "
+		    "and password:%s (no auth-pass where [redis] has one, or one that cannot "
+		    "be written as it is): give their servers a password, or set it by hand.",
+		    bad);
 	}
 	fputc('\n', im->out);
 }
@@ -476,8 +500,9 @@ static void emit_controller(struct imp *im)
 	fputc('\n', im->out);
 }
 
-static int emit_shard(struct imp *im, const struct imp_shard *s)
+static int emit_shard(struct imp *im, int i)
 {
+	const struct imp_shard *s = &im->shards[i];
 	const struct sc_master *b = s->src[0];
 	bool unknown_prio = false;
 	char at[300], addr[64];
@@ -516,7 +541,18 @@ static int emit_shard(struct imp *im, const struct imp_shard *s)
 	fprintf(im->out, "nodes =");
 	for (int j = 0; j < s->nnodes; j++)
 		fprintf(im->out, " %s", s->ids[j]);
-	fprintf(im->out, "\n\n");
+	fputc('\n', im->out);
+	if (i != im->cred_mode && !same_cred(im, i, im->cred_mode, NULL) && own_cred_ok(im, i)) {
+		int k;
+		const char *user = shard_str(s, offsetof(struct sc_master, auth_user), &k);
+
+		cmt(im, "sentinel auth-user / auth-pass of master %s (not [redis]'s)", s->name);
+		if (user[0])
+			fprintf(im->out, "user = %s\n", user);
+		fprintf(im->out, "password = %s\n",
+			shard_str(s, offsetof(struct sc_master, auth_pass), &k));
+	}
+	fputc('\n', im->out);
 	return 0;
 }
 
@@ -699,7 +735,7 @@ int import_emit(struct imp *im, const char *secret, char **text, size_t *len)
 	emit_controller(im);
 	emit_redis(im);
 	for (int i = 0; i < im->nshards && !rc; i++)
-		rc = emit_shard(im, &im->shards[i]);
+		rc = emit_shard(im, i);
 	if (!rc)
 		emit_unmapped(im);
 	if (fclose(im->out) && !rc)

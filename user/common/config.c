@@ -163,6 +163,19 @@ struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name)
 	return NULL;
 }
 
+void cfg_server_auth(const struct cfg *c, int shard, const char **user, const char **pass)
+{
+	const struct cfg_shard *s = shard >= 0 && shard < c->nshards ? &c->shards[shard] : NULL;
+
+	if (s && s->password[0]) {
+		*user = s->user;
+		*pass = s->password;
+	} else {
+		*user = c->redis.user;
+		*pass = c->redis.password;
+	}
+}
+
 struct cfg_user *cfg_find_user(const struct cfg *c, const char *name)
 {
 	for (int i = 0; i < c->nusers; i++)

@@ -103,6 +103,10 @@ struct cfg_shard {
 	char spares[512];
 	int spares_line;
 	int restore_after_ms, promotable_after_ms;
+	/* Its servers' credentials when they are not [redis]'s ("" = [redis]'s): used by
+	 * its nodes' agents and by the controller for its servers (ctl_runtime_auth). */
+	char user[128];
+	char password[256];
 };
 
 struct cfg {
@@ -217,6 +221,10 @@ struct cfg_node *cfg_find_node(const struct cfg *c, const char *id);
 struct cfg_shard *cfg_find_shard(const struct cfg *c, const char *name);
 struct cfg_ctl *cfg_find_ctl(const struct cfg *c, const char *id);
 struct cfg_user *cfg_find_user(const struct cfg *c, const char *name);
+/* The user ("" = the default user) and password ("" = none) for the servers of shard
+ * (an index in c->shards, -1: none): the shard's password and user when it has a
+ * password, else [redis]'s. */
+void cfg_server_auth(const struct cfg *c, int shard, const char **user, const char **pass);
 /* Why a node at this address can never be probed by its peers (ICMP echo to an
  * IPv4 address, ICMPv6 echo to an IPv6 one), so that its host's failure would go
  * unseen: unspecified, multicast or broadcast, IPv6 link-local (no interface can

@@ -401,6 +401,15 @@ void validate(struct parser *p)
 		perr(p, c->shards[i].spares_line, "spares",
 		     "not with mode = cluster (a cluster replica joins by CLUSTER REPLICATE)");
 	}
+	for (int i = 0; i < c->nshards && !p->failed; i++) {
+		if (!c->shards[i].user[0] || c->shards[i].password[0])
+			continue;
+		/* A shard's credentials are a pair: a user of its own with [redis]'s
+		 * password is more likely a mistake than meant. */
+		snprintf(p->sect_text, sizeof(p->sect_text), "shard \"%s\"", c->shards[i].name);
+		perr(p, c->shards[i].line, "password",
+		     "missing (user is set: the shard's servers take its user and password)");
+	}
 	for (int i = 0; i < c->nctls && !p->failed; i++) {
 		snprintf(p->sect_text, sizeof(p->sect_text), "controller \"%s\"", c->ctls[i].id);
 		if (!c->ctls[i].listen_str[0] && !c->ctls[i].tls)

@@ -284,6 +284,10 @@ const struct cfg_key cfg_keys[] = {
      .doc = "a replica missing this long: a spare is attached (0: at once)"},
     {CFG_S_SHARD, "promotable_after_ms", INT(0, MS_MAX), "5000", FS(promotable_after_ms), C, 0,
      .doc = "a new replica synced and steady this long may be promoted"},
+    {CFG_S_SHARD, "user", .type = CFG_T_STR, FS(user), AC, 0,
+     .doc = "the ACL user for its servers, instead of [redis] user"},
+    {CFG_S_SHARD, "password", CUSTOM(cfg_set_redis_password), FS(password), AC, 0,
+     .doc = "its servers' password, instead of [redis] password"},
     {CFG_S_SHARD, "mode", CUSTOM(set_shard_mode), .def = "replication", FS(cluster), C, 0,
      .doc = "replication, or cluster: a Redis/Valkey Cluster primary and its replicas"},
     /* [user "NAME"] */

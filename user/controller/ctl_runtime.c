@@ -104,9 +104,12 @@ void ctl_runtime_auth(const struct ctl *c, int shard, const char **user, const c
 {
 	const char *u = set_value(c, shard, ctl_rt_key("auth-user"));
 	const char *p = set_value(c, shard, ctl_rt_key("auth-pass"));
+	const char *fu, *fp;
 
-	*user = u[0] ? u : c->cfg->redis.user;
-	*pass = p[0] ? p : c->cfg->redis.password;
+	/* SENTINEL SET's, else the file's: the shard's, else [redis]'s. */
+	cfg_server_auth(c->cfg, shard, &fu, &fp);
+	*user = u[0] ? u : fu;
+	*pass = p[0] ? p : fp;
 }
 
 /* The value in effect, as text (shard: for a SET key). */
