@@ -315,28 +315,37 @@ static void rep_len(const char *id, int lease_len_ms)
 	fo_on_report(&C, N(id), &r);
 }
 
-/* n1's agent has a lease length but runs no lease (parked: shadow mode heard, or
- * not armed yet after the switch to active): nothing fences it, so a cut-off n1 is
- * not promoted over, however long; failover_blocked names n1 itself. */
-static void test_lease_parked_primary_blocks(void **state)
+/* n1, primary, reports lease word before (and length len): nothing fences it, so a
+ * cut-off n1 is not promoted over, however long, and failover_blocked names n1 itself;
+ * then after: bounded again. */
+static struct fo_report self_blocked_then_bounded(int len, int before, int after)
 {
 	struct fo_shard *s = fo_find_shard(&C, "s");
 	const struct fo_node *blocker;
 	struct fo_report r;
 
-	(void)state;
 	healthy();
 	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
-	r.lease_len_ms = 200;
+	r.lease_len_ms = len;
+	r.lease = before;
 	fo_on_report(&C, N("n1"), &r);
 	R.mono += 100000;
 	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker), FO_LEASE_NEVER);
 	assert_ptr_equal(blocker, N("n1"));
-	r.lease = FO_LEASE_HELD; /* armed: bounded again */
+	r.lease = after;
 	fo_on_report(&C, N("n1"), &r);
 	R.mono += 100000;
 	(void)fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker);
 	assert_ptr_not_equal(blocker, N("n1"));
+	return r;
+}
+
+/* n1's agent has a lease length but runs no lease (parked: shadow mode heard, or
+ * not armed yet after the switch to active); armed, it is bounded again. */
+static void test_lease_parked_primary_blocks(void **state)
+{
+	(void)state;
+	self_blocked_then_bounded(200, FO_LEASE_UNKNOWN, FO_LEASE_HELD);
 }
 
 /* n1's agent runs a lease but has not marked its server's sockets yet (just started
@@ -350,21 +359,11 @@ static void test_lease_unguarded_primary_blocks(void **state)
 	struct fo_report r;
 
 	(void)state;
-	healthy();
-	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
-	r.lease = FO_LEASE_UNGUARDED;
-	fo_on_report(&C, N("n1"), &r);
-	R.mono += 100000;
-	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker), FO_LEASE_NEVER);
-	assert_ptr_equal(blocker, N("n1"));
-	assert_string_equal(fo_lease_word(N("n1")), "unguarded");
-	r.lease = FO_LEASE_LAPSED;
-	fo_on_report(&C, N("n1"), &r);
-	(void)fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker);
-	assert_ptr_not_equal(blocker, N("n1"));
+	r = self_blocked_then_bounded(0, FO_LEASE_UNGUARDED, FO_LEASE_LAPSED);
 	/* A death the kernel saw needs no wait, marked or not. */
 	r.lease = FO_LEASE_UNGUARDED;
 	fo_on_report(&C, N("n1"), &r);
+	assert_string_equal(fo_lease_word(N("n1")), "unguarded");
 	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_PROC_DOWN, &blocker), 0);
 }
 
