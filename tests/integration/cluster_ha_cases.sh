@@ -161,8 +161,12 @@ test_ha_etcd_quorum_lost() {
 		fail "status does not say etcd is unavailable: $(jq -c .controller.ha <<<"$st")"
 	kill -CONT "$(cl_pid "etcd-e$a")" "$(cl_pid "etcd-e$b")"
 	cl_until 10 cl_ha_leader_ready || fail "no leader after quorum came back"
-	CL_CLOG=$(cl_ha_log "$(cl_ha_leader)")
-	check_primary 15
+	# Whichever controller leads as etcd settles finishes the failover (the lead may
+	# move once more: the leader asked a moment ago need not be the one).
+	cl_until 15 any_ctl_ev '.kind == "failover_end"' ||
+		fail "no failover_end from any controller: $(cat "$CL_DIR"/controller-c*.jsonl | jq -c 'select(.kind | test("failover|leader"))' | tail -n 4)"
+	cl_until 10 leader_log || fail "no leader after the failover"
+	check_primary 15 nowait
 	cl_redis_start "$OLD"
 	old_back_as_replica
 	finish "etcd without quorum for 3 s, the primary SIGKILLed meanwhile"
@@ -193,6 +197,12 @@ test_ha_etcd_member_down() {
 # holds: the leader decides the failover but cannot record it, so it promotes nobody
 # (each attempt aborts: "failed to record"); quorum back: exactly one promotion, no
 # acknowledged write lost.
+any_ctl_ev() { cat "$CL_DIR"/controller-c*.jsonl 2>/dev/null | jq -e "select($1)" >/dev/null; }
+leader_log() {
+	local i
+	i=$(cl_ha_leader) || return 1
+	CL_CLOG=$(cl_ha_log "$i")
+}
 test_ha_record_fails_at_promotion() {
 	cluster
 	local lead a b np
