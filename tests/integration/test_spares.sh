@@ -379,7 +379,9 @@ spares = s${BASHPID}n4" 4
 	third=${inst##*n}
 	[ "$third" = "$rest" ] || [ "$third" = 4 ] || fail "promoted $inst"
 	wait_ctl '.kind == "failover_end" and .to == "'"$inst"'"' 15
-	[ "$(cl_role "$third")" = master ] || fail "the third primary is a '$(cl_role "$third")'"
+	# Asked until it answers: its write lease (and so its replies to clients) comes
+	# with the controller's next answer to its agent.
+	cl_until 5 role_is "$third" master || fail "the third primary is a '$(cl_role "$third")'"
 	other=$((third == 4 ? rest : 4))
 	cl_until 10 cl_linked "$other" "$third" || fail "host $other does not follow the third primary"
 	sleep 1
