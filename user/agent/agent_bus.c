@@ -64,8 +64,8 @@ int agent_bus_port(struct agent *a, pid_t pid, uint16_t *port)
 	 * again, the bus left out, once INFO says it is a cluster node. */
 	if (!st->have_info)
 		return 1;
-	if (st->info.pid > 0 && st->info.pid != pid)
-		return 0; /* INFO of the process before: this one's is asked */
+	/* (pid is the process the monitor took from this INFO: for a server in its own
+	 * pid namespace it is not INFO's process_id, which is that namespace's number.) */
 	if (!st->info.cluster_enabled)
 		return 1;
 	if (a->bus.pid == pid) {

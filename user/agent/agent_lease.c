@@ -560,7 +560,8 @@ static int lease_open(struct agent *a, bool armed)
 	}
 	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
 	/* The first agent of this node: its server's port written now, so that a server
-	 * that starts (binds it) before the agent has its pid is marked as it binds. */
+	 * that starts (binds it) before the agent has its pid is marked as it binds (an
+	 * armed open wrote it already; a disarmed one, port 0, did not). */
 	uint32_t tgid;
 
 	if (lease_watch_server_known(l->lw, &tgid)) {

@@ -381,7 +381,9 @@ int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port)
 		struct fl_lease_cfg cfg = {0};
 		__u32 zero = 0;
 
-		if (!bpf_map_lookup_elem(bpf_map__fd(lw->skel->maps.fl_lease_cfg), &zero, &cfg) &&
+		/* Opened disarmed (port 0), the agent writes the server's port itself. */
+		if (port &&
+		    !bpf_map_lookup_elem(bpf_map__fd(lw->skel->maps.fl_lease_cfg), &zero, &cfg) &&
 		    !cfg.netns_cookie) {
 			err = lease_watch_set_server(lw, 0, &port, 1, 0);
 			if (err)
