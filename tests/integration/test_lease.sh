@@ -292,7 +292,7 @@ test_agent_restart() {
 	cl_stop "agent-$OLD_NODE" KILL
 	cl_agent_start 1
 	sleep 2
-	! jq -e "select(.kind == \"lease_lost\")" "$OLD_LOG" >/dev/null 2>&1 || fail "lease lost: $(grep lease_lost "$OLD_LOG")"
+	! cl_has_event "$OLD_LOG" '.kind == "lease_lost"' || fail "lease lost: $(grep lease_lost "$OLD_LOG")"
 	gap=$("$PY" -c '
 import sys
 t=[int(l.split()[2]) for l in open(sys.argv[1]) if l.startswith("A ")]
