@@ -43,7 +43,7 @@ unit() {
 }
 
 integration() {
-	local f
+	local f t0
 	for f in tests/integration/test_*.sh; do
 		[[ -z $filter || $f == *"$filter"* ]] || continue
 		echo "integration $(basename "$f"):"
@@ -51,7 +51,10 @@ integration() {
 			echo "SKIP $(basename "$f"): integration tests need root" | count
 			continue
 		fi
+		t0=$SECONDS
 		count < <(bash "$f")
+		# How long each file took (the CI's budget is 45 minutes in all).
+		echo "  ($(basename "$f"): $((SECONDS - t0)) s)"
 	done
 }
 
