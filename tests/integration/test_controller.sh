@@ -47,13 +47,19 @@ setup_cluster() {
 	nodes = ct1 ct2 ct3
 	EOF
 	chmod 600 "$CONF" # it holds the secret
+	if [ -n "${SERVERS_LATE:-}" ]; then # the controller and agents first, as a boot may
+		start_controller
+		agents_launch
+	fi
 	start_node 1 "$P1"
 	start_node 2 "$P2" --replicaof 127.0.0.1 "$P1"
 	start_node 3 "$P3" --replicaof 127.0.0.1 "$P1"
 	wait_linked "$P2" "$P1" && wait_linked "$P3" "$P1" || fail "replicas did not sync"
-	start_controller
-	if [ "${START_AGENTS:-1}" = 1 ]; then
-		start_agents
+	if [ -n "${SERVERS_LATE:-}" ]; then
+		agents_wait
+	else
+		start_controller
+		[ "${START_AGENTS:-1}" != 1 ] || start_agents
 	fi
 }
 
@@ -97,13 +103,17 @@ start_controller() {
 	}
 }
 
-start_agents() {
+start_agents() { agents_launch && agents_wait; }
+agents_launch() {
 	local n
 	for n in ct1 ct2 ct3; do
 		"$FL" agent -c "$CONF" --node "$n" --event-log "$T/events-$n.jsonl" \
 			2>"$T/agent-$n.err" &
 		on_exit "kill -TERM $!; wait $!"
 	done
+}
+agents_wait() {
+	local n
 	for n in ct1 ct2 ct3; do
 		wait_event "$CLOG" ".kind == \"agent_connected\" and .instance == \"$n\"" >/dev/null ||
 			fail "agent $n did not connect: $(cat "$T/agent-$n.err")"
@@ -177,6 +187,26 @@ test_kill_primary() {
 	expect_eq "status last failover" "$(jq -r '.shards[0].last_failover.result' <<<"$st")" ok
 	"$FL" status -c "$CONF" | grep -q "failover_start ct1: proc_exit SIGKILL" ||
 		fail "no timeline in status: $("$FL" status -c "$CONF")"
+}
+
+# The controller and the agents start before the servers (a boot's order, or the
+# servers down for a while): primary_unknown is said once, the primary is discovered
+# as soon as its servers answer, and its failure is then handled, nothing lost.
+test_servers_started_late() {
+	SERVERS_LATE=1 setup_cluster
+	local ev new
+	ev=$(wait_event "$CLOG" '.kind == "primary_discovered"') ||
+		fail "no primary discovered after the servers started: $(tail -n 5 "$CLOG")"
+	expect_eq "discovered primary" "$(jq -r .instance <<<"$ev")" ct1
+	expect_eq "primary_unknown said" "$(jq -c 'select(.kind == "primary_unknown")' "$CLOG" | wc -l)" 1
+	expect_eq "primary via Sentinel API" "$(primary)" "$P1"
+	fill "$P1" 500
+	kill -KILL "$PID_1"
+	ev=$(wait_event "$CLOG" '.kind == "failover_end"') || fail "no failover: $(tail -n 5 "$CLOG")"
+	new=$(jq -r .to <<<"$ev")
+	[ "$new" = ct2 ] || [ "$new" = ct3 ] || fail "promoted $new"
+	expect_eq "new primary role" "$(info_field "$(port_of "$new")" role)" master
+	keys_eq "$(port_of "$new")" 500
 }
 
 test_sigstop_primary() {
@@ -472,6 +502,6 @@ test_restart_mid_failover() {
 	keys_eq "$P1" 100
 }
 
-TESTS=(test_state_file_retry test_restart_mid_failover test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
+TESTS=(test_servers_started_late test_state_file_retry test_restart_mid_failover test_pipelined_failover test_kill_primary test_host_down test_agent_lost_and_replica_down test_sigstop_primary test_planned_switchover test_sentinel_client_follows
 	test_state_file_restart test_bad_input test_silent_agent_closed test_pubsub_switch_master test_busy_primary_no_failover)
 run_tests

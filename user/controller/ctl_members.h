@@ -17,7 +17,7 @@ struct cfg;
 #define CTL_MEMBERS_ROOM 256
 /* INFO replication of every primary this often: replicas no shard knows. */
 #define CTL_MEMBERS_SCAN_MS 10000
-#define CTL_MEMBERS_TICK_MS 1000 /* a runtime shard without a primary: asked again */
+#define CTL_MEMBERS_TICK_MS 1000 /* a shard without a primary: its nodes asked again */
 
 /* The module's state (c->members), shared by ctl_members.c and ctl_members_scan.c.
  * Calls go one way: ctl_members_scan.c (the tick, the scan, discovery) over

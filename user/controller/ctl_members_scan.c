@@ -2,8 +2,9 @@
 /* Runtime membership's look at the servers: every CTL_MEMBERS_SCAN_MS, INFO
  * replication of every primary; a replica it lists that no shard knows is reported
  * (replica_unknown, once per appearance, and in status) or, in a shard SENTINEL
- * MONITOR made, added as Sentinel adds it (+slave). A shard added at runtime learns
- * its primary as at a start (fo_discover) once its nodes' INFO is in. The layer over
+ * MONITOR made, added as Sentinel adds it (+slave). A shard with no primary known
+ * (added at runtime, or its servers down at the start) learns it as at a start
+ * (fo_discover) once its nodes' INFO is in, asked every CTL_MEMBERS_TICK_MS. The layer over
  * ctl_members.c: calls it (a replica found, the retry), never called by it but for
  * after_info, registered at the start. */
 #include <errno.h>
@@ -17,10 +18,10 @@
 #include "controller/ctl.h"
 #include "controller/ctl_members.h"
 
-/* A node's INFO is in: a shard added at runtime learns its primary as at a start. */
+/* A node's INFO is in: a shard with no primary known learns it as at a start. */
 static void after_info(struct ctl *c)
 {
-	if (c->fo.starting || !ctl_may_change(c))
+	if (c->fo.starting || !ctl_may_act(c)) /* shadow too: as at a start */
 		return;
 	for (int i = 0; i < c->fo.nshards; i++) {
 		struct fo_shard *s = &c->fo.shards[i];
@@ -184,10 +185,10 @@ static void on_tick(int fd, short what, void *arg)
 
 		if (scan)
 			ctl_members_scan_shard(c, i);
-		/* A shard added at runtime with no primary known yet: its nodes' INFO
-		 * again, then discovery (after_info). */
-		if (!s->removed && s->primary < 0 && s->nnodes && c->cfg->shards[i].runtime &&
-		    ctl_may_change(c))
+		/* A shard with no primary known yet (added at runtime, or whose servers
+		 * were down when this controller started): its nodes' INFO again, then
+		 * discovery (after_info). */
+		if (!s->removed && s->primary < 0 && s->nnodes && ctl_may_act(c))
 			for (int k = 0; k < s->nnodes; k++)
 				ctl_server_discover(c, s->nodes[k], 900, after_info);
 	}

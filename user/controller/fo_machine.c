@@ -635,10 +635,14 @@ void fo_discover(struct fo_cluster *c, struct fo_shard *s)
 		return;
 	}
 	if (pick < 0) {
-		if (spi < 0)
+		/* Said once per count of masters: discovery runs again while none is known. */
+		if (spi < 0 && s->unknown_said != nm + 1) {
 			fo_say_primary_unknown(c, s, nm);
+			s->unknown_said = nm + 1;
+		}
 		return;
 	}
+	s->unknown_said = 0;
 	if (pick == s->primary)
 		return;
 	/* A primary we did not record (first start, or promoted just before a crash):
