@@ -233,8 +233,8 @@ struct fo_shard {
 	/* SENTINEL SET <shard> down-after-milliseconds / failover-timeout (ctl_runtime.c);
 	 * 0: the controller's node_down_after_ms / failover_block_ms. */
 	int down_after_ms, block_ms;
-	char blocked_why[160];	       /* last "failover_blocked" reason logged */
-	int unknown_said; /* 1 + the masters count primary_unknown last said, 0 not said */
+	char blocked_why[160]; /* last "failover_blocked" reason logged */
+	int unknown_said;      /* 1 + the masters count primary_unknown last said, 0 not said */
 	long long lease_wait_since_ms; /* a failover decided, waiting for the old lease */
 	/* A selection that failed because candidates did not answer INFO in time (a
 	 * loaded host, a backlog): retried from retry_select_ms (monotonic), the wait
