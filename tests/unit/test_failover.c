@@ -584,6 +584,41 @@ static void test_discover(void **state)
 	assert_true(called("replicaof n3 n2"));
 }
 
+static int nevented(const char *kind)
+{
+	int n = 0;
+
+	for (int i = 0; i < R.nevents; i++)
+		n += !strcmp(R.events[i], kind);
+	return n;
+}
+
+/* No primary known and none to choose (discovery runs again every second): said once
+ * per count of masters, then the one master that appears is the primary. */
+static void test_discover_unknown_said_once(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct info_repl m = slave_info(NULL, -1, 5000);
+
+	(void)state;
+	m.role = INFO_ROLE_MASTER;
+	s->primary = -1; /* and no node answered */
+	for (int i = 0; i < 3; i++)
+		fo_discover(&C, s);
+	assert_int_equal(nevented("primary_unknown"), 1);
+	set_info("n1", m);
+	set_info("n2", m); /* two masters alike: none preferable, said once more */
+	fo_discover(&C, s);
+	fo_discover(&C, s);
+	assert_int_equal(nevented("primary_unknown"), 2);
+	assert_int_equal(s->primary, -1);
+	set_info("n2", slave_info("n1", 0, 10));
+	fo_discover(&C, s);
+	assert_int_equal(s->primary, N("n1")->idx);
+	assert_true(evented("primary_discovered"));
+	assert_int_equal(R.promoted, 1);
+}
+
 /* ---- the transition table ---- */
 
 /* The allowed transitions, written out here apart from fo_machine.c's table. */
@@ -774,6 +809,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_restarted_empty_primary, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_restarted_with_its_data, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_discover, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_discover_unknown_said_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_set_primary, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_self_demoted_said_once, setup, teardown),
