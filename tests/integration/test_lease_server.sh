@@ -311,8 +311,40 @@ test_unixsocket_refused() {
 		fail "no clear message: $(tail -n 5 "$T/unix.out")"
 }
 
+# A server in its own pid namespace (as in a container: its pidfile and INFO say pid 1):
+# the agent finds its pid here by its listener and marks its sockets, and past the lease
+# a client on its host gets no reply, as for any server.
+test_server_in_own_pid_namespace() {
+	local ip outer real
+	need_cmd unshare pgrep
+	cluster_conf
+	printf '#!/bin/sh\nexec unshare --pid --fork --mount-proc --kill-child %s "$@"\n' "$CL_SERVER" >"$T/in-pidns"
+	chmod +x "$T/in-pidns"
+	CL_SERVER=$T/in-pidns
+	cl_up || fail "cluster did not come up"
+	OLD_NODE=$(cl_node 1)
+	OLD_LOG=$CL_DIR/events-$OLD_NODE.jsonl
+	cl_until 5 cl_has_event "$OLD_LOG" '.kind == "lease_regained"' ||
+		fail "h1 never took the lease: $(tail -n 3 "$OLD_LOG")"
+	ip=$(cl_ip 1)
+	outer=$(cl_pid "redis-$OLD_NODE")
+	real=$(pgrep -P "$outer")
+	[ -n "$real" ] && [ "$real" -gt 1 ] || fail "no server process under unshare $outer"
+	expect_eq "process_id h1 reports" "$(cl_redis 1 info server | tr -d '\r' | sed -n 's/^process_id://p')" 1
+	expect_eq "h1's pidfile" "$(cat "$CL_DIR/$OLD_NODE/redis.pid")" 1
+	cl_until 10 grep -q "write lease guards the server's sockets (pid $real" "$CL_DIR/log/agent-$OLD_NODE.out" ||
+		fail "h1's sockets (pid $real) never marked: $(tail -n 3 "$CL_DIR/log/agent-$OLD_NODE.out")"
+	start_clients probe "plain:$ip:6379" "tls:$ip:$TLS_PORT"
+	sleep 1.5
+	lapse
+	finish_clients
+	resume
+	[ "$(answer "plain:$ip:6379")" = none ] || fail "the server's port answered past the lease: $(cat "$T/clients.out")"
+	[ "$(answer "tls:$ip:$TLS_PORT")" = none ] || fail "the tls-port answered past the lease: $(cat "$T/clients.out")"
+}
+
 TESTS=(test_lapsed_every_socket test_new_interface test_stopped_as_it_takes_the_lease test_stopped_before_the_agent_started test_queued_before_the_scan
 	test_multi_across_the_lapse
-	test_every_connection_cut test_unixsocket_refused)
+	test_every_connection_cut test_unixsocket_refused test_server_in_own_pid_namespace)
 [ -n "${LEASE_TESTS:-}" ] && read -ra TESTS <<<"$LEASE_TESTS"
 run_tests

@@ -88,21 +88,43 @@ static int table(pid_t pid, const char *name, uint16_t port, unsigned long *out,
 	return n;
 }
 
+/* The inodes of the sockets listening on port in pid's network namespace (IPv4 and
+ * IPv6): how many, or -errno. */
+static int listeners(pid_t pid, uint16_t port, unsigned long ino[PROC_LISTEN_MAX])
+{
+	int n = table(pid, "tcp", port, ino, PROC_LISTEN_MAX), m;
+
+	if (n < 0)
+		return n;
+	m = table(pid, "tcp6", port, ino + n, PROC_LISTEN_MAX - n);
+	return m < 0 ? m : n + m;
+}
+
+/* pid lives in our network namespace, as told by a listener on port: socket inodes
+ * are unique, and /proc/PID/net is anyone's to read (its ns link is not). */
+static bool listens_here(pid_t pid, uint16_t port)
+{
+	unsigned long theirs[PROC_LISTEN_MAX] = {0}, ours[PROC_LISTEN_MAX] = {0};
+	int n = listeners(pid, port, theirs), m = listeners(getpid(), port, ours);
+
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < m; k++)
+			if (theirs[i] == ours[k])
+				return true;
+	return false;
+}
+
 int proc_pid_listens(pid_t pid, uint16_t port)
 {
 	unsigned long ino[PROC_LISTEN_MAX] = {0};
 	char dir[64], path[PATH_MAX], link[64];
-	int n, m, found = 0, denied = 0;
+	int n, found = 0, denied = 0;
 	struct dirent *e;
 	DIR *d;
 
-	n = table(pid, "tcp", port, ino, PROC_LISTEN_MAX);
+	n = listeners(pid, port, ino);
 	if (n < 0)
 		return n;
-	m = table(pid, "tcp6", port, ino + n, PROC_LISTEN_MAX - n);
-	if (m < 0)
-		return m;
-	n += m;
 	if (!n)
 		return 0; /* nobody listens on port where pid lives */
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
@@ -253,8 +275,9 @@ static int is_server(pid_t pid, const struct proc_server *s, bool by_age, char *
 }
 
 /* The processes of nested pid namespaces whose pid there is s->pid and that are the
- * server: how many, the last into *found. */
-static int nested(const struct proc_server *s, bool by_age, pid_t *found)
+ * server (with here, in our network namespace, where we reach it): how many, the last
+ * into *found. */
+static int nested(const struct proc_server *s, bool by_age, bool here, pid_t *found)
 {
 	struct dirent *e;
 	char why[96];
@@ -271,6 +294,9 @@ static int nested(const struct proc_server *s, bool by_age, pid_t *found)
 		if (*end || end == e->d_name || pid <= 0 || pid > INT32_MAX || pid == s->pid)
 			continue;
 		if (pid_nspid((pid_t)pid, &own, &depth) || depth < 2 || own != s->pid)
+			continue;
+		if (here && !(s->tcp_port > 0 && s->tcp_port <= 65535 &&
+			      listens_here((pid_t)pid, (uint16_t)s->tcp_port)))
 			continue;
 		if (is_server((pid_t)pid, s, by_age, why, sizeof(why)) == 1) {
 			*found = (pid_t)pid;
@@ -295,11 +321,17 @@ pid_t proc_server_find(const struct proc_server *s, char *why, size_t len)
 	/* It is, or that cannot be told (its /proc unreadable): taken, as always. */
 	if (is_server((pid_t)s->pid, s, false, no, sizeof(no)))
 		return (pid_t)s->pid;
-	/* A container's server: its pid there is s->pid; here another. Two alike (the
-	 * same port in two network namespaces): the one that started when it says. */
-	n = nested(s, false, &found);
-	if (n > 1)
-		n = nested(s, true, &found);
+	/* A container's server: its pid there is s->pid; here another. The one in our
+	 * network namespace (containers each with its own, the same port in each); else
+	 * any; two alike: the one that started when it says. */
+	for (int here = 1; here >= 0; here--) {
+		n = nested(s, false, here, &found);
+		if (!n)
+			continue;
+		if (n > 1)
+			n = nested(s, true, here, &found);
+		break;
+	}
 	if (n == 1) {
 		snprintf(why, len,
 			 "process_id %ld is its own pid namespace's; here the server is pid %d",

@@ -3,7 +3,9 @@
  * reports (process_id) is its own pid namespace's, so a server in a container says 1,
  * or a number that on this host is another live process. The pid reported is taken
  * only if that process here listens on the server's tcp_port; else the one process of
- * a nested pid namespace whose pid there is the reported one and which does. */
+ * a nested pid namespace whose pid there is the reported one and which does, first
+ * among those in our network namespace (each container may have its own, each with a
+ * server on the same port). */
 #ifndef FLATLINE_KERN_PROC_LISTEN_H
 #define FLATLINE_KERN_PROC_LISTEN_H
 
