@@ -11,7 +11,8 @@
 # flowing: a primary fenced by its lease (its agent stopped) is not failed by the
 # cluster. A listed node that is not the primary's replica
 # in the cluster is said (cluster_mismatch); flatline failover is a plain CLUSTER
-# FAILOVER with no acknowledged write lost.
+# FAILOVER with no acknowledged write lost, and --takeover a TAKEOVER fenced by a
+# CLIENT PAUSE, with none lost either.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 . tests/lib/flavour.sh
@@ -244,6 +245,33 @@ test_cluster_planned() {
 	[ "$(jq .acked <<<"$res")" -gt 100 ] || fail "too few writes: $res"
 }
 
+# flatline failover --takeover: CLUSTER FAILOVER TAKEOVER has no handshake with the
+# primary, so flatline fences it itself: writes paused on the primary, the replica's
+# offset waited for, then TAKEOVER, then unpaused; no acknowledged write lost.
+test_cluster_takeover() {
+	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
+	setup_rcluster
+	local a=${PRIMARIES[0]} ra out res
+	ra=${REPLICA_OF[$a]}
+	"$PY" tests/lib/rcwriter.py write "${P[1]}" "$T/writes" &
+	WPID=$!
+	on_exit "kill -TERM $WPID"
+	sleep 1
+	out=$("$FL" failover -c "$CONF" "s$a" --takeover 2>&1) || fail "failover --takeover: $out"
+	grep -q "writes paused on c$a at offset" <<<"$out" || fail "TAKEOVER without writes paused first: $out"
+	grep -q "CLUSTER FAILOVER TAKEOVER to c$ra" <<<"$out" || fail "not a TAKEOVER: $out"
+	grep -q "writes unpaused on c$a" <<<"$out" || fail "c$a not unpaused: $out"
+	rc_cli -p "$ra" cluster nodes | grep -q "myself,master" || fail "c$ra not master"
+	sleep 1
+	kill -TERM "$WPID"
+	wait "$WPID" 2>/dev/null
+	res=$("$PY" tests/lib/rcwriter.py check "${P[1]}" "$T/writes" 0 "")
+	echo "    takeover: $res"
+	expect_eq "acknowledged writes lost in a TAKEOVER" "$(jq .lost <<<"$res")" 0
+	[ "$(jq .acked <<<"$res")" -gt 100 ] || fail "too few writes: $res"
+}
+
 TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_stop_redis test_cluster_stop_valkey
-	test_cluster_bus_outside_lease test_cluster_kill_ioredis test_cluster_mismatch test_cluster_planned)
+	test_cluster_bus_outside_lease test_cluster_kill_ioredis test_cluster_mismatch test_cluster_planned
+	test_cluster_takeover)
 run_tests

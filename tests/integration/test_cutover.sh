@@ -5,8 +5,9 @@
 # here wrote, with their defaults (tests/node/app.js on ioredis, tests/lib/clientapp.py
 # on redis-py: a writer and a reader of the replicas each), given the Sentinels'
 # addresses and the controller's after them, as the runbook says.
-#   test_cutover:      `flatline cutover` says not safe while an agent is missing and
-#                      safe when all is well (also against a Sentinel); the Sentinels
+#   test_cutover:      `flatline cutover` says not safe while an agent is missing, or
+#                      against a Sentinel that names another primary, and safe when
+#                      all is well (also against the Sentinels); the Sentinels
 #                      stop, the clients go on through the controller; a reload of
 #                      [controller] mode = active switches it: no failover (the primary
 #                      and the epoch unchanged, no server ran REPLICAOF, MULTI or
@@ -203,6 +204,20 @@ test_cutover() {
 	cat "$T/cutover2.out"
 	grep -q "^safe: " "$T/cutover2.out" || fail "cutover did not say safe"
 	grep -q "^mode: shadow" "$T/cutover2.out" || fail "cutover did not say the mode"
+	# A Sentinel that names another primary (it monitors h2's server as the shard's):
+	# not safe, saying which and what each names. Run for a moment only, and never
+	# long enough to judge anything (down-after 60 s).
+	mkdir -p "$CL_DIR/sentinel-x"
+	printf 'port 26390\nbind %s\ndaemonize no\ndir %s\nlogfile %s/sentinel.log\nsentinel monitor %s %s 6379 1\nsentinel down-after-milliseconds %s 60000\n' \
+		"$CL_CTL_IP" "$CL_DIR/sentinel-x" "$CL_DIR/sentinel-x" "$CL_SHARD" "$(cl_ip 2)" "$CL_SHARD" >"$CL_DIR/sentinel-x/sentinel.conf"
+	cl_spawn sentinel-x "$CL_NS_CTL" "$CL_SENTINEL" "$CL_DIR/sentinel-x/sentinel.conf"
+	rc=0
+	cl_until 10 cl_ctl "$CL_CLI" -h "$CL_CTL_IP" -p 26390 ping >/dev/null 2>&1 || fail "the other Sentinel did not start"
+	cutover --sentinel "$CL_CTL_IP:26390" >"$T/cutover-x.out" 2>&1 || rc=$?
+	cl_stop sentinel-x
+	expect_eq "cutover's exit with a Sentinel naming h2" "$rc" 1
+	grep -qF "not safe: $CL_SHARD: Sentinel $CL_CTL_IP:26390 names the primary $(cl_ip 2):6379, flatline $(cl_ip 1):6379" "$T/cutover-x.out" ||
+		fail "cutover does not say that Sentinel names another primary: $(cat "$T/cutover-x.out")"
 	all_going
 
 	# Sentinel stops; the clients go on through the controller.

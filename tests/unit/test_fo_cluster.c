@@ -159,14 +159,31 @@ static void test_cluster_planned_and_takeover(void **state)
 	assert_false(stepped("FORCE") || stepped("TAKEOVER"));
 	fo_on_promote(&C, N("n2"), true, NULL);
 	assert_int_equal(s->primary, N("n2")->idx);
-	/* TAKEOVER only when the operator asks for it. */
+	/* TAKEOVER only when the operator asks for it, and fenced: no handshake with the
+	 * primary, so its writes are paused and the target's offset waited for first. */
 	s->last_failover_end_ms = 0;
 	clear_rec();
 	assert_int_equal(fo_start(&C, s, true, N("n3")->idx, "operator", why, sizeof(why)), 0);
 	s->fo.takeover = true;
 	t = slave_info("n2", 1, 1000);
 	fo_on_info(&C, N("n3"), true, &t, NULL);
+	assert_true(called("pause n2"));
+	assert_false(stepped("CLUSTER FAILOVER"));
+	fo_on_pause(&C, N("n2"), true, NULL);
+	/* The paused primary's offset, then the target's reaching it. */
+	{
+		struct info_repl m = slave_info(NULL, -1, 1500);
+
+		m.role = INFO_ROLE_MASTER;
+		fo_on_info(&C, N("n2"), true, &m, NULL);
+		assert_false(stepped("CLUSTER FAILOVER"));
+		t = slave_info("n2", 1, 1500);
+		fo_on_info(&C, N("n3"), true, &t, NULL);
+	}
 	assert_true(stepped("CLUSTER FAILOVER TAKEOVER to n3"));
+	fo_on_promote(&C, N("n3"), true, NULL);
+	assert_int_equal(s->primary, N("n3")->idx);
+	assert_true(called("unpause n2"));
 }
 
 int main(void)

@@ -3,6 +3,7 @@
  * last packets bound it, a silent peer blocks, a lapsed lease waits for the last answer
  * that named it, a revoked one or a death the kernel saw needs no wait. With the four-node shard of
  * fo_harness.h. */
+#include <errno.h>
 #include "fo_harness.h"
 #include "controller/lease_wait.h"
 
@@ -53,6 +54,39 @@ static void test_lease_wait(void **state)
 	fo_on_report(&C, N("n3"), &r);
 	assert_true(evented("failover_start"));
 	assert_true(called("info n2"));
+}
+
+/* An operator's failover (flatline failover, SENTINEL FAILOVER) of a primary gone
+ * quiet: not before its lease has run out either, refused with the reason meanwhile;
+ * a silent peer refuses it as it blocks the evaluation's. */
+static void test_operator_failover_waits_for_lease(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+	char why[200];
+
+	(void)state;
+	healthy();
+	(void)fo_answer_primary(&C, s, N("n1"), R.mono);
+	R.mono += 1001; /* n1's heartbeat goes stale */
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, N("n1")->idx, 100);
+	fo_on_report(&C, N("n2"), &r);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	assert_true(evented("node_down"));
+	assert_int_equal(fo_start(&C, s, true, -1, "operator", why, sizeof(why)), -EAGAIN);
+	assert_non_null(strstr(why, "n1 may still hold its write lease"));
+	assert_false(evented("failover_start"));
+	assert_false(called("info n2"));
+	/* Past the lease, every peer having said so: the evaluation's own failover. */
+	R.mono += fo_lease_span_ms(&C) + 100;
+	fo_report_set_peer_age(&r, N("n1")->idx, 100 + fo_lease_span_ms(&C) + 100);
+	fo_on_report(&C, N("n2"), &r);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n4"), &r);
+	assert_true(evented("failover_start"));
 }
 
 /* A peer whose agent is silent may still answer n1's echoes: no promotion at all. */
@@ -483,6 +517,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_lease_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_operator_failover_waits_for_lease, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_silent_peer_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_given_up_and_proc_down, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_revoked_ends_wait, setup, teardown),

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "controller/fo_internal.h"
+#include "controller/lease_wait.h"
 
 /* The transitions: a name for each allowed one, NULL for the others. */
 static const char *const fo_tsm[FO_ST_COUNT][FO_ST_COUNT] = {
@@ -128,6 +129,35 @@ static void st_promote(struct fo_cluster *c, struct fo_shard *s);
 static void st_repoint(struct fo_cluster *c, struct fo_shard *s);
 static void st_repoint_done(struct fo_cluster *c, struct fo_shard *s);
 
+/* A failover asked for (an operator's, or the evaluation's once it waited) of a
+ * primary that may still hold its write lease: refused, saying why (invariant 1 holds
+ * for an operator too; the evaluation starts it by itself once the lease ran out). */
+static bool operator_before_lease(const struct fo_cluster *c, const struct fo_shard *s,
+				  const struct fo_node *p, enum fo_verdict v, char *why,
+				  size_t whylen)
+{
+	const struct fo_node *blocker = NULL;
+	long long end = fo_lease_end_ms(c, s, p, v, &blocker), now = fo_now(c);
+
+	if (end <= now)
+		return false;
+	if (blocker == p)
+		snprintf(why, whylen,
+			 "%s's replies are not fenced (its agent runs no write "
+			 "lease, or has not marked its server's sockets yet)",
+			 p->id);
+	else if (blocker)
+		snprintf(why, whylen,
+			 "%s may still hold its write lease: peer %s is silent and may renew it",
+			 p->id, blocker->id);
+	else
+		snprintf(why, whylen,
+			 "%s may still hold its write lease for %lld ms: no promotion before "
+			 "it has run out",
+			 p->id, end - now);
+	return true;
+}
+
 int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target, const char *reason,
 	     char *why, size_t whylen)
 {
@@ -147,6 +177,8 @@ int fo_start(struct fo_cluster *c, struct fo_shard *s, bool planned, int target,
 		planned = false; /* nothing to pause: a failover, not a switchover */
 	if (!fo_may_failover(c, s, v, planned, why, whylen))
 		return s->fo.state != FO_ST_NONE ? -EBUSY : -EAGAIN;
+	if (!planned && operator_before_lease(c, s, p, v, why, whylen))
+		return -EAGAIN;
 	if (target >= 0) {
 		struct fo_node *t = &c->nodes[target];
 
@@ -269,7 +301,9 @@ static void select_done(struct fo_cluster *c, struct fo_shard *s)
 		return;
 	}
 	fo_say_replica_selected(c, s, since, list);
-	if (!f->planned || s->cluster) { /* a cluster pauses for a planned move itself */
+	/* A cluster pauses for a planned move itself, but not for TAKEOVER (no handshake
+	 * with the primary): writes paused on it and the offset waited for, as here. */
+	if (!f->planned || (s->cluster && !f->takeover)) {
 		st_promote(c, s);
 		return;
 	}
