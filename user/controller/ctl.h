@@ -131,6 +131,7 @@ struct ctl_discovery;
 struct ctl_client_auth;
 struct ctl_clients;
 struct ctl_members;
+struct ctl_sentinel;
 
 /* What every module needs: the configuration, the failover core, the loop, the
  * event log, the connections; and one pointer per module to its state. */
@@ -162,14 +163,13 @@ struct ctl {
 	struct event **shard_timer;
 	struct event *tick, *sigint, *sigterm, *sighup;
 	int silent_heartbeat_ms; /* 0, or the longest [agent] heartbeat_ms since start (reloads) */
-	/* Per shard: the client waiting for FLATLINE FAILOVER (ctl_sentinel.c's) */
-	struct ctl_conn **waiter;
 	/* The modules' states */
 	int nnodes;
 	struct ctl_server **servers;	       /* ctl_servers.c: one per node */
 	struct ssl_ctx_st *srv_tls;	       /* ctl_servers.c: [redis] tls, NULL without */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	struct ctl_ha_state *ha_state;	       /* ctl_ha.c */
+	struct ctl_sentinel *sentinel;	       /* ctl_sentinel.c */
 	struct ctl_conn_mod *conn;	       /* ctl_conn.c */
 	struct ctl_listener *listener;	       /* ctl_listen.c */
 	struct ctl_agents *agents;	       /* ctl_agents.c */
