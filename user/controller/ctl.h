@@ -48,11 +48,9 @@
 #include "controller/ha.h"
 
 struct evbuffer;
-struct ctl_server;
 struct redisReply;
 struct ha;
 struct ctl_state_writer;
-struct ssl_ctx_st;
 
 /* The names the client commands reply with. */
 #define CTL_VERSION	  "0.1.0"
@@ -132,6 +130,7 @@ struct ctl_client_auth;
 struct ctl_clients;
 struct ctl_members;
 struct ctl_sentinel;
+struct ctl_servers;
 
 /* What every module needs: the configuration, the failover core, the loop, the
  * event log, the connections; and one pointer per module to its state. */
@@ -165,8 +164,7 @@ struct ctl {
 	int silent_heartbeat_ms; /* 0, or the longest [agent] heartbeat_ms since start (reloads) */
 	/* The modules' states */
 	int nnodes;
-	struct ctl_server **servers;	       /* ctl_servers.c: one per node */
-	struct ssl_ctx_st *srv_tls;	       /* ctl_servers.c: [redis] tls, NULL without */
+	struct ctl_servers *servers;	       /* ctl_servers.c */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	struct ctl_ha_state *ha_state;	       /* ctl_ha.c */
 	struct ctl_sentinel *sentinel;	       /* ctl_sentinel.c */
@@ -371,6 +369,8 @@ void ctl_shard_timers_free(struct ctl *c);
  * one's own (false: the node has no server link). */
 int ctl_server_add(struct ctl *c, int node);
 void ctl_server_drop(struct ctl *c, int node);
+/* Has node a server link now (not removed, the link set up)? */
+bool ctl_server_linked(const struct ctl *c, int node);
 /* ctl_agents.c: a node removed at runtime: its agent sessions closed. */
 void ctl_agents_node_drop(struct ctl *c, int node);
 
