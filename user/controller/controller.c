@@ -20,6 +20,11 @@
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
 
+/* The module's state (c->top): the TILT tick and the signals. */
+struct ctl_top {
+	struct event *tick, *sigint, *sigterm, *sighup;
+};
+
 static long long clk_mono(void *ctx)
 {
 	(void)ctx;
@@ -509,17 +514,26 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_metrics_start(c);
 	if (rc)
 		goto fail;
-	c->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
-	c->sigint = evsignal_new(c->base, SIGINT, on_signal, c);
-	c->sigterm = evsignal_new(c->base, SIGTERM, on_signal, c);
-	c->sighup = evsignal_new(c->base, SIGHUP, on_sighup, c);
+	c->top = calloc(1, sizeof(*c->top));
+	if (!c->top) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->top->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
+	c->top->sigint = evsignal_new(c->base, SIGINT, on_signal, c);
+	c->top->sigterm = evsignal_new(c->base, SIGTERM, on_signal, c);
+	c->top->sighup = evsignal_new(c->base, SIGHUP, on_sighup, c);
+	if (!c->top->tick || !c->top->sigint || !c->top->sigterm || !c->top->sighup) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	{
 		struct timeval tick = fl_ms_tv(CTL_TICK_MS);
 
-		event_add(c->tick, &tick);
-		event_add(c->sigint, NULL);
-		event_add(c->sigterm, NULL);
-		event_add(c->sighup, NULL);
+		event_add(c->top->tick, &tick);
+		event_add(c->top->sigint, NULL);
+		event_add(c->top->sigterm, NULL);
+		event_add(c->top->sighup, NULL);
 	}
 	*out = c;
 	return 0;
@@ -591,14 +605,16 @@ void ctl_free(struct ctl *c)
 	ctl_dns_free(c);
 	ctl_metrics_free(c);
 	ctl_listen_close(c);
-	if (c->tick)
-		event_free(c->tick);
-	if (c->sigint)
-		event_free(c->sigint);
-	if (c->sigterm)
-		event_free(c->sigterm);
-	if (c->sighup)
-		event_free(c->sighup);
+	if (c->top) {
+		struct event *ev[] = {c->top->tick, c->top->sigint, c->top->sigterm,
+				      c->top->sighup};
+
+		for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+			if (ev[i])
+				event_free(ev[i]);
+		free(c->top);
+		c->top = NULL;
+	}
 	evlog_close(c->log);
 	if (c->base)
 		event_base_free(c->base);

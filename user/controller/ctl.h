@@ -131,6 +131,7 @@ struct ctl_clients;
 struct ctl_members;
 struct ctl_sentinel;
 struct ctl_servers;
+struct ctl_top;
 
 /* What every module needs: the configuration, the failover core, the loop, the
  * event log, the connections; and one pointer per module to its state. */
@@ -158,12 +159,14 @@ struct ctl {
 	char etcd_why[256];	 /* why etcd is unavailable, "" when it answers */
 	/* Counted where it happens, read by ctl_metrics.c */
 	struct ctl_metrics m;
-	/* controller.c's own: the failover core's timers, the TILT tick, signals */
+	/* The failover core's timers (ctl_shard_timer.c) */
 	struct event **shard_timer;
-	struct event *tick, *sigint, *sigterm, *sighup;
-	int silent_heartbeat_ms; /* 0, or the longest [agent] heartbeat_ms since start (reloads) */
+	/* 0, or the longest [agent] heartbeat_ms since start: written by controller.c's
+	 * reload, read by ctl_agents.c and ctl_conn.c (ctl_agent_heartbeat_ms) */
+	int silent_heartbeat_ms;
 	/* The modules' states */
 	int nnodes;
+	struct ctl_top *top;		       /* controller.c: the tick, the signals */
 	struct ctl_servers *servers;	       /* ctl_servers.c */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	struct ctl_ha_state *ha_state;	       /* ctl_ha.c */
