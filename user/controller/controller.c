@@ -351,6 +351,9 @@ void ctl_modules_fini(struct ctl *c)
 
 int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 {
+	/* Where this controller listens ([controller], or [controller "id"]'s in HA
+	 * mode); tls_listen_ep NULL: no TLS */
+	const struct cfg_endpoint *listen_ep = NULL, *tls_listen_ep = NULL;
 	struct ctl *c = calloc(1, sizeof(*c));
 	struct evlog_opts lo = {0};
 	char err[1024];
@@ -394,8 +397,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 			goto fail;
 		}
 		snprintf(c->id, sizeof(c->id), "%s", k->id);
-		c->listen_ep = k->listen_str[0] ? &k->listen : NULL; /* tls_listen only */
-		c->tls_listen_ep = k->tls ? &k->tls_listen : NULL;
+		listen_ep = k->listen_str[0] ? &k->listen : NULL; /* tls_listen only */
+		tls_listen_ep = k->tls ? &k->tls_listen : NULL;
 		c->state_file[0] = '\0'; /* the state lives in etcd */
 	} else if (opts && opts->id) {
 		pr_warn("failed to start: --id names a controller of an HA cluster, and %s has no "
@@ -404,8 +407,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		rc = -EINVAL;
 		goto fail;
 	} else {
-		c->listen_ep = &cfg->controller.listen;
-		c->tls_listen_ep = cfg->controller.tls ? &cfg->controller.tls_listen : NULL;
+		listen_ep = &cfg->controller.listen;
+		tls_listen_ep = cfg->controller.tls ? &cfg->controller.tls_listen : NULL;
 	}
 	make_myid(c);
 	ctl_myid_persist(c);
@@ -500,14 +503,14 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_hooks_start(c);
 	if (rc)
 		goto fail;
-	rc = ctl_listen(c);
+	rc = ctl_listen(c, listen_ep, tls_listen_ep);
 	if (rc)
 		goto fail;
 	rc = ctl_dns_start(c);
 	if (rc)
 		goto fail;
 	if (cfg->etcd.enabled) {
-		rc = ctl_ha_start(c);
+		rc = ctl_ha_start(c, ctl_listen_ha_addr(c));
 		if (rc)
 			goto fail;
 	}

@@ -147,16 +147,12 @@ struct ctl {
 	/* The connections (ctl_conn.c; accepted by ctl_listen.c) */
 	struct ctl_conn *conns;
 	int nconns, maxclients;
-	/* Where this controller listens (set at start; ctl_listen.c binds them) */
-	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
-	/* [controller] tls_listen, or [controller "id"]'s in HA mode; NULL = no TLS */
-	const struct cfg_endpoint *tls_listen_ep;
+	/* Where this controller listens, as printed (written by ctl_listen.c; read by
+	 * controller.c, ctl_status.c, ctl_discover.c) */
 	char listen_str[300];
-	char ha_addr[300]; /* HA mode: the address published in etcd (plain, else TLS) */
 	/* HA mode: NULL without an [etcd] section; what every module asks (ctl_may_act) */
 	struct ha *ha;
 	char id[CFG_ID_MAX + 1]; /* --id: this controller's [controller "id"] */
-	char etcd_why[256];	 /* why etcd is unavailable, "" when it answers */
 	/* Counted where it happens, read by ctl_metrics.c */
 	struct ctl_metrics m;
 	/* The failover core's timers (ctl_shard_timer.c) */
@@ -235,7 +231,11 @@ int ctl_modules_init(struct ctl *c);
 void ctl_modules_fini(struct ctl *c);
 
 /* ctl_listen.c: accept, read, dispatch */
-int ctl_listen(struct ctl *c);
+/* Binds listen_ep (NULL: TLS only, in HA mode) and tls_listen_ep (NULL: no TLS). */
+int ctl_listen(struct ctl *c, const struct cfg_endpoint *listen_ep,
+	       const struct cfg_endpoint *tls_listen_ep);
+/* HA mode: the address to publish in etcd (the plain one, else the TLS one). */
+const char *ctl_listen_ha_addr(const struct ctl *c);
 /* Closes the listen sockets and frees the TLS context. */
 void ctl_listen_close(struct ctl *c);
 
@@ -290,7 +290,8 @@ void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const stru
 			const struct fo_cluster *fo);
 
 /* ctl_ha.c: HA mode's roles (below it: discovery, runtime, the outbox) */
-int ctl_ha_start(struct ctl *c);
+/* addr: what other controllers and clients are told this one listens on. */
+int ctl_ha_start(struct ctl *c, const char *addr);
 /* A clean stop: revokes the lease, then breaks the loop (at most 1 s); false
  * without HA or when stopping already (then the caller breaks the loop). */
 bool ctl_ha_stop(struct ctl *c);
@@ -304,6 +305,8 @@ int ctl_ha_save(struct ctl *c, int shard);
 int ctl_ha_record(struct ctl *c, int shard, int node, unsigned long long epoch);
 int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max);
 void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
+/* HA mode: why etcd is unavailable, "" when it answers (and without HA). */
+const char *ctl_ha_etcd_why(const struct ctl *c);
 /* May this controller act on servers and DNS now? Always without HA; in HA mode
  * only the leader, and only while its lease is surely alive. */
 static inline bool ctl_may_act(const struct ctl *c)

@@ -30,6 +30,7 @@ struct ctl_listener {
 	struct evconnlistener *tls_lis; /* [controller] tls_listen, NULL without */
 	struct ssl_ctx_st *tls_ctx;	/* its certificate and the clients' CA */
 	char tls_listen_str[300];
+	char ha_addr[300];	     /* HA mode: the address published in etcd (plain, else TLS) */
 	struct event *accept_resume; /* the listener paused on EMFILE */
 	long long accept_err_ms;     /* last accept error logged */
 	unsigned accept_errs;	     /* since */
@@ -716,7 +717,7 @@ static struct evconnlistener *bind_ep(struct ctl *c, const struct cfg_endpoint *
 
 /* [controller] tls_listen: the TLS socket, its context built from the cluster
  * file (a file that cannot be used is named with its line). */
-static int listen_tls(struct ctl *c)
+static int listen_tls(struct ctl *c, const struct cfg_endpoint *ep)
 {
 	char err[600];
 
@@ -725,18 +726,18 @@ static int listen_tls(struct ctl *c)
 		pr_warn("failed to set up TLS: %s\n", err);
 		return -EINVAL;
 	}
-	c->listener->tls_lis =
-	    bind_ep(c, c->tls_listen_ep, on_accept_tls, c->listener->tls_listen_str,
-		    sizeof(c->listener->tls_listen_str));
+	c->listener->tls_lis = bind_ep(c, ep, on_accept_tls, c->listener->tls_listen_str,
+				       sizeof(c->listener->tls_listen_str));
 	return c->listener->tls_lis ? 0 : -errno;
 }
 
-int ctl_listen(struct ctl *c)
+int ctl_listen(struct ctl *c, const struct cfg_endpoint *listen_ep,
+	       const struct cfg_endpoint *tls_listen_ep)
 {
 	const struct cfg *cfg = c->cfg;
 	/* With tls_listen, the plain socket only when listen is also given (in HA mode,
 	 * in this controller's [controller "id"] section). */
-	bool plain = cfg->etcd.enabled ? c->listen_ep != NULL
+	bool plain = cfg->etcd.enabled ? listen_ep != NULL
 				       : !cfg->controller.tls || cfg->controller.have_listen;
 	char plain_str[300] = "";
 
@@ -748,13 +749,12 @@ int ctl_listen(struct ctl *c)
 	if (!c->listener->accept_resume)
 		return -ENOMEM;
 	if (plain) {
-		c->listener->lis =
-		    bind_ep(c, c->listen_ep, on_accept, plain_str, sizeof(plain_str));
+		c->listener->lis = bind_ep(c, listen_ep, on_accept, plain_str, sizeof(plain_str));
 		if (!c->listener->lis)
 			return -errno;
 	}
-	if (c->tls_listen_ep) {
-		int rc = listen_tls(c);
+	if (tls_listen_ep) {
+		int rc = listen_tls(c, tls_listen_ep);
 
 		if (rc)
 			return rc;
@@ -764,14 +764,19 @@ int ctl_listen(struct ctl *c)
 		snprintf(c->listen_str, sizeof(c->listen_str), "%s", plain_str);
 	}
 	if (plain) {
-		snprintf(c->ha_addr, sizeof(c->ha_addr), "%s", plain_str);
+		snprintf(c->listener->ha_addr, sizeof(c->listener->ha_addr), "%s", plain_str);
 	} else if (cfg->etcd.enabled) {
 		const struct cfg_ctl *k = cfg_find_ctl(cfg, c->id);
 
-		cfg_hostport(c->ha_addr, sizeof(c->ha_addr), k->tls_address.host,
-			     k->tls_address.port);
+		cfg_hostport(c->listener->ha_addr, sizeof(c->listener->ha_addr),
+			     k->tls_address.host, k->tls_address.port);
 	}
 	return 0;
+}
+
+const char *ctl_listen_ha_addr(const struct ctl *c)
+{
+	return c->listener ? c->listener->ha_addr : "";
 }
 
 void ctl_listen_close(struct ctl *c)

@@ -429,7 +429,7 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 
 static bool shard_unsettled(const struct ctl *c, const struct fo_shard *s)
 {
-	if (c->ha && !ctl_may_act(c) && c->etcd_why[0])
+	if (c->ha && !ctl_may_act(c) && ctl_ha_etcd_why(c)[0])
 		return false; /* a follower cut off from etcd answers at once (no master) */
 	return !fo_primary_settled(s) || (s->flags & FO_S_ODOWN) ||
 	       (c->fo.nodes[s->primary].flags & FO_N_SDOWN);
@@ -512,7 +512,7 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		s = fo_find_shard(&c->fo, cmd->argv[2]);
 		/* HA mode: a follower that cannot reach etcd may hold a stale primary; it
 		 * answers as a Sentinel that knows no master, so clients ask the next one. */
-		if (!s || s->primary < 0 || (c->ha && c->etcd_why[0] && !ctl_may_act(c))) {
+		if (!s || s->primary < 0 || (c->ha && ctl_ha_etcd_why(c)[0] && !ctl_may_act(c))) {
 			ctl_reply_null(k, out, true);
 			return;
 		}
