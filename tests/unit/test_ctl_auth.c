@@ -233,7 +233,7 @@ static void test_fatal(void **state)
 	assert_int_equal(C->m.rejected, 1);
 	ctl_conn_free(k);
 	assert_null(C->conns);
-	assert_int_equal(C->nconns, 0);
+	assert_int_equal(ctl_conn_count(C), 0);
 }
 
 int main(void)

@@ -146,7 +146,7 @@ struct ctl {
 	long long start_ms;
 	/* The connections (ctl_conn.c; accepted by ctl_listen.c) */
 	struct ctl_conn *conns;
-	int nconns, maxclients;
+	int maxclients; /* ctl_limits.c fits it, ctl_listen.c refuses above it */
 	/* Where this controller listens, as printed (written by ctl_listen.c; read by
 	 * controller.c, ctl_status.c, ctl_discover.c) */
 	char listen_str[300];

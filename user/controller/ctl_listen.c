@@ -506,7 +506,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	struct ctl_conn *k;
 	int one = 1;
 
-	if (c->nconns >= c->maxclients) {
+	if (ctl_conn_count(c) >= c->maxclients) {
 		/* As Redis: the error, then closed; logged once per interval (on the
 		 * TLS socket only closed: the error would not be TLS). */
 		if (!tls && send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
@@ -579,7 +579,6 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		free(k);
 		return;
 	}
-	c->nconns++;
 	/* Small frames until AUTH or the agent handshake, as Redis limits
 	 * unauthenticated clients. */
 	resp_reader_set_max_frame(k->rd, CTL_PREAUTH_FRAME);
@@ -589,10 +588,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	bufferevent_setcb(k->bev, on_conn_read, on_conn_write, on_conn_event, k);
 	ctl_conn_count_output(k);
 	bufferevent_enable(k->bev, EV_READ | EV_WRITE);
-	k->next = c->conns;
-	if (c->conns)
-		c->conns->prev = k;
-	c->conns = k;
+	ctl_conn_add(k);
 	if (tls) { /* the handshake, like a frame begun, has CTL_PREAUTH_MS */
 		struct timeval tv = fl_ms_tv(CTL_PREAUTH_MS);
 
@@ -657,7 +653,7 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 	if (fl_mono_ms() - c->listener->accept_err_ms >= 10000) {
 		pr_warn("failed to accept a connection: %s (%d clients); pausing accept for %d ms "
 			"(%u failures since the last message)\n",
-			strerror(err), c->nconns, CTL_ACCEPT_PAUSE_MS,
+			strerror(err), ctl_conn_count(c), CTL_ACCEPT_PAUSE_MS,
 			c->listener->accept_errs + 1);
 		c->listener->accept_err_ms = fl_mono_ms();
 		c->listener->accept_errs = 0;
