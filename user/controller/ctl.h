@@ -146,7 +146,6 @@ struct ctl {
 	long long start_ms;
 	/* The connections (ctl_conn.c; accepted by ctl_listen.c) */
 	struct ctl_conn *conns;
-	int maxclients; /* ctl_limits.c fits it, ctl_listen.c refuses above it */
 	/* Where this controller listens, as printed (written by ctl_listen.c; read by
 	 * controller.c, ctl_status.c, ctl_discover.c) */
 	char listen_str[300];
@@ -505,6 +504,7 @@ int ctl_limits_init(struct ctl *c);
 void ctl_limits_fini(struct ctl *c);
 /* RLIMIT_NOFILE raised, maxclients fitted under it */
 void ctl_fit_clients(struct ctl *c);
+int ctl_max_clients(const struct ctl *c);
 /* May a rejection from peer be logged now? Once per CTL_LOG_SRC_MS per source
  * address; *suppressed: how many were not since. */
 bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed);

@@ -506,7 +506,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	struct ctl_conn *k;
 	int one = 1;
 
-	if (ctl_conn_count(c) >= c->maxclients) {
+	if (ctl_conn_count(c) >= ctl_max_clients(c)) {
 		/* As Redis: the error, then closed; logged once per interval (on the
 		 * TLS socket only closed: the error would not be TLS). */
 		if (!tls && send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
@@ -516,7 +516,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 			pr_warn(
 			    "refusing clients: maxclients (%d) reached (%u refused since the last "
 			    "message)\n",
-			    c->maxclients, c->listener->accept_errs + 1);
+			    ctl_max_clients(c), c->listener->accept_errs + 1);
 			c->listener->accept_err_ms = fl_mono_ms();
 			c->listener->accept_errs = 0;
 		} else {
