@@ -39,13 +39,7 @@ static long long clk_wall(void *ctx)
 
 static void op_timer(void *ctx, int shard, int ms)
 {
-	struct ctl *c = ctx;
-	struct timeval tv = fl_ms_tv(ms < 0 ? 0 : ms);
-
-	if (ms < 0)
-		evtimer_del(c->shard_timer[shard]);
-	else
-		evtimer_add(c->shard_timer[shard], &tv);
+	ctl_shard_timer_set(ctx, shard, ms);
 }
 
 static void op_promoted(void *ctx, int shard)
@@ -471,11 +465,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		pr_warn("failed to open event log %s: %s\n", c->event_log, strerror(-rc));
 		goto fail;
 	}
-	c->shard_timer = calloc(ctl_shard_room(c) + 1, sizeof(struct event *));
-	if (!c->shard_timer) {
-		rc = -ENOMEM;
+	rc = ctl_shard_timers_init(c);
+	if (rc)
 		goto fail;
-	}
 	for (int i = 0; i < cfg->nshards; i++) {
 		rc = ctl_shard_timer_add(c, i);
 		if (rc)

@@ -132,6 +132,7 @@ struct ctl_members;
 struct ctl_sentinel;
 struct ctl_servers;
 struct ctl_top;
+struct ctl_shard_timers;
 
 /* What every module needs: the configuration, the failover core, the loop, the
  * event log, the connections; and one pointer per module to its state. */
@@ -154,14 +155,13 @@ struct ctl {
 	char id[CFG_ID_MAX + 1]; /* --id: this controller's [controller "id"] */
 	/* Counted where it happens, read by ctl_metrics.c */
 	struct ctl_metrics m;
-	/* The failover core's timers (ctl_shard_timer.c) */
-	struct event **shard_timer;
 	/* 0, or the longest [agent] heartbeat_ms since start: written by controller.c's
 	 * reload, read by ctl_agents.c and ctl_conn.c (ctl_agent_heartbeat_ms) */
 	int silent_heartbeat_ms;
 	/* The modules' states */
 	int nnodes;
 	struct ctl_top *top;		       /* controller.c: the tick, the signals */
+	struct ctl_shard_timers *shard_timers; /* ctl_shard_timer.c */
 	struct ctl_servers *servers;	       /* ctl_servers.c */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	struct ctl_ha_state *ha_state;	       /* ctl_ha.c */
@@ -368,7 +368,10 @@ struct ctl_spares_view {
 void ctl_spares_view(const struct ctl *c, int shard, struct ctl_spares_view *v);
 
 /* ctl_shard_timer.c: the failover timer of a shard (at start, or added at runtime). */
+int ctl_shard_timers_init(struct ctl *c);
 int ctl_shard_timer_add(struct ctl *c, int shard);
+/* fo_ops.timer: the shard's timer in ms, or stopped (ms < 0). */
+void ctl_shard_timer_set(struct ctl *c, int shard, int ms);
 void ctl_shard_timers_free(struct ctl *c);
 /* ctl_servers.c: the link of a node added or removed at runtime, and a request of
  * one's own (false: the node has no server link). */
