@@ -135,7 +135,8 @@ struct ctl_top;
 struct ctl_shard_timers;
 
 /* What every module needs: the configuration, the failover core, the loop, the
- * event log, the connections; and one pointer per module to its state. */
+ * event log, the connections, and the few values several modules read (each says
+ * whose); then one pointer per module to its state. */
 struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
@@ -158,8 +159,10 @@ struct ctl {
 	/* 0, or the longest [agent] heartbeat_ms since start: written by controller.c's
 	 * reload, read by ctl_agents.c and ctl_conn.c (ctl_agent_heartbeat_ms) */
 	int silent_heartbeat_ms;
-	/* The modules' states */
+	/* The node slots in use (fo.nnodes; set by controller.c and ctl_members.c, read by
+	 * ctl_agents.c and ctl_servers.c) */
 	int nnodes;
+	/* The modules' states, one pointer each, the struct defined in its .c */
 	struct ctl_top *top;		       /* controller.c: the tick, the signals */
 	struct ctl_shard_timers *shard_timers; /* ctl_shard_timer.c */
 	struct ctl_servers *servers;	       /* ctl_servers.c */
