@@ -123,11 +123,7 @@ static __attribute__((unused)) struct ctl_conn *th_conn(struct ctl *c, const cha
 	bufferevent_disable(k->bev, EV_READ | EV_WRITE);
 	snprintf(k->peer, sizeof(k->peer), "%s", peer);
 	ctl_client_opened(k);
-	k->next = c->conns;
-	if (c->conns)
-		c->conns->prev = k;
-	c->conns = k;
-	c->nconns++;
+	ctl_conn_add(k);
 	return k;
 }
 

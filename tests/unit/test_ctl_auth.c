@@ -199,7 +199,7 @@ static void test_log_rate_per_address(void **state)
 	assert_true(ctl_log_allowed(C, "10.5.0.1:1003", &supp));
 	assert_int_equal(supp, 2);
 	ctl_fit_clients(C);
-	assert_true(C->maxclients >= 16 && C->maxclients <= CTL_MAX_CLIENTS);
+	assert_true(ctl_max_clients(C) >= 16 && ctl_max_clients(C) <= CTL_MAX_CLIENTS);
 }
 
 static void test_reply_types(void **state)
@@ -233,7 +233,7 @@ static void test_fatal(void **state)
 	assert_int_equal(C->m.rejected, 1);
 	ctl_conn_free(k);
 	assert_null(C->conns);
-	assert_int_equal(C->nconns, 0);
+	assert_int_equal(ctl_conn_count(C), 0);
 }
 
 int main(void)

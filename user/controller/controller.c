@@ -20,6 +20,11 @@
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
 
+/* The module's state (c->top): the TILT tick and the signals. */
+struct ctl_top {
+	struct event *tick, *sigint, *sigterm, *sighup;
+};
+
 static long long clk_mono(void *ctx)
 {
 	(void)ctx;
@@ -34,13 +39,7 @@ static long long clk_wall(void *ctx)
 
 static void op_timer(void *ctx, int shard, int ms)
 {
-	struct ctl *c = ctx;
-	struct timeval tv = fl_ms_tv(ms < 0 ? 0 : ms);
-
-	if (ms < 0)
-		evtimer_del(c->shard_timer[shard]);
-	else
-		evtimer_add(c->shard_timer[shard], &tv);
+	ctl_shard_timer_set(ctx, shard, ms);
 }
 
 static void op_promoted(void *ctx, int shard)
@@ -346,6 +345,9 @@ void ctl_modules_fini(struct ctl *c)
 
 int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 {
+	/* Where this controller listens ([controller], or [controller "id"]'s in HA
+	 * mode); tls_listen_ep NULL: no TLS */
+	const struct cfg_endpoint *listen_ep = NULL, *tls_listen_ep = NULL;
 	struct ctl *c = calloc(1, sizeof(*c));
 	struct evlog_opts lo = {0};
 	char err[1024];
@@ -389,8 +391,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 			goto fail;
 		}
 		snprintf(c->id, sizeof(c->id), "%s", k->id);
-		c->listen_ep = k->listen_str[0] ? &k->listen : NULL; /* tls_listen only */
-		c->tls_listen_ep = k->tls ? &k->tls_listen : NULL;
+		listen_ep = k->listen_str[0] ? &k->listen : NULL; /* tls_listen only */
+		tls_listen_ep = k->tls ? &k->tls_listen : NULL;
 		c->state_file[0] = '\0'; /* the state lives in etcd */
 	} else if (opts && opts->id) {
 		pr_warn("failed to start: --id names a controller of an HA cluster, and %s has no "
@@ -399,8 +401,8 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		rc = -EINVAL;
 		goto fail;
 	} else {
-		c->listen_ep = &cfg->controller.listen;
-		c->tls_listen_ep = cfg->controller.tls ? &cfg->controller.tls_listen : NULL;
+		listen_ep = &cfg->controller.listen;
+		tls_listen_ep = cfg->controller.tls ? &cfg->controller.tls_listen : NULL;
 	}
 	make_myid(c);
 	ctl_myid_persist(c);
@@ -463,11 +465,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 		pr_warn("failed to open event log %s: %s\n", c->event_log, strerror(-rc));
 		goto fail;
 	}
-	c->shard_timer = calloc(ctl_shard_room(c) + 1, sizeof(struct event *));
-	if (!c->shard_timer) {
-		rc = -ENOMEM;
+	rc = ctl_shard_timers_init(c);
+	if (rc)
 		goto fail;
-	}
 	for (int i = 0; i < cfg->nshards; i++) {
 		rc = ctl_shard_timer_add(c, i);
 		if (rc)
@@ -495,31 +495,40 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	rc = ctl_hooks_start(c);
 	if (rc)
 		goto fail;
-	rc = ctl_listen(c);
+	rc = ctl_listen(c, listen_ep, tls_listen_ep);
 	if (rc)
 		goto fail;
 	rc = ctl_dns_start(c);
 	if (rc)
 		goto fail;
 	if (cfg->etcd.enabled) {
-		rc = ctl_ha_start(c);
+		rc = ctl_ha_start(c, ctl_listen_ha_addr(c));
 		if (rc)
 			goto fail;
 	}
 	rc = ctl_metrics_start(c);
 	if (rc)
 		goto fail;
-	c->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
-	c->sigint = evsignal_new(c->base, SIGINT, on_signal, c);
-	c->sigterm = evsignal_new(c->base, SIGTERM, on_signal, c);
-	c->sighup = evsignal_new(c->base, SIGHUP, on_sighup, c);
+	c->top = calloc(1, sizeof(*c->top));
+	if (!c->top) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->top->tick = event_new(c->base, -1, EV_PERSIST, on_tick, c);
+	c->top->sigint = evsignal_new(c->base, SIGINT, on_signal, c);
+	c->top->sigterm = evsignal_new(c->base, SIGTERM, on_signal, c);
+	c->top->sighup = evsignal_new(c->base, SIGHUP, on_sighup, c);
+	if (!c->top->tick || !c->top->sigint || !c->top->sigterm || !c->top->sighup) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	{
 		struct timeval tick = fl_ms_tv(CTL_TICK_MS);
 
-		event_add(c->tick, &tick);
-		event_add(c->sigint, NULL);
-		event_add(c->sigterm, NULL);
-		event_add(c->sighup, NULL);
+		event_add(c->top->tick, &tick);
+		event_add(c->top->sigint, NULL);
+		event_add(c->top->sigterm, NULL);
+		event_add(c->top->sighup, NULL);
 	}
 	*out = c;
 	return 0;
@@ -591,14 +600,16 @@ void ctl_free(struct ctl *c)
 	ctl_dns_free(c);
 	ctl_metrics_free(c);
 	ctl_listen_close(c);
-	if (c->tick)
-		event_free(c->tick);
-	if (c->sigint)
-		event_free(c->sigint);
-	if (c->sigterm)
-		event_free(c->sigterm);
-	if (c->sighup)
-		event_free(c->sighup);
+	if (c->top) {
+		struct event *ev[] = {c->top->tick, c->top->sigint, c->top->sigterm,
+				      c->top->sighup};
+
+		for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
+			if (ev[i])
+				event_free(ev[i]);
+		free(c->top);
+		c->top = NULL;
+	}
 	evlog_close(c->log);
 	if (c->base)
 		event_base_free(c->base);

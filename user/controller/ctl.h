@@ -48,11 +48,9 @@
 #include "controller/ha.h"
 
 struct evbuffer;
-struct ctl_server;
 struct redisReply;
 struct ha;
 struct ctl_state_writer;
-struct ssl_ctx_st;
 
 /* The names the client commands reply with. */
 #define CTL_VERSION	  "0.1.0"
@@ -131,9 +129,14 @@ struct ctl_discovery;
 struct ctl_client_auth;
 struct ctl_clients;
 struct ctl_members;
+struct ctl_sentinel;
+struct ctl_servers;
+struct ctl_top;
+struct ctl_shard_timers;
 
 /* What every module needs: the configuration, the failover core, the loop, the
- * event log, the connections; and one pointer per module to its state. */
+ * event log, the connections, and the few values several modules read (each says
+ * whose); then one pointer per module to its state. */
 struct ctl {
 	struct cfg *cfg;
 	struct fo_cluster fo;
@@ -145,31 +148,27 @@ struct ctl {
 	long long start_ms;
 	/* The connections (ctl_conn.c; accepted by ctl_listen.c) */
 	struct ctl_conn *conns;
-	int nconns, maxclients;
-	/* Where this controller listens (set at start; ctl_listen.c binds them) */
-	const struct cfg_endpoint *listen_ep; /* [controller] listen, or [controller "id"]'s */
-	/* [controller] tls_listen, or [controller "id"]'s in HA mode; NULL = no TLS */
-	const struct cfg_endpoint *tls_listen_ep;
+	/* Where this controller listens, as printed (written by ctl_listen.c; read by
+	 * controller.c, ctl_status.c, ctl_discover.c) */
 	char listen_str[300];
-	char ha_addr[300]; /* HA mode: the address published in etcd (plain, else TLS) */
 	/* HA mode: NULL without an [etcd] section; what every module asks (ctl_may_act) */
 	struct ha *ha;
 	char id[CFG_ID_MAX + 1]; /* --id: this controller's [controller "id"] */
-	char etcd_why[256];	 /* why etcd is unavailable, "" when it answers */
 	/* Counted where it happens, read by ctl_metrics.c */
 	struct ctl_metrics m;
-	/* controller.c's own: the failover core's timers, the TILT tick, signals */
-	struct event **shard_timer;
-	struct event *tick, *sigint, *sigterm, *sighup;
-	int silent_heartbeat_ms; /* 0, or the longest [agent] heartbeat_ms since start (reloads) */
-	/* Per shard: the client waiting for FLATLINE FAILOVER (ctl_sentinel.c's) */
-	struct ctl_conn **waiter;
-	/* The modules' states */
+	/* 0, or the longest [agent] heartbeat_ms since start: written by controller.c's
+	 * reload, read by ctl_agents.c and ctl_conn.c (ctl_agent_heartbeat_ms) */
+	int silent_heartbeat_ms;
+	/* The node slots in use (fo.nnodes; set by controller.c and ctl_members.c, read by
+	 * ctl_agents.c and ctl_servers.c) */
 	int nnodes;
-	struct ctl_server **servers;	       /* ctl_servers.c: one per node */
-	struct ssl_ctx_st *srv_tls;	       /* ctl_servers.c: [redis] tls, NULL without */
+	/* The modules' states, one pointer each, the struct defined in its .c */
+	struct ctl_top *top;		       /* controller.c: the tick, the signals */
+	struct ctl_shard_timers *shard_timers; /* ctl_shard_timer.c */
+	struct ctl_servers *servers;	       /* ctl_servers.c */
 	struct ctl_state_writer *state_writer; /* ctl_state.c; NULL in HA mode */
 	struct ctl_ha_state *ha_state;	       /* ctl_ha.c */
+	struct ctl_sentinel *sentinel;	       /* ctl_sentinel.c */
 	struct ctl_conn_mod *conn;	       /* ctl_conn.c */
 	struct ctl_listener *listener;	       /* ctl_listen.c */
 	struct ctl_agents *agents;	       /* ctl_agents.c */
@@ -234,7 +233,11 @@ int ctl_modules_init(struct ctl *c);
 void ctl_modules_fini(struct ctl *c);
 
 /* ctl_listen.c: accept, read, dispatch */
-int ctl_listen(struct ctl *c);
+/* Binds listen_ep (NULL: TLS only, in HA mode) and tls_listen_ep (NULL: no TLS). */
+int ctl_listen(struct ctl *c, const struct cfg_endpoint *listen_ep,
+	       const struct cfg_endpoint *tls_listen_ep);
+/* HA mode: the address to publish in etcd (the plain one, else the TLS one). */
+const char *ctl_listen_ha_addr(const struct ctl *c);
 /* Closes the listen sockets and frees the TLS context. */
 void ctl_listen_close(struct ctl *c);
 
@@ -289,7 +292,8 @@ void ctl_print_timeline(struct evbuffer *b, const struct fo_shard *s, const stru
 			const struct fo_cluster *fo);
 
 /* ctl_ha.c: HA mode's roles (below it: discovery, runtime, the outbox) */
-int ctl_ha_start(struct ctl *c);
+/* addr: what other controllers and clients are told this one listens on. */
+int ctl_ha_start(struct ctl *c, const char *addr);
 /* A clean stop: revokes the lease, then breaks the loop (at most 1 s); false
  * without HA or when stopping already (then the caller breaks the loop). */
 bool ctl_ha_stop(struct ctl *c);
@@ -303,6 +307,8 @@ int ctl_ha_save(struct ctl *c, int shard);
 int ctl_ha_record(struct ctl *c, int shard, int node, unsigned long long epoch);
 int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs, int max);
 void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v);
+/* HA mode: why etcd is unavailable, "" when it answers (and without HA). */
+const char *ctl_ha_etcd_why(const struct ctl *c);
 /* May this controller act on servers and DNS now? Always without HA; in HA mode
  * only the leader, and only while its lease is surely alive. */
 static inline bool ctl_may_act(const struct ctl *c)
@@ -365,12 +371,17 @@ struct ctl_spares_view {
 void ctl_spares_view(const struct ctl *c, int shard, struct ctl_spares_view *v);
 
 /* ctl_shard_timer.c: the failover timer of a shard (at start, or added at runtime). */
+int ctl_shard_timers_init(struct ctl *c);
 int ctl_shard_timer_add(struct ctl *c, int shard);
+/* fo_ops.timer: the shard's timer in ms, or stopped (ms < 0). */
+void ctl_shard_timer_set(struct ctl *c, int shard, int ms);
 void ctl_shard_timers_free(struct ctl *c);
 /* ctl_servers.c: the link of a node added or removed at runtime, and a request of
  * one's own (false: the node has no server link). */
 int ctl_server_add(struct ctl *c, int node);
 void ctl_server_drop(struct ctl *c, int node);
+/* Has node a server link now (not removed, the link set up)? */
+bool ctl_server_linked(const struct ctl *c, int node);
 /* ctl_agents.c: a node removed at runtime: its agent sessions closed. */
 void ctl_agents_node_drop(struct ctl *c, int node);
 
@@ -499,6 +510,7 @@ int ctl_limits_init(struct ctl *c);
 void ctl_limits_fini(struct ctl *c);
 /* RLIMIT_NOFILE raised, maxclients fitted under it */
 void ctl_fit_clients(struct ctl *c);
+int ctl_max_clients(const struct ctl *c);
 /* May a rejection from peer be logged now? Once per CTL_LOG_SRC_MS per source
  * address; *suppressed: how many were not since. */
 bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed);

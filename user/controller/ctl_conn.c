@@ -26,6 +26,7 @@ struct ctl_conn_mod {
 	int silent_ms;
 	const struct timeval *silent_tv;
 	size_t anon_out; /* output held for anonymous clients, in all */
+	int n;		 /* the connections in c->conns */
 };
 
 int ctl_conn_init(struct ctl *c)
@@ -58,6 +59,23 @@ void ctl_conn_role(struct ctl_conn *k, enum ctl_role role, bool on)
 		k->roles &= ~(1u << role);
 }
 
+void ctl_conn_add(struct ctl_conn *k)
+{
+	struct ctl *c = k->ctl;
+
+	k->prev = NULL;
+	k->next = c->conns;
+	if (c->conns)
+		c->conns->prev = k;
+	c->conns = k;
+	c->conn->n++;
+}
+
+int ctl_conn_count(const struct ctl *c)
+{
+	return c->conn ? c->conn->n : 0;
+}
+
 void ctl_conn_free(struct ctl_conn *k)
 {
 	struct ctl *c = k->ctl;
@@ -83,7 +101,7 @@ void ctl_conn_free(struct ctl_conn *k)
 		event_free(k->login_deadline);
 	if (k->rev)
 		event_free(k->rev);
-	c->nconns--;
+	c->conn->n--;
 	if (k->out_cb) {
 		evbuffer_remove_cb_entry(bufferevent_get_output(k->bev), k->out_cb);
 		c->conn->anon_out -= k->out_counted;

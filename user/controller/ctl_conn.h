@@ -114,6 +114,9 @@ void ctl_conn_role_register(struct ctl *c, enum ctl_role role, void (*release)(s
 /* k plays role (on) or no longer does. */
 void ctl_conn_role(struct ctl_conn *k, enum ctl_role role, bool on);
 
+/* k (k->ctl set) joins c->conns, counted (ctl_conn_count); ctl_conn_free takes it out. */
+void ctl_conn_add(struct ctl_conn *k);
+int ctl_conn_count(const struct ctl *c);
 void ctl_conn_free(struct ctl_conn *k);
 /* Answers err and closes once it is sent (or after CTL_CLOSE_FLUSH_MS). */
 void ctl_conn_fatal(struct ctl_conn *k, const char *err);

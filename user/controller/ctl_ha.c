@@ -36,6 +36,8 @@ struct ctl_ha_state {
 	long long role_since_ms;
 	char etcd_members[256]; /* etcd's member names, or why unknown */
 	struct event *members_timer, *stop_timer;
+	char addr[300];	    /* the address published in etcd (ha.c keeps the pointer) */
+	char etcd_why[256]; /* why etcd is unavailable, "" when it answers */
 };
 
 static void ha_event(struct ctl *c, const char *kind, const char *why)
@@ -140,7 +142,7 @@ static void on_health(void *ctx, bool ok, const char *why)
 {
 	struct ctl *c = ctx;
 
-	snprintf(c->etcd_why, sizeof(c->etcd_why), "%s", ok ? "" : why);
+	snprintf(c->ha_state->etcd_why, sizeof(c->ha_state->etcd_why), "%s", ok ? "" : why);
 	ha_event(c, ok ? "etcd_available" : "etcd_unavailable", ok ? "etcd answers again" : why);
 }
 
@@ -337,7 +339,7 @@ int ctl_ha_record(struct ctl *c, int shard, int node, unsigned long long epoch)
 
 /* ---- start and stop ---- */
 
-int ctl_ha_start(struct ctl *c)
+int ctl_ha_start(struct ctl *c, const char *addr)
 {
 	const struct cfg *cfg = c->cfg;
 	struct ha_opts o = {0};
@@ -354,11 +356,12 @@ int ctl_ha_start(struct ctl *c)
 	o.etcd.timeout_ms = cfg->etcd.timeout_ms;
 	o.prefix = cfg->etcd.prefix;
 	o.id = c->id;
-	o.listen = c->ha_addr;
 	o.lease_ms = cfg->etcd.lease_ms;
 	c->ha_state = calloc(1, sizeof(*c->ha_state));
 	if (!c->ha_state)
 		return -ENOMEM;
+	snprintf(c->ha_state->addr, sizeof(c->ha_state->addr), "%s", addr);
+	o.listen = c->ha_state->addr;
 	c->ha_state->shards = calloc(ctl_shard_room(c) + 1, sizeof(struct ctl_ha_shard));
 	if (!c->ha_state->shards)
 		return -ENOMEM;
@@ -425,6 +428,11 @@ int ctl_ha_controllers(const struct ctl *c, const char **ids, const char **addrs
 	return c->ha ? ha_controllers(c->ha, ids, addrs, max) : 0;
 }
 
+const char *ctl_ha_etcd_why(const struct ctl *c)
+{
+	return c->ha_state ? c->ha_state->etcd_why : "";
+}
+
 void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v)
 {
 	memset(v, 0, sizeof(*v));
@@ -436,8 +444,8 @@ void ctl_ha_status(const struct ctl *c, struct ctl_ha_view *v)
 	v->may_act = ha_may_act(c->ha, fl_mono_ms());
 	v->deadline_in_ms = v->may_act ? ha_deadline_ms(c->ha) - fl_mono_ms() : 0;
 	v->revision = ha_revision(c->ha);
-	v->etcd_ok = !c->etcd_why[0];
-	v->etcd_why = c->etcd_why;
+	v->etcd_ok = !c->ha_state->etcd_why[0];
+	v->etcd_why = c->ha_state->etcd_why;
 	v->etcd_members = c->ha_state->etcd_members;
 	v->endpoint = etcd_endpoint(ha_etcd(c->ha));
 	v->nctls = ha_controllers(c->ha, v->ctl_ids, v->ctl_addrs, CFG_MAX_CTLS * 2);

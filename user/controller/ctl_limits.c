@@ -18,6 +18,7 @@ struct ctl_limits {
 		long long last_ms;
 		unsigned suppressed;
 	} log_src[CTL_LOG_SLOTS]; /* rejections logged per source address */
+	int maxclients;		  /* ctl_fit_clients's; 0 before */
 };
 
 int ctl_limits_init(struct ctl *c)
@@ -58,13 +59,18 @@ bool ctl_log_allowed(struct ctl *c, const char *peer, unsigned *suppressed)
 	return true;
 }
 
+int ctl_max_clients(const struct ctl *c)
+{
+	return c->limits ? c->limits->maxclients : 0;
+}
+
 /* RLIMIT_NOFILE raised to its hard limit, maxclients fitted under it (Redis does
  * the same at start). */
 void ctl_fit_clients(struct ctl *c)
 {
 	struct rlimit rl;
 
-	c->maxclients = CTL_MAX_CLIENTS;
+	c->limits->maxclients = CTL_MAX_CLIENTS;
 	if (getrlimit(RLIMIT_NOFILE, &rl))
 		return;
 	if (rl.rlim_cur < rl.rlim_max) {
@@ -76,8 +82,8 @@ void ctl_fit_clients(struct ctl *c)
 	    rl.rlim_cur < (rlim_t)CTL_MAX_CLIENTS + CTL_FD_RESERVE + c->cfg->nnodes) {
 		long n = (long)rl.rlim_cur - CTL_FD_RESERVE - c->cfg->nnodes;
 
-		c->maxclients = n < 16 ? 16 : (int)n;
-		pr_info("maxclients %d: the open-files limit is %llu\n", c->maxclients,
+		c->limits->maxclients = n < 16 ? 16 : (int)n;
+		pr_info("maxclients %d: the open-files limit is %llu\n", c->limits->maxclients,
 			(unsigned long long)rl.rlim_cur);
 	}
 }

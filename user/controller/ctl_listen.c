@@ -30,6 +30,7 @@ struct ctl_listener {
 	struct evconnlistener *tls_lis; /* [controller] tls_listen, NULL without */
 	struct ssl_ctx_st *tls_ctx;	/* its certificate and the clients' CA */
 	char tls_listen_str[300];
+	char ha_addr[300];	     /* HA mode: the address published in etcd (plain, else TLS) */
 	struct event *accept_resume; /* the listener paused on EMFILE */
 	long long accept_err_ms;     /* last accept error logged */
 	unsigned accept_errs;	     /* since */
@@ -505,7 +506,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	struct ctl_conn *k;
 	int one = 1;
 
-	if (c->nconns >= c->maxclients) {
+	if (ctl_conn_count(c) >= ctl_max_clients(c)) {
 		/* As Redis: the error, then closed; logged once per interval (on the
 		 * TLS socket only closed: the error would not be TLS). */
 		if (!tls && send(fd, full, sizeof(full) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
@@ -515,7 +516,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 			pr_warn(
 			    "refusing clients: maxclients (%d) reached (%u refused since the last "
 			    "message)\n",
-			    c->maxclients, c->listener->accept_errs + 1);
+			    ctl_max_clients(c), c->listener->accept_errs + 1);
 			c->listener->accept_err_ms = fl_mono_ms();
 			c->listener->accept_errs = 0;
 		} else {
@@ -578,7 +579,6 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 		free(k);
 		return;
 	}
-	c->nconns++;
 	/* Small frames until AUTH or the agent handshake, as Redis limits
 	 * unauthenticated clients. */
 	resp_reader_set_max_frame(k->rd, CTL_PREAUTH_FRAME);
@@ -588,10 +588,7 @@ static void accept_conn(struct ctl *c, evutil_socket_t fd, struct sockaddr *sa, 
 	bufferevent_setcb(k->bev, on_conn_read, on_conn_write, on_conn_event, k);
 	ctl_conn_count_output(k);
 	bufferevent_enable(k->bev, EV_READ | EV_WRITE);
-	k->next = c->conns;
-	if (c->conns)
-		c->conns->prev = k;
-	c->conns = k;
+	ctl_conn_add(k);
 	if (tls) { /* the handshake, like a frame begun, has CTL_PREAUTH_MS */
 		struct timeval tv = fl_ms_tv(CTL_PREAUTH_MS);
 
@@ -656,7 +653,7 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 	if (fl_mono_ms() - c->listener->accept_err_ms >= 10000) {
 		pr_warn("failed to accept a connection: %s (%d clients); pausing accept for %d ms "
 			"(%u failures since the last message)\n",
-			strerror(err), c->nconns, CTL_ACCEPT_PAUSE_MS,
+			strerror(err), ctl_conn_count(c), CTL_ACCEPT_PAUSE_MS,
 			c->listener->accept_errs + 1);
 		c->listener->accept_err_ms = fl_mono_ms();
 		c->listener->accept_errs = 0;
@@ -716,7 +713,7 @@ static struct evconnlistener *bind_ep(struct ctl *c, const struct cfg_endpoint *
 
 /* [controller] tls_listen: the TLS socket, its context built from the cluster
  * file (a file that cannot be used is named with its line). */
-static int listen_tls(struct ctl *c)
+static int listen_tls(struct ctl *c, const struct cfg_endpoint *ep)
 {
 	char err[600];
 
@@ -725,18 +722,18 @@ static int listen_tls(struct ctl *c)
 		pr_warn("failed to set up TLS: %s\n", err);
 		return -EINVAL;
 	}
-	c->listener->tls_lis =
-	    bind_ep(c, c->tls_listen_ep, on_accept_tls, c->listener->tls_listen_str,
-		    sizeof(c->listener->tls_listen_str));
+	c->listener->tls_lis = bind_ep(c, ep, on_accept_tls, c->listener->tls_listen_str,
+				       sizeof(c->listener->tls_listen_str));
 	return c->listener->tls_lis ? 0 : -errno;
 }
 
-int ctl_listen(struct ctl *c)
+int ctl_listen(struct ctl *c, const struct cfg_endpoint *listen_ep,
+	       const struct cfg_endpoint *tls_listen_ep)
 {
 	const struct cfg *cfg = c->cfg;
 	/* With tls_listen, the plain socket only when listen is also given (in HA mode,
 	 * in this controller's [controller "id"] section). */
-	bool plain = cfg->etcd.enabled ? c->listen_ep != NULL
+	bool plain = cfg->etcd.enabled ? listen_ep != NULL
 				       : !cfg->controller.tls || cfg->controller.have_listen;
 	char plain_str[300] = "";
 
@@ -748,13 +745,12 @@ int ctl_listen(struct ctl *c)
 	if (!c->listener->accept_resume)
 		return -ENOMEM;
 	if (plain) {
-		c->listener->lis =
-		    bind_ep(c, c->listen_ep, on_accept, plain_str, sizeof(plain_str));
+		c->listener->lis = bind_ep(c, listen_ep, on_accept, plain_str, sizeof(plain_str));
 		if (!c->listener->lis)
 			return -errno;
 	}
-	if (c->tls_listen_ep) {
-		int rc = listen_tls(c);
+	if (tls_listen_ep) {
+		int rc = listen_tls(c, tls_listen_ep);
 
 		if (rc)
 			return rc;
@@ -764,14 +760,19 @@ int ctl_listen(struct ctl *c)
 		snprintf(c->listen_str, sizeof(c->listen_str), "%s", plain_str);
 	}
 	if (plain) {
-		snprintf(c->ha_addr, sizeof(c->ha_addr), "%s", plain_str);
+		snprintf(c->listener->ha_addr, sizeof(c->listener->ha_addr), "%s", plain_str);
 	} else if (cfg->etcd.enabled) {
 		const struct cfg_ctl *k = cfg_find_ctl(cfg, c->id);
 
-		cfg_hostport(c->ha_addr, sizeof(c->ha_addr), k->tls_address.host,
-			     k->tls_address.port);
+		cfg_hostport(c->listener->ha_addr, sizeof(c->listener->ha_addr),
+			     k->tls_address.host, k->tls_address.port);
 	}
 	return 0;
+}
+
+const char *ctl_listen_ha_addr(const struct ctl *c)
+{
+	return c->listener ? c->listener->ha_addr : "";
 }
 
 void ctl_listen_close(struct ctl *c)

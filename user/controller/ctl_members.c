@@ -373,8 +373,7 @@ static bool sync_live(struct ctl *c, const char *by)
 	for (int i = 0; i < fo->nshards; i++) {
 		if (!cfg->shards[i].removed || fo->shards[i].removed)
 			continue;
-		if (c->shard_timer[i])
-			evtimer_del(c->shard_timer[i]);
+		ctl_shard_timer_set(c, i, -1);
 		fo_shard_drop(fo, i);
 		say(c, "shard_removed", by, NULL, &cfg->shards[i]);
 	}

@@ -17,10 +17,16 @@
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
 
+/* The module's state (c->sentinel). */
+struct ctl_sentinel {
+	/* Per shard: the client waiting for FLATLINE FAILOVER, NULL none */
+	struct ctl_conn **waiter;
+};
+
 void ctl_failover_done(void *ctx, int shard, const char *result)
 {
 	struct ctl *c = ctx;
-	struct ctl_conn *w = c->waiter[shard];
+	struct ctl_conn *w = c->sentinel->waiter[shard];
 	struct fo_shard *s = &c->fo.shards[shard];
 
 	pr_info("failover of %s: %s\n", s->name, result);
@@ -31,7 +37,7 @@ void ctl_failover_done(void *ctx, int shard, const char *result)
 			     s->last.to >= 0 ? c->fo.nodes[s->last.to].id : "?", result);
 	if (!w)
 		return;
-	c->waiter[shard] = NULL;
+	c->sentinel->waiter[shard] = NULL;
 	ctl_conn_resume(w);
 	if (!strcmp(result, "ok")) {
 		struct evbuffer *t = evbuffer_new();
@@ -373,7 +379,7 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 	}
 	snprintf(reason, sizeof(reason), "operator (%s from %.40s)",
 		 wait ? "flatline failover" : "SENTINEL failover", k->peer);
-	if (wait && c->waiter[s->idx] && c->waiter[s->idx] != k) {
+	if (wait && c->sentinel->waiter[s->idx] && c->sentinel->waiter[s->idx] != k) {
 		/* One caller waits per shard: the first keeps its answer (a
 		 * second one used to take its place and strand it). */
 		resp_error_reply(out,
@@ -381,7 +387,7 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 		return -EBUSY;
 	}
 	if (wait) {
-		c->waiter[s->idx] = k; /* set first: a failover may finish at once */
+		c->sentinel->waiter[s->idx] = k; /* set first: a failover may finish at once */
 		k->flags |= CTL_C_WAITING;
 		ctl_conn_role(k, CTL_ROLE_WAITER, true);
 	}
@@ -390,7 +396,7 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 		s->fo.takeover = true;
 	if (rc) {
 		if (wait) {
-			c->waiter[s->idx] = NULL;
+			c->sentinel->waiter[s->idx] = NULL;
 			k->flags &= ~CTL_C_WAITING;
 		}
 		snprintf(e, sizeof(e), "%s %s",
@@ -423,7 +429,7 @@ static int start_failover(struct ctl_conn *k, const char *shard, const char *to,
 
 static bool shard_unsettled(const struct ctl *c, const struct fo_shard *s)
 {
-	if (c->ha && !ctl_may_act(c) && c->etcd_why[0])
+	if (c->ha && !ctl_may_act(c) && ctl_ha_etcd_why(c)[0])
 		return false; /* a follower cut off from etcd answers at once (no master) */
 	return !fo_primary_settled(s) || (s->flags & FO_S_ODOWN) ||
 	       (c->fo.nodes[s->primary].flags & FO_N_SDOWN);
@@ -462,15 +468,18 @@ static void waiter_release(struct ctl_conn *k)
 	struct ctl *c = k->ctl;
 
 	for (int i = 0; i < c->cfg->nshards; i++)
-		if (c->waiter[i] == k)
-			c->waiter[i] = NULL;
+		if (c->sentinel->waiter[i] == k)
+			c->sentinel->waiter[i] = NULL;
 }
 
 int ctl_sentinel_init(struct ctl *c)
 {
+	c->sentinel = calloc(1, sizeof(*c->sentinel));
+	if (!c->sentinel)
+		return -ENOMEM;
 	// NOLINTNEXTLINE(bugprone-sizeof-expression): array of pointers
-	c->waiter = calloc(ctl_shard_room(c) + 1, sizeof(*c->waiter));
-	if (!c->waiter)
+	c->sentinel->waiter = calloc(ctl_shard_room(c) + 1, sizeof(*c->sentinel->waiter));
+	if (!c->sentinel->waiter)
 		return -ENOMEM;
 	ctl_conn_role_register(c, CTL_ROLE_WAITER, waiter_release);
 	return ctl_hold_init(c, hold_wanted, answer_sentinel);
@@ -479,8 +488,10 @@ int ctl_sentinel_init(struct ctl *c)
 void ctl_sentinel_fini(struct ctl *c)
 {
 	ctl_hold_fini(c);
-	free(c->waiter);
-	c->waiter = NULL;
+	if (c->sentinel)
+		free(c->sentinel->waiter);
+	free(c->sentinel);
+	c->sentinel = NULL;
 }
 
 static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
@@ -501,7 +512,7 @@ static void answer_sentinel(struct ctl_conn *k, struct resp_cmd *cmd)
 		s = fo_find_shard(&c->fo, cmd->argv[2]);
 		/* HA mode: a follower that cannot reach etcd may hold a stale primary; it
 		 * answers as a Sentinel that knows no master, so clients ask the next one. */
-		if (!s || s->primary < 0 || (c->ha && c->etcd_why[0] && !ctl_may_act(c))) {
+		if (!s || s->primary < 0 || (c->ha && ctl_ha_etcd_why(c)[0] && !ctl_may_act(c))) {
 			ctl_reply_null(k, out, true);
 			return;
 		}

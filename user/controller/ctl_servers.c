@@ -29,6 +29,12 @@ struct ctl_server {
 	void (*discovered)(struct ctl *c); /* the start-up round's INFO answered */
 };
 
+/* The module's state (c->servers). */
+struct ctl_servers {
+	struct ctl_server **node; /* one per node slot (ctl_node_room), NULL: no link */
+	struct ssl_ctx_st *tls;	  /* [redis] tls: what every link uses, NULL without */
+};
+
 static struct fo_node *server_node(const struct ctl_server *s)
 {
 	return &s->ctl->fo.nodes[s->node];
@@ -52,9 +58,10 @@ static void on_server_info(void *ctx, redisReply *rep, const char *err, void *pr
 
 const char *ctl_server_runid(const struct ctl *c, int node)
 {
-	if (!c->servers || node < 0 || node >= c->nnodes || !c->servers[node])
+	if (!c->servers || !c->servers->node || node < 0 || node >= c->nnodes ||
+	    !c->servers->node[node])
 		return "";
-	return c->servers[node]->run_id;
+	return c->servers->node[node]->run_id;
 }
 
 /* The handshake: before anything held for the connection. */
@@ -298,7 +305,7 @@ static struct redis_link *link_of(void *ctx, int node)
 {
 	struct ctl *c = ctx;
 
-	return c->servers[node]->link;
+	return c->servers->node[node]->link;
 }
 
 /* ---- the fo_ops ---- */
@@ -384,13 +391,13 @@ void ctl_server_discover(struct ctl *c, int node, int timeout_ms, void (*done)(s
 {
 	const char *argv[] = {"INFO", "replication"};
 
-	if (!c->servers[node]) { /* removed at runtime */
+	if (!c->servers->node[node]) { /* removed at runtime */
 		if (done)
 			done(c);
 		return;
 	}
-	c->servers[node]->discovered = done;
-	redis_link_request(c->servers[node]->link, timeout_ms, on_info_reply, c, 2, argv);
+	c->servers->node[node]->discovered = done;
+	redis_link_request(c->servers->node[node]->link, timeout_ms, on_info_reply, c, 2, argv);
 }
 
 /* [redis] tls = yes: the context every server link uses (they hold references). */
@@ -400,9 +407,9 @@ static int ctl_servers_tls(struct ctl *c)
 
 	if (!c->cfg->redis.tls)
 		return 0;
-	c->srv_tls =
+	c->servers->tls =
 	    tls_client_ctx(c->cfg, "redis", &c->cfg->redis.tls_files, NULL, err, sizeof(err));
-	if (!c->srv_tls) {
+	if (!c->servers->tls) {
 		pr_warn("failed to set up TLS to the servers: %s\n", err);
 		return -EINVAL;
 	}
@@ -411,12 +418,16 @@ static int ctl_servers_tls(struct ctl *c)
 
 int ctl_servers_start(struct ctl *c)
 {
-	int rc = ctl_servers_tls(c);
+	int rc;
 
+	c->servers = calloc(1, sizeof(*c->servers));
+	if (!c->servers)
+		return -ENOMEM;
+	rc = ctl_servers_tls(c);
 	if (rc)
 		return rc;
-	c->servers = calloc(ctl_node_room(c) + 1, sizeof(struct ctl_server *));
-	if (!c->servers)
+	c->servers->node = calloc(ctl_node_room(c) + 1, sizeof(struct ctl_server *));
+	if (!c->servers->node)
 		return -ENOMEM;
 	for (int i = 0; i < c->cfg->nnodes; i++) {
 		rc = c->cfg->nodes[i].removed ? 0 : ctl_server_add(c, i);
@@ -436,13 +447,13 @@ int ctl_server_add(struct ctl *c, int node)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	c->servers[node] = s;
+	c->servers->node[node] = s;
 	s->ctl = c;
 	s->node = node;
 	s->link =
 	    redis_link_new(c->base, &cn->redis, cn->redis_str, CTL_CONNECT_TIMEOUT_MS, &ops, s);
-	if (!s->link ||
-	    (c->srv_tls && redis_link_set_tls(s->link, c->srv_tls, c->cfg->redis.tls_server_name)))
+	if (!s->link || (c->servers->tls && redis_link_set_tls(s->link, c->servers->tls,
+							       c->cfg->redis.tls_server_name)))
 		return -ENOMEM;
 	/* Kept warm: a promotion never waits for a connect. */
 	redis_link_set_backoff(s->link, CTL_RETRY_MIN_MS, CTL_RETRY_MAX_MS);
@@ -451,29 +462,38 @@ int ctl_server_add(struct ctl *c, int node)
 
 void ctl_server_drop(struct ctl *c, int node)
 {
-	if (!c->servers || !c->servers[node])
+	if (!c->servers || !c->servers->node || !c->servers->node[node])
 		return;
-	redis_link_free(c->servers[node]->link);
-	free(c->servers[node]);
-	c->servers[node] = NULL;
+	redis_link_free(c->servers->node[node]->link);
+	free(c->servers->node[node]);
+	c->servers->node[node] = NULL;
+}
+
+bool ctl_server_linked(const struct ctl *c, int node)
+{
+	return c->servers && c->servers->node && node >= 0 && node < ctl_node_room(c) &&
+	       c->servers->node[node];
 }
 
 bool ctl_server_request(struct ctl *c, int node, int timeout_ms, redis_link_result_fn fn,
 			void *priv, int argc, const char **argv)
 {
-	if (!c->servers || node < 0 || node >= c->nnodes || !c->servers[node])
+	if (!c->servers || !c->servers->node || node < 0 || node >= c->nnodes ||
+	    !c->servers->node[node])
 		return false;
-	redis_link_request(c->servers[node]->link, timeout_ms, fn, priv, argc, argv);
+	redis_link_request(c->servers->node[node]->link, timeout_ms, fn, priv, argc, argv);
 	return true;
 }
 
 void ctl_servers_free(struct ctl *c)
 {
-	for (int i = 0; c->servers && i < c->nnodes; i++)
+	if (!c->servers)
+		return;
+	for (int i = 0; c->servers->node && i < c->nnodes; i++)
 		ctl_server_drop(c, i);
+	free(c->servers->node);
+	if (c->servers->tls)
+		SSL_CTX_free(c->servers->tls);
 	free(c->servers);
 	c->servers = NULL;
-	if (c->srv_tls)
-		SSL_CTX_free(c->srv_tls);
-	c->srv_tls = NULL;
 }

@@ -4,7 +4,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <event2/event.h>
+#include "common/clock.h"
 #include "controller/ctl.h"
+
+/* The module's state (c->shard_timers). */
+struct ctl_shard_timers {
+	struct event **ev; /* per shard slot (ctl_shard_room), NULL: none made */
+};
 
 struct shard_timer_arg {
 	struct ctl *c;
@@ -20,12 +26,22 @@ static void on_shard_timer(evutil_socket_t fd, short what, void *arg)
 	fo_on_timer(&a->c->fo, &a->c->fo.shards[a->shard]);
 }
 
+int ctl_shard_timers_init(struct ctl *c)
+{
+	c->shard_timers = calloc(1, sizeof(*c->shard_timers));
+	if (!c->shard_timers)
+		return -ENOMEM;
+	c->shard_timers->ev = calloc(ctl_shard_room(c) + 1, sizeof(struct event *));
+	return c->shard_timers->ev ? 0 : -ENOMEM;
+}
+
 int ctl_shard_timer_add(struct ctl *c, int shard)
 {
+	struct event **ev = c->shard_timers->ev;
 	struct shard_timer_arg *a;
 
-	if (c->shard_timer[shard]) {
-		evtimer_del(c->shard_timer[shard]);
+	if (ev[shard]) {
+		evtimer_del(ev[shard]);
 		return 0;
 	}
 	a = calloc(1, sizeof(*a));
@@ -33,22 +49,40 @@ int ctl_shard_timer_add(struct ctl *c, int shard)
 		return -ENOMEM;
 	a->c = c;
 	a->shard = shard;
-	c->shard_timer[shard] = evtimer_new(c->base, on_shard_timer, a);
-	if (!c->shard_timer[shard]) {
+	ev[shard] = evtimer_new(c->base, on_shard_timer, a);
+	if (!ev[shard]) {
 		free(a);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
+void ctl_shard_timer_set(struct ctl *c, int shard, int ms)
+{
+	struct event *ev = c->shard_timers->ev[shard];
+	struct timeval tv = fl_ms_tv(ms < 0 ? 0 : ms);
+
+	if (!ev)
+		return;
+	if (ms < 0)
+		evtimer_del(ev);
+	else
+		evtimer_add(ev, &tv);
+}
+
 void ctl_shard_timers_free(struct ctl *c)
 {
-	for (int i = 0; c->shard_timer && i < ctl_shard_room(c); i++) {
-		if (c->shard_timer[i]) {
-			free(event_get_callback_arg(c->shard_timer[i]));
-			event_free(c->shard_timer[i]);
+	struct ctl_shard_timers *t = c->shard_timers;
+
+	if (!t)
+		return;
+	for (int i = 0; t->ev && i < ctl_shard_room(c); i++) {
+		if (t->ev[i]) {
+			free(event_get_callback_arg(t->ev[i]));
+			event_free(t->ev[i]);
 		}
 	}
-	free(c->shard_timer);
-	c->shard_timer = NULL;
+	free(t->ev);
+	free(t);
+	c->shard_timers = NULL;
 }

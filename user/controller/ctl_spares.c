@@ -515,7 +515,7 @@ static void remedy(struct ctl *c, int shard, long long now)
 		const struct cfg_node *cn = &cfg->nodes[i];
 
 		if (cn->removed || !cn->spare || strcmp(cn->spare_for, s->name) || sp->tried[i] ||
-		    !c->servers || !c->servers[i])
+		    !ctl_server_linked(c, i))
 			continue;
 		set_state(sp, SP_CHECK);
 		sp->node = i;
