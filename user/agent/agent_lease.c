@@ -258,8 +258,9 @@ static bool mark_server(struct agent *a)
 {
 	struct agent_lease *l = a->lease;
 	struct lease_scan sc;
-	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1], bus;
+	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1], bus, known_bus;
 	int err, n = 0;
+	bool known;
 	pid_t pid;
 
 	if (!l || !a->srv) /* no lease, or no server (--watch-pid only) */
@@ -267,12 +268,12 @@ static bool mark_server(struct agent *a)
 	pid = srvmon_state(a->srv)->pid;
 	if (pid <= 0)
 		return false;
-	/* A cluster node's bus is left unmarked: scanned once its port is known, and
-	 * again when it becomes known after a scan made before any INFO. */
-	if (!agent_bus_port(a, pid, &bus))
+	/* A cluster node's bus is left unmarked once its port is known; until then every
+	 * socket is marked (no client waits unguarded for the answer), and the process
+	 * scanned again when it comes (agent_bus.c calls agent_lease_rescan). */
+	known = agent_bus_port(a, pid, &known_bus);
+	if (!lease_scan_due(pid, known, known_bus, l->scanned, l->scanned_bus, &bus))
 		return pid == l->scanned;
-	if (pid == l->scanned && bus == l->scanned_bus)
-		return true;
 	err = lease_scan_pid(l->lw, pid, bus, &sc);
 	if (err && !sc.marked) {
 		/* Tried again every heartbeat, said once per process. */
