@@ -34,6 +34,8 @@
 #include <cmocka.h>
 #include "lease_map.h"
 #include "lease.skel.h"
+#include "kern/lease_watch.h"
+#include "kern/loader.h"
 
 #define PORT		  16379 /* the "server's" port in fl_lease_ports */
 #define TLS_PORT	  16380 /* another port of the server (its process marks it) */
@@ -561,6 +563,80 @@ static void test_judge_ipv6(void **state)
 	assert_int_equal(judge(&(struct seg){.v6 = true, .ext = hrd, .proto = IPPROTO_UDP}), 0);
 }
 
+/* FL_PIN_ROOT/<node>, empty once its lease is unpinned. */
+static void remove_node_dir(const char *node)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", FL_PIN_ROOT, node);
+	assert_int_equal(rmdir(path), 0);
+}
+
+/* The port PORT's entry in node's pinned fl_lease_ports (0: none), and its lease's
+ * armed port. */
+static __u32 pinned_port_kind(const char *node, __u16 port, __u32 *armed)
+{
+	char path[256];
+	__u32 kind = 0, zero = 0;
+	struct fl_lease_state l = {0};
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/lease/fl_lease_ports", FL_PIN_ROOT, node);
+	fd = bpf_obj_get(path);
+	assert_true(fd >= 0);
+	if (bpf_map_lookup_elem(fd, &port, &kind))
+		kind = 0;
+	close(fd);
+	snprintf(path, sizeof(path), "%s/%s/lease/fl_lease", FL_PIN_ROOT, node);
+	fd = bpf_obj_get(path);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_map_lookup_elem(fd, &zero, &l), 0);
+	close(fd);
+	*armed = l.port;
+	return kind;
+}
+
+/* The agent's open (lease_watch_open, pinned at the root of the hierarchy as the agent
+ * does, judged in this test's network namespace only): the first agent of a node writes
+ * its server's port to fl_lease_ports whether it arms the lease or opens it disarmed
+ * (shadow mode), so that a server that binds it before its pid is known is marked as it
+ * binds; a later agent keeps what the first wrote. */
+static void test_open_writes_server_port(void **state)
+{
+	char armed_node[64], parked_node[64];
+	struct lease_watch *lw;
+	uint32_t tgid;
+	__u32 armed;
+
+	(void)state;
+	/* Fixed names: a run that failed half-way is cleaned up by the next. */
+	snprintf(parked_node, sizeof(parked_node), "fl-open-test-p");
+	snprintf(armed_node, sizeof(armed_node), "fl-open-test-a");
+	lease_watch_unpin(parked_node);
+	lease_watch_unpin(armed_node);
+	/* Disarmed (port 0): the server's port written all the same, nothing armed. */
+	assert_int_equal(lease_watch_open(&lw, parked_node, 0, PORT), 0);
+	assert_true(lease_watch_server_known(lw, &tgid));
+	assert_int_equal(tgid, 0);
+	lease_watch_close(lw);
+	assert_int_equal(pinned_port_kind(parked_node, PORT, &armed), FL_LEASE_PORT_SERVER);
+	assert_int_equal(armed, 0);
+	/* A later agent (another port said): the first one's kept. */
+	assert_int_equal(lease_watch_open(&lw, parked_node, 0, OTHER_PORT), 0);
+	lease_watch_close(lw);
+	assert_int_equal(pinned_port_kind(parked_node, PORT, &armed), FL_LEASE_PORT_SERVER);
+	assert_int_equal(pinned_port_kind(parked_node, OTHER_PORT, &armed), 0);
+	/* Armed: written, and armed for it. */
+	assert_int_equal(lease_watch_open(&lw, armed_node, PORT, PORT), 0);
+	lease_watch_close(lw);
+	assert_int_equal(pinned_port_kind(armed_node, PORT, &armed), FL_LEASE_PORT_SERVER);
+	assert_int_equal(armed, PORT);
+	assert_int_equal(lease_watch_unpin(parked_node), 0);
+	assert_int_equal(lease_watch_unpin(armed_node), 0);
+	remove_node_dir(parked_node);
+	remove_node_dir(armed_node);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -573,6 +649,7 @@ int main(void)
 	    cmocka_unit_test(test_large_reply),
 	    cmocka_unit_test(test_judge_ipv4),
 	    cmocka_unit_test(test_judge_ipv6),
+	    cmocka_unit_test(test_open_writes_server_port),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

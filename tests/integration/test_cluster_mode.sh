@@ -171,6 +171,31 @@ test_cluster_bus_outside_lease() {
 	done
 }
 
+# A server whose CONFIG the agent may not run (renamed here; an ACL that denies it is
+# the same answer) and whose bus is not at its port + 10000: the agent reads the bus
+# port from CLUSTER NODES, leaves the bus out of the lease (rcluster_flatline: the bus's
+# sockets unmarked, every lease held) and guesses nothing (port + 10000 could be a
+# client listener, which would then answer clients past the lease).
+test_cluster_bus_port_without_config() {
+	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
+	need_root
+	need_cmd "${FL_SERVER:-redis-server}" "${FL_CLI:-redis-cli}" jq
+	local p
+	RC_BUS_OFFSET=5000
+	RC_SERVER_ARGS="--rename-command CONFIG flatline-test-config-$$"
+	rcluster_start 15000
+	rc_cli -p "${P[0]}" config get cluster-port 2>&1 | grep -q "unknown command" ||
+		fail "CONFIG still answers: $(rc_cli -p "${P[0]}" config get cluster-port 2>&1)"
+	rcluster_flatline
+	for p in "${P[@]}"; do
+		grep -q "bus port $((p + 5000)) (CLUSTER NODES) stays outside" "$T/agent-c$p.err" ||
+			fail "c$p: bus port not read from CLUSTER NODES: $(grep -i 'bus' "$T/agent-c$p.err")"
+		! grep -q "cluster bus $((p + 10000))" "$T/agent-c$p.err" ||
+			fail "c$p: the bus port guessed as port + 10000: $(grep 'lease guards' "$T/agent-c$p.err")"
+	done
+	echo "    CONFIG refused: every agent read its bus port from CLUSTER NODES and held its lease" >&2
+}
+
 test_cluster_kill_redis() {
 	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
 	cluster_kill_case
@@ -272,6 +297,6 @@ test_cluster_takeover() {
 }
 
 TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_stop_redis test_cluster_stop_valkey
-	test_cluster_bus_outside_lease test_cluster_kill_ioredis test_cluster_mismatch test_cluster_planned
-	test_cluster_takeover)
+	test_cluster_bus_outside_lease test_cluster_bus_port_without_config test_cluster_kill_ioredis test_cluster_mismatch
+	test_cluster_planned test_cluster_takeover)
 run_tests

@@ -18,23 +18,27 @@
 
 rc_cli() { "${FL_CLI:-redis-cli}" "$@"; }
 
-# six ports, each with its bus port (+10000) free, below the ephemeral range.
+# six ports, each with its bus port (+10000, or + RC_BUS_OFFSET) free, below the
+# ephemeral range.
 rcluster_ports() {
 	local p
 	P=()
 	while [ ${#P[@]} -lt 6 ]; do
 		p=$((20000 + RANDOM % 2700))
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-		(exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
+		(exec 3<>"/dev/tcp/127.0.0.1/$((p + ${RC_BUS_OFFSET:-10000}))") 2>/dev/null && continue
 		[[ " ${P[*]} " == *" $p "* ]] && continue
 		P+=("$p")
 	done
 }
 
-# rcluster_server PORT NODE_TIMEOUT_MS: one cluster node (again, after a kill).
+# rcluster_server PORT NODE_TIMEOUT_MS: one cluster node (again, after a kill); its bus
+# at PORT + RC_BUS_OFFSET if set, with RC_SERVER_ARGS (split into words) if set.
 rcluster_server() {
+	# shellcheck disable=SC2086 # RC_SERVER_ARGS: one word per argument
 	start_redis "$1" --cluster-enabled yes --cluster-config-file "$T/nodes-$1.conf" \
-		--cluster-node-timeout "$2" --pidfile "$T/redis-$1.pid"
+		--cluster-node-timeout "$2" --pidfile "$T/redis-$1.pid" \
+		${RC_BUS_OFFSET:+--cluster-port $(($1 + RC_BUS_OFFSET))} ${RC_SERVER_ARGS:-}
 	eval "PID_$1=$REDIS_PID"
 }
 
@@ -129,7 +133,7 @@ rcluster_flatline() {
 	for p in "${P[@]}"; do
 		wait_event "$T/events-c$p.jsonl" '.kind == "lease_regained"' >/dev/null ||
 			fail "c$p never held its write lease: $(tail -n 5 "$T/agent-c$p.err")"
-		grep -q "cluster bus $((p + 10000)): [1-9][0-9]* socket(s) left unmarked" "$T/agent-c$p.err" ||
+		grep -q "cluster bus $((p + ${RC_BUS_OFFSET:-10000})): [1-9][0-9]* socket(s) left unmarked" "$T/agent-c$p.err" ||
 			fail "c$p: the bus not left out of the lease: $(grep 'lease guards' "$T/agent-c$p.err")"
 	done
 }

@@ -4,6 +4,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 #include "common/info.h"
@@ -316,6 +318,38 @@ static void test_numbers(void **state)
 	assert_int_equal(info_keyspace_keys("# Keyspace\r\ndb0:keys=", 21), 0);
 }
 
+/* Hostile or broken counts (a server, or something in its place, that says more keys
+ * than a long long holds): every number read whole, LLONG_MAX past it, the sum over
+ * the dbs saturating, never wrapped negative ("empty") or cut into a small one. */
+static void test_numbers_hostile(void **state)
+{
+	static const char big[] = "# Keyspace\r\ndb0:keys=99999999999999999999999999,expires=0\r\n";
+	static const char two[] = "# Keyspace\r\ndb0:keys=9223372036854775000\r\n"
+				  "db1:keys=9223372036854775000\r\n";
+	static const char edge[] = "# Keyspace\r\ndb0:keys=9223372036854775806\r\ndb1:keys=1\r\n";
+	static const char mem[] = "used_memory:92233720368547758070\r\n";
+	static const char exact[] = "used_memory:9223372036854775807\r\n";
+	static const char ok[] = "used_memory:922337203685477580\r\n";
+	/* A "keys=-5" or "keys=x" is no number: nothing added. */
+	static const char neg[] = "# Keyspace\r\ndb0:keys=-5\r\ndb1:keys=x\r\ndb2:keys=3\r\n";
+	char info[2048];
+	size_t n;
+
+	(void)state;
+	n = (size_t)snprintf(info, sizeof(info), "# Keyspace\r\n");
+	for (int db = 0; db < 12; db++)
+		n += (size_t)snprintf(info + n, sizeof(info) - n,
+				      "db%d:keys=9223372036854775807,expires=0\r\n", db);
+	assert_int_equal(info_keyspace_keys(info, n), LLONG_MAX);
+	assert_int_equal(info_keyspace_keys(big, strlen(big)), LLONG_MAX);
+	assert_int_equal(info_keyspace_keys(two, strlen(two)), LLONG_MAX);
+	assert_int_equal(info_keyspace_keys(edge, strlen(edge)), LLONG_MAX);
+	assert_int_equal(info_ll(mem, strlen(mem), "used_memory"), LLONG_MAX);
+	assert_int_equal(info_ll(exact, strlen(exact), "used_memory"), LLONG_MAX);
+	assert_int_equal(info_ll(ok, strlen(ok), "used_memory"), 922337203685477580LL);
+	assert_int_equal(info_keyspace_keys(neg, strlen(neg)), 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +361,7 @@ int main(void)
 	    cmocka_unit_test(test_cluster_enabled),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_numbers),
+	    cmocka_unit_test(test_numbers_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

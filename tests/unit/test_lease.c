@@ -235,6 +235,35 @@ static void test_pinned_taken_over(void **state)
 	assert_int_equal(sm.k.deadline_ns, 1200 * MS);
 }
 
+/* Which scans mark the server's sockets. A cluster node whose bus port is still asked
+ * (CONFIG GET out) is scanned at once, every socket marked: no client connection waits
+ * unguarded for the answer; scanned again, the bus left out, once the port is known. */
+static void test_scan_due(void **state)
+{
+	uint16_t bus = 7;
+
+	(void)state;
+	assert_false(lease_scan_due(0, true, 0, 0, 0, &bus)); /* no process known */
+	/* Not a cluster node (known, no bus): once per process. */
+	assert_true(lease_scan_due(42, true, 0, 0, 0, &bus));
+	assert_int_equal(bus, 0);
+	assert_false(lease_scan_due(42, true, 0, 42, 0, &bus));
+	/* A cluster node, its bus port asked: scanned now, nothing left out. */
+	bus = 7;
+	assert_true(lease_scan_due(42, false, 0, 0, 0, &bus));
+	assert_int_equal(bus, 0);
+	assert_false(lease_scan_due(42, false, 0, 42, 0, &bus)); /* still asked: marks kept */
+	/* The answer: scanned again, the bus left out; then not again. */
+	assert_true(lease_scan_due(42, true, 17000, 42, 0, &bus));
+	assert_int_equal(bus, 17000);
+	assert_false(lease_scan_due(42, true, 17000, 42, 17000, &bus));
+	/* Neither CONFIG GET nor CLUSTER NODES told it (0): the marks stay as they are. */
+	assert_false(lease_scan_due(42, true, 0, 42, 0, &bus));
+	/* A new process (restarted), its bus asked again: scanned at once, all marked. */
+	assert_true(lease_scan_due(43, false, 0, 42, 17000, &bus));
+	assert_int_equal(bus, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +276,7 @@ int main(void)
 	    cmocka_unit_test(test_peer_echo_after_revoke_ignored),
 	    cmocka_unit_test(test_other_primary_raises_epoch),
 	    cmocka_unit_test(test_pinned_taken_over),
+	    cmocka_unit_test(test_scan_due),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

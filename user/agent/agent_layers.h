@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <event2/event.h>
+#include <hiredis/hiredis.h>
 #include "common/caps.h"
 #include "common/config.h"
 #include "common/event_log.h"
@@ -63,12 +64,14 @@ struct agent_ctl_answer {
 	char primary[CFG_ID_MAX + 1];
 };
 
-/* The server's cluster bus port as agent_bus.c learnt it (CONFIG GET cluster-port). */
+/* The server's cluster bus port as agent_bus.c learnt it (CONFIG GET cluster-port,
+ * else CLUSTER NODES). */
 struct agent_bus {
 	pid_t pid;     /* the server process it was learnt for (0: none yet) */
-	pid_t asked;   /* CONFIG GET cluster-port is out for this process (0: none) */
-	uint16_t port; /* its bus port (cluster-port, else tcp port + 10000) */
-	bool warned;   /* a refused CONFIG GET said once */
+	pid_t asked;   /* CONFIG GET or CLUSTER NODES is out for this process (0: none) */
+	uint16_t port; /* its bus port (0: not learnt, every socket marked) */
+	bool warned;   /* neither answering said once */
+	char err[128]; /* why CONFIG GET did not tell it (for that warning) */
 };
 
 struct agent_out;
@@ -218,10 +221,17 @@ void agent_lease_rescan(struct agent *a);
 
 /* --- agent_bus.c: the cluster bus port -------------------------------- */
 /* The cluster bus port of server process pid, for the lease's marks: 1 and *port (0:
- * not a cluster node, as its INFO says), or 0 while it is not known yet (INFO of that
- * process not in, or CONFIG GET cluster-port asked now or earlier: its answer calls
- * agent_lease_rescan). */
+ * none to leave out: not a cluster node as far as its INFO says, none yet, or neither
+ * CONFIG GET nor CLUSTER NODES told it), or 0 and *port 0 while it is asked (now or
+ * earlier: the answer calls agent_lease_rescan). */
 int agent_bus_port(struct agent *a, pid_t pid, uint16_t *port);
+/* CONFIG GET cluster-port's answer, RESP2's [name, value] or RESP3's {name: value},
+ * as the bus port of a server listening on port (a value 0: port + 10000). -EINVAL
+ * for anything else, or a port that is port itself. */
+int agent_bus_config_port(const redisReply *r, long port, uint16_t *bus);
+/* The "@cport" of CLUSTER NODES' line flagged myself (text[0..len)): 0, -ENOENT
+ * without such a line or field, -EINVAL for a bad number or port itself. */
+int agent_bus_nodes_port(const char *text, size_t len, long port, uint16_t *bus);
 /* Closes the kernel side; the pins stay (the lease outlives the agent). */
 void agent_lease_close(struct agent *a);
 

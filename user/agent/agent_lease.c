@@ -258,8 +258,9 @@ static bool mark_server(struct agent *a)
 {
 	struct agent_lease *l = a->lease;
 	struct lease_scan sc;
-	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1], bus;
+	uint16_t ports[LEASE_SCAN_MAX_PORTS + 1], bus, known_bus;
 	int err, n = 0;
+	bool known;
 	pid_t pid;
 
 	if (!l || !a->srv) /* no lease, or no server (--watch-pid only) */
@@ -267,12 +268,12 @@ static bool mark_server(struct agent *a)
 	pid = srvmon_state(a->srv)->pid;
 	if (pid <= 0)
 		return false;
-	/* A cluster node's bus is left unmarked: scanned once its port is known, and
-	 * again when it becomes known after a scan made before any INFO. */
-	if (!agent_bus_port(a, pid, &bus))
+	/* A cluster node's bus is left unmarked once its port is known; until then every
+	 * socket is marked (no client waits unguarded for the answer), and the process
+	 * scanned again when it comes (agent_bus.c calls agent_lease_rescan). */
+	known = agent_bus_port(a, pid, &known_bus);
+	if (!lease_scan_due(pid, known, known_bus, l->scanned, l->scanned_bus, &bus))
 		return pid == l->scanned;
-	if (pid == l->scanned && bus == l->scanned_bus)
-		return true;
 	err = lease_scan_pid(l->lw, pid, bus, &sc);
 	if (err && !sc.marked) {
 		/* Tried again every heartbeat, said once per process. */
@@ -550,7 +551,10 @@ static int lease_open(struct agent *a, bool armed)
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	err = lease_watch_open(&l->lw, a->node, armed ? a->me->redis.port : 0);
+	/* The server's port written unless a previous agent wrote its server, armed or
+	 * not (lease_watch_open). */
+	err = lease_watch_open(&l->lw, a->node, armed ? a->me->redis.port : 0,
+			       (uint16_t)a->me->redis.port);
 	if (!err)
 		err = lease_watch_read(l->lw, &st);
 	if (err) {
@@ -559,21 +563,11 @@ static int lease_open(struct agent *a, bool armed)
 		return err;
 	}
 	lease_init(&l->sm, &st, (uint64_t)a->cfg->agent.lease_ms * 1000000);
-	/* The first agent of this node: its server's port written now, so that a server
-	 * that starts (binds it) before the agent has its pid is marked as it binds (an
-	 * armed open wrote it already; a disarmed one, port 0, did not). */
+	/* The process a previous agent marked (0: none, or only the port written). */
 	uint32_t tgid;
 
-	if (lease_watch_server_known(l->lw, &tgid)) {
-		l->inherited = (pid_t)tgid;
-	} else {
-		uint16_t port = (uint16_t)a->me->redis.port;
-
-		err = lease_watch_set_server(l->lw, 0, &port, 1, 0);
-		if (err)
-			pr_warn("failed to write the server's port to the lease: %s\n",
-				strerror(-err));
-	}
+	lease_watch_server_known(l->lw, &tgid);
+	l->inherited = (pid_t)tgid;
 	/* A lease a previous agent left armed stays armed (and lapses, or is renewed, as
 	 * when active): shadow mode's answer parks it, killing what it held back. */
 	if (!armed && st.port)

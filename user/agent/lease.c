@@ -113,3 +113,15 @@ const char *lease_source_name(__u32 source)
 		return "none";
 	}
 }
+
+bool lease_scan_due(int pid, bool bus_known, uint16_t bus, int scanned, uint16_t scanned_bus,
+		    uint16_t *scan_bus)
+{
+	*scan_bus = bus_known ? bus : 0;
+	if (pid <= 0)
+		return false;
+	if (pid != scanned)
+		return true;
+	/* The same process: again only to leave out a bus port learnt since. */
+	return bus_known && bus != scanned_bus;
+}

@@ -88,4 +88,12 @@ bool lease_allow_retake(struct lease_sm *sm, uint64_t now_ns);
 void lease_start_over(struct lease_sm *sm, uint64_t from_sent_ns);
 const char *lease_source_name(__u32 source);
 
+/* Whether the server process pid (> 0) is scanned now (its sockets marked) and which
+ * port the scan leaves unmarked (*scan_bus: a cluster node's bus, 0: none); scanned and
+ * scanned_bus: the last scan's. bus_known: its bus port (bus, 0: none) is known; not
+ * yet (asked, not answered), the process is scanned at once with every socket marked
+ * (its clients guarded from the first scan), and again once the port is known. */
+bool lease_scan_due(int pid, bool bus_known, uint16_t bus, int scanned, uint16_t scanned_bus,
+		    uint16_t *scan_bus);
+
 #endif

@@ -181,14 +181,19 @@ const char *info_role_name(enum info_role r)
 	return (unsigned)r < 3 ? names[r] : "unknown";
 }
 
-/* The digits at p (before end), as a number; -1 when none. */
+/* The digits at p (before end), as a number; -1 when none. A number past LLONG_MAX
+ * (a hostile or broken server's) is LLONG_MAX, every digit read: never cut short into
+ * a smaller one. */
 static long long num_at(const char *p, const char *end)
 {
 	long long v = 0;
 	const char *q = p;
 
-	for (; q < end && *q >= '0' && *q <= '9' && v < LLONG_MAX / 10 - 9; q++)
-		v = v * 10 + (*q - '0');
+	for (; q < end && *q >= '0' && *q <= '9'; q++) {
+		int d = *q - '0';
+
+		v = v > (LLONG_MAX - d) / 10 ? LLONG_MAX : v * 10 + d;
+	}
 	return q == p ? -1 : v;
 }
 
@@ -228,10 +233,10 @@ long long info_keyspace_keys(const char *text, size_t len)
 		if (!k || end - k <= 6 || memcmp(k + 1, "keys=", 5))
 			continue;
 		n = num_at(k + 6, end);
+		keys = keys < 0 ? 0 : keys;
+		/* Summed saturating: LLONG_MAX is "more than any maxmemory holds". */
 		if (n > 0)
-			keys = (keys < 0 ? 0 : keys) + n;
-		else if (keys < 0)
-			keys = 0;
+			keys = keys > LLONG_MAX - n ? LLONG_MAX : keys + n;
 	}
 	return keys;
 }

@@ -40,7 +40,8 @@ int info_parse(const char *text, size_t len, struct info_repl *out);
  * no line has it or it is no number. */
 long long info_ll(const char *text, size_t len, const char *key);
 /* The keys of every db in INFO's keyspace section ("db3:keys=5,..."), summed; 0 when
- * the section lists none, -1 without a "# Keyspace" section. */
+ * the section lists none, -1 without a "# Keyspace" section. A count or a sum past
+ * LLONG_MAX is LLONG_MAX (info_ll's numbers too). */
 long long info_keyspace_keys(const char *text, size_t len);
 const char *info_server_name(enum info_server s);
 const char *info_role_name(enum info_role r);

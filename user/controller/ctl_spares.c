@@ -44,6 +44,7 @@
 #include "common/log.h"
 #include "controller/ctl.h"
 #include "controller/ctl_members.h"
+#include "controller/spare_sync.h"
 
 #define SP_TICK_MS    250
 #define SP_REQ_MS     2000	      /* one request to a server */
@@ -52,7 +53,7 @@
 #define SP_REPLID_LEN 48
 #define SP_RESEND_MS  1000  /* REPLICAOF again to a spare still a master */
 #define SP_STALL_MIN  60000 /* SYNC with no sync under way this long: failed */
-#define SP_SYNC_TRIES 3	    /* full syncs the primary began since, the spare not synced: failed */
+#define SP_SYNC_TRIES 3	    /* full syncs of the spare's own seen failing: failed */
 #define SP_CONFIRM_MS                                                                              \
 	1000 /* fewer replicas this long is a deficit (a link that blinks                          \
 	      * is not) */
@@ -71,6 +72,7 @@ struct sp_seen {
 	struct info_repl primary;   /* the primary's INFO */
 	long long spare_used;	    /* the spare's used_memory */
 	long long sync_full;	    /* the primary's full syncs served (INFO stats), -1 unknown */
+	long long repl_in;	    /* the spare's total_net_repl_input_bytes, -1 unknown */
 	char replid[SP_REPLID_LEN]; /* the primary's master_replid */
 };
 
@@ -89,10 +91,10 @@ struct sp_shard {
 	unsigned long long epoch; /* the shard's when the sync (re)started */
 	long long sync_start_ms;
 	long long steady_since_ms;
-	long long progress_ms;	/* SYNC: last seen syncing from (or linked to) the primary */
-	long long replicaof_ms; /* SYNC: the last REPLICAOF sent */
-	long long sync_full0;	/* SYNC: the primary's sync_full first seen, -1 not yet */
-	bool *tried;		/* per node: refused or failed in this deficit */
+	long long progress_ms;	 /* SYNC: last seen syncing from (or linked to) the primary */
+	long long replicaof_ms;	 /* SYNC: the last REPLICAOF sent */
+	struct spare_sync tries; /* SYNC: the spare's own full syncs seen failing */
+	bool *tried;		 /* per node: refused or failed in this deficit */
 };
 
 struct ctl_spares {
@@ -215,6 +217,7 @@ static void on_reply(void *ctx, redisReply *rep, const char *err, void *priv)
 			v->maxmemory = info_ll(rep->str, rep->len, "maxmemory");
 			v->spare_used = info_ll(rep->str, rep->len, "used_memory");
 			v->dbsize = info_keyspace_keys(rep->str, rep->len);
+			v->repl_in = info_ll(rep->str, rep->len, "total_net_repl_input_bytes");
 		}
 	}
 	v->answered++;
@@ -289,7 +292,7 @@ static void sync_begin(struct ctl *c, struct sp_shard *sp, const struct fo_shard
 {
 	sp->epoch = s->epoch;
 	sp->sync_start_ms = sp->progress_ms = sp->replicaof_ms = now;
-	sp->sync_full0 = -1;
+	spare_sync_begin(&sp->tries);
 	replicaof(c, sp->node, s->primary);
 }
 
@@ -414,7 +417,7 @@ static void sync_done(struct ctl *c, int shard)
 	struct sp_seen *v = &sp->seen;
 	struct fo_node *n = &c->fo.nodes[sp->node];
 	long long now = fl_mono_ms(), lag;
-	bool ok;
+	bool ok, follows;
 
 	if (v->failed || s->primary < 0)
 		return; /* asked again on the next tick */
@@ -430,12 +433,12 @@ static void sync_done(struct ctl *c, int shard)
 		}
 		return;
 	}
-	if (v->spare.role == INFO_ROLE_SLAVE && fo_follows(&v->spare, &c->fo.nodes[s->primary]) &&
-	    (v->spare.link_up == 1 || v->spare.sync_in_progress))
+	follows =
+	    v->spare.role == INFO_ROLE_SLAVE && fo_follows(&v->spare, &c->fo.nodes[s->primary]);
+	if (follows && (v->spare.link_up == 1 || v->spare.sync_in_progress))
 		sp->progress_ms = now;
-	ok = v->spare.role == INFO_ROLE_SLAVE && v->spare.link_up == 1 &&
-	     !v->spare.sync_in_progress && fo_follows(&v->spare, &c->fo.nodes[s->primary]) &&
-	     v->replid[0] && !strcmp(v->spare.master_replid, v->replid);
+	ok = follows && v->spare.link_up == 1 && !v->spare.sync_in_progress && v->replid[0] &&
+	     !strcmp(v->spare.master_replid, v->replid);
 	if (v->spare.link_up == 1 && !fo_follows(&v->spare, &c->fo.nodes[s->primary])) {
 		/* Linked, but to another server than the primary: pointed again. */
 		say(c, "spare_sync_aborted", s, sp, n->id, "its link is up to another server");
@@ -446,14 +449,15 @@ static void sync_done(struct ctl *c, int shard)
 	if (sp->st == SP_SYNC) {
 		/* A sync that fails over and over (the spare's disk full, its RDB not loaded,
 		 * the primary's replica buffer limit) keeps the stall clock running: failed
-		 * once the primary has begun SP_SYNC_TRIES full syncs since the first poll. */
-		if (!ok && v->sync_full >= 0 && sp->sync_full0 < 0)
-			sp->sync_full0 = v->sync_full;
-		if (!ok && sp->sync_full0 >= 0 && v->sync_full - sp->sync_full0 >= SP_SYNC_TRIES) {
+		 * once SP_SYNC_TRIES of the spare's own full syncs failed (spare_sync.h). */
+		struct spare_sync_seen seen = {v->spare.sync_in_progress == 1 && follows,
+					       v->spare.link_up == 1, v->repl_in, v->sync_full};
+		int failed = spare_sync_poll(&sp->tries, &seen);
+
+		if (!ok && failed >= SP_SYNC_TRIES) {
 			char why[120];
 
-			snprintf(why, sizeof(why), "%lld full syncs from the primary failed",
-				 v->sync_full - sp->sync_full0);
+			snprintf(why, sizeof(why), "%d full syncs from the primary failed", failed);
 			refuse(c, shard, "spare_sync_failed", why);
 			return;
 		}

@@ -325,7 +325,8 @@ const char *lease_watch_pin_dir(const struct lease_watch *lw)
 	return lw->pin_dir;
 }
 
-int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port)
+int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port,
+		     uint16_t server_port)
 {
 	struct lease_watch *lw;
 	struct fl_lease_state l;
@@ -375,19 +376,24 @@ int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port)
 		if (err)
 			goto cleanup;
 	}
-	/* New maps: the bind hooks know the server by its port until its process is
-	 * known (a pinned configuration of a previous agent is kept as it is). */
+	/* The first agent of this node (new maps): the bind hooks know the server by its
+	 * port until its process is known, so that a server that starts (binds it) before
+	 * the agent has its pid is marked as it binds; armed or not (shadow mode). A pinned
+	 * configuration of a previous agent is kept as it is. */
 	{
-		struct fl_lease_cfg cfg = {0};
-		__u32 zero = 0;
+		uint32_t tgid;
 
-		/* Opened disarmed (port 0), the agent writes the server's port itself. */
-		if (port &&
-		    !bpf_map_lookup_elem(bpf_map__fd(lw->skel->maps.fl_lease_cfg), &zero, &cfg) &&
-		    !cfg.netns_cookie) {
-			err = lease_watch_set_server(lw, 0, &port, 1, 0);
-			if (err)
-				goto cleanup;
+		if (server_port && !lease_watch_server_known(lw, &tgid)) {
+			err = lease_watch_set_server(lw, 0, &server_port, 1, 0);
+			if (err) {
+				pr_warn("failed to write the server's port to the lease: %s\n",
+					strerror(-err));
+				/* Armed, it fails the open; disarmed (opened to park or
+				 * take over a pinned lease) it goes on. */
+				if (port)
+					goto cleanup;
+				err = 0;
+			}
 		}
 	}
 	lw->cg_fd = open_cgroup_root();

@@ -25,9 +25,11 @@
 struct lease_watch;
 
 /* Loads the programs, reusing the pinned maps if any, and attaches them at the root of
- * the cgroup v2 hierarchy; arms the lease for port ([node] redis). -errno with a
- * message. */
-int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port);
+ * the cgroup v2 hierarchy; arms the lease for port ([node] redis; 0: left as pinned,
+ * disarmed if new). No server written yet (new maps), server_port (0: none) is: the bind
+ * hooks mark what binds it. -errno with a message. */
+int lease_watch_open(struct lease_watch **out, const char *node, uint16_t port,
+		     uint16_t server_port);
 /* Whether a previous agent left this node's lease pinned (it may still be armed). */
 bool lease_watch_pinned(const char *node);
 /* Removes a node's pinned lease (programs detached, maps freed): the lease is off. */
