@@ -275,12 +275,13 @@ changes() {
 	grep -iE '^cmdstat_(replicaof|slaveof|config|multi|exec|failover|script|client\|(kill|pause|unpause))' <<<"$st" |
 		cut -d, -f1 || true
 }
-# cut_seen IDX SINCE: its agent logged the controller lost and both peers down since then.
+# cut_seen IDX SINCE: its agent logged the controller lost and both peers down (or
+# passive: their packets seen, no round trip) since then.
 cut_seen() {
 	local j
 	agent_ev "$1" '.kind == "controller_lost" and .ts >= "'"$2"'"' || return 1
 	for j in 1 2 3; do
-		[ "$j" = "$1" ] || agent_ev "$1" '.kind == "peer_down" and .peer == "'"$(cl_node "$j")"'" and .ts >= "'"$2"'"' ||
+		[ "$j" = "$1" ] || agent_ev "$1" '(.kind == "peer_down" or .kind == "peer_passive") and .peer == "'"$(cl_node "$j")"'" and .ts >= "'"$2"'"' ||
 			return 1
 	done
 }
@@ -293,7 +294,7 @@ cut_seen() {
 # acknowledged from the cut until 2 s after the agent saw the controller lost and both
 # peers down; the server ran no CLIENT PAUSE or CONFIG (INFO commandstats on its
 # loopback, while cut off and after); no self_fenced; no lease held or pinned; the
-# controller said would_failover and nothing changed after the heal.
+# controller judged it down and nothing changed after the heal.
 test_shadow_isolated_primary() {
 	local i n=0 end t0 st
 	cluster
@@ -321,7 +322,7 @@ test_shadow_isolated_primary() {
 	! agent_ev 1 '.kind == "self_fenced"' || fail "the agent self-fenced in shadow mode: $(grep self_fenced "$(agent_log 1)")"
 	[ ! -e "/sys/fs/bpf/flatline/$(cl_node 1)/lease" ] || fail "$(cl_node 1) pinned a lease map"
 	# The controller judged the fault and said what it would do.
-	wait_ctl '.kind == "would_failover" and .from == "'"$(cl_node 1)"'"' 10
+	wait_ctl '.kind == "node_down" and .instance == "'"$(cl_node 1)"'"' 10
 	cl_heal 1
 	cl_until 10 agent_ev 1 '.kind == "controller_connected" and .ts >= "'"$t0"'"' ||
 		fail "$(cl_node 1)'s agent did not reach the controller after the heal"
@@ -361,9 +362,6 @@ busy() {
 	cl_spawn "eval-$1" "$CL_NS_CTL" "$CL_CLI" -h "$(cl_ip "$1")" -p 6379 eval 'while true do end' 0
 	cl_until 5 is_busy "$1" || fail "$(cl_node "$1") is not busy: $(cl_redis "$1" ping 2>&1)"
 }
-# kills IDX: the SCRIPT KILLs MONITOR saw on that server, one "ADDRESS" a line.
-kills() { grep -E '\] "script" "kill"' "$CL_DIR/log/monitor-$1.out" | sed -n 's/.*\[[0-9]* \([^]]*\):[0-9]*\].*/\1/p'; }
-saw_kill() { [ -n "$(kills "$1")" ]; }
 script_kill_calls() {
 	cl_redis "$1" info commandstats | tr -d '\r' | sed -n 's/^cmdstat_script|kill:calls=\([0-9]*\),.*/\1/p'
 }
@@ -371,34 +369,31 @@ script_kill_calls() {
 # The busy server: the primary runs a script that never ends, past busy_max_ms
 # (1500 ms here). Active, the agent sends SCRIPT KILL then
 # (test_active_busy_server_killed, the control). In shadow mode: it logs that it does
-# not, judges the server hung (cause busy) and the controller says would_failover; 2 s
-# later the script still runs (PING: -BUSY, the client still waiting) and MONITOR saw
-# no SCRIPT KILL; the test's own SCRIPT KILL then ends it, and commandstats counts that
-# one only (MONITOR: from the test's address), and nothing else that changes a server.
+# not, judges the server hung (cause busy) and the controller node_down; 2 s later the
+# script still runs (PING: -BUSY, the client still waiting) and no script_kill; the
+# test's own SCRIPT KILL then ends it, and commandstats counts that one only, and
+# nothing else that changes a server. (MONITOR does not show a SCRIPT KILL run during
+# the script, the control showed: commandstats is the server's view here.)
 test_shadow_busy_server() {
 	local i node st
 	export FL_AGENT_CONF="busy_max_ms = 1500" CL_REDIS_EXTRA="--busy-reply-threshold 500"
 	cluster
 	node=$(cl_node 1)
-	monitors
 	changed 1
 	busy 1
 	cl_until 10 grep -q "busy for [0-9]* ms: shadow mode, not sending SCRIPT KILL" "$CL_DIR/log/agent-$node.out" ||
 		fail "the agent did not log the SCRIPT KILL it does not send: $(tail -n 3 "$CL_DIR/log/agent-$node.out")"
 	cl_until 5 agent_ev 1 '.kind == "proc_hung"' || fail "the script past busy_max_ms is not hung: $(tail -n 3 "$(agent_log 1)")"
-	wait_ctl '.kind == "would_failover" and .from == "'"$node"'"' 10
+	wait_ctl '.kind == "node_down" and .instance == "'"$node"'" and .reason == "proc_hung busy"' 10
 	sleep 2 # an active agent's SCRIPT KILL would have been answered long ago
 	is_busy 1 || fail "the script ended: $(cl_redis 1 ping 2>&1)"
 	cl_alive "eval-1" || fail "the EVAL returned: $(cat "$CL_DIR/log/eval-1.out")"
-	[ -z "$(kills 1)" ] || fail "SCRIPT KILL sent to $node from $(kills 1 | paste -sd ' ')"
 	! agent_ev 1 '.kind == "script_kill"' || fail "the agent logged a SCRIPT KILL: $(grep script_kill "$(agent_log 1)")"
 	# The test ends it.
 	[ "$(cl_redis 1 script kill)" = OK ] || fail "the test's SCRIPT KILL failed"
 	cl_until 5 grep -q 'killed by user' "$CL_DIR/log/eval-1.out" || fail "the EVAL did not end: $(cat "$CL_DIR/log/eval-1.out")"
 	cl_until 5 cl_redis_ping 1 || fail "$node does not answer after the kill"
 	expect_eq "SCRIPT KILL calls on $node" "$(script_kill_calls 1)" 1
-	cl_until 5 saw_kill 1 || fail "MONITOR did not see the test's SCRIPT KILL"
-	expect_eq "SCRIPT KILLs MONITOR saw, by address" "$(kills 1 | paste -sd ' ')" "$CL_CTL_IP"
 	st=$(changes 1)
 	st=$(grep -v '^cmdstat_script|kill:' <<<"$st" || true)
 	[ -z "$st" ] || fail "$node ran: $st"
@@ -411,12 +406,11 @@ test_shadow_busy_server() {
 
 # The control: the same script in active mode; the agent sends SCRIPT KILL past
 # busy_max_ms (its script_kill event: OK), the EVAL ends killed, commandstats counts
-# one the test did not send, and MONITOR saw it from the agent's host.
+# one the test did not send.
 test_active_busy_server_killed() {
 	local ev
 	export FL_AGENT_CONF="busy_max_ms = 1500" CL_REDIS_EXTRA="--busy-reply-threshold 500"
 	cluster active
-	monitors
 	busy 1
 	cl_until 10 agent_ev 1 '.kind == "script_kill"' || fail "no SCRIPT KILL in active mode: $(tail -n 3 "$CL_DIR/log/agent-$(cl_node 1).out")"
 	ev=$(jq -c 'select(.kind == "script_kill")' "$(agent_log 1)" | head -n 1)
@@ -424,8 +418,6 @@ test_active_busy_server_killed() {
 	expect_eq "SCRIPT KILL reply" "$(jq -r .reply <<<"$ev")" OK
 	cl_until 5 grep -q 'killed by user' "$CL_DIR/log/eval-1.out" || fail "the EVAL was not killed: $(cat "$CL_DIR/log/eval-1.out")"
 	expect_eq "SCRIPT KILL calls (the test sent none)" "$(script_kill_calls 1)" 1
-	cl_until 5 saw_kill 1 || fail "MONITOR did not see the agent's SCRIPT KILL"
-	expect_eq "SCRIPT KILLs MONITOR saw, by address" "$(kills 1 | paste -sd ' ')" "$(cl_ip 1)"
 }
 
 TESTS=(test_shadow_alone test_shadow_sentinel test_shadow_isolated_primary test_active_isolated_primary_fences
