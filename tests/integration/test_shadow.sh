@@ -21,6 +21,11 @@
 #                         one), it sends nothing; each with its control in active mode
 #                         (test_active_isolated_primary_fences,
 #                         test_active_busy_server_killed), where the command is sent.
+#                         The controller says would_failover for each (no lease to wait
+#                         for: none is held in shadow mode).
+#   test_shadow_stopped_server: the primary's server SIGSTOPped, its host alive:
+#                         would_failover (proc_hung stopped), nothing changed, and after
+#                         SIGCONT it is up and still the primary.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 # shellcheck source=tests/lib/cluster.sh
@@ -87,6 +92,18 @@ changed() {
 }
 ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
 wait_ctl() { cl_until "${2:-10}" ctl_ev "$1" || fail "no controller event ($1) within ${2:-10} s: $(tail -n 5 "$CL_CLOG")"; }
+# would_failover IDX REASON-PREFIX: the controller says it would fail IDX's server over
+# (within 10 s), once, and ends that failover as shadow; no promotion, no DNS update.
+would_failover() {
+	local node
+	node=$(cl_node "$1")
+	wait_ctl '.kind == "would_failover" and .from == "'"$node"'" and (.reason | startswith("'"$2"'"))' 10
+	ctl_ev '.kind == "would_promote" and .from == "'"$node"'"' || fail "would_failover without would_promote"
+	ctl_ev '.kind == "failover_abort" and .reason == "shadow"' || fail "the failover did not end as shadow"
+	! ctl_ev '.kind == "lease_wait"' || fail "shadow mode waited for a lease: $(grep -E 'lease_wait|failover_blocked' "$CL_CLOG")"
+	expect_eq "would_failover events" "$(count_events "$CL_CLOG" '.kind == "would_failover"')" 1
+	jq -c 'select(.kind == "would_failover") | {from, reason, down_ms, elapsed_ms}' "$CL_CLOG"
+}
 ev_ms() { # JQ-FILTER: the first matching controller event's time, ms since the epoch
 	jq -r "select($1) | .ts" "$CL_CLOG" | head -n 1 | python3 -c \
 		'import sys, datetime; s = sys.stdin.read().strip(); print(int(datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp() * 1000))'
@@ -323,6 +340,7 @@ test_shadow_isolated_primary() {
 	[ ! -e "/sys/fs/bpf/flatline/$(cl_node 1)/lease" ] || fail "$(cl_node 1) pinned a lease map"
 	# The controller judged the fault and said what it would do.
 	wait_ctl '.kind == "node_down" and .instance == "'"$(cl_node 1)"'"' 10
+	would_failover 1 host_down
 	cl_heal 1
 	cl_until 10 agent_ev 1 '.kind == "controller_connected" and .ts >= "'"$t0"'"' ||
 		fail "$(cl_node 1)'s agent did not reach the controller after the heal"
@@ -385,6 +403,7 @@ test_shadow_busy_server() {
 		fail "the agent did not log the SCRIPT KILL it does not send: $(tail -n 3 "$CL_DIR/log/agent-$node.out")"
 	cl_until 5 agent_ev 1 '.kind == "proc_hung"' || fail "the script past busy_max_ms is not hung: $(tail -n 3 "$(agent_log 1)")"
 	wait_ctl '.kind == "node_down" and .instance == "'"$node"'" and .reason == "proc_hung busy"' 10
+	would_failover 1 "proc_hung busy"
 	sleep 2 # an active agent's SCRIPT KILL would have been answered long ago
 	is_busy 1 || fail "the script ended: $(cl_redis 1 ping 2>&1)"
 	cl_alive "eval-1" || fail "the EVAL returned: $(cat "$CL_DIR/log/eval-1.out")"
@@ -420,6 +439,36 @@ test_active_busy_server_killed() {
 	expect_eq "SCRIPT KILL calls (the test sent none)" "$(script_kill_calls 1)" 1
 }
 
+# The stopped server: the primary's redis-server SIGSTOPped (its host and agent alive,
+# its peers still hearing that host). The agent judges it hung (cause stopped), the
+# controller says would_failover at once (an active controller with the lease off
+# would promote then; with the lease, it waits for it to lapse) and changes nothing;
+# after SIGCONT the server answers, is still the only master, ran nothing.
+test_shadow_stopped_server() {
+	local i node pid
+	cluster
+	node=$(cl_node 1)
+	pid=$(cl_pid "redis-$node") || fail "no pid for $node's server"
+	changed 1
+	kill -STOP "$pid"
+	cl_until 5 agent_ev 1 '.kind == "proc_hung" and .cause == "stopped"' ||
+		fail "the stopped server is not hung (stopped): $(tail -n 3 "$(agent_log 1)")"
+	wait_ctl '.kind == "node_down" and .instance == "'"$node"'" and .reason == "proc_hung stopped"' 10
+	would_failover 1 "proc_hung stopped"
+	kill -CONT "$pid"
+	cl_until 10 cl_redis_ping 1 || fail "$node does not answer after SIGCONT"
+	wait_ctl '.kind == "node_up" and .instance == "'"$node"'"' 10
+	is_master 1 || fail "$node is $(cl_role 1) after SIGCONT"
+	for i in 1 2 3; do changed "$i"; done
+	for i in 2 3; do
+		[ "$(cl_role "$i")" = slave ] || fail "$(cl_node "$i") is $(cl_role "$i") (promoted in shadow mode)"
+	done
+	! ctl_ev '.kind == "promoted" or .kind == "dns_updated" or .kind == "replicas_repointed"' ||
+		fail "shadow mode acted"
+	expect_eq "would_failover events" "$(count_events "$CL_CLOG" '.kind == "would_failover"')" 1
+	no_lease
+}
+
 TESTS=(test_shadow_alone test_shadow_sentinel test_shadow_isolated_primary test_active_isolated_primary_fences
-	test_shadow_busy_server test_active_busy_server_killed)
+	test_shadow_busy_server test_active_busy_server_killed test_shadow_stopped_server)
 run_tests
