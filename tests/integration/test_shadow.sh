@@ -16,6 +16,16 @@
 #                         connections only; flatline's primary then follows the servers
 #                         (status, the Sentinel API); `flatline shadow-report` over the
 #                         logs lists the fault with both times and both choices.
+#   test_shadow_isolated_primary, test_shadow_busy_server: where an agent would act on
+#                         its own (self-fence an isolated primary, SCRIPT KILL a busy
+#                         one), it sends nothing; each with its control in active mode
+#                         (test_active_isolated_primary_fences,
+#                         test_active_busy_server_killed), where the command is sent.
+#                         The controller says would_failover for each (no lease to wait
+#                         for: none is held in shadow mode).
+#   test_shadow_stopped_server: the primary's server SIGSTOPped, its host alive:
+#                         would_failover (proc_hung stopped), nothing changed, and after
+#                         SIGCONT it is up and still the primary.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/testlib.sh
 # shellcheck source=tests/lib/cluster.sh
@@ -26,16 +36,17 @@ cd "$(dirname "$0")/../.." || exit 1
 # Commands that change a server, as MONITOR prints them.
 CHANGE='\] "(replicaof|slaveof|config|multi|exec|failover)"|\] "(client)" "(kill|pause|unpause)"|\] "script" "kill"'
 
-cluster() {
+cluster() { # [active]: the controls, the same cluster not in shadow mode
 	need_root
 	need_cmd ip nsenter nft named tsig-keygen dig jq setsid
 	export FL_NODE_PREFIX=s${BASHPID}n
-	export FL_CTL_CONF="mode = shadow"
+	export FL_CTL_CONF="mode = ${1:-shadow}"
 	CL_KEEP=1
 	cl_init "$T/cl" "fls$BASHPID"
 	[ -z "$CL_FLAVOUR_WHY" ] || skip "$CL_FLAVOUR_WHY"
 	on_exit cl_down
 	cl_up || fail "cluster did not come up"
+	[ "${1:-shadow}" = shadow ] || return 0
 	cl_has_event "$CL_CLOG" '.kind == "controller_start" and .mode == "shadow"' ||
 		fail "the controller did not start in shadow mode: $(head -n 2 "$CL_CLOG")"
 	[ "$(cl_status_json | jq -r .controller.mode)" = shadow ] || fail "status does not say shadow"
@@ -81,6 +92,18 @@ changed() {
 }
 ctl_ev() { cl_has_event "$CL_CLOG" "$1"; }
 wait_ctl() { cl_until "${2:-10}" ctl_ev "$1" || fail "no controller event ($1) within ${2:-10} s: $(tail -n 5 "$CL_CLOG")"; }
+# would_failover IDX REASON-PREFIX: the controller says it would fail IDX's server over
+# (within 10 s), once, and ends that failover as shadow; no promotion, no DNS update.
+would_failover() {
+	local node
+	node=$(cl_node "$1")
+	wait_ctl '.kind == "would_failover" and .from == "'"$node"'" and (.reason | startswith("'"$2"'"))' 10
+	ctl_ev '.kind == "would_promote" and .from == "'"$node"'"' || fail "would_failover without would_promote"
+	ctl_ev '.kind == "failover_abort" and .reason == "shadow"' || fail "the failover did not end as shadow"
+	! ctl_ev '.kind == "lease_wait"' || fail "shadow mode waited for a lease: $(grep -E 'lease_wait|failover_blocked' "$CL_CLOG")"
+	expect_eq "would_failover events" "$(count_events "$CL_CLOG" '.kind == "would_failover"')" 1
+	jq -c 'select(.kind == "would_failover") | {from, reason, down_ms, elapsed_ms}' "$CL_CLOG"
+}
 ev_ms() { # JQ-FILTER: the first matching controller event's time, ms since the epoch
 	jq -r "select($1) | .ts" "$CL_CLOG" | head -n 1 | python3 -c \
 		'import sys, datetime; s = sys.stdin.read().strip(); print(int(datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp() * 1000))'
@@ -246,5 +269,206 @@ test_shadow_sentinel() {
 	grep -q "^1 fault(s): 1 both, 0 Sentinel only, 0 flatline only" "$T/report.out" || fail "shadow-report: not one fault"
 }
 
-TESTS=(test_shadow_alone test_shadow_sentinel)
+# --- What an agent would do on its own: self-fence, SCRIPT KILL -------------------
+
+agent_log() { echo "$CL_DIR/events-$(cl_node "$1").jsonl"; }
+agent_ev() { cl_has_event "$(agent_log "$1")" "$2"; }
+since() { date -u +%Y-%m-%dT%H:%M:%S.%6NZ; }
+# local_cli IDX ARGS...: the CLI on the host's own loopback, as a client on that host
+# (it answers while the host is cut off); bounded as cl_redis is.
+local_cli() {
+	local i=$1
+	shift
+	cl_in "$i" timeout "${CL_CLI_TIMEOUT:-1}" "$CL_CLI" -h 127.0.0.1 -p 6379 "$@"
+}
+# write_local IDX N: a SET from the host's own loopback, acknowledged within 1 s.
+write_local() { [ "$(local_cli "$1" set "shadow:$2" "$2" 2>/dev/null)" = OK ]; }
+# changes IDX: the state-changing commands INFO commandstats counts on that server,
+# asked on its host's loopback (the server's own view; fails if INFO does not answer).
+changes() {
+	local st
+	st=$(local_cli "$1" info commandstats | tr -d '\r')
+	grep -q '^cmdstat_info:' <<<"$st" || fail "no commandstats from $(cl_node "$1") on its loopback"
+	grep -iE '^cmdstat_(replicaof|slaveof|config|multi|exec|failover|script|client\|(kill|pause|unpause))' <<<"$st" |
+		cut -d, -f1 || true
+}
+# cut_seen IDX SINCE: its agent logged the controller lost and both peers down (or
+# passive: their packets seen, no round trip) since then.
+cut_seen() {
+	local j
+	agent_ev "$1" '.kind == "controller_lost" and .ts >= "'"$2"'"' || return 1
+	for j in 1 2 3; do
+		[ "$j" = "$1" ] || agent_ev "$1" '(.kind == "peer_down" or .kind == "peer_passive") and .peer == "'"$(cl_node "$j")"'" and .ts >= "'"$2"'"' ||
+			return 1
+	done
+}
+
+# The isolated primary: host 1 cut off from the controller and both peers (nftables on
+# its eth0), a client on its own loopback writing every 100 ms. Active, its agent
+# pauses writes (CLIENT PAUSE WRITE) self_fence_after_ms (2 x 250 ms here) after its
+# last answer from the controller, and its write lease lapses before that
+# (test_active_isolated_primary_fences, the control). In shadow mode: every write
+# acknowledged from the cut until 2 s after the agent saw the controller lost and both
+# peers down; the server ran no CLIENT PAUSE or CONFIG (INFO commandstats on its
+# loopback, while cut off and after); no self_fenced; no lease held or pinned; the
+# controller judged it down and nothing changed after the heal.
+test_shadow_isolated_primary() {
+	local i n=0 end t0 st
+	cluster
+	no_lease
+	changed 1
+	write_local 1 0 || fail "a write on $(cl_node 1)'s own host was not acknowledged before the cut"
+	t0=$(since)
+	cl_isolate 1
+	end=$((SECONDS + 15))
+	until cut_seen 1 "$t0"; do
+		n=$((n + 1))
+		write_local 1 "$n" || fail "write $n on the cut-off primary was not acknowledged within 1 s"
+		[ $SECONDS -le $end ] || fail "$(cl_node 1)'s agent did not see the cut within 15 s: $(jq -c 'select(.kind | test("^(peer|controller)_"))' "$(agent_log 1)" | tail -n 4)"
+		sleep 0.1
+	done
+	end=$((SECONDS + 2))
+	while [ $SECONDS -le $end ]; do
+		n=$((n + 1))
+		write_local 1 "$n" || fail "write $n on the cut-off primary was not acknowledged within 1 s ($(jq -c 'select(.kind | test("fence|lease"))' "$(agent_log 1)" | tail -n 2))"
+		sleep 0.1
+	done
+	echo "$n writes on $(cl_node 1)'s loopback acknowledged while it was cut off"
+	st=$(changes 1)
+	[ -z "$st" ] || fail "$(cl_node 1), cut off, ran: $st"
+	! agent_ev 1 '.kind == "self_fenced"' || fail "the agent self-fenced in shadow mode: $(grep self_fenced "$(agent_log 1)")"
+	[ ! -e "/sys/fs/bpf/flatline/$(cl_node 1)/lease" ] || fail "$(cl_node 1) pinned a lease map"
+	# The controller judged the fault and said what it would do.
+	wait_ctl '.kind == "node_down" and .instance == "'"$(cl_node 1)"'"' 10
+	would_failover 1 host_down
+	cl_heal 1
+	cl_until 10 agent_ev 1 '.kind == "controller_connected" and .ts >= "'"$t0"'"' ||
+		fail "$(cl_node 1)'s agent did not reach the controller after the heal"
+	write_local 1 "$((n + 1))" || fail "a write after the heal was not acknowledged"
+	is_master 1 || fail "$(cl_node 1) is $(cl_role 1) after the heal"
+	for i in 1 2 3; do changed "$i"; done
+	for i in 2 3; do
+		[ "$(cl_role "$i")" = slave ] || fail "$(cl_node "$i") is $(cl_role "$i") (promoted in shadow mode)"
+	done
+	! ctl_ev '.kind == "promoted" or .kind == "dns_updated" or .kind == "replicas_repointed"' ||
+		fail "shadow mode acted"
+	no_lease
+}
+
+# The control: the same cut in active mode, with lease_ms = 0 so that the self-fence
+# alone holds the writes and the server still answers its loopback. The agent logs
+# self_fenced, a write from the loopback is held, and the server ran CLIENT PAUSE.
+test_active_isolated_primary_fences() {
+	local st
+	export FL_AGENT_CONF="lease_ms = 0"
+	cluster active
+	write_local 1 0 || fail "a write on $(cl_node 1)'s own host was not acknowledged before the cut"
+	st=$(changes 1)
+	! grep -q '^cmdstat_client|pause:' <<<"$st" || fail "$(cl_node 1) ran CLIENT PAUSE before the cut: $st"
+	cl_isolate 1
+	cl_until 10 agent_ev 1 '.kind == "self_fenced"' || fail "no self_fenced in active mode: $(tail -n 5 "$(agent_log 1)")"
+	! write_local 1 1 || fail "a write was acknowledged on the fenced primary"
+	st=$(changes 1)
+	echo "active mode, $(cl_node 1) cut off: $st"
+	grep -q '^cmdstat_client|pause:calls=' <<<"$st" || fail "no CLIENT PAUSE in commandstats: $st"
+}
+
+# busy IDX: EVAL "while true do end" 0 on that server (from the ctl namespace, its
+# output in log/eval-IDX.out; busy-reply-threshold 500 ms); returns once it answers -BUSY.
+is_busy() { cl_redis "$1" ping 2>&1 | grep -q BUSY; }
+busy() {
+	cl_spawn "eval-$1" "$CL_NS_CTL" "$CL_CLI" -h "$(cl_ip "$1")" -p 6379 eval 'while true do end' 0
+	cl_until 5 is_busy "$1" || fail "$(cl_node "$1") is not busy: $(cl_redis "$1" ping 2>&1)"
+}
+script_kill_calls() {
+	cl_redis "$1" info commandstats | tr -d '\r' | sed -n 's/^cmdstat_script|kill:calls=\([0-9]*\),.*/\1/p'
+}
+
+# The busy server: the primary runs a script that never ends, past busy_max_ms
+# (1500 ms here). Active, the agent sends SCRIPT KILL then
+# (test_active_busy_server_killed, the control). In shadow mode: it logs that it does
+# not, judges the server hung (cause busy) and the controller node_down; 2 s later the
+# script still runs (PING: -BUSY, the client still waiting) and no script_kill; the
+# test's own SCRIPT KILL then ends it, and commandstats counts that one only, and
+# nothing else that changes a server. (MONITOR does not show a SCRIPT KILL run during
+# the script, the control showed: commandstats is the server's view here.)
+test_shadow_busy_server() {
+	local i node st
+	export FL_AGENT_CONF="busy_max_ms = 1500" CL_REDIS_EXTRA="--busy-reply-threshold 500"
+	cluster
+	node=$(cl_node 1)
+	changed 1
+	busy 1
+	cl_until 10 grep -q "busy for [0-9]* ms: shadow mode, not sending SCRIPT KILL" "$CL_DIR/log/agent-$node.out" ||
+		fail "the agent did not log the SCRIPT KILL it does not send: $(tail -n 3 "$CL_DIR/log/agent-$node.out")"
+	cl_until 5 agent_ev 1 '.kind == "proc_hung"' || fail "the script past busy_max_ms is not hung: $(tail -n 3 "$(agent_log 1)")"
+	wait_ctl '.kind == "node_down" and .instance == "'"$node"'" and .reason == "proc_hung busy"' 10
+	would_failover 1 "proc_hung busy"
+	sleep 2 # an active agent's SCRIPT KILL would have been answered long ago
+	is_busy 1 || fail "the script ended: $(cl_redis 1 ping 2>&1)"
+	cl_alive "eval-1" || fail "the EVAL returned: $(cat "$CL_DIR/log/eval-1.out")"
+	! agent_ev 1 '.kind == "script_kill"' || fail "the agent logged a SCRIPT KILL: $(grep script_kill "$(agent_log 1)")"
+	# The test ends it.
+	[ "$(cl_redis 1 script kill)" = OK ] || fail "the test's SCRIPT KILL failed"
+	cl_until 5 grep -q 'killed by user' "$CL_DIR/log/eval-1.out" || fail "the EVAL did not end: $(cat "$CL_DIR/log/eval-1.out")"
+	cl_until 5 cl_redis_ping 1 || fail "$node does not answer after the kill"
+	expect_eq "SCRIPT KILL calls on $node" "$(script_kill_calls 1)" 1
+	st=$(changes 1)
+	st=$(grep -v '^cmdstat_script|kill:' <<<"$st" || true)
+	[ -z "$st" ] || fail "$node ran: $st"
+	for i in 2 3; do
+		changed "$i"
+		[ "$(cl_role "$i")" = slave ] || fail "$(cl_node "$i") is $(cl_role "$i") (promoted in shadow mode)"
+	done
+	no_lease
+}
+
+# The control: the same script in active mode; the agent sends SCRIPT KILL past
+# busy_max_ms (its script_kill event: OK), the EVAL ends killed, commandstats counts
+# one the test did not send.
+test_active_busy_server_killed() {
+	local ev
+	export FL_AGENT_CONF="busy_max_ms = 1500" CL_REDIS_EXTRA="--busy-reply-threshold 500"
+	cluster active
+	busy 1
+	cl_until 10 agent_ev 1 '.kind == "script_kill"' || fail "no SCRIPT KILL in active mode: $(tail -n 3 "$CL_DIR/log/agent-$(cl_node 1).out")"
+	ev=$(jq -c 'select(.kind == "script_kill")' "$(agent_log 1)" | head -n 1)
+	echo "active mode: $ev"
+	expect_eq "SCRIPT KILL reply" "$(jq -r .reply <<<"$ev")" OK
+	cl_until 5 grep -q 'killed by user' "$CL_DIR/log/eval-1.out" || fail "the EVAL was not killed: $(cat "$CL_DIR/log/eval-1.out")"
+	expect_eq "SCRIPT KILL calls (the test sent none)" "$(script_kill_calls 1)" 1
+}
+
+# The stopped server: the primary's redis-server SIGSTOPped (its host and agent alive,
+# its peers still hearing that host). The agent judges it hung (cause stopped), the
+# controller says would_failover at once (an active controller with the lease off
+# would promote then; with the lease, it waits for it to lapse) and changes nothing;
+# after SIGCONT the server answers, is still the only master, ran nothing.
+test_shadow_stopped_server() {
+	local i node pid
+	cluster
+	node=$(cl_node 1)
+	pid=$(cl_pid "redis-$node") || fail "no pid for $node's server"
+	changed 1
+	kill -STOP "$pid"
+	cl_until 5 agent_ev 1 '.kind == "proc_hung" and .cause == "stopped"' ||
+		fail "the stopped server is not hung (stopped): $(tail -n 3 "$(agent_log 1)")"
+	wait_ctl '.kind == "node_down" and .instance == "'"$node"'" and .reason == "proc_hung stopped"' 10
+	would_failover 1 "proc_hung stopped"
+	kill -CONT "$pid"
+	cl_until 10 cl_redis_ping 1 || fail "$node does not answer after SIGCONT"
+	wait_ctl '.kind == "node_up" and .instance == "'"$node"'"' 10
+	is_master 1 || fail "$node is $(cl_role 1) after SIGCONT"
+	for i in 1 2 3; do changed "$i"; done
+	for i in 2 3; do
+		[ "$(cl_role "$i")" = slave ] || fail "$(cl_node "$i") is $(cl_role "$i") (promoted in shadow mode)"
+	done
+	! ctl_ev '.kind == "promoted" or .kind == "dns_updated" or .kind == "replicas_repointed"' ||
+		fail "shadow mode acted"
+	expect_eq "would_failover events" "$(count_events "$CL_CLOG" '.kind == "would_failover"')" 1
+	no_lease
+}
+
+TESTS=(test_shadow_alone test_shadow_sentinel test_shadow_isolated_primary test_active_isolated_primary_fences
+	test_shadow_busy_server test_active_busy_server_killed test_shadow_stopped_server)
 run_tests

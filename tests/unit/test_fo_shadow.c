@@ -6,6 +6,7 @@
  * the four-node shard of fo_harness.h. */
 #include <errno.h>
 #include "fo_harness.h"
+#include "controller/lease_wait.h"
 
 static char ev_would_failover[4096], ev_would_promote[4096], ev_followed[4096];
 static struct fo_ops sops;
@@ -159,6 +160,112 @@ static void test_shadow_follows_a_switchover(void **state)
 	assert_false(evented("failover_start"));
 }
 
+/* The fleet as its agents report it in shadow mode: every agent has a lease length
+ * but runs no lease (disarmed), the primary's agent still probes its peers (each had a
+ * packet from it 20 ms ago), and an answer to the primary's report named it. */
+static void disarmed_fleet(void)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	static const char *const ids[] = {"n1", "n2", "n3", "n4"};
+	struct fo_report r;
+
+	healthy();
+	for (int i = 0; i < 4; i++) {
+		bool p = !strcmp(ids[i], "n1");
+
+		mkrep(&r, FO_PROC_UP, p ? INFO_ROLE_MASTER : INFO_ROLE_SLAVE, p ? NULL : "n1",
+		      p ? -1 : 1, 1000);
+		r.lease_len_ms = 500;
+		r.lease = FO_LEASE_UNKNOWN;
+		if (!p) {
+			fo_report_set_peer(&r, N("n1")->idx, FO_PEER_UP);
+			fo_report_set_peer_age(&r, N("n1")->idx, 20);
+		}
+		fo_on_report(&C, N(ids[i]), &r);
+	}
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
+	clear_rec();
+}
+
+/* n1's server hung (stopped, or busy past busy_max_ms), its host alive: n1 reports
+ * proc hung, its lease word unknown (disarmed). */
+static void hang_primary(void)
+{
+	struct fo_report r;
+
+	R.mono += 10;
+	mkrep(&r, FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease_len_ms = 500;
+	fo_on_report(&C, N("n1"), &r);
+}
+
+/* A hung primary in shadow mode: no agent holds a write lease, so the judgement is
+ * active mode's with the lease off: failover_start at the hung report, no lease_wait
+ * (peers that still hear n1 "may renew" nothing), would_failover after the INFO round. */
+static void test_shadow_hung_primary_no_lease_wait(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	const struct fo_node *blocker = NULL;
+	struct info_repl i2 = slave_info("n1", 1, 990), i3 = slave_info("n1", 1, 1000),
+			 i4 = slave_info("n1", 1, 995);
+
+	(void)state;
+	disarmed_fleet();
+	hang_primary();
+	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_PROC_HUNG, &blocker), 0);
+	assert_null(blocker);
+	assert_true(evented("node_down"));
+	assert_false(evented("lease_wait"));
+	assert_false(evented("failover_blocked"));
+	assert_true(evented("failover_start"));
+	fo_on_info(&C, N("n2"), true, &i2, NULL);
+	fo_on_info(&C, N("n4"), true, &i4, NULL);
+	fo_on_info(&C, N("n3"), true, &i3, NULL);
+	assert_true(evented("would_failover") && evented("would_promote"));
+	assert_non_null(strstr(ev_would_failover, "\"from\":\"n1\""));
+	assert_non_null(strstr(ev_would_failover, "\"reason\":\"proc_hung"));
+	assert_non_null(strstr(ev_would_failover, "\"elapsed_ms\":0"));
+	assert_non_null(strstr(ev_would_promote, "\"instance\":\"n3\""));
+	assert_no_action();
+	assert_int_equal(s->primary, N("n1")->idx);
+	/* The same fleet in active mode with the lease off decides the same at once. */
+	assert_int_equal(fo_shadow_set(&C, false), 0);
+	C.lease_ms = C.lease_ms_max = 0;
+	for (int i = 1; i <= 4; i++) {
+		char id[4];
+
+		snprintf(id, sizeof(id), "n%d", i);
+		N(id)->rep.lease_len_ms = 0;
+	}
+	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_PROC_HUNG, &blocker), 0);
+	assert_null(blocker);
+}
+
+/* The control, active mode with the lease on: the same parked agents block the failover
+ * (nothing fences n1), and armed ones whose primary still says held are bounded by the
+ * peers that hear it: the lease wait is unchanged outside shadow mode. */
+static void test_active_hung_primary_waits(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	const struct fo_node *blocker = NULL;
+
+	(void)state;
+	disarmed_fleet();
+	hang_primary();
+	assert_true(evented("failover_blocked"));
+	assert_false(evented("failover_start"));
+	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_PROC_HUNG, &blocker), FO_LEASE_NEVER);
+	assert_ptr_equal(blocker, N("n1"));
+	N("n1")->rep.lease = FO_LEASE_HELD;
+	assert_int_equal(fo_lease_end_ms(&C, s, N("n1"), FO_V_PROC_HUNG, &blocker), FO_LEASE_NEVER);
+	assert_non_null(blocker);
+	assert_ptr_not_equal(blocker, N("n1"));
+	R.mono += 100000;
+	hang_primary();
+	assert_false(evented("failover_start"));
+	assert_false(evented("would_failover"));
+}
+
 /* fo_cutover_check's reasons, one string. */
 static char reasons[4096];
 static void add_reason(void *ctx, const char *why)
@@ -254,6 +361,9 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_shadow_follows_a_switchover, shadow_setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_shadow_hung_primary_no_lease_wait, shadow_setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_active_hung_primary_waits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cutover_check, shadow_setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shadow_set, shadow_setup, teardown),
 	};

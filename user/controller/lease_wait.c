@@ -60,7 +60,13 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	long long span = span_of(lease_ms);
 
 	*blocker = NULL;
-	if (!lease_ms || v == FO_V_PROC_DOWN)
+	/* Shadow mode: no agent runs a write lease (parked, or disarmed in the kernel with
+	 * the answer that said shadow) and nothing is promoted, so the judgement is active
+	 * mode's with the lease off. The rules below would wait for a lease none holds:
+	 * for a hung server on a live host, for ever (its peers still hear it). Leaving
+	 * shadow mode is refused while a failover runs and forgets a would_failover
+	 * (fo_shadow_set): an active controller judges again, with the whole wait. */
+	if (!lease_ms || v == FO_V_PROC_DOWN || c->shadow)
 		return 0;
 	/* Revoked, and nothing heard from p since: its kernel deadline was 0 before it sent
 	 * that report, no answer to it or to an earlier one renews it, nor a peer, and this
@@ -71,12 +77,12 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	if ((p->flags & FO_N_REPORTED) && p->rep.lease == FO_LEASE_REVOKED && fresh(c, p, now))
 		return c->others_answered_until_ms + span > now ? c->others_answered_until_ms + span
 								: 0;
-	/* Its agent has a lease length but runs no lease (parked in shadow mode, or not
-	 * armed yet after the switch to active), or runs one that guards nothing yet (its
+	/* Its agent has a lease length but runs no lease (still parked from shadow mode:
+	 * not armed yet after the switch to active), or runs one that guards nothing yet (its
 	 * server's sockets unmarked: an agent just started beside a server that does not
 	 * answer): nothing fences its replies, so no wait ends it; it is blocked until the
 	 * agent says more. */
-	if (!c->shadow && (p->flags & FO_N_REPORTED) &&
+	if ((p->flags & FO_N_REPORTED) &&
 	    ((p->rep.lease == FO_LEASE_UNKNOWN && p->rep.lease_len_ms > 0) ||
 	     p->rep.lease == FO_LEASE_UNGUARDED)) {
 		*blocker = p;

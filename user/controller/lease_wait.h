@@ -21,8 +21,10 @@
  *    bound, no promotion (failover_blocked says which peer); so is a peer removed at
  *    runtime that the primary's last report still names (its agent, started with it,
  *    still takes its echo replies);
- *  - an agent that reports a lease length but no lease (parked in shadow mode, not
+ *  - an agent that reports a lease length but no lease (parked from shadow mode, not
  *    armed yet after the switch to active): nothing fences the old primary, no bound.
+ * In shadow mode there is no wait at all: no agent runs a lease, nothing is promoted,
+ * and the judgement is that of active mode with the lease off (docs/sentinel.md).
  * A fresh report saying lease=revoked ends the wait at once: the agent moved the
  * kernel deadline to 0 before sending it and takes the lease back only from an answer
  * to a later REPORT (agent/lease.h), which this controller has not read, and whose
@@ -58,8 +60,8 @@ int fo_node_lease_ms(const struct fo_cluster *c, const struct fo_node *n, long l
 void fo_lease_note_report(struct fo_cluster *c, struct fo_node *n, const struct fo_report *rep,
 			  long long now);
 /* When (monotonic ms) p's lease has certainly run out for a failover judged v; 0 when
- * no wait is needed; FO_LEASE_NEVER when a silent peer leaves it unbounded (then
- * *blocker is that peer). */
+ * no wait is needed (always in shadow mode); FO_LEASE_NEVER when a silent peer leaves it unbounded
+ * (then *blocker is that peer). */
 long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 			  const struct fo_node *p, enum fo_verdict v,
 			  const struct fo_node **blocker);
