@@ -16,6 +16,7 @@
 #include "kern/loader.h"
 #include "kern/proc_listen.h"
 #include "common/redis_link.h"
+#include "agent/cpu_stat.h"
 #include "agent/srvmon.h"
 
 #define SRV_SAMPLES 32 /* the judging window is at most this many PING intervals */
@@ -155,110 +156,6 @@ static void send_cmd(struct srvmon *m, redis_link_reply_fn fn, void *priv, int a
 		pr_debug("failed to send %s to the server: %s\n", argv[0], strerror(-err));
 }
 
-static int64_t read_throttled_us(struct srvmon *m);
-
-/* Where a cgroup hierarchy is mounted: "cgroup2", or "cgroup" with the cpu
- * controller among its options. "" if not mounted. */
-static void cgroup_mount(bool v2, char *out, size_t len)
-{
-	char dev[64], dir[256], type[32], opts[256];
-	FILE *f = fopen("/proc/mounts", "r");
-
-	out[0] = '\0';
-	while (f && fscanf(f, "%63s %255s %31s %255s %*d %*d", dev, dir, type, opts) == 4) {
-		char *o, *save = NULL;
-
-		if (v2 && !strcmp(type, "cgroup2")) {
-			snprintf(out, len, "%s", dir);
-			break;
-		}
-		if (v2 || strcmp(type, "cgroup"))
-			continue;
-		for (o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
-			if (!strcmp(o, "cpu"))
-				break;
-		if (o) {
-			snprintf(out, len, "%s", dir);
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-}
-
-/* The cpu.stat of the server's cgroup, found once per pid: cgroup v2's
- * when the cpu controller is there, else cgroup v1's cpu hierarchy. */
-static void find_cpu_stat(struct srvmon *m)
-{
-	char buf[512], path[64], mnt[256];
-	FILE *f;
-
-	m->cpu_stat_pid = m->st.pid;
-	m->cpu_stat[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)m->st.pid);
-	f = fopen(path, "r");
-	while (f && fgets(buf, sizeof(buf), f)) {
-		char *ctl = strchr(buf, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
-		bool v2 = ctl && ctl[1] == ':';
-
-		if (!cg)
-			continue;
-		*cg++ = '\0';
-		cg[strcspn(cg, "\n")] = '\0';
-		if (!v2) {
-			char *o, *save = NULL;
-
-			for (o = strtok_r(ctl + 1, ",", &save); o; o = strtok_r(NULL, ",", &save))
-				if (!strcmp(o, "cpu"))
-					break;
-			if (!o)
-				continue;
-		}
-		cgroup_mount(v2, mnt, sizeof(mnt));
-		if (!mnt[0])
-			continue;
-		snprintf(m->cpu_stat, sizeof(m->cpu_stat), "%.120s%.170s/cpu.stat", mnt,
-			 strcmp(cg, "/") ? cg : "");
-		/* v2 without the cpu controller has a cpu.stat without throttling. */
-		if (read_throttled_us(m) >= 0)
-			break;
-		m->cpu_stat[0] = '\0';
-	}
-	if (f)
-		fclose(f);
-}
-
-/* Time its cgroup spent throttled, in µs (v2 throttled_usec, v1
- * throttled_time in ns); -1 if it has no such figure. */
-static int64_t read_throttled_us(struct srvmon *m)
-{
-	static const struct {
-		const char *key;
-		int div;
-	} keys[] = {{"throttled_usec ", 1}, {"throttled_time ", 1000}};
-	char buf[256], *end;
-	long long v = -1;
-	FILE *f;
-
-	if (!m->cpu_stat[0] || !(f = fopen(m->cpu_stat, "r")))
-		return -1;
-	while (v < 0 && fgets(buf, sizeof(buf), f)) {
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-			size_t n = strlen(keys[i].key);
-			long long x;
-
-			if (strncmp(buf, keys[i].key, n))
-				continue;
-			errno = 0;
-			x = strtoll(buf + n, &end, 10);
-			if (!errno && end != buf + n && x >= 0)
-				v = x / keys[i].div;
-		}
-	}
-	fclose(f);
-	return v;
-}
-
 /* Samples the command thread into the ring; NULL without kernel state. With
  * cgroup, its cgroup's throttling too: the cgroup is looked up again at the
  * first such sample of a silence (a server may be moved between cgroups). */
@@ -270,9 +167,11 @@ static struct srv_sample *take_sample(struct srvmon *m, bool cgroup)
 		return NULL;
 	x->throttled_us = -1;
 	if (cgroup) {
-		if (m->cpu_stat_pid != m->st.pid || m->nsamples <= 1)
-			find_cpu_stat(m);
-		x->throttled_us = read_throttled_us(m);
+		if (m->cpu_stat_pid != m->st.pid || m->nsamples <= 1) {
+			m->cpu_stat_pid = m->st.pid;
+			cpu_stat_find(m->st.pid, m->cpu_stat, sizeof(m->cpu_stat));
+		}
+		x->throttled_us = cpu_stat_throttled_us(m->cpu_stat);
 	}
 	m->nsamples++;
 	return x;
