@@ -279,6 +279,33 @@ static void test_reply_numbers(void **s)
 	evbuffer_free(b);
 }
 
+/* Into a caller's buffer (a REPORT's answer): the same bytes as the evbuffer
+ * writers, each within the room its header promises. */
+static void test_reply_into_buffer(void **s)
+{
+	struct evbuffer *b = evbuffer_new();
+	char buf[512], want[512], *p = buf;
+	size_t n, k;
+
+	(void)s;
+	k = resp_fmt_line(p, ':', -9223372036854775807LL - 1);
+	assert_true(k <= RESP_LINE_MAX);
+	p += k;
+	p += resp_fmt_line(p, '*', 5);
+	p += resp_fmt_status(p, "OK", 2);
+	p += resp_fmt_bulk(p, "s0001n1", 7);
+	p += resp_fmt_bulk(p, "", 0);
+	resp_int(b, -9223372036854775807LL - 1);
+	resp_array(b, 5);
+	resp_status(b, "OK");
+	resp_str(b, "s0001n1");
+	resp_bulk(b, "", 0);
+	n = evbuffer_remove(b, want, sizeof(want));
+	assert_int_equal((size_t)(p - buf), n);
+	assert_memory_equal(buf, want, n);
+	evbuffer_free(b);
+}
+
 /* A REPORT-sized frame: every argument, its length and its NUL, from one block
  * (argv, lens and the strings), and the next frame left whole behind it. */
 static void test_many_args_one_block(void **s)
@@ -429,6 +456,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_inline_too_long, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reply_numbers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reply_into_buffer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_args_one_block, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_lines_linear, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_lines_one_read, setup, teardown),

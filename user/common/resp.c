@@ -293,7 +293,7 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 
 /* c, the decimal v, CR LF at b; its length. No printf: a REPORT's answer is on
  * every report's path. */
-static size_t fmt_line(char *b, char c, long long v)
+size_t resp_fmt_line(char *b, char c, long long v)
 {
 	char d[24];
 	size_t n = 0, i = 0;
@@ -310,6 +310,25 @@ static size_t fmt_line(char *b, char c, long long v)
 	b[n++] = '\r';
 	b[n++] = '\n';
 	return n;
+}
+
+size_t resp_fmt_status(char *b, const char *s, size_t len)
+{
+	b[0] = '+';
+	memcpy(b + 1, s, len);
+	b[len + 1] = '\r';
+	b[len + 2] = '\n';
+	return len + 3;
+}
+
+size_t resp_fmt_bulk(char *b, const char *s, size_t len)
+{
+	size_t n = resp_fmt_line(b, '$', (long long)len);
+
+	memcpy(b + n, s, len);
+	b[n + len] = '\r';
+	b[n + len + 1] = '\n';
+	return n + len + 2;
 }
 
 void resp_status(struct evbuffer *b, const char *s)
@@ -357,13 +376,13 @@ void resp_int(struct evbuffer *b, long long v)
 {
 	char t[32];
 
-	evbuffer_add(b, t, fmt_line(t, ':', v));
+	evbuffer_add(b, t, resp_fmt_line(t, ':', v));
 }
 
 void resp_bulk(struct evbuffer *b, const char *s, size_t len)
 {
 	char t[256];
-	size_t n = fmt_line(t, '$', (long long)len);
+	size_t n = resp_fmt_line(t, '$', (long long)len);
 
 	if (len + n + 2 <= sizeof(t)) { /* short: one copy into the buffer */
 		memcpy(t + n, s, len);
@@ -391,7 +410,7 @@ void resp_array(struct evbuffer *b, long n)
 {
 	char t[32];
 
-	evbuffer_add(b, t, fmt_line(t, '*', n));
+	evbuffer_add(b, t, resp_fmt_line(t, '*', n));
 }
 
 void resp_null_array(struct evbuffer *b)
