@@ -354,7 +354,7 @@ void fo_on_report(struct fo_cluster *c, struct fo_node *n, const struct fo_repor
 		    peers_touched((n->flags & FO_N_REPORTED) ? &n->rep : &none, rep, touched);
 
 	fo_lease_note_report(c, n, rep, now);
-	n->rep = *rep;
+	fo_report_copy(&n->rep, rep);
 	n->last_report_ms = now;
 	n->flags |= FO_N_REPORTED;
 	if (s && s->primary >= 0) {
