@@ -338,6 +338,51 @@ static void test_many_args_one_block(void **s)
 	assert_int_equal(resp_pending(R), 0);
 }
 
+/* Frames of 1 to 70 arguments (the guard keeps where the first 64 are; past that
+ * the frame is read again), fed a byte at a time behind a frame already begun:
+ * every argument whole, binary bytes and lengths kept, the frames in order. */
+static void test_args_where_the_guard_saw_them(void **s)
+{
+	static char frame[8192];
+	struct resp_cmd c;
+	char arg[32];
+
+	(void)s;
+	for (int argc = 1; argc <= 70; argc++) {
+		size_t n = 0;
+
+		n += snprintf(frame + n, sizeof(frame) - n, "*%d\r\n", argc);
+		for (int i = 0; i < argc; i++) {
+			size_t len = (size_t)(i % 5) * 3;
+
+			memset(arg, 'a' + i % 26, len);
+			if (len)
+				arg[0] = '\r'; /* bytes, not lines */
+			n += snprintf(frame + n, sizeof(frame) - n, "$%zu\r\n", len);
+			memcpy(frame + n, arg, len);
+			n += len;
+			memcpy(frame + n, "\r\n", 2);
+			n += 2;
+		}
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(resp_feed(R, frame + i, 1), 0);
+		assert_int_equal(resp_next(R, &c), 1);
+		assert_int_equal(c.argc, argc);
+		for (int i = 0; i < argc; i++) {
+			size_t len = (size_t)(i % 5) * 3;
+
+			assert_int_equal(c.lens[i], len);
+			assert_int_equal(c.argv[i][len], '\0');
+			if (len) {
+				assert_int_equal(c.argv[i][0], '\r');
+				assert_int_equal(c.argv[i][len - 1], len > 1 ? 'a' + i % 26 : '\r');
+			}
+		}
+		resp_cmd_free(&c);
+		assert_int_equal(resp_pending(R), 0);
+	}
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -458,6 +503,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reply_numbers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reply_into_buffer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_args_one_block, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_args_where_the_guard_saw_them, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_lines_linear, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_lines_one_read, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inline_byte_by_byte, setup, teardown),
