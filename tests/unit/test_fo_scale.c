@@ -254,6 +254,37 @@ static void test_peer_table_bounded(void **state)
 	assert_int_equal(fo_report_peer(&r, FO_MAX_PEERS), FO_PEER_UNKNOWN);
 }
 
+/* A report is copied as far as its arrays are used: every field, every peer's
+ * verdict and packet age, every removed node; nothing past the counts is written. */
+static void test_report_copy_by_count(void **state)
+{
+	struct fo_report a, b;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0x5a, sizeof(b));
+	a.proc = FO_PROC_UP;
+	a.heartbeat_ms = 500;
+	snprintf(a.repl.master_host, sizeof(a.repl.master_host), "10.0.0.1");
+	assert_int_equal(fo_report_set_peer(&a, 7, FO_PEER_UP), 0);
+	assert_int_equal(fo_report_set_peer(&a, 9, FO_PEER_DOWN), 0);
+	assert_int_equal(fo_report_set_peer_age(&a, 9, 42), 0);
+	a.removed_node[a.nremoved++] = 11;
+	fo_report_copy(&b, &a);
+	assert_int_equal(b.proc, FO_PROC_UP);
+	assert_int_equal(b.heartbeat_ms, 500);
+	assert_string_equal(b.repl.master_host, "10.0.0.1");
+	assert_int_equal(b.npeers, 2);
+	assert_int_equal(fo_report_peer(&b, 7), FO_PEER_UP);
+	assert_int_equal(fo_report_peer(&b, 9), FO_PEER_DOWN);
+	assert_int_equal(b.peer_packet_age_ms[0], -1);
+	assert_int_equal(b.peer_packet_age_ms[1], 42);
+	assert_int_equal(b.nremoved, 1);
+	assert_int_equal(b.removed_node[0], 11);
+	assert_int_equal(b.peer_node[2], 0x5a5a5a5a);
+	assert_int_equal(b.removed_node[1], 0x5a5a5a5a);
+}
+
 /* A cluster file cannot name 65 nodes in one shard today (inih reads 200-byte lines):
  * the model refuses one anyway, before reading its nodes. */
 static void test_shard_too_large(void **state)
@@ -276,6 +307,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_no_fixed_limit, setup, teardown),
+	    cmocka_unit_test(test_report_copy_by_count),
 	    cmocka_unit_test_setup_teardown(test_report_judges_its_shard, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_verdict_reaches_its_shard, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_peer_table_bounded, setup, teardown),

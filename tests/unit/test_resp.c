@@ -279,6 +279,33 @@ static void test_reply_numbers(void **s)
 	evbuffer_free(b);
 }
 
+/* Into a caller's buffer (a REPORT's answer): the same bytes as the evbuffer
+ * writers, each within the room its header promises. */
+static void test_reply_into_buffer(void **s)
+{
+	struct evbuffer *b = evbuffer_new();
+	char buf[512], want[512], *p = buf;
+	size_t n, k;
+
+	(void)s;
+	k = resp_fmt_line(p, ':', -9223372036854775807LL - 1);
+	assert_true(k <= RESP_LINE_MAX);
+	p += k;
+	p += resp_fmt_line(p, '*', 5);
+	p += resp_fmt_status(p, "OK", 2);
+	p += resp_fmt_bulk(p, "s0001n1", 7);
+	p += resp_fmt_bulk(p, "", 0);
+	resp_int(b, -9223372036854775807LL - 1);
+	resp_array(b, 5);
+	resp_status(b, "OK");
+	resp_str(b, "s0001n1");
+	resp_bulk(b, "", 0);
+	n = evbuffer_remove(b, want, sizeof(want));
+	assert_int_equal((size_t)(p - buf), n);
+	assert_memory_equal(buf, want, n);
+	evbuffer_free(b);
+}
+
 /* A REPORT-sized frame: every argument, its length and its NUL, from one block
  * (argv, lens and the strings), and the next frame left whole behind it. */
 static void test_many_args_one_block(void **s)
@@ -309,6 +336,51 @@ static void test_many_args_one_block(void **s)
 	feed("NG\r\n");
 	expect_cmd(1, "PING");
 	assert_int_equal(resp_pending(R), 0);
+}
+
+/* Frames of 1 to 70 arguments (the guard keeps where the first 64 are; past that
+ * the frame is read again), fed a byte at a time behind a frame already begun:
+ * every argument whole, binary bytes and lengths kept, the frames in order. */
+static void test_args_where_the_guard_saw_them(void **s)
+{
+	static char frame[8192];
+	struct resp_cmd c;
+	char arg[32];
+
+	(void)s;
+	for (int argc = 1; argc <= 70; argc++) {
+		size_t n = 0;
+
+		n += snprintf(frame + n, sizeof(frame) - n, "*%d\r\n", argc);
+		for (int i = 0; i < argc; i++) {
+			size_t len = (size_t)(i % 5) * 3;
+
+			memset(arg, 'a' + i % 26, len);
+			if (len)
+				arg[0] = '\r'; /* bytes, not lines */
+			n += snprintf(frame + n, sizeof(frame) - n, "$%zu\r\n", len);
+			memcpy(frame + n, arg, len);
+			n += len;
+			memcpy(frame + n, "\r\n", 2);
+			n += 2;
+		}
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(resp_feed(R, frame + i, 1), 0);
+		assert_int_equal(resp_next(R, &c), 1);
+		assert_int_equal(c.argc, argc);
+		for (int i = 0; i < argc; i++) {
+			size_t len = (size_t)(i % 5) * 3;
+
+			assert_int_equal(c.lens[i], len);
+			assert_int_equal(c.argv[i][len], '\0');
+			if (len) {
+				assert_int_equal(c.argv[i][0], '\r');
+				assert_int_equal(c.argv[i][len - 1], len > 1 ? 'a' + i % 26 : '\r');
+			}
+		}
+		resp_cmd_free(&c);
+		assert_int_equal(resp_pending(R), 0);
+	}
 }
 
 static double now_s(void)
@@ -429,7 +501,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_inline_too_long, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reply_numbers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reply_into_buffer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_args_one_block, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_args_where_the_guard_saw_them, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_lines_linear, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_lines_one_read, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inline_byte_by_byte, setup, teardown),

@@ -268,6 +268,7 @@ struct evlog {
 	uint64_t size;	    /* bytes in the live segment */
 	unsigned long seq;  /* highest rotated seq made so far */
 	bool rotate_failed; /* the last rotation failed (warned once) */
+	bool unsynced;	    /* written since the last evlog_sync() */
 	char *pin;	    /* evlog_pin's line, "repeated": true added; NULL if none */
 	size_t pin_len;
 
@@ -592,12 +593,21 @@ int evlog_write(struct evlog *l, struct evrec *r)
 		return -ENOSPC;
 	}
 	l->size += n;
+	l->unsynced = true;
 	return 0;
 }
 
+/* Nothing written since the last one: nothing to sync (the controller's tick asks
+ * ten times a second, and an fdatasync may wait for the disk even then). A rotation
+ * happens inside evlog_write, which marks the new segment. */
 int evlog_sync(struct evlog *l)
 {
-	return fdatasync(l->fd) ? -errno : 0;
+	if (!l->unsynced)
+		return 0;
+	if (fdatasync(l->fd))
+		return -errno;
+	l->unsynced = false;
+	return 0;
 }
 
 void evlog_close(struct evlog *l)

@@ -10,6 +10,8 @@
 #include "common/resp.h"
 #include "common/resp_frame.h"
 
+#define RESP_SEEN_ARGS 64
+
 struct resp_reader {
 	struct resp_frame f; /* the bytes and the error (frames are read by parse_frame) */
 	/* The guard's progress through the frame at f.buf[0]. */
@@ -19,6 +21,11 @@ struct resp_reader {
 	long remaining; /* bulk strings still to see */
 	long nargs;
 	size_t max_frame; /* RESP_MAX_FRAME, or less (resp_reader_set_max_frame) */
+	/* Where the guard found each bulk string's bytes (offset in the frame, length),
+	 * for the first RESP_SEEN_ARGS of them: a frame of no more (a REPORT's 34) is
+	 * copied out without reading its headers again. */
+	size_t seen_at[RESP_SEEN_ARGS];
+	size_t seen_len[RESP_SEEN_ARGS];
 };
 
 struct resp_reader *resp_reader_new(void)
@@ -191,6 +198,28 @@ static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 	char *blk, *p;
 
 	memset(cmd, 0, sizeof(*cmd));
+	if (n <= RESP_SEEN_ARGS) { /* the guard saw where each one is */
+		for (size_t i = 0; i < n; i++)
+			data += r->seen_len[i] + 1;
+		head = n * (sizeof(*cmd->argv) + sizeof(*cmd->lens));
+		blk = malloc(head + data + 1);
+		if (!blk)
+			return fail(r, -ENOMEM, "out of memory");
+		cmd->argv = (char **)(void *)blk;
+		cmd->lens = (size_t *)(void *)(blk + n * sizeof(*cmd->argv));
+		p = blk + head;
+		for (size_t i = 0; i < n; i++) {
+			memcpy(p, r->f.buf + r->seen_at[i], r->seen_len[i]);
+			p[r->seen_len[i]] = '\0';
+			cmd->argv[i] = p;
+			cmd->lens[i] = r->seen_len[i];
+			p += r->seen_len[i] + 1;
+		}
+		cmd->argc = (int)n;
+		cmd->block = 1;
+		consume(r, end);
+		return 1;
+	}
 	/* The header of the array, then n bulk strings: their total length. */
 	if (resp_frame_header(&r->f, 0, &v, &pos) != 1)
 		return fail(r, -EPROTO, "Protocol error: invalid multibulk length");
@@ -282,6 +311,10 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 					    "by CRLF");
 			if (rc == 0)
 				return 0;
+			if (r->nargs - r->remaining < RESP_SEEN_ARGS) {
+				r->seen_at[r->nargs - r->remaining] = end;
+				r->seen_len[r->nargs - r->remaining] = (size_t)v;
+			}
 			r->pos = end + v + 2;
 			r->remaining--;
 		}
@@ -293,7 +326,7 @@ int resp_next(struct resp_reader *r, struct resp_cmd *cmd)
 
 /* c, the decimal v, CR LF at b; its length. No printf: a REPORT's answer is on
  * every report's path. */
-static size_t fmt_line(char *b, char c, long long v)
+size_t resp_fmt_line(char *b, char c, long long v)
 {
 	char d[24];
 	size_t n = 0, i = 0;
@@ -310,6 +343,25 @@ static size_t fmt_line(char *b, char c, long long v)
 	b[n++] = '\r';
 	b[n++] = '\n';
 	return n;
+}
+
+size_t resp_fmt_status(char *b, const char *s, size_t len)
+{
+	b[0] = '+';
+	memcpy(b + 1, s, len);
+	b[len + 1] = '\r';
+	b[len + 2] = '\n';
+	return len + 3;
+}
+
+size_t resp_fmt_bulk(char *b, const char *s, size_t len)
+{
+	size_t n = resp_fmt_line(b, '$', (long long)len);
+
+	memcpy(b + n, s, len);
+	b[n + len] = '\r';
+	b[n + len + 1] = '\n';
+	return n + len + 2;
 }
 
 void resp_status(struct evbuffer *b, const char *s)
@@ -357,13 +409,13 @@ void resp_int(struct evbuffer *b, long long v)
 {
 	char t[32];
 
-	evbuffer_add(b, t, fmt_line(t, ':', v));
+	evbuffer_add(b, t, resp_fmt_line(t, ':', v));
 }
 
 void resp_bulk(struct evbuffer *b, const char *s, size_t len)
 {
 	char t[256];
-	size_t n = fmt_line(t, '$', (long long)len);
+	size_t n = resp_fmt_line(t, '$', (long long)len);
 
 	if (len + n + 2 <= sizeof(t)) { /* short: one copy into the buffer */
 		memcpy(t + n, s, len);
@@ -391,7 +443,7 @@ void resp_array(struct evbuffer *b, long n)
 {
 	char t[32];
 
-	evbuffer_add(b, t, fmt_line(t, '*', n));
+	evbuffer_add(b, t, resp_fmt_line(t, '*', n));
 }
 
 void resp_null_array(struct evbuffer *b)

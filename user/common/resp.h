@@ -55,4 +55,13 @@ void resp_nil(struct evbuffer *b);
 void resp_array(struct evbuffer *b, long n);
 void resp_null_array(struct evbuffer *b);
 
+/* The same into a caller's buffer (an answer sent without an evbuffer): each writes
+ * at b and returns how many bytes. A line ('*' array, ':' integer, '$' bulk header)
+ * takes at most RESP_LINE_MAX bytes; a status s of len bytes, len + 3; a bulk string
+ * of len bytes, len + RESP_LINE_MAX + 2. */
+#define RESP_LINE_MAX 24
+size_t resp_fmt_line(char *b, char type, long long v);
+size_t resp_fmt_status(char *b, const char *s, size_t len);
+size_t resp_fmt_bulk(char *b, const char *s, size_t len);
+
 #endif

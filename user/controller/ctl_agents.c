@@ -195,6 +195,11 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	struct fo_shard *s;
 	long long seq;
 	char *end, why[160], e[200];
+	/* The answer: an array and an integer line, "+OK", and 3 bulk strings (the
+	 * primary's id at most CFG_ID_MAX, "follower", "active"). */
+	char a[2 * RESP_LINE_MAX + 5 + 3 * (RESP_LINE_MAX + 2) + CFG_ID_MAX + 8 + 6], *p;
+	const char *primary;
+	size_t plen;
 	int fresh_ms, slot;
 
 	if (!(k->flags & CTL_C_AGENT)) {
@@ -232,14 +237,29 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		    ctl_common_timeout(c, &c->agents->deadline_ms[slot],
 				       &c->agents->deadline_tv[slot], fresh_ms + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
-	resp_array(out, 5);
-	resp_status(out, "OK");
-	resp_int(out, s ? (long long)s->epoch : 0);
-	resp_str(out, fo_answer_primary(&c->fo, s, n, c->fo.now_ms(c->fo.ctx)));
+	primary = fo_answer_primary(&c->fo, s, n, c->fo.now_ms(c->fo.ctx));
+	plen = strlen(primary);
+	if (plen > CFG_ID_MAX) { /* not from a cluster file: as any answer */
+		ctl_conn_direct_flush(k);
+		resp_array(out, 5);
+		resp_status(out, "OK");
+		resp_int(out, s ? (long long)s->epoch : 0);
+		resp_bulk(out, primary, plen);
+		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
+		resp_str(out, c->fo.shadow ? "shadow" : "active");
+		return;
+	}
+	/* In one piece, held for one send() with the connection's other answers. */
+	p = a;
+	p += resp_fmt_line(p, '*', 5);
+	p += resp_fmt_status(p, "OK", 2);
+	p += resp_fmt_line(p, ':', s ? (long long)s->epoch : 0);
+	p += resp_fmt_bulk(p, primary, plen);
 	/* HA mode: only the leader's word may renew a lease or lift a fence. */
-	resp_str(out, ctl_may_act(c) ? "leader" : "follower");
+	p += ctl_may_act(c) ? resp_fmt_bulk(p, "leader", 6) : resp_fmt_bulk(p, "follower", 8);
 	/* The mode: in shadow mode the agents hold no write lease and do not fence. */
-	resp_str(out, c->fo.shadow ? "shadow" : "active");
+	p += c->fo.shadow ? resp_fmt_bulk(p, "shadow", 6) : resp_fmt_bulk(p, "active", 6);
+	ctl_conn_answer(k, a, (size_t)(p - a));
 }
 
 /* An agent's connection closes (the role's end, ctl_conn_free): the node has lost

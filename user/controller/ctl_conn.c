@@ -27,6 +27,11 @@ struct ctl_conn_mod {
 	const struct timeval *silent_tv;
 	size_t anon_out; /* output held for anonymous clients, in all */
 	int n;		 /* the connections in c->conns */
+	/* Answers held for the connection being read (ctl_conn_answer), sent with one
+	 * send() at the end of its read callback: direct_len bytes of direct_buf. */
+	struct ctl_conn *direct;
+	size_t direct_len;
+	char direct_buf[CTL_DIRECT_MAX];
 };
 
 int ctl_conn_init(struct ctl *c)
@@ -84,6 +89,8 @@ void ctl_conn_free(struct ctl_conn *k)
 	 * closing connection, so an agent that also subscribed and is over its
 	 * limit is not freed again from inside its own release. */
 	k->flags |= CTL_C_CLOSING;
+	if (c->conn->direct == k)
+		c->conn->direct = NULL;
 	for (int r = 0; r < CTL_NROLES; r++)
 		if ((k->roles & (1u << r)) && c->conn->release[r])
 			c->conn->release[r](k);
@@ -118,6 +125,7 @@ void ctl_conn_fatal(struct ctl_conn *k, const char *err)
 	struct timeval tv = fl_ms_tv(CTL_CLOSE_FLUSH_MS);
 
 	k->ctl->m.rejected++;
+	ctl_conn_direct_flush(k);
 	resp_error_reply(bufferevent_get_output(k->bev), err);
 	k->flags |= CTL_C_CLOSING;
 	ctl_conn_reading(k, false);
@@ -200,6 +208,75 @@ void ctl_reply_push(const struct ctl_conn *k, struct evbuffer *o, long n)
 		resp_array(o, n);
 }
 
+/* ---- answers held for one send ---- */
+
+/* An answer goes through the output evbuffer: every evbuffer_add runs the buffer's
+ * callbacks (the bufferevent's and the output count's, deferred to the loop), and
+ * the send makes it contiguous and drains it again. A connection read with its
+ * writes direct (ctl_listen.c) holds short answers here instead, while nothing is
+ * in its evbuffer: its answers stay in order, as anything written to the evbuffer
+ * moves what is held there first (ctl_conn_direct_flush). */
+void ctl_conn_direct_open(struct ctl_conn *k)
+{
+	k->ctl->conn->direct = k;
+	k->ctl->conn->direct_len = 0;
+}
+
+const char *ctl_conn_direct_held(const struct ctl_conn *k, size_t *len)
+{
+	const struct ctl_conn_mod *m = k->ctl->conn;
+
+	*len = m->direct == k ? m->direct_len : 0;
+	return m->direct_buf;
+}
+
+void ctl_conn_direct_close(struct ctl_conn *k, size_t sent)
+{
+	struct ctl_conn_mod *m = k->ctl->conn;
+
+	struct evbuffer *out;
+
+	if (m->direct != k)
+		return;
+	out = bufferevent_get_output(k->bev);
+	if (sent < m->direct_len && !evbuffer_get_length(out)) {
+		evbuffer_add(out, m->direct_buf + sent, m->direct_len - sent);
+	} else if (sent < m->direct_len) {
+		/* Written to the evbuffer without a flush first: what is held came
+		 * before it. A socket bufferevent keeps its output's start frozen. */
+		evbuffer_unfreeze(out, 1);
+		evbuffer_prepend(out, m->direct_buf + sent, m->direct_len - sent);
+		evbuffer_freeze(out, 1);
+	}
+	m->direct = NULL;
+	m->direct_len = 0;
+}
+
+void ctl_conn_direct_flush(struct ctl_conn *k)
+{
+	struct ctl_conn_mod *m = k->ctl->conn;
+
+	if (m->direct != k || !m->direct_len)
+		return;
+	evbuffer_add(bufferevent_get_output(k->bev), m->direct_buf, m->direct_len);
+	m->direct_len = 0;
+}
+
+void ctl_conn_answer(struct ctl_conn *k, const char *buf, size_t len)
+{
+	struct ctl_conn_mod *m = k->ctl->conn;
+	struct evbuffer *out = bufferevent_get_output(k->bev);
+
+	if (m->direct == k && m->direct_len + len <= sizeof(m->direct_buf) &&
+	    !evbuffer_get_length(out)) {
+		memcpy(m->direct_buf + m->direct_len, buf, len);
+		m->direct_len += len;
+		return;
+	}
+	ctl_conn_direct_flush(k);
+	evbuffer_add(out, buf, len);
+}
+
 /* ---- output buffer limits ---- */
 
 /* client-output-buffer-limit: closed past hard, or past soft for soft_s. */
@@ -233,7 +310,8 @@ static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 		k->out_counted = len;
 		m->anon_out += len;
 	} else {
-		evbuffer_cb_set_flags(buf, k->out_cb, 0);
+		/* Off for good (set_flags would add to the flags, not replace them). */
+		evbuffer_cb_clear_flags(buf, k->out_cb, EVBUFFER_CB_ENABLED);
 	}
 }
 

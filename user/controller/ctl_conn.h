@@ -30,6 +30,8 @@ struct bufferevent;
  * the total is over it (maxclients x the normal class's 4 MiB was 40 GiB). */
 #define CTL_ANON_OUT_MAX   (64u << 20)
 #define CTL_ANON_OUT_SHARE (64u << 10)
+/* Answers held for one send() at the end of a read callback (ctl_conn_answer). */
+#define CTL_DIRECT_MAX 4096
 
 /* What a connection may be besides a client; each module releases its own. */
 enum ctl_role {
@@ -125,6 +127,20 @@ void ctl_conn_reading(struct ctl_conn *k, bool on);
 void ctl_conn_resume(struct ctl_conn *k);
 /* The event behind k->resume: reads on (after a deferred answer or a penalty). */
 void ctl_conn_on_resume(evutil_socket_t fd, short what, void *arg);
+
+/* Answers held for one send() (ctl_conn.c): while k is read with its writes
+ * direct (ctl_listen.c opens and closes), ctl_conn_answer() keeps an answer in one
+ * buffer of the controller's, as long as k's output evbuffer is empty; otherwise,
+ * or once it is full, the answer goes to the evbuffer after what is held. Anything
+ * else that writes to k's evbuffer while it is open calls ctl_conn_direct_flush()
+ * first (ctl_conn_fatal and the dispatcher do). */
+void ctl_conn_answer(struct ctl_conn *k, const char *buf, size_t len);
+void ctl_conn_direct_flush(struct ctl_conn *k);
+void ctl_conn_direct_open(struct ctl_conn *k);
+/* What is held for k (*len bytes, 0 if none). */
+const char *ctl_conn_direct_held(const struct ctl_conn *k, size_t *len);
+/* Sent bytes of it went out: the rest into k's evbuffer, and closed. */
+void ctl_conn_direct_close(struct ctl_conn *k, size_t sent);
 
 /* Reply types that differ with the protocol (RESP2 / RESP3 after HELLO 3). */
 void ctl_reply_map(const struct ctl_conn *k, struct evbuffer *o, long npairs);

@@ -105,6 +105,10 @@ static void dispatch(struct ctl_conn *k, struct resp_cmd *cmd)
 	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
 		if (strcasecmp(name, ctl_commands[i].name))
 			continue;
+		/* A REPORT's answer may be held with those before it (ctl_conn_answer);
+		 * any other command's goes to the evbuffer, behind them. */
+		if (ctl_commands[i].fn != ctl_on_report)
+			ctl_conn_direct_flush(k);
 		if ((k->flags & CTL_C_PUBSUB) && !ctl_commands[i].pubsub)
 			break;
 		if (!ctl_client_may(k, cmd))
@@ -113,6 +117,7 @@ static void dispatch(struct ctl_conn *k, struct resp_cmd *cmd)
 		ctl_commands[i].fn(k, cmd);
 		return;
 	}
+	ctl_conn_direct_flush(k);
 	if (k->flags & CTL_C_PUBSUB) {
 		char e[200];
 
@@ -154,6 +159,7 @@ static bool direct_begin(struct ctl_conn *k)
 		bufferevent_disable(k->bev, EV_WRITE);
 		k->flags |= CTL_C_WDIRECT;
 	}
+	ctl_conn_direct_open(k); /* its REPORT answers held for one send() */
 	return true;
 }
 
@@ -181,23 +187,36 @@ static void direct_send(struct evbuffer *out, evutil_socket_t fd, size_t len)
 static void direct_end(struct ctl_conn *k)
 {
 	struct evbuffer *out = bufferevent_get_output(k->bev);
-	size_t len;
+	evutil_socket_t fd = k->rev ? event_get_fd(k->rev) : bufferevent_getfd(k->bev);
+	const char *held;
+	size_t len, hlen;
+	ssize_t n;
 
-	if (!(k->flags & CTL_C_WDIRECT))
+	if (!(k->flags & CTL_C_WDIRECT)) {
+		ctl_conn_direct_close(k, 0);
 		return;
+	}
 	if (k->flags & CTL_C_PENALTY) {
 		/* A failed AUTH: its answer is held until its turn; the resume
 		 * (ctl_conn_on_resume) turns writing back on. */
+		ctl_conn_direct_close(k, 0);
 		k->flags &= ~CTL_C_WDIRECT;
 		return;
 	}
+	/* The answers held (ctl_conn_answer), with one send() from where they are:
+	 * what is not sent goes to the evbuffer, as below. */
+	held = ctl_conn_direct_held(k, &hlen);
+	n = 0;
+	if (hlen && !evbuffer_get_length(out) && !(k->flags & CTL_C_CLOSING))
+		n = send(fd, held, hlen, MSG_DONTWAIT | MSG_NOSIGNAL);
+	ctl_conn_direct_close(k, n > 0 ? (size_t)n : 0);
 	len = evbuffer_get_length(out);
 	if (len && !(k->flags & CTL_C_CLOSING)) {
 		/* A socket bufferevent keeps its output's start frozen; its own write
 		 * callback unfreezes it around the write, as here. An error leaves the
 		 * bytes for the bufferevent, which reports it. */
 		evbuffer_unfreeze(out, 1);
-		direct_send(out, k->rev ? event_get_fd(k->rev) : bufferevent_getfd(k->bev), len);
+		direct_send(out, fd, len);
 		evbuffer_freeze(out, 1);
 		len = evbuffer_get_length(out);
 	}

@@ -51,20 +51,26 @@ struct fo_report {
 	long long state_ms, window_ms, run_ms, wait_ms;
 	long long throttled_ms; /* -1: not reported */
 	struct info_repl repl;	/* role, master, link, replid, offset, priority, server */
-	/* Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on node peer_node[i], and
-	 * peer.<id>.packet_age_ms in peer_packet_age_ms[i] (-1 = none). */
+	int lease;		/* enum fo_lease_report: the agent's write lease */
+	int lease_len_ms;	/* key lease_ms: the agent's lease length; -1: not reported */
+	int heartbeat_ms;	/* key heartbeat_ms: its next report within this; 0: not said */
+	/* The arrays last, each read only below its count: a report is cleared up to
+	 * them and copied only as far as they are used (fo_report_copy), not 1.8 KB
+	 * each per REPORT. Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on
+	 * node peer_node[i], and peer.<id>.packet_age_ms in peer_packet_age_ms[i] (-1 =
+	 * none). Peers it still reports that were removed at runtime (its agent, started
+	 * with them, still probes them and takes their echo replies for its lease):
+	 * removed_node[]. */
 	int npeers;
+	int nremoved;
 	int peer_node[FO_MAX_PEERS];
 	unsigned char peer_v[FO_MAX_PEERS];
 	long long peer_packet_age_ms[FO_MAX_PEERS];
-	/* Peers it still reports that were removed at runtime (its agent, started with
-	 * them, still probes them and takes their echo replies for its lease). */
-	int nremoved;
 	int removed_node[FO_MAX_PEERS];
-	int lease;	  /* enum fo_lease_report: the agent's write lease */
-	int lease_len_ms; /* key lease_ms: the agent's lease length; -1: not reported */
-	int heartbeat_ms; /* key heartbeat_ms: its next report within this; 0: not said */
 };
+
+/* *dst = *src, as far as src's arrays are used. */
+void fo_report_copy(struct fo_report *dst, const struct fo_report *src);
 
 enum fo_lease_report {
 	FO_LEASE_UNKNOWN = 0, /* not reported (an older agent, or lease_ms = 0) */

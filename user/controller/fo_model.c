@@ -2,6 +2,7 @@
 /* The failover model: the cluster's nodes and shards built from the cluster
  * file, and the look-ups every other fo_*.c module uses. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +210,18 @@ static int peer_slot(struct fo_report *rep, int node)
 	rep->peer_v[rep->npeers] = FO_PEER_UNKNOWN;
 	rep->peer_packet_age_ms[rep->npeers] = -1;
 	return rep->npeers++;
+}
+
+void fo_report_copy(struct fo_report *dst, const struct fo_report *src)
+{
+	int np = src->npeers, nr = src->nremoved;
+
+	memcpy(dst, src, offsetof(struct fo_report, peer_node));
+	memcpy(dst->peer_node, src->peer_node, np * sizeof(src->peer_node[0]));
+	memcpy(dst->peer_v, src->peer_v, np * sizeof(src->peer_v[0]));
+	memcpy(dst->peer_packet_age_ms, src->peer_packet_age_ms,
+	       np * sizeof(src->peer_packet_age_ms[0]));
+	memcpy(dst->removed_node, src->removed_node, nr * sizeof(src->removed_node[0]));
 }
 
 int fo_report_set_peer(struct fo_report *rep, int node, enum fo_peer v)

@@ -3,6 +3,7 @@
  * the table in common/report_keys.c, which the agent's builder uses too) into
  * struct fo_report. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,7 +194,7 @@ int fo_report_parse(struct fo_cluster *c, struct fo_report *rep, int argc, const
 {
 	struct info_repl *r = &rep->repl;
 
-	memset(rep, 0, sizeof(*rep));
+	memset(rep, 0, offsetof(struct fo_report, peer_node)); /* the arrays: by count */
 	r->link_up = -1;
 	r->last_io_s = -1;
 	r->offset = -1;
