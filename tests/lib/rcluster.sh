@@ -174,8 +174,11 @@ rcluster_kill() {
 		"$(printf '%s\n' "${P[@]}" | grep -vx "$vp" | paste -sd,)" "$slots" "$T/probe" &
 	ppid=$!
 	on_exit "kill $ppid"
+	# Writing before the fault: a loaded machine may take seconds to start node and
+	# ioredis (the writer's file not even there yet).
 	sleep 1
-	[ "$(grep -c '^A' "$T/writes")" -gt 100 ] || fail "the writer does not write: $(tail -n 3 "$T/writes")"
+	wait_for 10 eval '[ "$(cat "$T/writes" 2>/dev/null | grep -c "^A")" -gt 100 ]' ||
+		fail "the writer does not write: $(tail -n 3 "$T/writes" 2>&1; cat "$T/ioredis.out" 2>/dev/null)"
 	t0=$(date +%s%N)
 	KILL_T0=$t0
 	eval "kill -${RC_SIG:-KILL} \$PID_$vp"

@@ -176,13 +176,17 @@ static void on_role(void *ctx, redisReply *rep, const char *err, void *priv)
 		cl_answer(q, true, NULL);
 		return;
 	}
-	if (!rep)
-		snprintf(q->err, sizeof(q->err), "ROLE: %s", err ? err : "?");
-	else if (rep->type == REDIS_REPLY_ERROR)
-		snprintf(q->err, sizeof(q->err), "ROLE: %s", rep->str);
-	else
+	/* A ROLE that failed (the last one's deadline is short) leaves what an earlier one
+	 * said: a replica still. */
+	if (rep && rep->type == REDIS_REPLY_ARRAY) {
+		q->replica = true;
 		snprintf(q->err, sizeof(q->err), "still a replica (no election won in time)");
-	q->replica = rep && rep->type == REDIS_REPLY_ARRAY;
+	} else if (!q->replica) {
+		snprintf(q->err, sizeof(q->err), "ROLE: %s",
+			 !rep				  ? (err ? err : "?")
+			 : rep->type == REDIS_REPLY_ERROR ? rep->str
+							  : "unexpected reply");
+	}
 	if (fl_mono_ms() >= q->deadline_ms) {
 		if (q->replica)
 			cl_lost(q); /* why */
