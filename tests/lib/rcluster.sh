@@ -187,7 +187,7 @@ rcluster_kill() {
 		[ $SECONDS -le $end ] || fail "the slots of $vp not writable within $limit s"
 		sleep 0.01
 	done
-	wait "$ppid"
+	wait "$ppid" || fail "the probe exited with status $?"
 	read -r tw KILL_ON <"$T/probe"
 	KILL_MS=$(((tw - t0) / 1000000))
 	# SIGSTOP: the old primary resumes once its slots are served elsewhere (its replies
@@ -198,7 +198,9 @@ rcluster_kill() {
 	# redis-py sleeps ~1 s before it re-reads the slot map, longer on a loaded machine.
 	sleep 3
 	kill -TERM "$wpid"
-	wait "$wpid" 2>/dev/null
+	# A writer that died (its status, not set -e's silence): its outcomes up to then
+	# would pass for a quiet client.
+	wait "$wpid" 2>/dev/null || fail "the writer exited with status $?: $(tail -n 3 "$T/writes" 2>&1; cat "$T/ioredis.out" 2>/dev/null)"
 	# Checked through the nodes that are alive.
 	KILL_RES=$("${PY:-/usr/bin/python3}" tests/lib/rcwriter.py check \
 		"$(printf '%s\n' "${P[@]}" | grep -vx "$vp" | paste -sd,)" "$T/writes" "$t0" "$slots")
