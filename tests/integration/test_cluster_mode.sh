@@ -134,6 +134,33 @@ test_cluster_stop_valkey() {
 	cluster_stop_case
 }
 
+# A FORCE that cannot win is said, with why: two primaries of three stopped (the
+# second with its agent, so that flatline leaves its shard alone: a stalled agent never
+# moves a primary), the first's replica asks the one primary left and gets 1 of the 2
+# votes it needs. promote_failed says the election was lost and its votes; asked again,
+# that no election was held (the cluster lets a replica that lost one stand again only
+# 4 node timeouts later); nobody is promoted.
+test_cluster_election_lost() {
+	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
+	setup_rcluster
+	local vp=${PRIMARIES[0]} bp=${PRIMARIES[1]} rp ev
+	rp=${REPLICA_OF[$vp]}
+	kill -STOP "${AGENT_PID[$bp]}"
+	eval "kill -STOP \$PID_$bp"
+	on_exit "kill -CONT \$PID_$bp"
+	eval "kill -STOP \$PID_$vp"
+	on_exit "kill -CONT \$PID_$vp"
+	ev=$(wait_event "$CLOG" ".kind == \"promote_failed\" and .instance == \"c$rp\"" 10) ||
+		fail "no promote_failed: $(jq -c 'del(.ts)' "$CLOG" | tail -n 12)"
+	jq -e '.reason | test("lost the election for epoch [0-9]+ \\(1 of the 2 votes needed in time\\)")' \
+		<<<"$ev" >/dev/null || fail "the first attempt's reason: $ev"
+	wait_for 10 has_event ".kind == \"promote_failed\" and .instance == \"c$rp\" and
+		(.reason | test(\"no election held\"))" ||
+		fail "the next attempt's reason: $(jq -c 'select(.kind == "promote_failed")' "$CLOG")"
+	! has_event '.kind == "promoted"' || fail "promoted without the votes: $(jq -c 'select(.kind == "promoted")' "$CLOG")"
+	expect_eq "c$rp still a replica" "$(rc_cli -p "$rp" role | head -n 1)" slave
+}
+
 # The lease fences a primary's client port only: its agent stopped (SIGSTOP), the lease
 # runs out and its clients get no reply, but its cluster bus keeps answering, so the
 # cluster sees it alive past three node timeouts (2 s here) and elects nobody; nor does
@@ -297,6 +324,6 @@ test_cluster_takeover() {
 }
 
 TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_stop_redis test_cluster_stop_valkey
-	test_cluster_bus_outside_lease test_cluster_bus_port_without_config test_cluster_kill_ioredis test_cluster_mismatch
-	test_cluster_planned test_cluster_takeover)
+	test_cluster_bus_outside_lease test_cluster_bus_port_without_config test_cluster_election_lost
+	test_cluster_kill_ioredis test_cluster_mismatch test_cluster_planned test_cluster_takeover)
 run_tests

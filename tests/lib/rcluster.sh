@@ -1,7 +1,8 @@
 # A real Redis/Valkey Cluster on loopback (sourced, bash, after testlib.sh and
 # flavour.sh): tests/integration/test_cluster_mode.sh and bench/cluster.sh.
 #   rcluster_start NODE_TIMEOUT_MS   six servers (FL_SERVER), 3 primaries with a replica
-#                                    each, made by the cli; P[0..5] their ports, PID_<port>
+#                                    each, made by the cli, settled in every node's view;
+#                                    P[0..5] their ports, PID_<port>
 #   rcluster_flatline                the cluster file (one [shard] per primary, mode =
 #                                    cluster, its replica listed with it), controller and
 #                                    agents (the write lease at its default; RC_AGENT_CONF:
@@ -42,6 +43,15 @@ rcluster_server() {
 	eval "PID_$1=$REDIS_PID"
 }
 
+# rcluster_settled: every node says cluster_state ok and sees the three replicas.
+rcluster_settled() {
+	local p
+	for p in "${P[@]}"; do
+		[ "$(rc_cli -p "$p" cluster info | tr -d '\r' | sed -n 's/^cluster_state://p')" = ok ] &&
+			[ "$(rc_cli -p "$p" cluster nodes | grep -c slave)" = 3 ] || return 1
+	done
+}
+
 rcluster_start() {
 	local p end
 	rcluster_ports
@@ -53,10 +63,17 @@ rcluster_start() {
 	rc_cli --cluster create $(for p in "${P[@]}"; do echo "127.0.0.1:$p"; done) \
 		--cluster-replicas 1 --cluster-yes >"$T/create.out" 2>&1 ||
 		fail "cluster create: $(tail -n 5 "$T/create.out")"
+	# Every node's view, not one: the cli makes the replicas with CLUSTER REPLICATE, which
+	# Redis 7.0 does not broadcast; a primary learns that a node became a replica only
+	# from that node's own PING or PONG (up to half a node timeout: 7.5 s at 15000).
+	# Until then it denies the node a vote ("Failover auth denied ...: it is a master
+	# node"), and a replica that lost an election stands again only 4 node timeouts
+	# later (60 s): a fault before the cluster has settled is not the case tested.
 	end=$((SECONDS + 20))
-	until [ "$(rc_cli -p "${P[0]}" cluster info | tr -d '\r' | sed -n 's/^cluster_state://p')" = ok ] &&
-		[ "$(rc_cli -p "${P[0]}" cluster nodes | grep -c slave)" = 3 ]; do
-		[ $SECONDS -le $end ] || fail "cluster not ok: $(rc_cli -p "${P[0]}" cluster nodes)"
+	until rcluster_settled; do
+		[ $SECONDS -le $end ] || fail "cluster not settled: $(for p in "${P[@]}"; do
+			echo "view of $p: $(rc_cli -p "$p" cluster nodes | awk '{print $2, $3}' | paste -sd' ')"
+		done)"
 		sleep 0.1
 	done
 	# PRIMARIES and REPLICA_OF[primary port] = its replica's port, as the cluster made them.
@@ -161,8 +178,11 @@ rcluster_kill() {
 		"$(printf '%s\n' "${P[@]}" | grep -vx "$vp" | paste -sd,)" "$slots" "$T/probe" &
 	ppid=$!
 	on_exit "kill $ppid"
+	# Writing before the fault: a loaded machine may take seconds to start node and
+	# ioredis (the writer's file not even there yet).
 	sleep 1
-	[ "$(grep -c '^A' "$T/writes")" -gt 100 ] || fail "the writer does not write: $(tail -n 3 "$T/writes")"
+	wait_for 10 eval '[ "$(cat "$T/writes" 2>/dev/null | grep -c "^A")" -gt 100 ]' ||
+		fail "the writer does not write: $(tail -n 3 "$T/writes" 2>&1; cat "$T/ioredis.out" 2>/dev/null)"
 	t0=$(date +%s%N)
 	KILL_T0=$t0
 	eval "kill -${RC_SIG:-KILL} \$PID_$vp"
@@ -171,7 +191,7 @@ rcluster_kill() {
 		[ $SECONDS -le $end ] || fail "the slots of $vp not writable within $limit s"
 		sleep 0.01
 	done
-	wait "$ppid"
+	wait "$ppid" || fail "the probe exited with status $?"
 	read -r tw KILL_ON <"$T/probe"
 	KILL_MS=$(((tw - t0) / 1000000))
 	# SIGSTOP: the old primary resumes once its slots are served elsewhere (its replies
@@ -182,7 +202,9 @@ rcluster_kill() {
 	# redis-py sleeps ~1 s before it re-reads the slot map, longer on a loaded machine.
 	sleep 3
 	kill -TERM "$wpid"
-	wait "$wpid" 2>/dev/null
+	# A writer that died (its status, not set -e's silence): its outcomes up to then
+	# would pass for a quiet client.
+	wait "$wpid" 2>/dev/null || fail "the writer exited with status $?: $(tail -n 3 "$T/writes" 2>&1; cat "$T/ioredis.out" 2>/dev/null)"
 	# Checked through the nodes that are alive.
 	KILL_RES=$("${PY:-/usr/bin/python3}" tests/lib/rcwriter.py check \
 		"$(printf '%s\n' "${P[@]}" | grep -vx "$vp" | paste -sd,)" "$T/writes" "$t0" "$slots")

@@ -123,6 +123,50 @@ static void test_cluster_failover_force(void **state)
 	assert_false(called("replicaof n1 n3"));
 }
 
+/* After flatline's promotion, the promoted replica's agent may still report the role
+ * of before (its INFO is up to a heartbeat old) while the old primary, resumed, says
+ * master until the cluster bus reaches it: the primary is not followed back on that;
+ * only the controller's own INFO of the primary read since its promotion may say it is
+ * a replica now. */
+static void test_cluster_no_follow_back(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct info_repl i2 = slave_info("n1", 0, 990), i3 = slave_info("n1", 0, 1000),
+			 i4 = slave_info("n1", 0, 995), m3 = slave_info(NULL, -1, 1000),
+			 r3 = slave_info("n1", 1, 1000);
+
+	(void)state;
+	cluster_shard();
+	m3.role = INFO_ROLE_MASTER;
+	R.mono += 10;
+	report("n1", FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
+	R.mono += 1000; /* its lease over */
+	report("n1", FO_PROC_HUNG, INFO_ROLE_MASTER, NULL, -1, 1000);
+	fo_on_info(&C, N("n2"), true, &i2, NULL);
+	fo_on_info(&C, N("n4"), true, &i4, NULL);
+	fo_on_info(&C, N("n3"), true, &i3, NULL);
+	assert_true(stepped("CLUSTER FAILOVER FORCE to n3"));
+	fo_on_promote(&C, N("n3"), true, NULL);
+	assert_int_equal(s->primary, N("n3")->idx);
+	clear_rec();
+	R.mono += 20;
+	report("n3", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 1000); /* read before the election */
+	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_int_equal(s->primary, N("n3")->idx);
+	assert_false(evented("primary_followed"));
+	assert_true(called("info n3")); /* asked itself */
+	fo_on_info(&C, N("n3"), true, &m3, NULL);
+	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_int_equal(s->primary, N("n3")->idx);
+	/* The controller's own INFO since the promotion says replica (the cluster moved
+	 * the slots back): followed. */
+	R.mono += 20;
+	fo_on_info(&C, N("n3"), true, &r3, NULL);
+	report("n1", FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	assert_true(evented("primary_followed"));
+	assert_int_equal(s->primary, N("n1")->idx);
+}
+
 static void test_cluster_elected_itself(void **state)
 {
 	struct fo_shard *s = fo_find_shard(&C, "s");
@@ -192,6 +236,7 @@ int main(void)
 	    cmocka_unit_test(test_nodes_parse),
 	    cmocka_unit_test_setup_teardown(test_nodes_check, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cluster_failover_force, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cluster_no_follow_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cluster_elected_itself, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cluster_planned_and_takeover, setup, teardown),
 	};

@@ -165,6 +165,7 @@ struct fo_node {
 	struct info_repl info;
 	int info_ok;
 	long long info_ms;
+	long long info_asked_ms; /* a cluster primary's role asked (fo_shadow_follow) */
 };
 
 enum fo_state {
@@ -225,7 +226,8 @@ struct fo_shard {
 	int idx;
 	int *nodes;
 	int nnodes;
-	int primary; /* node index, -1 unknown */
+	int primary;		    /* node index, -1 unknown */
+	long long primary_since_ms; /* monotonic: when it was made (fo_set_primary) */
 	unsigned long long epoch;
 	/* The highest epoch the record (HA: etcd) is known to hold: a promotion takes the
 	 * next epoch above both (a record write that timed out may have been applied). */

@@ -290,6 +290,8 @@ int fo_set_primary(struct fo_cluster *c, struct fo_shard *s, int node, unsigned 
 	if ((s->fo.state != FO_ST_NONE && s->fo.state != FO_ST_PROMOTE) || node >= c->nnodes ||
 	    (node >= 0 && c->nodes[node].shard != s->idx))
 		return -EINVAL;
+	if (node != s->primary)
+		s->primary_since_ms = fo_now(c);
 	s->primary = node;
 	s->epoch = epoch;
 	return 0;

@@ -79,6 +79,21 @@ bool fo_shadow_follow(struct fo_cluster *c, struct fo_shard *s, long long now)
 	/* The primary is still the primary while it is up and says master. */
 	if (!(p->flags & FO_N_SDOWN) && pr && pr->role == INFO_ROLE_MASTER)
 		return false;
+	/* A cluster shard's primary up and not saying master: only the controller's own
+	 * INFO, read since it became the primary, may say so. Its agent's report can carry
+	 * the role of before the promotion (its INFO is up to a heartbeat old), and the old
+	 * primary, resumed, says master until the cluster bus reaches it: followed back, it
+	 * would be named primary and its write lease renewed while the promoted replica
+	 * serves its slots (writes acknowledged there, lost). */
+	if (s->cluster && !(p->flags & FO_N_SDOWN) &&
+	    (pr != &p->info || p->info_ms <= s->primary_since_ms)) {
+		if (c->ops && c->ops->info &&
+		    (!p->info_asked_ms || now - p->info_asked_ms >= c->info_timeout_ms)) {
+			p->info_asked_ms = now;
+			c->ops->info(c->ctx, p->idx, c->info_timeout_ms);
+		}
+		return false;
+	}
 	for (int i = 0; i < s->nnodes; i++) {
 		struct fo_node *n = &c->nodes[s->nodes[i]];
 
