@@ -131,6 +131,15 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 		shadow = !strcmp(rep->element[4]->str, "shadow")   ? 1
 			 : !strcmp(rep->element[4]->str, "active") ? 0
 								   : -1;
+	/* The 6th to 8th: the lease admission grant (absent: an older controller). Before
+	 * the answer's lease renewal: a peer it withdraws renews nothing from then on. */
+	if (r->ops.admit && rep->elements >= 8 && rep->element[5]->type == REDIS_REPLY_INTEGER &&
+	    rep->element[6]->type == REDIS_REPLY_INTEGER &&
+	    rep->element[7]->type == REDIS_REPLY_STRING)
+		r->ops.admit(r->ctx, rep->element[5]->integer, rep->element[6]->integer,
+			     rep->element[7]->str);
+	else if (r->ops.admit)
+		r->ops.admit(r->ctx, 0, 0, NULL); /* none: an older controller */
 	if (r->ops.answer)
 		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str, *sent_ns,
 			      shadow);

@@ -46,6 +46,10 @@ struct reporter_ops {
 	 * (CLOCK_MONOTONIC ns) that REPORT was sent. */
 	void (*answer)(void *ctx, long long epoch, const char *primary, uint64_t sent_ns,
 		       int shadow);
+	/* The lease admission grant of that answer (elements 6-8; a leader's only): the
+	 * controller's term, the grant number and the admitted peers, space-separated;
+	 * list NULL when the answer has none (an older controller). */
+	void (*admit)(void *ctx, long long term, long long grant, const char *list);
 	/* How long a REPORT may wait now when nothing changes (ms; NULL or <= 0:
 	 * heartbeat_ms). Asked at every heartbeat tick. */
 	int (*interval_ms)(void *ctx);

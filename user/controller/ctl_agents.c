@@ -16,6 +16,7 @@
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
 #include "controller/lease_wait.h"
+#include "controller/lease_admit.h"
 
 /* A node's heartbeat deadline: which node, for on_node_deadline. */
 struct ctl_deadline {
@@ -194,8 +195,9 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	struct fo_node *n;
 	struct fo_shard *s;
 	long long seq;
-	char *end, why[160], e[200];
+	char *end, why[160], e[200], admitted[FO_ADMIT_LIST_MAX];
 	int fresh_ms, slot;
+	bool admit;
 
 	if (!(k->flags & CTL_C_AGENT)) {
 		ctl_conn_fatal(k, "ERR REPORT before HELLO");
@@ -232,7 +234,10 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		    ctl_common_timeout(c, &c->agents->deadline_ms[slot],
 				       &c->agents->deadline_tv[slot], fresh_ms + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
-	resp_array(out, 5);
+	/* The lease admission grant (lease_admit.h): none from a follower (term 0). */
+	admit = c->fo.admit_term && ctl_may_act(c) &&
+		!fo_admit_answer(&c->fo, n, admitted, sizeof(admitted));
+	resp_array(out, admit ? 8 : 5);
 	resp_status(out, "OK");
 	resp_int(out, s ? (long long)s->epoch : 0);
 	resp_str(out, fo_answer_primary(&c->fo, s, n, c->fo.now_ms(c->fo.ctx)));
@@ -240,6 +245,11 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	resp_str(out, ctl_may_act(c) ? "leader" : "follower");
 	/* The mode: in shadow mode the agents hold no write lease and do not fence. */
 	resp_str(out, c->fo.shadow ? "shadow" : "active");
+	if (admit) {
+		resp_int(out, c->fo.admit_term);
+		resp_int(out, c->fo.admit_grant);
+		resp_str(out, admitted);
+	}
 }
 
 /* An agent's connection closes (the role's end, ctl_conn_free): the node has lost

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The wait for the old primary's write lease: see lease_wait.h. */
 #include "controller/lease_wait.h"
+#include "controller/lease_admit.h"
 
 static long long span_of(long long ms)
 {
@@ -102,6 +103,12 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 
 		if ((p->flags & FO_N_REPORTED) && k >= 0 && k < c->nnodes &&
 		    (c->nodes[k].flags & FO_N_REMOVED)) {
+			if (fo_admit_confirmed(c, p, &c->nodes[k])) {
+				/* Left out of p's grants, and p said so: see below. */
+				if (p->last_report_ms + span > end)
+					end = p->last_report_ms + span;
+				continue;
+			}
 			*blocker = &c->nodes[k];
 			return FO_LEASE_NEVER;
 		}
@@ -112,6 +119,15 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 
 		if (q == p)
 			continue;
+		/* Declared down or lost, left out of p's grants, and p's agent said it runs
+		 * with such a grant (lease_admit.h): it counted no echo of q since it sent
+		 * its last report, so q renewed p's lease until that report at the latest,
+		 * however silent q is now. */
+		if (fo_admit_confirmed(c, p, q)) {
+			if (p->last_report_ms + span > end)
+				end = p->last_report_ms + span;
+			continue;
+		}
 		if (!fresh(c, q, now)) {
 			*blocker = q;
 			return FO_LEASE_NEVER;
