@@ -330,8 +330,8 @@ spares = s${BASHPID}n4" 4
 		fail "a switchover to the unpromotable spare was accepted: $out"
 	fi
 	grep -q "just attached" <<<"$out" || fail "switchover: $out"
-	# The second primary's server killed (its agent sees it: no lease wait; a host kill
-	# would wait for the dead n1, which may still renew the lease).
+	# The second primary's server killed (its agent sees it: no lease wait; a second
+	# host kill is test_second_host_kill).
 	kill -KILL "$(cl_pid "redis-$(cl_node "$second")")"
 	wait_ctl ".kind == \"promoted\" and .instance != \"$(cl_node 1)\" and .instance != \"$(cl_node "$second")\"" 15
 	[ -z "$(ev ".kind == \"promoted\" and .instance == \"$n4\"")" ] || fail "the spare was promoted"
