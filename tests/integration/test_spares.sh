@@ -350,6 +350,9 @@ admitted_without() {
 	[ -n "$a" ] && ! tr ',' '\n' <<<"$a" | grep -qx "$2"
 }
 
+# confirmed NODE PEER: flatline status says NODE's agent confirmed PEER's withdrawal.
+confirmed() { [ "$(node_json "$1" | jq -r --arg p "$2" '.withdrawals_confirmed | index($p) != null')" = true ]; }
+
 # Two host kills in a row: n1's, then (the spare attached and promotable) the second
 # primary's. n1, declared down at the first kill, is withdrawn from every other agent's
 # lease admission; the second primary's agent applies that grant (lease_admission in
@@ -374,6 +377,9 @@ spares = s${BASHPID}n4" 4
 	cl_until 5 cl_linked 4 "$second" || fail "the spare does not follow $(cl_node "$second")"
 	cl_until 10 admitted_without "$second" "$n1" ||
 		fail "host $second's agent still admits $n1: $(jq -c 'select(.kind == "lease_admission")' "$CL_DIR/events-$(cl_node "$second").jsonl" | tail -n 2)"
+	# and the controller has its word for it (flatline status --json)
+	cl_until 5 confirmed "$(cl_node "$second")" "$n1" || fail "status: $(node_json "$(cl_node "$second")")"
+	[ "$(node_json "$n1" | jq -r .admission)" = withdrawn ] || fail "status: $(node_json "$n1")"
 	host_kill "$second"
 	wait_ctl ".kind == \"promoted\" and .instance != \"$(cl_node "$second")\"" 15
 	T0=$(cl_now_ns)
