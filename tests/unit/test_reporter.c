@@ -2,10 +2,11 @@
 /* The agent's reporter (agent/reporter.c) against a scripted controller in the same
  * event loop (127.0.0.1): the real handshake (common/auth.h), its REPORTs read with the
  * controller's command parser (common/resp.h), answers written with its reply writers.
- * A leader's answer reaches the agent (its epoch and primary), a follower's reaches
- * nothing; and a REPORT never comes later than the heartbeat_ms the last one said,
- * also when the interval grew in between (a replica gone quiet): past three of those
- * the controller judges the agent lost. */
+ * An answer's lease admission grant reaches the agent whole (a term past 32 bits), a
+ * follower's reaches nothing; and a REPORT never comes later than the heartbeat_ms
+ * the last one said, also when the interval grew in between (a replica gone quiet):
+ * past three of those the controller judges the agent lost, and withdraws its node
+ * from its peers' lease admission. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +29,7 @@
 
 #define SECRET	    "s3cret-s3cret-s3cret"
 #define NODE	    "s1234n1"
+#define TERM	    1764626672090LL /* a controller's start, wall-clock ms */
 #define MAX_REPORTS 16
 
 struct world {
@@ -37,6 +39,7 @@ struct world {
 	struct resp_reader *rd;
 	uint8_t key[AUTH_KEY_LEN], na[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN];
 	const char *role; /* "leader" or "follower" in the answers */
+	bool grant;	  /* answers carry elements 6-8 */
 	/* REPORTs received: when (monotonic ms) and their heartbeat_ms. */
 	int nreports;
 	long long at_ms[MAX_REPORTS];
@@ -44,20 +47,25 @@ struct world {
 	/* What the agent's side heard. */
 	int interval; /* ops->interval_ms and the heartbeat_ms key */
 	int grow_at;  /* once this many REPORTs came: interval 500 (a replica gone quiet) */
-	int answers;
-	long long epoch;
-	char primary[64];
+	int answers, admits, no_grants;
+	long long term, grant_no, epoch;
+	char list[128], primary[64];
 	struct reporter *r;
 };
 
 static void answer_report(struct world *w, struct evbuffer *out)
 {
-	resp_array(out, 5);
+	resp_array(out, w->grant ? 8 : 5);
 	resp_status(out, "OK");
 	resp_int(out, 3);
 	resp_str(out, NODE);
 	resp_str(out, w->role);
 	resp_str(out, "active");
+	if (w->grant) {
+		resp_int(out, TERM);
+		resp_int(out, 7);
+		resp_str(out, "s1234n2 s1234n3");
+	}
 }
 
 static void on_command(struct world *w, struct resp_cmd *c)
@@ -167,6 +175,20 @@ static void on_answer(void *ctx, long long epoch, const char *primary, uint64_t 
 	snprintf(w->primary, sizeof(w->primary), "%s", primary);
 }
 
+static void on_admit(void *ctx, long long term, long long grant, const char *list)
+{
+	struct world *w = ctx;
+
+	if (!list) {
+		w->no_grants++;
+		return;
+	}
+	w->admits++;
+	w->term = term;
+	w->grant_no = grant;
+	snprintf(w->list, sizeof(w->list), "%s", list);
+}
+
 /* Runs the loop until cond or 5 s. */
 #define RUN_UNTIL(w, cond)                                                                         \
 	do {                                                                                       \
@@ -181,7 +203,7 @@ static void on_answer(void *ctx, long long epoch, const char *primary, uint64_t 
 static int setup(void **state)
 {
 	static const struct reporter_ops ops = {
-	    .build = build, .answer = on_answer, .interval_ms = interval};
+	    .build = build, .answer = on_answer, .admit = on_admit, .interval_ms = interval};
 	struct world *w = calloc(1, sizeof(*w));
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sin);
@@ -200,6 +222,7 @@ static int setup(void **state)
 	o.ep.port = ntohs(sin.sin_port);
 	assert_int_equal(auth_node_key(SECRET, strlen(SECRET), NODE, w->key), 0);
 	w->role = "leader";
+	w->grant = true;
 	w->interval = 100;
 	w->r = reporter_new(w->base, &o, &ops, w);
 	assert_non_null(w->r);
@@ -221,23 +244,39 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A leader's answer goes to ops->answer (the shard's epoch and primary); a follower's
- * reaches nothing. */
-static void test_reporter_answer_reaches_agent(void **state)
+/* A leader's answer: the grant (a term past 32 bits, its number, the admitted ids) goes
+ * to ops->admit before the answer itself; one without a grant says so (NULL); a
+ * follower's answer reaches neither. */
+static void test_reporter_grant_reaches_agent(void **state)
 {
 	struct world *w = *state;
 	int n;
 
 	reporter_start(w->r);
 	RUN_UNTIL(w, w->answers >= 1);
+	assert_int_equal(w->admits, w->answers);
+	assert_true(w->term == TERM);
+	assert_int_equal(w->grant_no, 7);
+	assert_string_equal(w->list, "s1234n2 s1234n3");
 	assert_int_equal(w->epoch, 3);
 	assert_string_equal(w->primary, NODE);
+	assert_int_equal(w->no_grants, 0);
+
+	w->grant = false;
+	n = w->answers;
+	RUN_UNTIL(w, w->answers > n);
+	assert_true(w->no_grants >= 1);
 
 	w->role = "follower";
-	RUN_UNTIL(w, w->nreports >= 4); /* answered as a follower from the 3rd on, or so */
+	w->grant = true;
+	RUN_UNTIL(w, w->nreports >= 5); /* answered as a follower from the 4th on, or so */
 	n = w->answers;
-	RUN_UNTIL(w, w->nreports >= 7);
+	w->admits = 0;
+	w->no_grants = 0;
+	RUN_UNTIL(w, w->nreports >= 8);
 	assert_int_equal(w->answers, n);
+	assert_int_equal(w->admits, 0);
+	assert_int_equal(w->no_grants, 0);
 }
 
 /* The interval grows from 100 to 500 ms right after a REPORT that said 100: the next
@@ -265,7 +304,7 @@ static void test_reporter_within_announced_heartbeat(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_reporter_answer_reaches_agent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reporter_grant_reaches_agent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reporter_within_announced_heartbeat, setup,
 					    teardown),
 	};
