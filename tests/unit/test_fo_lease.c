@@ -114,6 +114,38 @@ static void test_lease_silent_peer_blocks(void **state)
 	assert_true(evented("failover_start"));
 }
 
+/* A lapsed report answered naming n1 (its agent had not taken its lease yet, or let it
+ * lapse a moment): that answer takes the lease again and the peers' echoes keep it from
+ * then on, so n1 cut off from here right after is no lease given up: a silent peer
+ * blocks as for a held one. (The shortcut for a lapsed lease once ended the wait at
+ * that answer + the span: promoted while n4 could still renew n1's lease.) */
+static void test_lease_lapsed_answered_not_given_up(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+
+	(void)state;
+	healthy();
+	R.mono += 10;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease = FO_LEASE_LAPSED;
+	fo_on_report(&C, N("n1"), &r);
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
+	R.mono += 1500; /* n1 cut off since; n4 silent */
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("node_down"));
+	assert_true(evented("failover_blocked"));
+	R.mono += 5000;
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_false(evented("failover_start"));
+	fo_on_report(&C, N("n4"), &r);
+	assert_true(evented("failover_start"));
+}
+
 /* A peer removed at runtime that the old primary's agent still probes (its last report
  * names it): the agent, started with it, still takes its echo replies, so the removal
  * does not bound the lease; a removed peer the agent does not name is no bound. */
@@ -723,6 +755,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_silent_peer_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_given_up_and_proc_down, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_lapsed_answered_not_given_up, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_revoked_ends_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_revoked_no_grant, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_revoked_stale_waits, setup, teardown),

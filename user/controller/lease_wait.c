@@ -90,9 +90,15 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	 * + the span. */
 	if (c->others_answered_until_ms && c->others_answered_until_ms + span > end)
 		end = c->others_answered_until_ms + span;
-	/* Given up (hung, or anything that made it say lapsed): peers cannot revive it. */
+	/* Given up (hung, or anything that made it say lapsed): peers cannot revive it.
+	 * Unless an answer named it primary since that report (the answer to it, say: an
+	 * agent that had not taken its lease yet): an answer takes a lapsed lease again
+	 * (agent/lease.c), and from then on the peers' echoes keep it, with no later
+	 * report to say so if p was cut off from here right then. Revoked: no answer
+	 * names it while it says so (fo_answer_primary). */
 	if ((p->flags & FO_N_REPORTED) &&
-	    (p->rep.lease == FO_LEASE_LAPSED || p->rep.lease == FO_LEASE_REVOKED))
+	    (p->rep.lease == FO_LEASE_REVOKED ||
+	     (p->rep.lease == FO_LEASE_LAPSED && p->named_primary_ms < p->last_report_ms)))
 		return end;
 	/* A peer removed at runtime that p's agent still probes (its last report names
 	 * it, or named it before the removal): the agent, started with it, still takes
