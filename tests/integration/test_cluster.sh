@@ -446,12 +446,14 @@ test_lossy_no_fault() {
 	record "${LOSS_S} s at 20 % loss (peers probing: $peers): 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, $drops packets dropped, writer $(cat "$CL_DIR/writer.json")"
 }
 
-# Each agent in turn (the primary's, then the replicas') stopped for 1 s with both
-# cores busy: its heartbeat goes stale and its peers' kernels still answer, so the
-# host is not down; nothing fails over and the writes go on.
+# Each agent in turn (the primary's, then the replicas') stopped with both cores busy
+# for longer than the controller waits for its next report (3 x the heartbeat_ms its
+# last report said: the primary's 100, a quiet replica's replica_heartbeat_ms 500), so
+# 1 s, and 2 s for a replica: its heartbeat goes stale and its peers' kernels still
+# answer, so the host is not down; nothing fails over and the writes go on.
 test_agent_stall_no_fault() {
 	cluster
-	local i pid busy=() before
+	local i pid busy=() before stall
 	for _ in 1 2; do
 		(while :; do :; done) &
 		busy+=($!)
@@ -460,12 +462,13 @@ test_agent_stall_no_fault() {
 	for i in 1 2 3; do
 		pid=$(cl_pid "agent-$(cl_node "$i")")
 		before=$(count_events "$CL_CLOG" ".kind == \"agent_lost\" and .instance == \"$(cl_node "$i")\"")
+		stall=$([ "$i" = 1 ] && echo 1 || echo 2)
 		kill -STOP "$pid"
-		sleep 1
+		sleep "$stall"
 		kill -CONT "$pid"
 		sleep 1.5
 		[ "$(count_events "$CL_CLOG" ".kind == \"agent_lost\" and .instance == \"$(cl_node "$i")\"")" -gt "$before" ] ||
-			fail "agent $i stopped for 1 s and the controller did not notice (no agent_lost)"
+			fail "agent $i stopped for $stall s and the controller did not notice (no agent_lost)"
 	done
 	kill "${busy[@]}"
 	local t1
@@ -475,7 +478,7 @@ test_agent_stall_no_fault() {
 	! ctl_ev '.kind == "failover_start"' || fail "false failover: $(jq -c 'select(.kind == "failover_start")' "$CL_CLOG")"
 	! ctl_ev '.kind == "node_down"' || fail "node declared down: $(jq -c 'select(.kind == "node_down")' "$CL_CLOG" | head -n 1)"
 	[ "$(cl_role 1)" = master ] && [ "$(cl_masters)" = 1 ] || fail "primaries: $(cl_masters | tr '\n' ' ')"
-	record "each agent stopped 1 s with both cores busy: 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, writer $(cat "$CL_DIR/writer.json")"
+	record "each agent stopped (1 s, replicas 2 s) with both cores busy: 0 failovers, $(count_events "$CL_CLOG" '.kind == "agent_lost"') agent_lost alerts, writer $(cat "$CL_DIR/writer.json")"
 }
 
 # A 1 s slow command on the primary at the defaults: DEBUG SLEEP 1 (its command thread

@@ -330,8 +330,8 @@ spares = s${BASHPID}n4" 4
 		fail "a switchover to the unpromotable spare was accepted: $out"
 	fi
 	grep -q "just attached" <<<"$out" || fail "switchover: $out"
-	# The second primary's server killed (its agent sees it: no lease wait; a host kill
-	# would wait for the dead n1, which may still renew the lease).
+	# The second primary's server killed (its agent sees it: no lease wait; a second
+	# host kill is test_second_host_kill).
 	kill -KILL "$(cl_pid "redis-$(cl_node "$second")")"
 	wait_ctl ".kind == \"promoted\" and .instance != \"$(cl_node 1)\" and .instance != \"$(cl_node "$second")\"" 15
 	[ -z "$(ev ".kind == \"promoted\" and .instance == \"$n4\"")" ] || fail "the spare was promoted"
@@ -341,18 +341,32 @@ spares = s${BASHPID}n4" 4
 	cl_until 10 cl_linked 4 "$third" || fail "the spare does not follow the third primary"
 }
 
+# admitted_without IDX NODE: host IDX's agent runs with a lease admission grant (its
+# last lease_admission event) that leaves NODE out: its echoes renew nothing there.
+admitted_without() {
+	local a
+	a=$(jq -r 'select(.kind == "lease_admission") | .admitted' \
+		"$CL_DIR/events-$(cl_node "$1").jsonl" 2>/dev/null | tail -n 1)
+	[ -n "$a" ] && ! tr ',' '\n' <<<"$a" | grep -qx "$2"
+}
+
+# confirmed NODE PEER: flatline status says NODE's agent confirmed PEER's withdrawal.
+confirmed() { [ "$(node_json "$1" | jq -r --arg p "$2" '.withdrawals_confirmed | index($p) != null')" = true ]; }
+
 # Two host kills in a row: n1's, then (the spare attached and promotable) the second
-# primary's. Its cable pulled, n1's kernel still runs and a silent host may still answer
-# the second primary's echoes (the controller cannot tell a pulled cable from a cut that
-# leaves n1 with the second primary), so nothing is promoted while n1 is silent: never
-# two writable primaries. Once n1's host is back (its cable and agent; its server stays
-# down) the failover goes on, to the third node or the synced spare, and no write
-# acknowledged after that promotion is lost.
+# primary's. n1, declared down at the first kill, is withdrawn from every other agent's
+# lease admission; the second primary's agent applies that grant (lease_admission in
+# its log) and says so in its next REPORT: from then on no echo reply of n1 renews its
+# lease, whatever n1's kernel still does. So when its host dies too, the failover does
+# not wait for the silent n1 (n1 stays down throughout): the third node or the synced
+# spare is promoted, there is one writable primary, and no write acknowledged after
+# that promotion is lost.
 test_second_host_kill() {
-	local n4 second rest third other inst n acked
+	local n1 n4 second rest third other inst n acked
 	CTL_CONF="failover_block_ms = 1000" cluster "restore_after_ms = 0
 promotable_after_ms = 500
 spares = s${BASHPID}n4" 4
+	n1=$(cl_node 1)
 	n4=$(cl_node 4)
 	cl_writer_start --rate 200 || fail "writer"
 	sleep 0.5
@@ -361,20 +375,18 @@ spares = s${BASHPID}n4" 4
 	second=$(new_primary)
 	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 40
 	cl_until 5 cl_linked 4 "$second" || fail "the spare does not follow $(cl_node "$second")"
+	cl_until 10 admitted_without "$second" "$n1" ||
+		fail "host $second's agent still admits $n1: $(jq -c 'select(.kind == "lease_admission")' "$CL_DIR/events-$(cl_node "$second").jsonl" | tail -n 2)"
+	# and the controller has its word for it (flatline status --json)
+	cl_until 5 confirmed "$(cl_node "$second")" "$n1" || fail "status: $(node_json "$(cl_node "$second")")"
+	[ "$(node_json "$n1" | jq -r .admission)" = withdrawn ] || fail "status: $(node_json "$n1")"
 	host_kill "$second"
-	wait_ctl ".kind == \"lease_wait\" and .from == \"$(cl_node "$second")\" and .silent_peer == \"$(cl_node 1)\"" 10
-	sleep 3
-	n=$(jq -c 'select(.kind == "promoted")' "$CL_CLOG" | wc -l)
-	expect_eq "promotions while n1 is silent" "$n" 1
-	rest=$((5 - second)) # the third of hosts 1..3
-	for n in "$rest" 4; do # (their servers answer no client meanwhile: no lease)
-		! grep -qi "MASTER MODE enabled\|PRIMARY MODE enabled" "$CL_DIR/$(cl_node "$n")/redis.log" ||
-			fail "host $n's server was made a primary while n1 is silent"
-	done
-	cl_link_up 1
-	cl_agent_start 1
 	wait_ctl ".kind == \"promoted\" and .instance != \"$(cl_node "$second")\"" 15
 	T0=$(cl_now_ns)
+	[ -z "$(ev ".kind == \"lease_wait\" and .silent_peer == \"$n1\"")" ] ||
+		fail "the second failover waited for the dead n1: $(ev '.kind == "lease_wait"')"
+	! cl_alive "agent-$n1" || fail "n1's agent runs"
+	rest=$((5 - second)) # the third of hosts 1..3
 	inst=$(jq -r "select(.kind == \"promoted\" and .instance != \"$(cl_node "$second")\") | .instance" "$CL_CLOG" | head -n 1)
 	third=${inst##*n}
 	[ "$third" = "$rest" ] || [ "$third" = 4 ] || fail "promoted $inst"
@@ -384,6 +396,7 @@ spares = s${BASHPID}n4" 4
 	cl_until 5 role_is "$third" master || fail "the third primary is a '$(cl_role "$third")'"
 	other=$((third == 4 ? rest : 4))
 	cl_until 10 cl_linked "$other" "$third" || fail "host $other does not follow the third primary"
+	[ "$(cl_role "$other")" = slave ] || fail "host $other's server is a '$(cl_role "$other")'"
 	sleep 1
 	cl_writer_stop
 	acked=$(awk -v t="$T0" '$1 == "A" && $3 > t' "$CL_DIR/writer.out" | wc -l)
@@ -391,34 +404,46 @@ spares = s${BASHPID}n4" 4
 	CL_CLI_TIMEOUT=5 cl_redis "$third" wait 1 3000 >/dev/null
 	expect_eq "acknowledged writes lost on the third primary" "$(lost_acked "$third")" 0
 	expect_eq "acknowledged writes missing on its replica" "$(lost_acked "$other")" 0
-	echo "    second failover to $inst once n1 reported; $acked writes acknowledged after it, none lost" >&2
+	n=$(jq -c 'select(.kind == "promoted")' "$CL_CLOG" | wc -l)
+	expect_eq "promotions" "$n" 2
+	echo "    second failover to $inst with n1 still down ($(ms_between "$(ev ".kind == \"node_down\" and .instance == \"$(cl_node "$second")\"")" "$(ev ".kind == \"promoted\" and .instance == \"$inst\"")") ms from node_down); $acked writes acknowledged after it, none lost" >&2
 }
 
-# The same two kills, then the silent first node removed at runtime (`node remove`):
-# the second primary's agent, started with it in its file, still takes its echo
-# replies, so the removal does not end the wait (it would allow two writable primaries).
-test_removed_peer_still_blocks() {
-	local n4 second out n
-	CTL_CONF="failover_block_ms = 1000" cluster "restore_after_ms = 0
-promotable_after_ms = 500
-spares = s${BASHPID}n4" 4
-	n4=$(cl_node 4)
+# A withdrawal not confirmed still blocks: n1 (the primary) cut off from the controller
+# only (its peers still reach it, so it is agent_lost, and it keeps its lease through
+# their echoes), then n3's host killed: n3 is withdrawn from n1's admission, but n1's
+# agent never hears it. n1's host killed next: n1 and n3 may be cut off together with
+# n3's kernel still answering n1's echoes, so nothing is promoted while n3 is silent
+# (failover_blocked: peer n3 is silent); once n3's host is back (its agent; its server stays
+# down) the failover goes to n2.
+test_unconfirmed_withdrawal_blocks() {
+	local n1 n3 n
+	CTL_CONF="failover_block_ms = 1000" cluster "restore_after_ms = 600000"
+	n1=$(cl_node 1)
+	n3=$(cl_node 3)
+	[ "$(new_primary)" = 1 ] || fail "the primary is not host 1"
+	cl_in 1 nft -f - <<-EOF
+		table inet flctlcut {
+			chain out { type filter hook output priority -10; policy accept; ip daddr $CL_CTL_IP tcp dport $CL_CTL_PORT drop; }
+		}
+	EOF
+	wait_ctl ".kind == \"agent_lost\" and .instance == \"$n1\"" 15
+	host_kill 3
+	wait_ctl ".kind == \"node_down\" and .instance == \"$n3\"" 15
+	cl_until 10 admitted_without 2 "$n3" || fail "host 2's agent still admits $n3"
+	! admitted_without 1 "$n3" || fail "host 1's agent heard the withdrawal through the cut"
+	[ "$(cl_role 1)" = master ] || fail "host 1 is a '$(cl_role 1)'"
 	host_kill 1
-	wait_ctl '.kind == "failover_end"' 15
-	second=$(new_primary)
-	wait_ctl ".kind == \"replica_promotable\" and .instance == \"$n4\"" 40
-	host_kill "$second"
-	wait_ctl ".kind == \"lease_wait\" and .silent_peer == \"$(cl_node 1)\"" 10
-	out=$(cl_ctl timeout 15 "$FL" node remove "$CL_SHARD" "$(cl_node 1)" -c "$CL_CONF" 2>&1) ||
-		fail "node remove: $out"
-	wait_ctl ".kind == \"node_removed\" and .instance == \"$(cl_node 1)\""
+	wait_ctl ".kind == \"failover_blocked\" and .from == \"$n1\" and (.reason | test(\"peer $n3 is silent\"))" 15
 	sleep 3
 	n=$(jq -c 'select(.kind == "promoted")' "$CL_CLOG" | wc -l)
-	expect_eq "promotions after the silent node's removal" "$n" 1
-	for n in $((5 - second)) 4; do
-		! grep -qi "MASTER MODE enabled\|PRIMARY MODE enabled" "$CL_DIR/$(cl_node "$n")/redis.log" ||
-			fail "host $n's server was made a primary"
-	done
+	expect_eq "promotions while n3 is silent and n1 never confirmed its withdrawal" "$n" 0
+	! grep -qi "MASTER MODE enabled\|PRIMARY MODE enabled" "$CL_DIR/$(cl_node 2)/redis.log" ||
+		fail "host 2's server was made a primary while n3 is silent"
+	cl_link_up 3
+	cl_agent_start 3
+	wait_ctl ".kind == \"promoted\" and .instance == \"$(cl_node 2)\"" 15
+	cl_until 5 role_is 2 master || fail "host 2 is a '$(cl_role 2)'"
 }
 
 # No spare left: provision_script runs with the shard, the primary, the epoch, the reason.
@@ -681,7 +706,7 @@ if [ -n "${SPARES_TESTS:-}" ]; then
 else
 	TESTS=(test_host_kill_spare test_nonempty_refused test_old_primary_back
 		test_no_promotion_of_syncing test_second_host_kill
-		test_removed_peer_still_blocks test_provision test_two_losses
+		test_unconfirmed_withdrawal_blocks test_provision test_two_losses
 		test_sync_fails_next test_sync_fails_disk_full)
 fi
 run_tests

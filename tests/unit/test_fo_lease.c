@@ -6,6 +6,7 @@
 #include <errno.h>
 #include "fo_harness.h"
 #include "controller/lease_wait.h"
+#include "controller/lease_admit.h"
 
 /* ---- the write lease (controller/lease_wait.c) ---- */
 
@@ -109,6 +110,38 @@ static void test_lease_silent_peer_blocks(void **state)
 	fo_on_report(&C, N("n2"), &r);
 	assert_false(evented("failover_start"));
 	/* n4 reports again (it never heard from n1): the lease is bounded, the failover goes. */
+	fo_on_report(&C, N("n4"), &r);
+	assert_true(evented("failover_start"));
+}
+
+/* A lapsed report answered naming n1 (its agent had not taken its lease yet, or let it
+ * lapse a moment): that answer takes the lease again and the peers' echoes keep it from
+ * then on, so n1 cut off from here right after is no lease given up: a silent peer
+ * blocks as for a held one. (The shortcut for a lapsed lease once ended the wait at
+ * that answer + the span: promoted while n4 could still renew n1's lease.) */
+static void test_lease_lapsed_answered_not_given_up(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+
+	(void)state;
+	healthy();
+	R.mono += 10;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	r.lease = FO_LEASE_LAPSED;
+	fo_on_report(&C, N("n1"), &r);
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
+	R.mono += 1500; /* n1 cut off since; n4 silent */
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("node_down"));
+	assert_true(evented("failover_blocked"));
+	R.mono += 5000;
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_false(evented("failover_start"));
 	fo_on_report(&C, N("n4"), &r);
 	assert_true(evented("failover_start"));
 }
@@ -513,6 +546,207 @@ static void test_lease_deposed_leader(void **state)
 	assert_true(evented("failover_start"));
 }
 
+/* ---- lease admission (controller/lease_admit.c) ---- */
+
+/* Every node but from reports that from is down (no packet for a long time). */
+static void others_say_down(const char *from, const char *master, const char *skip)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct fo_report r;
+
+	for (int i = 0; i < s->nnodes; i++) {
+		struct fo_node *n = &C.nodes[s->nodes[i]];
+
+		if (!strcmp(n->id, from) || (skip && !strcmp(n->id, skip)))
+			continue;
+		mkrep(&r, FO_PROC_UP, strcmp(n->id, master) ? INFO_ROLE_SLAVE : INFO_ROLE_MASTER,
+		      strcmp(n->id, master) ? master : NULL, 1, 1000);
+		fo_report_set_peer(&r, N(from)->idx, FO_PEER_DOWN);
+		fo_report_set_peer_age(&r, N(from)->idx, 60000);
+		if (skip) {
+			fo_report_set_peer(&r, N(skip)->idx, FO_PEER_DOWN);
+			fo_report_set_peer_age(&r, N(skip)->idx, 60000);
+		}
+		fo_on_report(&C, n, &r);
+	}
+}
+
+/* n1 (the primary) reports, running with the grant (term, grant). */
+static void primary_reports(long long term, long long grant)
+{
+	struct fo_report r;
+
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	fo_report_set_peer(&r, N("n4")->idx, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, N("n4")->idx, 60000);
+	r.admit_term = term;
+	r.admit_grant = grant;
+	fo_on_report(&C, N("n1"), &r);
+}
+
+/* n4's host is declared down while n1 is primary: the next answer to n1 leaves n4 out,
+ * under a new grant number; a re-admission takes another. */
+static void test_admit_withdraws_down_node(void **state)
+{
+	char buf[FO_ADMIT_LIST_MAX];
+	long long g;
+
+	(void)state;
+	fo_admit_set_term(&C, 777);
+	healthy();
+	assert_int_equal(fo_admit_answer(&C, N("n1"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "n2 n3 n4");
+	assert_int_equal(fo_admit_answer(&C, N("n2"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "n1 n3 n4");
+	g = C.admit_grant;
+	R.mono += 1500;
+	others_say_down("n4", "n1", NULL);
+	assert_true(evented("node_down"));
+	assert_true(fo_admit_out_now(N("n4")));
+	assert_int_equal(fo_admit_answer(&C, N("n1"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "n2 n3");
+	assert_true(C.admit_grant > g);
+	assert_int_equal(N("n4")->admit_out, C.admit_grant);
+	g = C.admit_grant;
+	/* The same state: the same grant number. */
+	assert_int_equal(fo_admit_answer(&C, N("n3"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "n1 n2");
+	assert_int_equal(C.admit_grant, g);
+	/* Confirmed only by this term's grant from the withdrawal on. */
+	primary_reports(777, g - 1);
+	assert_false(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	primary_reports(776, g);
+	assert_false(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	primary_reports(0, 0); /* an older agent: says no grant */
+	assert_false(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	primary_reports(777, g);
+	assert_true(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	/* n4 back: admitted again at a new number, the old confirmation worth nothing. */
+	report("n4", FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 1, 995);
+	assert_false(fo_admit_out_now(N("n4")));
+	assert_int_equal(fo_admit_answer(&C, N("n1"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "n2 n3 n4");
+	assert_int_equal(N("n4")->admit_out, 0);
+	assert_false(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	/* Down again: a withdrawal above the grant n1 confirmed before. */
+	R.mono += 1500;
+	others_say_down("n4", "n1", NULL);
+	assert_int_equal(fo_admit_answer(&C, N("n1"), buf, sizeof(buf)), 0);
+	assert_true(N("n4")->admit_out > g);
+	assert_false(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	/* No term (a follower): nothing is ever confirmed. */
+	primary_reports(777, C.admit_grant);
+	assert_true(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	fo_admit_set_term(&C, 0);
+	assert_false(fo_admit_confirmed(&C, N("n1"), N("n4")));
+	/* Too small a buffer: an error, nothing admitted written. */
+	fo_admit_set_term(&C, 777);
+	assert_int_equal(fo_admit_answer(&C, N("n1"), buf, 4), -ENOSPC);
+	assert_string_equal(buf, "");
+}
+
+/* The second host kill: n4 was declared down before; then n1's host dies. Without n1's
+ * confirmation that it no longer counts n4's echoes, silent n4 blocks the failover (n1
+ * and n4 may be cut off together, n4 answering n1's echoes); with it, n4 bounds the
+ * lease at n1's last report + the span, and the failover goes once n1 is judged down. */
+static void second_kill(bool confirmed)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	char buf[FO_ADMIT_LIST_MAX];
+	const struct fo_node *blocker;
+	long long span = fo_lease_span_ms(&C), last, end;
+
+	fo_admit_set_term(&C, 777);
+	healthy();
+	R.mono += 1500;
+	others_say_down("n4", "n1", NULL);
+	assert_true(evented("node_down"));
+	assert_false(evented("failover_start")); /* a replica */
+	assert_string_equal(fo_answer_primary(&C, s, N("n1"), R.mono), "n1");
+	assert_int_equal(fo_admit_answer(&C, N("n1"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "n2 n3");
+	/* n1's agent applied it, or never heard it (cut off). */
+	primary_reports(confirmed ? 777 : 0, confirmed ? C.admit_grant : 0);
+	last = N("n1")->last_report_ms;
+	clear_rec();
+	R.mono += 1500;
+	others_say_down("n1", "n1", "n4");
+	end = fo_lease_end_ms(&C, s, N("n1"), FO_V_HOST_DOWN, &blocker);
+	if (!confirmed) {
+		assert_true(evented("lease_wait"));
+		assert_int_equal(end, FO_LEASE_NEVER);
+		assert_ptr_equal(blocker, N("n4"));
+		assert_true(evented("failover_blocked"));
+		R.mono += 60000;
+		others_say_down("n1", "n1", "n4");
+		assert_false(evented("failover_start"));
+		return;
+	}
+	/* Bounded (by then past: the span is shorter than down-after): promoted. */
+	assert_null(blocker);
+	assert_int_equal(end, last + span);
+	assert_true(evented("failover_start"));
+	assert_true(called("info n2"));
+}
+
+static void test_admit_second_kill(void **state)
+{
+	(void)state;
+	second_kill(true);
+}
+
+static void test_admit_unconfirmed_blocks(void **state)
+{
+	(void)state;
+	second_kill(false);
+}
+
+/* A peer removed at runtime that n1's agent still names: left out of n1's grants from
+ * the removal on; once n1 confirmed, the removal no longer blocks n1's failover. */
+static void test_admit_removed_peer_confirmed(void **state)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct cfg_shard *cs = &cfg->shards[s->idx];
+	char buf[FO_ADMIT_LIST_MAX];
+	struct fo_report r;
+	int n4 = N("n4")->idx;
+
+	(void)state;
+	fo_admit_set_term(&C, 777);
+	healthy();
+	for (int k = 0; k < cs->nnodes; k++)
+		if (cs->nodes[k] == n4) {
+			memmove(&cs->nodes[k], &cs->nodes[k + 1],
+				(cs->nnodes - k - 1) * sizeof(int));
+			cs->nnodes--;
+			break;
+		}
+	cfg->nodes[n4].removed = true;
+	fo_node_drop(&C, n4);
+	fo_shard_sync(&C, s->idx);
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
+	fo_report_set_peer(&r, n4, FO_PEER_DOWN); /* still names n4 */
+	fo_report_set_peer_age(&r, n4, 60000);
+	fo_on_report(&C, N("n1"), &r);
+	assert_int_equal(fo_admit_answer(&C, N("n1"), buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "n2 n3");
+	assert_int_equal(C.nodes[n4].admit_out, C.admit_grant);
+	/* Not confirmed yet: blocked as before the admission. */
+	assert_false(fo_admit_confirmed(&C, N("n1"), &C.nodes[n4]));
+	r.admit_term = 777;
+	r.admit_grant = C.admit_grant;
+	fo_on_report(&C, N("n1"), &r);
+	assert_true(fo_admit_confirmed(&C, N("n1"), &C.nodes[n4]));
+	R.mono += 1500;
+	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
+	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
+	fo_report_set_peer_age(&r, N("n1")->idx, 1500);
+	fo_on_report(&C, N("n3"), &r);
+	fo_on_report(&C, N("n2"), &r);
+	assert_true(evented("node_down"));
+	assert_true(evented("failover_start"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +755,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_silent_peer_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_given_up_and_proc_down, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lease_lapsed_answered_not_given_up, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_revoked_ends_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_revoked_no_grant, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_revoked_stale_waits, setup, teardown),
@@ -533,6 +769,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_lease_deposed_leader, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_removed_peer_blocks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lease_removed_unnamed_peer, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_admit_withdraws_down_node, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_admit_second_kill, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_admit_unconfirmed_blocks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_admit_removed_peer_confirmed, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

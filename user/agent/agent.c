@@ -166,6 +166,7 @@ static int start_cluster(struct agent *a)
 	static const struct reporter_ops rops = {.build = agent_report_build,
 						 .event = agent_on_rep_event,
 						 .answer = agent_on_rep_answer,
+						 .admit = agent_on_rep_admit,
 						 .interval_ms = agent_report_interval_ms,
 						 .in_flight_max = agent_report_in_flight_max};
 	const struct cfg *c = a->cfg;

@@ -336,6 +336,31 @@ void agent_on_rep_answer(void *ctx, long long epoch, const char *primary, uint64
 		agent_fence_eval(a);
 }
 
+void agent_on_rep_admit(void *ctx, long long term, long long grant, const char *list)
+{
+	struct agent *a = ctx;
+	char csv[ADMIT_LIST_MAX + 2];
+	struct evrec r;
+
+	if (!list) {
+		if (admit_no_grant(&a->admit))
+			pr_info("write lease: the controller sends no admission grant (an older "
+				"one): every peer of the shard renews it\n");
+		return;
+	}
+	if (admit_apply(&a->admit, term, grant, list) != ADMIT_CHANGED)
+		return;
+	admit_csv(&a->admit, csv, sizeof(csv));
+	evrec_begin(&r, NULL, a->node, "lease_admission");
+	evrec_str(&r, "admitted", csv);
+	evrec_int(&r, "term", term);
+	evrec_int(&r, "grant", grant);
+	agent_out_log(a, &r);
+	pr_info("write lease: echo replies of %s renew it (grant %lld of term %lld)\n",
+		a->admit.ids[0] ? csv : "no peer", grant, term);
+	agent_out_kick(a); /* the controller waits for this report to count it */
+}
+
 /* --- ICMP peers ------------------------------------------------------- */
 
 void agent_on_peer_change(void *ctx, const struct probe_peer_info *peer)

@@ -25,6 +25,7 @@
 #ifndef FL_AGENT_LAYERS_H
 #define FL_AGENT_LAYERS_H
 
+#include "agent/admit.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -119,6 +120,8 @@ struct agent {
 	 * heard yet), and what is in effect (that word, else [controller] mode). */
 	int ctl_shadow;
 	bool shadow;
+	/* The lease admission grant in force (agent/admit.h): whose echoes renew it. */
+	struct admit_set admit;
 	struct event *heartbeat_ev; /* with a cluster file: the lease's and fencing's tick */
 	int lock_fd;
 	uint64_t drops_seen; /* ring buffer drops already logged */
@@ -152,6 +155,8 @@ void agent_on_sched_event(void *ctx, const struct fl_sched_event *e);
 void agent_on_rep_event(void *ctx, const char *kind, const char *detail);
 void agent_on_rep_answer(void *ctx, long long epoch, const char *primary, uint64_t sent_ns,
 			 int shadow);
+/* A lease admission grant in an answer (agent/admit.h): applied, said, reported. */
+void agent_on_rep_admit(void *ctx, long long term, long long grant, const char *list);
 /* Shadow mode in effect: the controller's last word, else [controller] mode; a
  * change gives up or takes the write lease (the answer that said it: epoch,
  * primary, sent_ns; -1, NULL, 0 from a reload) and logs mode_changed. */

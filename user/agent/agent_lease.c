@@ -61,7 +61,8 @@ static void add_ago(struct evrec *r, const char *key, uint64_t now, uint64_t t)
 }
 
 /* Whether a peer is another node of this node's shard, by id and address as the
- * cluster file names it. Only those renew the lease: the controller bounds the old
+ * cluster file names it, and admitted by the controller's grant in force (agent/admit.h:
+ * every one before a grant). Only those renew the lease: the controller bounds the old
  * primary's lease by what each of them reports (lease_wait.c), and a `--peer` extra
  * reports nothing to it (its answers would renew out of the controller's sight). */
 static bool shard_peer(const struct agent *a, const struct probe_peer_info *peer)
@@ -69,7 +70,8 @@ static bool shard_peer(const struct agent *a, const struct probe_peer_info *peer
 	const struct cfg_shard *s;
 	struct fl_peer_key k, want;
 
-	if (!a->cfg || !a->me || a->me->shard < 0 || icmp_watch_key_parse(peer->addr, &k))
+	if (!a->cfg || !a->me || a->me->shard < 0 || !admit_has(&a->admit, peer->id) ||
+	    icmp_watch_key_parse(peer->addr, &k))
 		return false;
 	s = &a->cfg->shards[a->me->shard];
 	for (int i = 0; i < s->nnodes; i++) {

@@ -107,6 +107,14 @@ void agent_report_build(void *ctx, struct rep_msg *m)
 		rep_add_key(m, RK_AUTH_ERROR, NULL, "%s", st->auth_error);
 	rep_add_key(m, RK_LEASE_LEN, NULL, "%d", a->cfg->agent.lease_ms);
 	rep_add_key(m, RK_HEARTBEAT, NULL, "%d", agent_report_interval_ms(a));
+	if (a->admit.have) {
+		char csv[ADMIT_LIST_MAX + 2];
+
+		rep_add_key(m, RK_ADMIT_TERM, NULL, "%lld", a->admit.term);
+		rep_add_key(m, RK_ADMIT_GRANT, NULL, "%lld", a->admit.grant);
+		if (strlen(admit_csv(&a->admit, csv, sizeof(csv))) < 1024)
+			rep_add_key(m, RK_ADMITTED, NULL, "%s", csv);
+	}
 	/* Whether INFO is known or not: a revoked lease is news at once. */
 	agent_lease_report(a, m);
 	if (!st->have_info)

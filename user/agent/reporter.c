@@ -33,6 +33,10 @@ struct reporter {
 	enum rep_state state;
 	unsigned long long seq;
 	long long last_sent_ms, last_answer_ms;
+	/* The heartbeat_ms the last REPORT said (0: none): the controller judges the agent
+	 * lost past three of it, so the next REPORT goes within it even when the interval
+	 * has grown since (a replica gone quiet says the longer one in that REPORT). */
+	int announced_ms;
 	/* CLOCK_MONOTONIC ns each REPORT left at, by seq % REP_SENT_RING (at most 64
 	 * requests are in flight): an answer renews the lease from its question's time. */
 	uint64_t sent_ns[REP_SENT_RING];
@@ -127,16 +131,43 @@ static void on_report_reply(void *ctx, redisReply *rep, void *priv)
 		shadow = !strcmp(rep->element[4]->str, "shadow")   ? 1
 			 : !strcmp(rep->element[4]->str, "active") ? 0
 								   : -1;
+	/* The 6th to 8th: the lease admission grant (absent: an older controller). Before
+	 * the answer's lease renewal: a peer it withdraws renews nothing from then on. */
+	if (r->ops.admit && rep->elements >= 8 && rep->element[5]->type == REDIS_REPLY_INTEGER &&
+	    rep->element[6]->type == REDIS_REPLY_INTEGER &&
+	    rep->element[7]->type == REDIS_REPLY_STRING)
+		r->ops.admit(r->ctx, rep->element[5]->integer, rep->element[6]->integer,
+			     rep->element[7]->str);
+	else if (r->ops.admit)
+		r->ops.admit(r->ctx, 0, 0, NULL); /* none: an older controller */
 	if (r->ops.answer)
 		r->ops.answer(r->ctx, rep->element[1]->integer, rep->element[2]->str, *sent_ns,
 			      shadow);
+}
+
+/* The heartbeat_ms key of a REPORT built (0: none, or not a number). */
+static int announced_of(const struct rep_msg *m)
+{
+	const char *key = report_keys[RK_HEARTBEAT].name;
+
+	for (int i = 2; i + 1 < m->argc; i += 2) {
+		char *end;
+		long v;
+
+		if (strcmp(m->argv[i], key))
+			continue;
+		errno = 0;
+		v = strtol(m->argv[i + 1], &end, 10);
+		return errno || *end || v <= 0 || v > 86400000 ? 0 : (int)v;
+	}
+	return 0;
 }
 
 static void send_report(struct reporter *r)
 {
 	struct rep_msg *m = calloc(1, sizeof(*m));
 	char seq[24];
-	int err;
+	int err, announced;
 
 	if (!m)
 		return;
@@ -149,6 +180,7 @@ static void send_report(struct reporter *r)
 	r->sent_ns[r->seq % REP_SENT_RING] = fl_clock_ns(CLOCK_MONOTONIC);
 	err = redis_link_command(r->link, on_report_reply, &r->sent_ns[r->seq % REP_SENT_RING],
 				 m->argc, m->argv, NULL);
+	announced = announced_of(m);
 	free(m);
 	if (err) {
 		pr_debug("failed to send report: %s\n", strerror(-err));
@@ -157,6 +189,7 @@ static void send_report(struct reporter *r)
 		return;
 	}
 	r->last_sent_ms = fl_wall_ms();
+	r->announced_ms = announced;
 }
 
 /* A -ERR/-AUTH/-VERSION/-NODE answer to HELLO or PROVE. */
@@ -253,6 +286,7 @@ static void on_up(void *ctx)
 	const char *argv[] = {"HELLO", "flatline", REP_PROTO_VERSION, r->node, nonce};
 
 	r->seq = 0;
+	r->announced_ms = 0;
 	if (auth_nonce(r->nonce)) {
 		redis_link_drop(r->link, "failed to draw a nonce");
 		return;
@@ -320,6 +354,7 @@ static int in_flight_max(const struct reporter *r)
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 {
 	struct reporter *r = arg;
+	int wait;
 
 	(void)fd;
 	(void)what;
@@ -332,7 +367,10 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 		redis_link_drop(r->link, "controller stopped answering");
 		return;
 	}
-	if (r->state != REP_READY || fl_wall_ms() - r->last_sent_ms < interval_ms(r) - 1)
+	wait = interval_ms(r);
+	if (r->announced_ms > 0 && r->announced_ms < wait)
+		wait = r->announced_ms; /* grown since the last REPORT said it: not yet */
+	if (r->state != REP_READY || fl_wall_ms() - r->last_sent_ms < wait - 1)
 		return;
 	/* REPORTs still unanswered: the controller is behind (or the link is slow).
 	 * Another heartbeat would only queue behind them; the answer, when it comes,

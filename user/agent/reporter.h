@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The agent's link to the controller (docs/protocol.md): HELLO, then a REPORT
  * at once on every change and at least every heartbeat_ms (or the longer interval
- * ops->interval_ms gives). A heartbeat does not queue behind unanswered REPORTs
- * (one, or ops->in_flight_max): a controller that is late gets fewer reports, not more. */
+ * ops->interval_ms gives), never later than the heartbeat_ms key of the last REPORT
+ * said (the controller judges the agent lost past three of those: an interval grown
+ * since waits for one more REPORT, which says it). A heartbeat does not queue behind unanswered
+ * REPORTs (one, or ops->in_flight_max): a controller that is late gets fewer reports, not more. */
 #ifndef FL_REPORTER_H
 #define FL_REPORTER_H
 
@@ -44,6 +46,10 @@ struct reporter_ops {
 	 * (CLOCK_MONOTONIC ns) that REPORT was sent. */
 	void (*answer)(void *ctx, long long epoch, const char *primary, uint64_t sent_ns,
 		       int shadow);
+	/* The lease admission grant of that answer (elements 6-8; a leader's only): the
+	 * controller's term, the grant number and the admitted peers, space-separated;
+	 * list NULL when the answer has none (an older controller). */
+	void (*admit)(void *ctx, long long term, long long grant, const char *list);
 	/* How long a REPORT may wait now when nothing changes (ms; NULL or <= 0:
 	 * heartbeat_ms). Asked at every heartbeat tick. */
 	int (*interval_ms)(void *ctx);

@@ -43,6 +43,13 @@ const struct report_key_def report_keys[RK_COUNT] = {
     [RK_HEARTBEAT] = {"heartbeat_ms", NULL, RT_INT,
 		      "the agent's next report comes within this many ms if nothing changes "
 		      "(heartbeat_ms, or replica_heartbeat_ms for a quiet replica)"},
+    [RK_ADMIT_TERM] = {"admit_term", NULL, RT_INT,
+		       "the term of the controller whose lease admission grant the agent runs "
+		       "with (absent: none applied)"},
+    [RK_ADMIT_GRANT] = {"admit_grant", NULL, RT_INT, "that grant's number"},
+    [RK_ADMITTED] = {"admitted", NULL, RT_WORD,
+		     "the peers whose echo replies renew its lease under that grant, "
+		     "comma-separated (\"-\": none)"},
     [RK_CAUSE] =
 	{"cause", NULL, RT_WORD,
 	 "with proc hung or busy: stopped, busy, throttled, blocked, unresponsive, unknown"},

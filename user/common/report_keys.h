@@ -33,6 +33,10 @@ enum report_key {
 	RK_LEASE_SOURCE,
 	RK_LEASE_LEN, /* "lease_ms": the agent's lease length (controller/lease_wait.h) */
 	RK_HEARTBEAT, /* "heartbeat_ms": the next report comes within this */
+	/* The lease admission grant the agent runs with (controller/lease_admit.h). */
+	RK_ADMIT_TERM,
+	RK_ADMIT_GRANT,
+	RK_ADMITTED,
 	/* With proc hung or busy: why, from the scheduler (agent/srvmon.h). */
 	RK_CAUSE,
 	RK_THREAD_STATE,

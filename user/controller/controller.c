@@ -19,6 +19,7 @@
 #include "controller/controller.h"
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
+#include "controller/lease_admit.h"
 
 /* The module's state (c->top): the TILT tick and the signals. */
 struct ctl_top {
@@ -420,6 +421,9 @@ int ctl_new(struct ctl **out, struct cfg *cfg, const struct ctl_opts *opts)
 	c->fo.starting = true;
 	/* A previous process may have renewed a lease until it stopped: before now. */
 	c->fo.others_answered_until_ms = c->fo.now_ms(c->fo.ctx);
+	/* Lease admission grants under a term above its previous process's (HA mode: the
+	 * leader's, from when it leads: ctl_ha.c). */
+	fo_admit_set_term(&c->fo, cfg->etcd.enabled ? 0 : c->fo.wall_ms(c->fo.ctx));
 	c->fo.shadow = cfg->controller.shadow || (opts && opts->shadow);
 	if (c->fo.shadow)
 		pr_info("shadow mode: judging and logging what would be done, changing nothing\n");

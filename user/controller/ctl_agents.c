@@ -16,6 +16,7 @@
 #include "controller/ctl.h"
 #include "controller/ctl_conn.h"
 #include "controller/lease_wait.h"
+#include "controller/lease_admit.h"
 
 /* A node's heartbeat deadline: which node, for on_node_deadline. */
 struct ctl_deadline {
@@ -194,13 +195,15 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	struct fo_node *n;
 	struct fo_shard *s;
 	long long seq;
-	char *end, why[160], e[200];
-	/* The answer: an array and an integer line, "+OK", and 3 bulk strings (the
-	 * primary's id at most CFG_ID_MAX, "follower", "active"). */
-	char a[2 * RESP_LINE_MAX + 5 + 3 * (RESP_LINE_MAX + 2) + CFG_ID_MAX + 8 + 6], *p;
+	char *end, why[160], e[200], admitted[FO_ADMIT_LIST_MAX];
+	/* The answer: an array and an integer line, "+OK", 3 bulk strings (the primary's
+	 * id, "follower", "active"), and with a grant two integers and the admitted peers.
+	 * One that does not fit goes through the evbuffer. */
+	char a[1024], *p;
 	const char *primary;
-	size_t plen;
+	size_t plen, alen = 0;
 	int fresh_ms, slot;
+	bool admit;
 
 	if (!(k->flags & CTL_C_AGENT)) {
 		ctl_conn_fatal(k, "ERR REPORT before HELLO");
@@ -237,21 +240,31 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 		    ctl_common_timeout(c, &c->agents->deadline_ms[slot],
 				       &c->agents->deadline_tv[slot], fresh_ms + 1));
 	s = n->shard >= 0 ? &c->fo.shards[n->shard] : NULL;
+	/* The lease admission grant (lease_admit.h): none from a follower (term 0). */
+	admit = c->fo.admit_term && ctl_may_act(c) &&
+		!fo_admit_answer(&c->fo, n, admitted, sizeof(admitted));
 	primary = fo_answer_primary(&c->fo, s, n, c->fo.now_ms(c->fo.ctx));
 	plen = strlen(primary);
-	if (plen > CFG_ID_MAX) { /* not from a cluster file: as any answer */
+	if (admit)
+		alen = strlen(admitted);
+	if (plen + alen + 10 * (RESP_LINE_MAX + 2) + 16 > sizeof(a)) {
 		ctl_conn_direct_flush(k);
-		resp_array(out, 5);
+		resp_array(out, admit ? 8 : 5);
 		resp_status(out, "OK");
 		resp_int(out, s ? (long long)s->epoch : 0);
 		resp_bulk(out, primary, plen);
 		resp_str(out, ctl_may_act(c) ? "leader" : "follower");
 		resp_str(out, c->fo.shadow ? "shadow" : "active");
+		if (admit) {
+			resp_int(out, c->fo.admit_term);
+			resp_int(out, c->fo.admit_grant);
+			resp_bulk(out, admitted, alen);
+		}
 		return;
 	}
 	/* In one piece, held for one send() with the connection's other answers. */
 	p = a;
-	p += resp_fmt_line(p, '*', 5);
+	p += resp_fmt_line(p, '*', admit ? 8 : 5);
 	p += resp_fmt_status(p, "OK", 2);
 	p += resp_fmt_line(p, ':', s ? (long long)s->epoch : 0);
 	p += resp_fmt_bulk(p, primary, plen);
@@ -259,6 +272,11 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	p += ctl_may_act(c) ? resp_fmt_bulk(p, "leader", 6) : resp_fmt_bulk(p, "follower", 8);
 	/* The mode: in shadow mode the agents hold no write lease and do not fence. */
 	p += c->fo.shadow ? resp_fmt_bulk(p, "shadow", 6) : resp_fmt_bulk(p, "active", 6);
+	if (admit) {
+		p += resp_fmt_line(p, ':', c->fo.admit_term);
+		p += resp_fmt_line(p, ':', c->fo.admit_grant);
+		p += resp_fmt_bulk(p, admitted, alen);
+	}
 	ctl_conn_answer(k, a, (size_t)(p - a));
 }
 

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "controller/ctl.h"
 #include "controller/ha.h"
+#include "controller/lease_admit.h"
 
 #define CTL_HA_MEMBERS_MS 5000 /* etcd's member list, for status */
 #define CTL_HA_STOP_MS	  1000 /* a clean stop waits this long for the lease revoke */
@@ -63,6 +64,9 @@ static void on_role(void *ctx, enum ha_role role, const char *why)
 		/* The leader before us answered as leader only while its etcd lease surely
 		 * lived, so before we could win: a lease it renewed ends by now + lease_ms. */
 		c->fo.others_answered_until_ms = c->fo.now_ms(c->fo.ctx);
+		/* Admission grants under this lead's term, above every leader's before:
+		 * until an agent confirms one, every peer still counts (lease_admit.h). */
+		fo_admit_set_term(&c->fo, FO_ADMIT_HA_TERM + ha_leader_revision(c->ha));
 		pr_info("leading (%s): learning the servers' state before acting\n", why);
 		ha_event(c, "leader_elected", why);
 		c->ha_state->was_leader = true;
@@ -71,7 +75,8 @@ static void on_role(void *ctx, enum ha_role role, const char *why)
 		ctl_discover_start(c);
 		return;
 	}
-	c->fo.starting = true; /* a follower observes */
+	c->fo.starting = true;	      /* a follower observes */
+	fo_admit_set_term(&c->fo, 0); /* and grants nothing */
 	if (c->ha_state->was_leader) {
 		pr_warn("no longer leading: %s\n", why);
 		ha_event(c, "leader_lost", why);

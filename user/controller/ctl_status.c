@@ -13,6 +13,7 @@
 #include "controller/ctl.h"
 #include "controller/ctl_members.h"
 #include "controller/lease_wait.h"
+#include "controller/lease_admit.h"
 
 static int put_evbuffer(void *b, const char *s, size_t n)
 {
@@ -78,6 +79,27 @@ static const char *node_cause(const struct fo_node *n)
 	    (n->rep.proc == FO_PROC_HUNG || n->rep.proc == FO_PROC_BUSY))
 		return n->rep.cause;
 	return "";
+}
+
+/* Lease admission (lease_admit.h): withdrawn from the other agents' grants, and the
+ * withdrawn peers whose withdrawal this node's agent confirmed (they no longer hold
+ * up its failover). */
+static void add_admission(struct evbuffer *b, const struct ctl *c, const struct fo_shard *s,
+			  const struct fo_node *n)
+{
+	int k = 0;
+
+	evbuffer_add_printf(b, ",\"admission\":\"%s\",\"withdrawals_confirmed\":[",
+			    n->admit_out ? "withdrawn" : "admitted");
+	for (int j = 0; j < s->nnodes; j++) {
+		const struct fo_node *q = &c->fo.nodes[s->nodes[j]];
+
+		if (q == n || !fo_admit_confirmed(&c->fo, n, q))
+			continue;
+		evbuffer_add_printf(b, "%s", k++ ? "," : "");
+		json_str(b, q->id);
+	}
+	evbuffer_add_printf(b, "]");
 }
 
 static const struct info_repl *node_repl(const struct fo_node *n)
@@ -270,6 +292,7 @@ void ctl_status_json(struct ctl *c, struct evbuffer *b)
 			evbuffer_add_printf(b, ",\"lease\":\"%s\",\"source\":\"%s\"",
 					    fo_lease_word(n),
 					    c->cfg->nodes[n->idx].runtime ? "runtime" : "file");
+			add_admission(b, c, s, n);
 			if (node_cause(n)[0]) {
 				evbuffer_add_printf(b, ",\"cause\":");
 				json_str(b, node_cause(n));

@@ -54,6 +54,9 @@ struct fo_report {
 	int lease;		/* enum fo_lease_report: the agent's write lease */
 	int lease_len_ms;	/* key lease_ms: the agent's lease length; -1: not reported */
 	int heartbeat_ms;	/* key heartbeat_ms: its next report within this; 0: not said */
+	/* Keys admit_term and admit_grant: the lease admission grant its agent runs with
+	 * (controller/lease_admit.h); 0: none said (an older agent, or none applied). */
+	long long admit_term, admit_grant;
 	/* The arrays last, each read only below its count: a report is cleared up to
 	 * them and copied only as far as they are used (fo_report_copy), not 1.8 KB
 	 * each per REPORT. Peer verdicts (key peer.<id>): peer_v[i] (enum fo_peer) on
@@ -157,6 +160,9 @@ struct fo_node {
 	int fix_ok;	      /* REPOINT: this node answered OK */
 	struct fo_report rep;
 	long long named_primary_ms; /* last REPORT answer naming it primary (lease_wait.h) */
+	/* The admission grant from which on this controller's answers leave this node out
+	 * of every other agent's admitted peers (controller/lease_admit.h); 0: admitted. */
+	long long admit_out;
 	/* A longer lease length its agent reported before a shorter one: counted until
 	 * lease_hold_until_ms (monotonic), when no lease of that length can remain. */
 	int lease_hold_ms;
@@ -323,6 +329,9 @@ struct fo_cluster {
 	 * a leader deposed when this one took the lead (set then). A lease they renewed runs
 	 * until at most this + the lease's span (lease_wait.c). 0: only our own answers. */
 	long long others_answered_until_ms;
+	/* Lease admission (controller/lease_admit.h): this controller's term (ordered
+	 * across its processes and, in HA mode, across leaders) and its last grant. */
+	long long admit_term, admit_grant;
 	/* TILT */
 	bool tilt;
 	long long tilt_since_ms, tilt_until_ms;

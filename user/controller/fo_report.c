@@ -171,6 +171,12 @@ static void apply(struct fo_cluster *c, struct fo_report *rep, enum report_key k
 	case RK_LEASE_LEN:
 		rep->lease_len_ms = (int)clamp(n, 0, 86400000);
 		break;
+	case RK_ADMIT_TERM:
+		rep->admit_term = n > 0 ? n : 0;
+		break;
+	case RK_ADMIT_GRANT:
+		rep->admit_grant = n > 0 ? n : 0;
+		break;
 	case RK_HEARTBEAT: /* at most a minute: a node cannot make itself never stale */
 		rep->heartbeat_ms = (int)clamp(n, 0, 60000);
 		break;

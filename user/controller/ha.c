@@ -850,6 +850,11 @@ int64_t ha_revision(const struct ha *h)
 	return h->rev;
 }
 
+int64_t ha_leader_revision(const struct ha *h)
+{
+	return h->leader_rev;
+}
+
 int ha_controllers(const struct ha *h, const char **ids, const char **addrs, int max)
 {
 	int n = 0;

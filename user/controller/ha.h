@@ -73,6 +73,8 @@ long long ha_deadline_ms(const struct ha *h);
 const char *ha_leader(const struct ha *h);
 /* The leader's revision and the last revision seen (lag = what a follower trails by). */
 int64_t ha_revision(const struct ha *h);
+/* The create revision of our leader key while we lead (higher for each new leader). */
+int64_t ha_leader_revision(const struct ha *h);
 
 /* Leader only: writes <prefix>rel = val in a transaction that succeeds only while the
  * leader key is ours. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The wait for the old primary's write lease: see lease_wait.h. */
 #include "controller/lease_wait.h"
+#include "controller/lease_admit.h"
 
 static long long span_of(long long ms)
 {
@@ -95,9 +96,15 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 	 * + the span. */
 	if (c->others_answered_until_ms && c->others_answered_until_ms + span > end)
 		end = c->others_answered_until_ms + span;
-	/* Given up (hung, or anything that made it say lapsed): peers cannot revive it. */
+	/* Given up (hung, or anything that made it say lapsed): peers cannot revive it.
+	 * Unless an answer named it primary since that report (the answer to it, say: an
+	 * agent that had not taken its lease yet): an answer takes a lapsed lease again
+	 * (agent/lease.c), and from then on the peers' echoes keep it, with no later
+	 * report to say so if p was cut off from here right then. Revoked: no answer
+	 * names it while it says so (fo_answer_primary). */
 	if ((p->flags & FO_N_REPORTED) &&
-	    (p->rep.lease == FO_LEASE_LAPSED || p->rep.lease == FO_LEASE_REVOKED))
+	    (p->rep.lease == FO_LEASE_REVOKED ||
+	     (p->rep.lease == FO_LEASE_LAPSED && p->named_primary_ms < p->last_report_ms)))
 		return end;
 	/* A peer removed at runtime that p's agent still probes (its last report names
 	 * it, or named it before the removal): the agent, started with it, still takes
@@ -108,6 +115,12 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 
 		if ((p->flags & FO_N_REPORTED) && k >= 0 && k < c->nnodes &&
 		    (c->nodes[k].flags & FO_N_REMOVED)) {
+			if (fo_admit_confirmed(c, p, &c->nodes[k])) {
+				/* Left out of p's grants, and p said so: see below. */
+				if (p->last_report_ms + span > end)
+					end = p->last_report_ms + span;
+				continue;
+			}
 			*blocker = &c->nodes[k];
 			return FO_LEASE_NEVER;
 		}
@@ -118,6 +131,15 @@ long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 
 		if (q == p)
 			continue;
+		/* Declared down or lost, left out of p's grants, and p's agent said it runs
+		 * with such a grant (lease_admit.h): it counted no echo of q since it sent
+		 * its last report, so q renewed p's lease until that report at the latest,
+		 * however silent q is now. */
+		if (fo_admit_confirmed(c, p, q)) {
+			if (p->last_report_ms + span > end)
+				end = p->last_report_ms + span;
+			continue;
+		}
 		if (!fresh(c, q, now)) {
 			*blocker = q;
 			return FO_LEASE_NEVER;

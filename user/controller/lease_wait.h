@@ -20,7 +20,9 @@
  *  - a peer whose agent is silent may still be answering the primary's echoes: no
  *    bound, no promotion (failover_blocked says which peer); so is a peer removed at
  *    runtime that the primary's last report still names (its agent, started with it,
- *    still takes its echo replies);
+ *    still takes its echo replies); unless the primary's agent confirmed that it no
+ *    longer counts that peer's echoes (lease_admit.h): then until the primary's last
+ *    report + lease_ms;
  *  - an agent that reports a lease length but no lease (parked from shadow mode, not
  *    armed yet after the switch to active): nothing fences the old primary, no bound.
  * In shadow mode there is no wait at all: no agent runs a lease, nothing is promoted,
