@@ -247,7 +247,7 @@ void ctl_on_report(struct ctl_conn *k, struct resp_cmd *cmd)
 	plen = strlen(primary);
 	if (admit)
 		alen = strlen(admitted);
-	if (plen + alen + 10 * (RESP_LINE_MAX + 2) + 16 > sizeof(a)) {
+	if (plen + alen + 10 * (size_t)(RESP_LINE_MAX + 2) + 16 > sizeof(a)) {
 		ctl_conn_direct_flush(k);
 		resp_array(out, admit ? 8 : 5);
 		resp_status(out, "OK");
