@@ -273,54 +273,47 @@ test_cluster_mismatch() {
 		fail "status: $("$FL" status --json -c "$CONF" | jq -c ".shards[] | select(.name == \"s$b\")")"
 }
 
-# flatline failover of a cluster shard: plain CLUSTER FAILOVER (the cluster pauses the
-# primary and waits for the offset), no acknowledged write lost.
-test_cluster_planned() {
+# planned_move WHAT [ARGS]: flatline failover of s$A [ARGS] while redis-py's
+# RedisCluster writes throughout; its output in MOVE_OUT, A and RA (its replica) set;
+# no acknowledged write lost, the replica master.
+planned_move() {
+	local what=$1 res
+	shift
 	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
 	setup_rcluster
-	local a=${PRIMARIES[0]} ra out res
-	ra=${REPLICA_OF[$a]}
+	A=${PRIMARIES[0]}
+	RA=${REPLICA_OF[$A]}
 	"$PY" tests/lib/rcwriter.py write "${P[1]}" "$T/writes" &
 	WPID=$!
 	on_exit "kill -TERM $WPID"
 	sleep 1
-	out=$("$FL" failover -c "$CONF" "s$a" 2>&1) || fail "failover: $out"
-	grep -q "CLUSTER FAILOVER to c$ra" <<<"$out" || fail "not a plain CLUSTER FAILOVER: $out"
-	! grep -q "FORCE\|TAKEOVER" <<<"$out" || fail "FORCE or TAKEOVER in a planned move: $out"
-	rc_cli -p "$ra" cluster nodes | grep -q "myself,master" || fail "c$ra not master"
+	MOVE_OUT=$("$FL" failover -c "$CONF" "s$A" "$@" 2>&1) || fail "failover $*: $MOVE_OUT"
+	rc_cli -p "$RA" cluster nodes | grep -q "myself,master" || fail "c$RA not master"
 	sleep 1
 	kill -TERM "$WPID"
 	wait "$WPID" 2>/dev/null
 	res=$("$PY" tests/lib/rcwriter.py check "${P[1]}" "$T/writes" 0 "")
-	echo "    planned: $res"
-	expect_eq "acknowledged writes lost in a planned move" "$(jq .lost <<<"$res")" 0
+	echo "    $what: $res"
+	expect_eq "acknowledged writes lost in a $what" "$(jq .lost <<<"$res")" 0
 	[ "$(jq .acked <<<"$res")" -gt 100 ] || fail "too few writes: $res"
+}
+
+# flatline failover of a cluster shard: plain CLUSTER FAILOVER (the cluster pauses the
+# primary and waits for the offset), no acknowledged write lost.
+test_cluster_planned() {
+	planned_move "planned move"
+	grep -q "CLUSTER FAILOVER to c$RA" <<<"$MOVE_OUT" || fail "not a plain CLUSTER FAILOVER: $MOVE_OUT"
+	! grep -q "FORCE\|TAKEOVER" <<<"$MOVE_OUT" || fail "FORCE or TAKEOVER in a planned move: $MOVE_OUT"
 }
 
 # flatline failover --takeover: CLUSTER FAILOVER TAKEOVER has no handshake with the
 # primary, so flatline fences it itself: writes paused on the primary, the replica's
 # offset waited for, then TAKEOVER, then unpaused; no acknowledged write lost.
 test_cluster_takeover() {
-	fl_flavour_set redis || skip "$FL_FLAVOUR_WHY"
-	setup_rcluster
-	local a=${PRIMARIES[0]} ra out res
-	ra=${REPLICA_OF[$a]}
-	"$PY" tests/lib/rcwriter.py write "${P[1]}" "$T/writes" &
-	WPID=$!
-	on_exit "kill -TERM $WPID"
-	sleep 1
-	out=$("$FL" failover -c "$CONF" "s$a" --takeover 2>&1) || fail "failover --takeover: $out"
-	grep -q "writes paused on c$a at offset" <<<"$out" || fail "TAKEOVER without writes paused first: $out"
-	grep -q "CLUSTER FAILOVER TAKEOVER to c$ra" <<<"$out" || fail "not a TAKEOVER: $out"
-	grep -q "writes unpaused on c$a" <<<"$out" || fail "c$a not unpaused: $out"
-	rc_cli -p "$ra" cluster nodes | grep -q "myself,master" || fail "c$ra not master"
-	sleep 1
-	kill -TERM "$WPID"
-	wait "$WPID" 2>/dev/null
-	res=$("$PY" tests/lib/rcwriter.py check "${P[1]}" "$T/writes" 0 "")
-	echo "    takeover: $res"
-	expect_eq "acknowledged writes lost in a TAKEOVER" "$(jq .lost <<<"$res")" 0
-	[ "$(jq .acked <<<"$res")" -gt 100 ] || fail "too few writes: $res"
+	planned_move TAKEOVER --takeover
+	grep -q "writes paused on c$A at offset" <<<"$MOVE_OUT" || fail "TAKEOVER without writes paused first: $MOVE_OUT"
+	grep -q "CLUSTER FAILOVER TAKEOVER to c$RA" <<<"$MOVE_OUT" || fail "not a TAKEOVER: $MOVE_OUT"
+	grep -q "writes unpaused on c$A" <<<"$MOVE_OUT" || fail "c$A not unpaused: $MOVE_OUT"
 }
 
 TESTS=(test_cluster_kill_redis test_cluster_kill_valkey test_cluster_stop_redis test_cluster_stop_valkey
