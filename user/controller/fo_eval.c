@@ -218,24 +218,7 @@ static bool lease_run_out(struct fo_cluster *c, struct fo_shard *s, struct fo_no
 		s->lease_wait_since_ms = now;
 		fo_say_lease_wait(c, s, blocker, blocker ? -1 : end - now);
 	}
-	if (blocker == p && p->rep.lease == FO_LEASE_UNGUARDED)
-		snprintf(why, sizeof(why),
-			 "%s's agent has not marked its server's sockets yet (no pid: the "
-			 "server has not answered since the agent started): its replies are "
-			 "not fenced",
-			 p->id);
-	else if (blocker == p)
-		snprintf(why, sizeof(why),
-			 "%s's agent runs no write lease (parked or not armed yet): its "
-			 "replies are not fenced",
-			 p->id);
-	else if (blocker)
-		snprintf(why, sizeof(why),
-			 "%s's write lease: peer %s is silent and may still renew it "
-			 "(no report from it since the lease could last run through it)",
-			 p->id, blocker->id);
-	else
-		snprintf(why, sizeof(why), "waiting for %s's write lease to run out", p->id);
+	fo_lease_wait_why(p, blocker, why, sizeof(why));
 	if (strcmp(why, s->blocked_why)) {
 		snprintf(s->blocked_why, sizeof(s->blocked_why), "%s", why);
 		fo_say_failover_blocked(c, s, why);

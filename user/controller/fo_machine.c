@@ -138,23 +138,15 @@ static bool operator_before_lease(const struct fo_cluster *c, const struct fo_sh
 {
 	const struct fo_node *blocker = NULL;
 	long long end = fo_lease_end_ms(c, s, p, v, &blocker), now = fo_now(c);
+	size_t n;
 
 	if (end <= now)
 		return false;
-	if (blocker == p)
-		snprintf(why, whylen,
-			 "%s's replies are not fenced (its agent runs no write "
-			 "lease, or has not marked its server's sockets yet)",
-			 p->id);
-	else if (blocker)
-		snprintf(why, whylen,
-			 "%s may still hold its write lease: peer %s is silent and may renew it",
-			 p->id, blocker->id);
-	else
-		snprintf(why, whylen,
-			 "%s may still hold its write lease for %lld ms: no promotion before "
-			 "it has run out",
-			 p->id, end - now);
+	fo_lease_wait_why(p, blocker, why, whylen);
+	n = strlen(why);
+	if (!blocker && n < whylen)
+		snprintf(why + n, whylen - n, " (%lld ms left): no promotion before then",
+			 end - now);
 	return true;
 }
 

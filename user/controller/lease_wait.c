@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The wait for the old primary's write lease: see lease_wait.h. */
+#include <stdio.h>
 #include "controller/lease_wait.h"
 #include "controller/lease_admit.h"
 
@@ -173,6 +174,29 @@ const char *fo_answer_primary(struct fo_cluster *c, struct fo_shard *s, const st
 	if (n == p)
 		p->named_primary_ms = now;
 	return p->id;
+}
+
+void fo_lease_wait_why(const struct fo_node *p, const struct fo_node *blocker, char *why,
+		       size_t len)
+{
+	if (blocker == p && p->rep.lease == FO_LEASE_UNGUARDED)
+		snprintf(why, len,
+			 "%s's agent has not marked its server's sockets yet (no pid: the "
+			 "server has not answered since the agent started): its replies are "
+			 "not fenced",
+			 p->id);
+	else if (blocker == p)
+		snprintf(why, len,
+			 "%s's agent runs no write lease (parked or not armed yet): its "
+			 "replies are not fenced",
+			 p->id);
+	else if (blocker)
+		snprintf(why, len,
+			 "%s's write lease: peer %s is silent and may still renew it "
+			 "(no report from it since the lease could last run through it)",
+			 p->id, blocker->id);
+	else
+		snprintf(why, len, "waiting for %s's write lease to run out", p->id);
 }
 
 const char *fo_lease_word(const struct fo_node *n)

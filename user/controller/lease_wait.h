@@ -67,6 +67,10 @@ void fo_lease_note_report(struct fo_cluster *c, struct fo_node *n, const struct 
 long long fo_lease_end_ms(const struct fo_cluster *c, const struct fo_shard *s,
 			  const struct fo_node *p, enum fo_verdict v,
 			  const struct fo_node **blocker);
+/* Why p's failover waits, as fo_lease_end_ms left it (blocker, or none: a bound not
+ * reached yet): the failover_blocked reason, and an operator's refusal (fo_start). */
+void fo_lease_wait_why(const struct fo_node *p, const struct fo_node *blocker, char *why,
+		       size_t len);
 /* The primary to name in the answer to a REPORT from node n of s: "" while a failover
  * of s is decided or running (no lease is renewed then), and to the primary itself
  * while its report says its lease is revoked; else the primary's id; when n is the
