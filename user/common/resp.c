@@ -193,41 +193,25 @@ static int inline_cmd(struct resp_reader *r, struct resp_cmd *cmd)
  * no allocation per argument (this is every REPORT's path). */
 static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 {
-	size_t n = (size_t)r->nargs, data = 0, pos, at, hend, head;
+	size_t n = (size_t)r->nargs, data = 0, pos = 0, at, hend, head;
+	const bool seen = n <= RESP_SEEN_ARGS; /* the guard saw where each one is */
 	long long v;
 	char *blk, *p;
 
 	memset(cmd, 0, sizeof(*cmd));
-	if (n <= RESP_SEEN_ARGS) { /* the guard saw where each one is */
+	if (seen) {
 		for (size_t i = 0; i < n; i++)
 			data += r->seen_len[i] + 1;
-		head = n * (sizeof(*cmd->argv) + sizeof(*cmd->lens));
-		blk = malloc(head + data + 1);
-		if (!blk)
-			return fail(r, -ENOMEM, "out of memory");
-		cmd->argv = (char **)(void *)blk;
-		cmd->lens = (size_t *)(void *)(blk + n * sizeof(*cmd->argv));
-		p = blk + head;
-		for (size_t i = 0; i < n; i++) {
-			memcpy(p, r->f.buf + r->seen_at[i], r->seen_len[i]);
-			p[r->seen_len[i]] = '\0';
-			cmd->argv[i] = p;
-			cmd->lens[i] = r->seen_len[i];
-			p += r->seen_len[i] + 1;
+	} else {
+		/* The header of the array, then n bulk strings: their total length. */
+		if (resp_frame_header(&r->f, 0, &v, &pos) != 1)
+			return fail(r, -EPROTO, "Protocol error: invalid multibulk length");
+		for (size_t i = 0, q = pos; i < n; i++) {
+			if (resp_frame_header(&r->f, q, &v, &hend) != 1 || v < 0)
+				return fail(r, -EPROTO, "Protocol error: invalid bulk length");
+			data += (size_t)v + 1;
+			q = hend + (size_t)v + 2;
 		}
-		cmd->argc = (int)n;
-		cmd->block = 1;
-		consume(r, end);
-		return 1;
-	}
-	/* The header of the array, then n bulk strings: their total length. */
-	if (resp_frame_header(&r->f, 0, &v, &pos) != 1)
-		return fail(r, -EPROTO, "Protocol error: invalid multibulk length");
-	for (size_t i = 0, q = pos; i < n; i++) {
-		if (resp_frame_header(&r->f, q, &v, &hend) != 1 || v < 0)
-			return fail(r, -EPROTO, "Protocol error: invalid bulk length");
-		data += (size_t)v + 1;
-		q = hend + (size_t)v + 2;
 	}
 	head = n * (sizeof(*cmd->argv) + sizeof(*cmd->lens));
 	blk = malloc(head + data + 1);
@@ -237,13 +221,22 @@ static int parse_frame(struct resp_reader *r, size_t end, struct resp_cmd *cmd)
 	cmd->lens = (size_t *)(void *)(blk + n * sizeof(*cmd->argv));
 	p = blk + head;
 	for (at = pos; cmd->argc < (int)n; cmd->argc++) {
-		resp_frame_header(&r->f, at, &v, &hend);
-		memcpy(p, r->f.buf + hend, (size_t)v);
-		p[v] = '\0';
+		size_t from, len;
+
+		if (seen) {
+			from = r->seen_at[cmd->argc];
+			len = r->seen_len[cmd->argc];
+		} else {
+			resp_frame_header(&r->f, at, &v, &hend);
+			from = hend;
+			len = (size_t)v;
+			at = hend + len + 2;
+		}
+		memcpy(p, r->f.buf + from, len);
+		p[len] = '\0';
 		cmd->argv[cmd->argc] = p;
-		cmd->lens[cmd->argc] = (size_t)v;
-		p += v + 1;
-		at = hend + (size_t)v + 2;
+		cmd->lens[cmd->argc] = len;
+		p += len + 1;
 	}
 	cmd->block = 1;
 	consume(r, end);
