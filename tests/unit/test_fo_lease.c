@@ -8,6 +8,26 @@
 #include "controller/lease_wait.h"
 #include "controller/lease_admit.h"
 
+/* id removed from shard s at runtime, as ctl_members.c does it: the cfg's list, then
+ * the model. */
+static void remove_at_runtime(const char *id)
+{
+	struct fo_shard *s = fo_find_shard(&C, "s");
+	struct cfg_shard *cs = &cfg->shards[s->idx];
+	int n = N(id)->idx;
+
+	for (int k = 0; k < cs->nnodes; k++)
+		if (cs->nodes[k] == n) {
+			memmove(&cs->nodes[k], &cs->nodes[k + 1],
+				(cs->nnodes - k - 1) * sizeof(int));
+			cs->nnodes--;
+			break;
+		}
+	cfg->nodes[n].removed = true;
+	fo_node_drop(&C, n);
+	fo_shard_sync(&C, s->idx);
+}
+
 /* ---- the write lease (controller/lease_wait.c) ---- */
 
 /* n1 cut off: the peers' last packets from it bound its lease; the failover waits for
@@ -155,8 +175,6 @@ static void test_lease_lapsed_answered_not_given_up(void **state)
  * does not bound the lease; a removed peer the agent does not name is no bound. */
 static void test_lease_removed_peer_blocks(void **state)
 {
-	struct fo_shard *s = fo_find_shard(&C, "s");
-	struct cfg_shard *cs = &cfg->shards[s->idx];
 	struct fo_report r;
 	int n4 = N("n4")->idx;
 
@@ -166,17 +184,7 @@ static void test_lease_removed_peer_blocks(void **state)
 	fo_report_set_peer(&r, n4, FO_PEER_DOWN);
 	fo_report_set_peer_age(&r, n4, 60000);
 	fo_on_report(&C, N("n1"), &r);
-	/* n4 removed (as ctl_members.c does it: the cfg's list, then the model). */
-	for (int k = 0; k < cs->nnodes; k++)
-		if (cs->nodes[k] == n4) {
-			memmove(&cs->nodes[k], &cs->nodes[k + 1],
-				(cs->nnodes - k - 1) * sizeof(int));
-			cs->nnodes--;
-			break;
-		}
-	cfg->nodes[n4].removed = true;
-	fo_node_drop(&C, n4);
-	fo_shard_sync(&C, s->idx);
+	remove_at_runtime("n4");
 	R.mono += 1500;
 	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
 	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
@@ -195,23 +203,11 @@ static void test_lease_removed_peer_blocks(void **state)
 /* The same removal, n1's agent not naming n4: the remaining peers bound the lease. */
 static void test_lease_removed_unnamed_peer(void **state)
 {
-	struct fo_shard *s = fo_find_shard(&C, "s");
-	struct cfg_shard *cs = &cfg->shards[s->idx];
 	struct fo_report r;
-	int n4 = N("n4")->idx;
 
 	(void)state;
 	healthy();
-	for (int k = 0; k < cs->nnodes; k++)
-		if (cs->nodes[k] == n4) {
-			memmove(&cs->nodes[k], &cs->nodes[k + 1],
-				(cs->nnodes - k - 1) * sizeof(int));
-			cs->nnodes--;
-			break;
-		}
-	cfg->nodes[n4].removed = true;
-	fo_node_drop(&C, n4);
-	fo_shard_sync(&C, s->idx);
+	remove_at_runtime("n4");
 	R.mono += 1500;
 	mkrep(&r, FO_PROC_UP, INFO_ROLE_SLAVE, "n1", 0, 1000);
 	fo_report_set_peer(&r, N("n1")->idx, FO_PEER_DOWN);
@@ -709,8 +705,6 @@ static void test_admit_unconfirmed_blocks(void **state)
  * the removal on; once n1 confirmed, the removal no longer blocks n1's failover. */
 static void test_admit_removed_peer_confirmed(void **state)
 {
-	struct fo_shard *s = fo_find_shard(&C, "s");
-	struct cfg_shard *cs = &cfg->shards[s->idx];
 	char buf[FO_ADMIT_LIST_MAX];
 	struct fo_report r;
 	int n4 = N("n4")->idx;
@@ -718,16 +712,7 @@ static void test_admit_removed_peer_confirmed(void **state)
 	(void)state;
 	fo_admit_set_term(&C, 777);
 	healthy();
-	for (int k = 0; k < cs->nnodes; k++)
-		if (cs->nodes[k] == n4) {
-			memmove(&cs->nodes[k], &cs->nodes[k + 1],
-				(cs->nnodes - k - 1) * sizeof(int));
-			cs->nnodes--;
-			break;
-		}
-	cfg->nodes[n4].removed = true;
-	fo_node_drop(&C, n4);
-	fo_shard_sync(&C, s->idx);
+	remove_at_runtime("n4");
 	mkrep(&r, FO_PROC_UP, INFO_ROLE_MASTER, NULL, -1, 1000);
 	fo_report_set_peer(&r, n4, FO_PEER_DOWN); /* still names n4 */
 	fo_report_set_peer_age(&r, n4, 60000);
